@@ -1,0 +1,28 @@
+# The README's two commands are `make demo` and `make check`; both bootstrap .venv first.
+VENV := .venv
+PY := $(VENV)/bin/python
+IMAGE ?=
+ARGS ?=
+
+.PHONY: venv demo check lint lit pytest bench
+
+venv:
+	@bash scripts/bootstrap.sh
+
+demo: venv  ## main job: pretrained MobileNetV2 through xgen_mlir vs PyTorch on an image
+	$(PY) examples/classify_image.py $(if $(IMAGE),--image $(IMAGE)) $(ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check python tests benchmarks examples
+	$(VENV)/bin/ruff format --check python tests benchmarks examples
+
+lit: venv
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -sv tests/lit
+
+pytest: venv
+	$(PY) -m pytest -n 2 -q $(ARGS)
+
+check: venv lint lit pytest  ## all tests: lint, lit/FileCheck, pytest
+
+bench: venv  ## speed table of xgen_mlir vs IREE / ONNX Runtime / PyTorch (several minutes)
+	$(PY) benchmarks/bench_models.py $(ARGS)

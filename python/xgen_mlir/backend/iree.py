@@ -1,0 +1,84 @@
+"""Hand-off to IREE: bytecode of our linalg module -> a ``.vmfb`` for the target.
+
+IREE has its own MLIR copy, so the module crosses as MLIR bytecode in a temp file. The
+target's flags come from its pipeline file; if IREE rejects the module with them, the
+pipeline's fallbacks are tried in order (each drops flags known to break some models), and
+the one that worked is recorded. IREE's diagnostics are kept, trimmed, in the error.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .._mlir import ir
+from ..errors import BackendCompileError
+from ..pipelines import Pipeline
+
+
+@dataclass
+class BackendResult:
+    vmfb: bytes
+    flags: list[str]
+    fallback_used: str | None = None
+    seconds: float = 0.0
+    attempts: list[str] = field(default_factory=list)
+
+
+def _trim(text: str, limit: int = 40) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip() and "Invoked with" not in ln]
+    errors = [ln for ln in lines if "error:" in ln] or lines
+    out = errors[:limit]
+    return "\n".join(out) + (f"\n... ({len(errors) - limit} more lines)" if len(errors) > limit else "")
+
+
+def iree_flags(pipeline: Pipeline, extra: list[str] | None = None) -> list[str]:
+    return list(pipeline.flags) + list(extra or [])
+
+
+def compile_vmfb(
+    module: ir.Module,
+    pipeline: Pipeline,
+    *,
+    extra_flags: list[str] | None = None,
+    dump_executables: Path | None = None,
+    work_dir: Path | None = None,
+) -> BackendResult:
+    """Compile ``module`` with IREE for ``pipeline``'s target, with fallbacks."""
+    import iree.compiler as ic
+
+    base = iree_flags(pipeline, extra_flags)
+    if dump_executables:
+        Path(dump_executables).mkdir(parents=True, exist_ok=True)
+        base.append(f"--iree-hal-dump-executable-files-to={dump_executables}")
+    candidates: list[tuple[str | None, list[str]]] = [(None, base)]
+    candidates += [(fb.why, fb.apply(base)) for fb in pipeline.fallbacks]
+    tmp = Path(work_dir or tempfile.mkdtemp(prefix="xgen-iree-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    src = tmp / "input.mlirbc"
+    with open(src, "wb") as f:
+        module.operation.write_bytecode(f)
+    attempts: list[str] = []
+    start = time.perf_counter()
+    for why, flags in candidates:
+        try:
+            vmfb = ic.compile_file(
+                str(src), target_backends=list(pipeline.backends), extra_args=flags
+            )
+        except ic.CompilerToolError as e:
+            attempts.append(_trim(e.stderr if hasattr(e, "stderr") and e.stderr else str(e)))
+            continue
+        if why is not None:
+            warnings.warn(
+                f"IREE rejected the module with the '{pipeline.name}' flags; fell back: {why}",
+                stacklevel=3,
+            )
+        return BackendResult(vmfb, flags, why, time.perf_counter() - start, attempts)
+    raise BackendCompileError(
+        f"IREE could not compile the module for target '{pipeline.name}' "
+        f"(tried {len(candidates)} flag sets; the input is saved at {src}).\n"
+        f"First attempt's diagnostics:\n{attempts[0]}"
+    )

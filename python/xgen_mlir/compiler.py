@@ -1,0 +1,99 @@
+"""``xgen_mlir.compile``: model -> linalg (frontend) -> our pipeline (passes) -> IREE (backend).
+
+The dependency direction is one way: frontend -> passes -> backend -> runtime.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .backend import compile_vmfb
+from .errors import UnknownNameError, XGenError
+from .frontend import import_model
+from .passes.runner import run_steps
+from .pipelines import load_pipeline
+from .runtime import CompiledModule
+
+
+@dataclass
+class CompileOptions:
+    """Everything ``compile()`` accepts as keyword options."""
+
+    entry: str = "main"  # name of the entry function in the compiled module
+    device: str | None = None  # runtime device for the returned module (default local-task)
+    dump_ir: str | Path | None = None  # write the IR after each of our steps here
+    dump_executables: str | Path | None = None  # IREE's executable dumps (per dispatch)
+    extra_iree_flags: list[str] = field(default_factory=list)  # appended to the target's flags
+    verbose: bool = False  # print stage timings to stderr
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict[str, Any]) -> CompileOptions:
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise XGenError(
+                f"unknown compile option(s) {unknown}; options are: {', '.join(sorted(names))}"
+            )
+        return cls(**kwargs)
+
+
+@dataclass
+class CompileReport:
+    """What happened during a compile (timings, flags, fallbacks)."""
+
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    iree_flags: list[str] = field(default_factory=list)
+    fallback_used: str | None = None
+
+
+def compile(  # noqa: A001 - the public name the project promises
+    model: Any,
+    example_inputs: Sequence[Any] | Any | None = None,
+    target: str = "cpu",
+    **options: Any,
+) -> CompiledModule:
+    """Compile ``model`` for ``target`` and return a callable :class:`CompiledModule`.
+
+    ``model``: an ``nn.Module`` (with ``example_inputs``), a ``torch.export`` program, an ONNX
+    ``ModelProto``, or a path to a ``.pt2`` / ``.onnx`` / ``.mlir`` / ``.mlirbc`` file.
+    """
+    opts = CompileOptions.from_kwargs(options)
+    try:
+        pipeline = load_pipeline(target)
+    except UnknownNameError as e:
+        raise UnknownNameError("target", target, e.known) from None
+    if example_inputs is not None and not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    report = CompileReport()
+
+    t0 = time.perf_counter()
+    module = import_model(model, example_inputs)
+    report.stage_seconds["import"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    dump_dir = Path(opts.dump_ir) if opts.dump_ir else None
+    run_steps(module, pipeline.pass_steps(opts.entry), what=f"pipeline '{pipeline.name}'",
+              dump_dir=dump_dir)  # fmt: skip
+    report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    result = compile_vmfb(
+        module,
+        pipeline,
+        extra_flags=opts.extra_iree_flags,
+        dump_executables=Path(opts.dump_executables) if opts.dump_executables else None,
+    )
+    report.stage_seconds["iree-compile"] = time.perf_counter() - t0
+    report.iree_flags, report.fallback_used = result.flags, result.fallback_used
+    if opts.verbose:
+        timings = ", ".join(f"{k} {v:.1f}s" for k, v in report.stage_seconds.items())
+        print(f"xgen_mlir.compile[{target}]: {timings}", file=sys.stderr)
+
+    compiled = CompiledModule(result.vmfb, entry=opts.entry, device=opts.device, target=target)
+    compiled.report = report  # type: ignore[attr-defined]
+    return compiled

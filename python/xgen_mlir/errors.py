@@ -1,0 +1,90 @@
+"""Errors xgen_mlir raises to users.
+
+Every failure a user can cause (bad input, unsupported ops, unknown names, a corrupt
+artifact) becomes one of these, with a message that names the problem and where.
+Nothing below should let a raw MLIR/IREE traceback reach the user.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+class XGenError(Exception):
+    """Base class of all user-facing xgen_mlir errors."""
+
+
+class FrontendError(XGenError):
+    """A model could not be imported (bad file, export failure, ...)."""
+
+
+@dataclass
+class UnsupportedOp:
+    """One occurrence of an op that cannot be imported or lowered."""
+
+    name: str
+    location: str = "unknown location"
+
+
+@dataclass
+class UnsupportedOpsError(FrontendError):
+    """All ops that stop a model from being lowered, reported at once, by name, with counts."""
+
+    occurrences: list[UnsupportedOp] = field(default_factory=list)
+    stage: str = "lowering"
+
+    def __post_init__(self) -> None:
+        super().__init__(self._format())
+
+    def counts(self) -> Counter[str]:
+        return Counter(o.name for o in self.occurrences)
+
+    def _format(self) -> str:
+        counts = self.counts()
+        total = sum(counts.values())
+        lines = [
+            f"{total} unsupported op occurrence(s) of {len(counts)} kind(s) "
+            f"found during {self.stage}:"
+        ]
+        for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            locs = [o.location for o in self.occurrences if o.name == name]
+            shown = "; ".join(locs[:3]) + (f"; ... {len(locs) - 3} more" if len(locs) > 3 else "")
+            lines.append(f"  {name} x{n}  at {shown}")
+        return "\n".join(lines)
+
+
+class MLIRParseError(XGenError):
+    """Malformed MLIR text or bytecode (message carries the file:line:col diagnostics)."""
+
+
+class UnknownNameError(XGenError, KeyError):
+    """An unknown pass, pipeline or target name; the message lists the known ones."""
+
+    def __init__(self, kind: str, name: str, known: list[str]) -> None:
+        self.kind, self.name, self.known = kind, name, sorted(known)
+        plural = kind + ("es" if kind.endswith("s") else "s")
+        XGenError.__init__(self, f"unknown {kind} '{name}'; known {plural}: {', '.join(self.known)}")
+
+    def __str__(self) -> str:  # KeyError would quote the message otherwise
+        return self.args[0]
+
+
+class PipelineError(XGenError):
+    """A pass pipeline failed; the message names the failing step and a reproducer command."""
+
+    def __init__(self, message: str, reproducer: str | None = None) -> None:
+        self.reproducer = reproducer
+        super().__init__(message + (f"\nreproduce with:\n  {reproducer}" if reproducer else ""))
+
+
+class BackendCompileError(XGenError):
+    """IREE refused to compile the module (message carries IREE's diagnostics)."""
+
+
+class ModuleLoadError(XGenError):
+    """A .vmfb file is missing, truncated, corrupt or not loadable on the chosen device."""
+
+
+class InputMismatchError(XGenError, ValueError):
+    """Call-time inputs do not match the compiled signature (count, shape or dtype)."""

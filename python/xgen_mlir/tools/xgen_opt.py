@@ -1,0 +1,115 @@
+"""xgen-opt: parse .mlir, run xgen/upstream passes or a named pipeline, print the result.
+
+Like mlir-opt: ``--split-input-file`` runs each ``// -----`` chunk on its own (line numbers in
+diagnostics stay those of the file); errors go to stderr and make the exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .._mlir import ir
+from ..errors import XGenError
+from ..frontend.mlir_import import new_torch_context, parse_mlir
+from ..passes.registry import build_pass_manager, registered_passes
+from ..passes.runner import run_steps
+from ..pipelines import available_pipelines, load_pipeline
+
+SPLIT_MARKER = "// -----"
+
+
+def _chunks(text: str, split: bool) -> list[str]:
+    if not split:
+        return [text]
+    out, line = [], 0
+    for part in text.split(SPLIT_MARKER):
+        out.append("\n" * line + part)  # keep file line numbers in diagnostics
+        line += part.count("\n")
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="xgen-opt", description=__doc__.splitlines()[0])
+    p.add_argument("input", nargs="?", default="-", help=".mlir/.mlirbc file, or - for stdin")
+    p.add_argument("--pass-pipeline", "-p", default=None,
+                   help="comma-separated steps: xgen passes (xgen-foo{opt=v}) and upstream passes")
+    p.add_argument("--pipeline", default=None, help="run the pass steps of a named pipeline")
+    p.add_argument("--entry", default="main", help="entry name for pipelines that set it")
+    p.add_argument("--split-input-file", action="store_true")
+    p.add_argument("-o", "--output", default="-", help="output file (default stdout)")
+    p.add_argument("--emit-bytecode", action="store_true")
+    p.add_argument("--dump-ir", default=None, help="directory for the IR after each step")
+    p.add_argument("--list-passes", action="store_true")
+    p.add_argument("--list-pipelines", action="store_true")
+    return p  # fmt: skip
+
+
+def _list(args: argparse.Namespace) -> bool:
+    if args.list_passes:
+        for name, info in sorted(registered_passes().items()):
+            print(f"{name:32s} {info.kind:8s} {info.summary}")
+    if args.list_pipelines:
+        for name in available_pipelines():
+            pl = load_pipeline(name)
+            print(f"{name}: {pl.description}")
+            for s in pl.steps:
+                print(f"  {s.pass_text:48s} # {s.why}")
+    return bool(args.list_passes or args.list_pipelines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if _list(args):
+            return 0
+        steps: list[str] = []
+        if args.pipeline:
+            steps += load_pipeline(args.pipeline).pass_steps(args.entry)
+        if args.pass_pipeline:
+            steps.append(args.pass_pipeline)
+        if steps:  # unknown pass names fail once, before any input is read
+            build_pass_manager(new_torch_context(), steps)
+        source = "<stdin>" if args.input == "-" else args.input
+        if args.input == "-":
+            data: str | bytes = sys.stdin.read()
+        else:
+            path = Path(args.input)
+            if not path.is_file():
+                raise XGenError(f"{path}: no such file")
+            data = path.read_bytes() if path.suffix == ".mlirbc" else path.read_text()
+    except XGenError as e:
+        print(f"xgen-opt: error: {e}", file=sys.stderr)
+        return 1
+    chunks = _chunks(data, args.split_input_file) if isinstance(data, str) else [data]
+    ok, outputs = True, []
+    for chunk in chunks:
+        try:
+            module = parse_mlir(chunk, source, new_torch_context())
+            if steps:
+                run_steps(module, steps, what="xgen-opt", dump_dir=args.dump_ir)
+            outputs.append(module)
+        except XGenError as e:
+            print(f"{e}", file=sys.stderr)
+            ok = False
+    _write(outputs, args)
+    return 0 if ok else 1
+
+
+def _write(modules: list[ir.Module], args: argparse.Namespace) -> None:
+    if args.emit_bytecode:
+        if len(modules) != 1:
+            raise SystemExit("xgen-opt: --emit-bytecode needs exactly one module")
+        with open(args.output, "wb") as f:
+            modules[0].operation.write_bytecode(f)
+        return
+    text = f"\n{SPLIT_MARKER}\n".join(str(m) for m in modules)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
