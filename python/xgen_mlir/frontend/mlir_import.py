@@ -38,6 +38,11 @@ def _relocate(loc: str, source: str) -> str:
     return f"{source}:{m.group(2)}:{m.group(3)}"
 
 
+def relabel_source(text: str, source: str) -> str:
+    """Name the file in locations the parser recorded as '-' (it is given no file name)."""
+    return re.sub(r"(?<![\w/.])-:(\d+):(\d+)", lambda m: f"{source}:{m.group(1)}:{m.group(2)}", text)
+
+
 def import_mlir_file(path: str | os.PathLike[str]) -> ir.Module:
     path = Path(path)
     if not path.is_file():

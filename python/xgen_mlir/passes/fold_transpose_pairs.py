@@ -16,8 +16,11 @@ from .registry import register_patterns
 
 def _fold(op: Any, rewriter: Any) -> bool:
     """Returns True when the pattern does NOT apply (the binding's convention)."""
-    producer = op.operands[0].owner
-    if not isinstance(producer, ir.Operation) or producer.name != "linalg.transpose":
+    producer = op.operands[0].owner  # an Operation, an OpView, or a Block (block argument)
+    if isinstance(producer, ir.Block):
+        return True
+    producer = producer.operation
+    if producer.name != "linalg.transpose":
         return True
     inner = list(ir.DenseI64ArrayAttr(producer.attributes["permutation"]))
     outer = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))

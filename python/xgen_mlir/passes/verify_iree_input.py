@@ -15,7 +15,7 @@ from typing import Any
 from .._mlir import ir
 from .._paths import dialects_dir
 from ..errors import UnsupportedOp, UnsupportedOpsError
-from ..frontend.lowering import format_location, leftover_torch_ops
+from ..frontend.lowering import _BOOKKEEPING_PREFIXES, format_location, leftover_torch_ops
 from .registry import PassFailure, register_pass
 
 
@@ -37,7 +37,9 @@ def offending_ops(module_op: ir.Operation) -> list[UnsupportedOp]:
         return ir.WalkResult.ADVANCE
 
     module_op.walk(visit)
-    return bad
+    # Constants/list builders of a foreign dialect only feed its real ops: listing them is noise.
+    real = [o for o in bad if not o.name.startswith(_BOOKKEEPING_PREFIXES)]
+    return real or bad
 
 
 @register_pass(

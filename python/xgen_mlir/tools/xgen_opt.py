@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .._mlir import ir
 from ..errors import XGenError
-from ..frontend.mlir_import import new_torch_context, parse_mlir
+from ..frontend.mlir_import import new_torch_context, parse_mlir, relabel_source
 from ..passes.registry import build_pass_manager, registered_passes
 from ..passes.runner import run_steps
 from ..pipelines import available_pipelines, load_pipeline
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 run_steps(module, steps, what="xgen-opt", dump_dir=args.dump_ir)
             outputs.append(module)
         except XGenError as e:
-            print(f"{e}", file=sys.stderr)
+            print(relabel_source(str(e), source), file=sys.stderr)
             ok = False
     _write(outputs, args)
     return 0 if ok else 1

@@ -1,0 +1,21 @@
+# lit configuration for xgen_mlir's pass tests (run by `make lit` / `make check`).
+import os
+import shutil
+
+import lit.formats
+
+config.name = "xgen_mlir"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir"]
+config.excludes = ["Inputs", "lit.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.environment["PATH"] = os.environ.get("PATH", "")
+config.environment["PYTHONWARNINGS"] = "ignore"
+
+# The Python FileCheck port installs as `filecheck`; tests are written with `FileCheck`.
+filecheck = shutil.which("filecheck") or shutil.which("FileCheck")
+if filecheck is None:
+    lit_config.fatal("FileCheck not found: run `make lit` (it installs the test extras)")
+config.substitutions.append(("FileCheck", filecheck))
+if shutil.which("xgen-opt") is None:
+    lit_config.fatal("xgen-opt not on PATH: run `make lit` (it installs the package)")
