@@ -15,16 +15,17 @@ import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
-__all__ = ["IMAGENET_CLASSES", "IMAGENET_MEAN", "IMAGENET_STD", "load_image", "preprocess",
-           "top_k"]
+__all__ = ["IMAGENET_CLASSES", "IMAGENET_MEAN", "IMAGENET_STD", "load_image", "preprocess", "top_k"]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def _load_classes() -> list[str]:
-    text = importlib.resources.files(__package__).joinpath("imagenet_classes.txt").read_text(
-        encoding="utf-8"
+    text = (
+        importlib.resources.files(__package__)
+        .joinpath("imagenet_classes.txt")
+        .read_text(encoding="utf-8")
     )
     names = [line.strip() for line in text.splitlines() if line.strip()]
     if len(names) != 1000:
@@ -41,13 +42,10 @@ def preprocess(img: Image.Image, resize: int = 256, crop: int = 224) -> torch.Te
     center ``crop``, scale to [0, 1], normalise by ImageNet mean/std -> 1x3xcropxcrop."""
     img = img.convert("RGB")
     w, h = img.size
-    if w <= h:
-        size = (resize, int(resize * h / w))
-    else:
-        size = (int(resize * w / h), resize)
+    size = (resize, int(resize * h / w)) if w <= h else (int(resize * w / h), resize)
     img = img.resize(size, Image.Resampling.BILINEAR)
     w, h = img.size
-    left, top = int(round((w - crop) / 2.0)), int(round((h - crop) / 2.0))
+    left, top = round((w - crop) / 2.0), round((h - crop) / 2.0)
     img = img.crop((left, top, left + crop, top + crop))
     arr = np.asarray(img, dtype=np.float32) / 255.0
     arr = (arr - np.asarray(IMAGENET_MEAN, np.float32)) / np.asarray(IMAGENET_STD, np.float32)

