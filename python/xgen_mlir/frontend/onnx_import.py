@@ -4,12 +4,12 @@ Why each step exists:
 - torch-mlir lowers BatchNormalization only from opset 15 and Unsqueeze/Slice from opset 13,
   so older models are upgraded to opset 17 first (newer ones are left alone).
 - The importer types every value from ONNX shape inference; a value it cannot type becomes
-  ``!torch.none`` and poisons its users, so shape inference (with data propagation) runs first.
-- Every node gets a unique name: it becomes the MLIR location of everything lowered from it,
-  which is how unsupported ops are reported by node.
-- torch-mlir's passes stop at the first op they cannot lower (and roll back). To report every
-  such op at once, each failing op is swapped for an inert ``torch.operator`` and the stage is
-  retried; whatever is not linalg at the end is listed in one ``UnsupportedOpsError``.
+  ``!torch.none`` and breaks its users, so shape inference (with data propagation) runs first.
+- Every node gets a unique name: it becomes the MLIR location of all ops lowered from it, which
+  is how unsupported ops are reported by ONNX op type and node.
+- torch-mlir's passes stop (and roll back) at the first op they cannot lower. To report every
+  such op at once, each op a stage fails on is swapped for an inert ``torch.operator`` and the
+  stage is retried; whatever is not linalg at the end goes into one ``UnsupportedOpsError``.
 """
 
 from __future__ import annotations
@@ -28,21 +28,23 @@ from .._mlir import ir, passmanager
 from ..errors import FrontendError, UnsupportedOp, UnsupportedOpsError
 
 TARGET_OPSET = 17
-STAGES = (
-    ("ONNX -> torch", "builtin.module(torch-onnx-to-torch-backend-pipeline)"),
+STAGES = (  # (name, pipeline); the first is cheap, so retrying it per failing op is cheap too
+    ("ONNX -> torch", "builtin.module(func.func(convert-torch-onnx-to-torch))"),
+    ("torch shape refinement", "builtin.module(torch-onnx-to-torch-backend-pipeline)"),
     ("torch backend contract", "builtin.module(torch-lower-to-backend-contract)"),
     ("torch -> linalg", "builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline)"),
 )
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _UNSUPPORTED, _BLOCKED = "xgen.unsupported.", "xgen.blocked."
 _GLUE = ("torch.constant.", "torch.prim.ListConstruct", "torch.prim.TupleConstruct",
-         "torch.vtensor.literal", "torch.derefine")
-_MAX_RETRIES = 64
+         "torch.vtensor.literal", "torch.derefine")  # vanish once their users are lowered
+_MAX_RETRIES = 64  # per stage; ops still failing after that are reported by the final walk
+Diag = tuple[ir.Location | None, str]
 
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """One graph input/output; unknown dims are None."""
+    """One graph input/output; unknown (symbolic) dims are None."""
 
     name: str
     shape: tuple[int | None, ...]
@@ -51,12 +53,12 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class OnnxSignature:
-    """The entry function's inputs (initializer-backed inputs excluded) and outputs."""
+    """The entry's inputs (initializer-backed graph inputs excluded, as the importer does)."""
 
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     graph_name: str = ""
-    opset: int = 0
+    opset: int = 0  # default-domain opset after the upgrade
 
     @property
     def input_names(self) -> list[str]:
@@ -73,10 +75,10 @@ def import_onnx(
     entry_name: str = "main",
     context: ir.Context | None = None,
 ) -> tuple[ir.Module, OnnxSignature]:
-    """Import an ONNX model as a linalg-on-tensors module whose public entry is ``entry_name``.
+    """Import an ONNX model as a linalg-on-tensors module with public entry ``entry_name``.
 
-    Raises FrontendError for unreadable/invalid models and UnsupportedOpsError listing every
-    op (ONNX op type, node name) that torch-mlir cannot convert or lower.
+    Raises FrontendError for missing/unreadable/invalid models and UnsupportedOpsError listing
+    every op (ONNX op type, node name) that torch-mlir cannot convert or lower.
     """
     from torch_mlir.dialects import torch as torch_d
     from torch_mlir.extras import onnx_importer
@@ -87,7 +89,7 @@ def import_onnx(
     _name_nodes(proto.graph, nodes)
     try:
         proto = shape_inference.infer_shapes(proto, data_prop=True)
-    except Exception as e:  # too big (>2GB) or inconsistent: import with the declared types
+    except Exception as e:  # >2 GB or inconsistent: import with the declared types only
         warnings.warn(f"{label}: ONNX shape inference failed ({e}); importing without it",
                       stacklevel=2)
     ctx = context or ir.Context()
@@ -95,15 +97,12 @@ def import_onnx(
     handler = ctx.attach_diagnostic_handler(lambda d: True)  # keep warnings off stderr
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "node without a valid type proto": reported below
+            warnings.simplefilter("ignore")  # "node without a valid type proto": reported later
             info = onnx_importer.ModelInfo(proto)
             module = info.create_module(context=ctx)
-            imp = onnx_importer.NodeImporter.define_function(info.main_graph, module.operation)
-            imp.import_all()
-        func_op = imp._p  # the graph's func.func (no public accessor)
-        func_op.attributes["sym_name"] = ir.StringAttr.get(entry_name, ctx)
-        if "sym_visibility" in func_op.attributes:
-            del func_op.attributes["sym_visibility"]
+            onnx_importer.NodeImporter.define_function(info.main_graph, module.operation)\
+                .import_all()
+        _set_entry(module, proto.graph.name, entry_name)
         _lower(module, nodes, label)
         module.operation.verify()
     except FrontendError:
@@ -123,17 +122,19 @@ def _load(model: str | os.PathLike[str] | onnx.ModelProto) -> tuple[onnx.ModelPr
     else:
         path = Path(model)
         label = str(path)
-        if not path.is_file():
+        if not path.exists():
             raise FrontendError(f"{label}: no such ONNX file")
+        if not path.is_file():
+            raise FrontendError(f"{label}: not a file (expected an .onnx model)")
         try:
-            proto = onnx.load(str(path))
+            proto = onnx.load(label)
         except OSError as e:
-            raise FrontendError(f"{label}: cannot read file: {e}") from None
+            raise FrontendError(f"{label}: cannot read the ONNX file: {e}") from None
         except Exception as e:  # protobuf DecodeError and friends
             raise FrontendError(f"{label}: not an ONNX protobuf ({type(e).__name__}: "
                                 f"{_short(str(e))})") from None
-    try:  # the path form also works for models over protobuf's 2 GB limit
-        onnx.checker.check_model(proto if isinstance(model, onnx.ModelProto) else str(model))
+    try:  # the path form also works past protobuf's 2 GB limit
+        onnx.checker.check_model(model if isinstance(model, onnx.ModelProto) else label)
     except Exception as e:
         raise FrontendError(f"{label}: not a valid ONNX model (onnx.checker: "
                             f"{_short(str(e))})") from None
@@ -141,7 +142,7 @@ def _load(model: str | os.PathLike[str] | onnx.ModelProto) -> tuple[onnx.ModelPr
 
 
 def _prepare(proto: onnx.ModelProto, label: str) -> onnx.ModelProto:
-    """Copy (never mutate the caller's proto) and upgrade the default opset to TARGET_OPSET."""
+    """A copy (the caller's proto is never touched), upgraded to TARGET_OPSET if older."""
     opset = _opset(proto)
     if 0 < opset < TARGET_OPSET:
         try:
@@ -165,30 +166,36 @@ def _name_nodes(graph: onnx.GraphProto, nodes: dict[str, str]) -> None:
         while name in nodes:
             name = f"{name}_{len(nodes)}"
         node.name = name
-        domain = "onnx" if node.domain in _DEFAULT_DOMAINS else node.domain
-        nodes[name] = f"{domain}.{node.op_type}"
-        if node.op_type == "Unique" and node.domain in _DEFAULT_DOMAINS:
-            # torch-mlir's Unique conversion segfaults unless all 4 outputs exist.
-            while len(node.output) < 4:
-                node.output.append(f"{name}__unused_{len(node.output)}")
+        default = node.domain in _DEFAULT_DOMAINS
+        nodes[name] = f"{'onnx' if default else node.domain}.{node.op_type}"
+        if default and node.op_type == "Unique":  # torch-mlir segfaults on < 4 outputs
+            node.output.extend(f"{name}__unused{i}" for i in range(len(node.output), 4))
         for attr in node.attribute:
             for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
                 _name_nodes(sub, nodes)
 
 
+def _set_entry(module: ir.Module, graph_name: str, entry_name: str) -> None:
+    """The importer names the func after the graph (spaces, dots...): rename it, make it public."""
+    for op in module.body.operations:
+        attrs = op.operation.attributes
+        if op.operation.name == "func.func" and ir.StringAttr(attrs["sym_name"]).value == graph_name:
+            attrs["sym_name"] = ir.StringAttr.get(entry_name, module.context)
+            if "sym_visibility" in attrs:
+                del attrs["sym_visibility"]
+            return
+    raise FrontendError(f"torch-mlir's ONNX importer produced no function '{graph_name}'")
+
+
 def _signature(proto: onnx.ModelProto) -> OnnxSignature:
     g = proto.graph
     inits = {t.name for t in g.initializer}
-    return OnnxSignature(
-        inputs=tuple(_spec(v) for v in g.input if v.name not in inits),
-        outputs=tuple(_spec(v) for v in g.output),
-        graph_name=g.name,
-        opset=_opset(proto),
-    )
+    return OnnxSignature(tuple(_spec(v) for v in g.input if v.name not in inits),
+                         tuple(_spec(v) for v in g.output), g.name, _opset(proto))
 
 
 def _spec(v: onnx.ValueInfoProto) -> TensorSpec:
-    if not v.type.HasField("tensor_type"):
+    if not v.type.HasField("tensor_type"):  # sequences/maps/optionals: no numpy equivalent
         return TensorSpec(v.name, (), np.dtype(object))
     tt = v.type.tensor_type
     shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
@@ -196,33 +203,34 @@ def _spec(v: onnx.ValueInfoProto) -> TensorSpec:
 
 
 def _lower(module: ir.Module, nodes: dict[str, str], label: str) -> None:
-    """Run STAGES; quarantine each op a stage fails on, then report everything non-linalg."""
-    for op in _ops(module):  # non-default domains: never let a same-named ONNX op convert them
-        if op.name == "torch.operator" and nodes.get(_node(op.location) or "", "onnx.")[:5] != "onnx.":
+    """Run STAGES, quarantining each op a stage fails on; then report everything non-linalg."""
+    # Custom domains: the importer drops the domain ("onnx.Foo"), so a same-named standard op's
+    # conversion could take them over with the wrong semantics. Never convert them.
+    custom = {n for n, kind in nodes.items() if not kind.startswith("onnx.")}
+    for op in _ops(module):
+        if op.name == "torch.operator" and _node(op.location) in custom:
             _quarantine(op, _UNSUPPORTED)
     unexplained: list[str] = []
     for stage, pipeline in STAGES:
         for _ in range(_MAX_RETRIES):
             diags, work = _run(module, pipeline)
-            # Culprits are looked up in the IR as it was before the stage; a failure nobody
-            # can be blamed for (e.g. the final contract check) keeps the stage's output.
+            # Culprits are looked up in the IR as it was before the stage. A failure no op can
+            # be blamed for (e.g. the final contract check) keeps the stage's output for the walk.
             culprits = _culprits(module, diags) if diags else []
-            if not culprits:
-                _adopt(module, work)
-            else:
+            if culprits:
                 work.erase()
-            if diags is None:
-                break
-            if not culprits:
-                unexplained = [f"{stage}: {_node(d.location) or d.location}: {_short(d.message)}"
-                               for d in diags[:8]]
-                break
-            for op, blocked in culprits:
-                _quarantine(op, _BLOCKED if blocked else _UNSUPPORTED)
-        if diags is None and stage == STAGES[0][0]:  # ONNX ops with no conversion at all
-            for op in _ops(module):
-                if op.name == "torch.operator" and _opname(op).startswith("onnx."):
-                    _quarantine(op, _UNSUPPORTED)
+                for op, blocked in culprits:
+                    _quarantine(op, _BLOCKED if blocked else _UNSUPPORTED)
+                continue
+            _adopt(module, work)
+            if diags:
+                unexplained += [f"{stage}: {_node(loc) if loc else '?'}: {_short(msg)}"
+                                for loc, msg in diags[:5]]
+            elif stage == STAGES[0][0]:  # ONNX ops torch-mlir has no conversion for at all
+                for op in _ops(module):
+                    if op.name == "torch.operator" and _opname(op).startswith("onnx."):
+                        _quarantine(op, _UNSUPPORTED)
+            break
     found, blocked = _leftovers(module, nodes)
     if found or blocked:
         raise UnsupportedOpsError(found or blocked, stage=f"import of {label}")
@@ -231,18 +239,18 @@ def _lower(module: ir.Module, nodes: dict[str, str], label: str) -> None:
                             + "\n  ".join(unexplained))
 
 
-def _run(module: ir.Module, pipeline: str) -> tuple[list | None, ir.Operation]:
-    """Run a pipeline on a copy of the module: (None or the error diagnostics, the copy)."""
+def _run(module: ir.Module, pipeline: str) -> tuple[list[Diag], ir.Operation]:
+    """Run a pipeline on a copy of the module: (error diagnostics, [] on success; the copy)."""
     work = module.operation.clone()
     try:
         passmanager.PassManager.parse(pipeline, module.context).run(work)
-        return None, work
+        return [], work
     except ir.MLIRError as e:
-        return list(e.error_diagnostics) or [_FakeDiag(str(e))], work
+        return [(d.location, d.message) for d in e.error_diagnostics] or [(None, str(e))], work
 
 
 def _adopt(module: ir.Module, work: ir.Operation) -> None:
-    """Make ``module`` hold the body of ``work`` (a pipeline's result) and drop ``work``."""
+    """Make ``module`` hold the body of ``work`` (a pipeline's result); drop ``work``."""
     for op in list(module.body.operations):
         op.erase()
     for op in list(work.regions[0].blocks[0].operations):
@@ -250,27 +258,20 @@ def _adopt(module: ir.Module, work: ir.Operation) -> None:
     work.erase()
 
 
-@dataclass
-class _FakeDiag:
-    message: str
-    location: str = "unknown location"
-
-
-def _culprits(module: ir.Module, diags: list) -> list[tuple[ir.Operation, bool]]:
-    """The not-yet-quarantined torch ops that the error diagnostics point at (by node)."""
+def _culprits(module: ir.Module, diags: list[Diag]) -> list[tuple[ir.Operation, bool]]:
+    """The torch ops (not yet quarantined) of the nodes the error diagnostics point at."""
     out: list[tuple[ir.Operation, bool]] = []
-    for d in diags:
-        node = _node(d.location) if isinstance(d.location, ir.Location) else None
-        quoted = re.search(r"operation '([\w.]+)'", d.message)
-        for op in _ops(module):
-            name = op.name
-            if (node is None or _node(op.location) != node or not _is_compute(name)
-                    or (quoted and quoted.group(1) != name)
-                    or (name == "torch.operator" and _opname(op).startswith("xgen."))
-                    or any(op is o for o, _ in out)):
+    for loc, msg in diags:
+        node = _node(loc) if loc else None
+        quoted = re.search(r"operation '([\w.]+)'", msg)
+        for op in _ops(module) if node else []:
+            if (_node(op.location) != node or not _is_compute(op.name)
+                    or (quoted and quoted.group(1) != op.name)
+                    or (op.name == "torch.operator" and _opname(op).startswith("xgen."))
+                    or any(op == o for o, _ in out)):
                 continue
-            # An op fed by an untyped (!torch.none) value of another op only fails because an
-            # unsupported op upstream has no known output type: do not blame it.
+            # Fed an untyped (!torch.none) value by another torch.operator: it only fails
+            # because an unsupported op upstream has no known output type. Not its fault.
             blocked = any(str(v.type) == "!torch.none" and not isinstance(v.owner, ir.Block)
                           and v.owner.operation.name == "torch.operator" for v in op.operands)
             out.append((op, blocked))
@@ -278,7 +279,7 @@ def _culprits(module: ir.Module, diags: list) -> list[tuple[ir.Operation, bool]]
 
 
 def _leftovers(module: ir.Module, nodes: dict[str, str]) -> tuple[list, list]:
-    """Every op not in linalg-on-tensors form, one entry per (op kind, node)."""
+    """Every op not in linalg-on-tensors form, once per (ONNX op type, node)."""
     found: dict[tuple[str, str], UnsupportedOp] = {}
     blocked: dict[tuple[str, str], UnsupportedOp] = {}
     for op in _ops(module):
@@ -290,7 +291,7 @@ def _leftovers(module: ir.Module, nodes: dict[str, str]) -> tuple[list, list]:
         node = _node(op.location)
         name = nodes.get(node or "", mlir_name)
         loc = f"node '{node}'" if node else str(op.location)
-        if node and mlir_name not in (name, "onnx." + name.rsplit(".", 1)[-1]):
+        if node and mlir_name.removeprefix("onnx.") != name.rsplit(".", 1)[-1]:
             loc += f" ({mlir_name})"
         if any(str(r.type) == "!torch.none" for r in op.results):
             loc += " [output type unknown to ONNX shape inference]"
@@ -299,7 +300,7 @@ def _leftovers(module: ir.Module, nodes: dict[str, str]) -> tuple[list, list]:
 
 
 def _quarantine(op: ir.Operation, prefix: str) -> None:
-    """Swap ``op`` for an inert ``torch.operator "<prefix><name>"`` no pass tries to convert."""
+    """Swap ``op`` for an inert ``torch.operator "<prefix><name>"`` that no pass converts."""
     if op.name == "torch.operator":
         op.attributes["name"] = ir.StringAttr.get(prefix + _opname(op), op.context)
         return
@@ -313,7 +314,7 @@ def _quarantine(op: ir.Operation, prefix: str) -> None:
 
 
 def _ops(module: ir.Module) -> list[ir.Operation]:
-    ops: list[ir.Operation] = []
+    ops: list[ir.Operation] = []  # .operation: an OpView's .name may be an attribute accessor
     module.operation.walk(lambda op: ops.append(op.operation) or ir.WalkResult.ADVANCE)
     return ops
 
