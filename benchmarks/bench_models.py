@@ -24,12 +24,11 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import time_blocks  # noqa: E402
-
-import xgen_mlir  # noqa: E402
-from xgen_mlir.frontend import import_model  # noqa: E402
-from xgen_mlir.models import transformers_zoo, vision  # noqa: E402
-from xgen_mlir.runtime import CompiledModule  # noqa: E402
+import xgen_mlir
+from harness import time_blocks
+from xgen_mlir.frontend import import_model
+from xgen_mlir.models import transformers_zoo, vision
+from xgen_mlir.runtime import CompiledModule
 
 HOST = ["--iree-llvmcpu-target-cpu=host"]
 IREE_BEST = HOST + [
@@ -103,7 +102,7 @@ def bench_model(name: str, rounds: int, block: int, threads: int) -> dict:
         t0 = time.perf_counter()
         m = iree_plain(linalg, flags)
         results[label] = {"compile_s": time.perf_counter() - t0}
-        systems[label] = (lambda m=m: m(*arrays))
+        systems[label] = lambda m=m: m(*arrays)
         results[label]["max_abs_err"] = float(np.abs(m(*arrays) - ref).max())
     log(f"{name}: compiling xgen_mlir cpu")
     t0 = time.perf_counter()
@@ -127,7 +126,9 @@ def bench_model(name: str, rounds: int, block: int, threads: int) -> dict:
     systems["PyTorch eager"] = run_torch
     results["PyTorch eager"] = {"max_abs_err": 0.0}
     log(f"{name}: timing {len(systems)} systems ({rounds} rounds x {block} calls)")
-    timing = time_blocks(systems, rounds=rounds, block=block, progress=lambda m: log(f"{name}: {m}"))
+    timing = time_blocks(
+        systems, rounds=rounds, block=block, progress=lambda m: log(f"{name}: {m}")
+    )
     for k, v in timing.items():
         results[k].update(v)
     return results
@@ -148,14 +149,17 @@ def print_table(all_results: dict[str, dict]) -> None:
         print(f"{model:<14}" + "".join(cells) + f"{ratio:18.2f}x")
     print("\nmax |error| vs PyTorch:")
     for model, res in all_results.items():
-        errs = ", ".join(f"{s}: {r['max_abs_err']:.1e}" for s, r in res.items() if "max_abs_err" in r)
+        errs = ", ".join(
+            f"{s}: {r['max_abs_err']:.1e}" for s, r in res.items() if "max_abs_err" in r
+        )
         print(f"  {model}: {errs}")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+",
-                   default=["resnet18", "mobilenet_v2", "bert_base", "gpt2_small"])
+    p.add_argument(
+        "--models", nargs="+", default=["resnet18", "mobilenet_v2", "bert_base", "gpt2_small"]
+    )
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--block", type=int, default=10)
     p.add_argument("--threads", type=int, default=2, help="threads for PyTorch/ONNX Runtime")
@@ -165,8 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models:
         all_results[name] = bench_model(name, args.rounds, args.block, args.threads)
     print_table(all_results)
-    out = Path(args.json) if args.json else (
-        Path(__file__).parent / "results" / f"models-{dt.date.today().isoformat()}.json")
+    out = (
+        Path(args.json)
+        if args.json
+        else (Path(__file__).parent / "results" / f"models-{dt.date.today().isoformat()}.json")
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"date": dt.datetime.now().isoformat(timespec="seconds"), "host": platform.node(),
             "cpus": os.cpu_count(), "torch": torch.__version__, "rounds": args.rounds,

@@ -27,7 +27,7 @@ def time_blocks(
             systems[name]()
     samples: dict[str, list[float]] = {n: [] for n in names}
     for r in range(rounds):
-        order = names[r % len(names):] + names[: r % len(names)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             fn = systems[name]
             for _ in range(block):

@@ -8,15 +8,15 @@ text or bytecode, never through Python objects (see backend/iree.py).
 from __future__ import annotations
 
 try:
-    from torch_mlir import ir, passmanager, rewrite  # noqa: F401
-    from torch_mlir.dialects import arith, func, linalg, tensor  # noqa: F401
+    from torch_mlir import ir, passmanager, rewrite
+    from torch_mlir.dialects import arith, func, linalg, tensor
 except ImportError as e:  # pragma: no cover - exercised only on broken installs
     raise ImportError(
         "xgen_mlir needs torch-mlir's MLIR Python bindings (pip install torch-mlir); "
         f"importing them failed: {e}"
     ) from e
 
-__all__ = ["ir", "passmanager", "rewrite", "arith", "func", "linalg", "tensor", "new_context"]
+__all__ = ["arith", "func", "ir", "linalg", "new_context", "passmanager", "rewrite", "tensor"]
 
 
 def new_context() -> ir.Context:

@@ -51,7 +51,7 @@ class CompileReport:
     fallback_used: str | None = None
 
 
-def compile(  # noqa: A001 - the public name the project promises
+def compile(
     model: Any,
     example_inputs: Sequence[Any] | Any | None = None,
     target: str = "cpu",

@@ -64,7 +64,9 @@ class UnknownNameError(XGenError, KeyError):
     def __init__(self, kind: str, name: str, known: list[str]) -> None:
         self.kind, self.name, self.known = kind, name, sorted(known)
         plural = kind + ("es" if kind.endswith("s") else "s")
-        XGenError.__init__(self, f"unknown {kind} '{name}'; known {plural}: {', '.join(self.known)}")
+        XGenError.__init__(
+            self, f"unknown {kind} '{name}'; known {plural}: {', '.join(self.known)}"
+        )
 
     def __str__(self) -> str:  # KeyError would quote the message otherwise
         return self.args[0]

@@ -68,7 +68,9 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
     try:
         steps = tuple(Step(s["pass"], s["why"]) for s in data["steps"])
         iree = data["iree"]
-        fallbacks = tuple(Fallback(tuple(fb["drop"]), fb["why"]) for fb in iree.get("fallbacks", []))
+        fallbacks = tuple(
+            Fallback(tuple(fb["drop"]), fb["why"]) for fb in iree.get("fallbacks", [])
+        )
         return Pipeline(
             name=data["name"],
             description=data.get("description", ""),

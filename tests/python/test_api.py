@@ -24,7 +24,7 @@ def mlp_module():
 
 
 def test_mlp_matches_pytorch(mlp_module):
-    model, x, module = mlp_module
+    module = mlp_module[2]
     assert module.signature.inputs[0].shape == (1, 64)
 
 
@@ -56,7 +56,7 @@ def test_multiple_inputs_and_outputs():
 
 
 def test_save_load_roundtrip(mlp_module, tmp_path):
-    model, x, module = mlp_module
+    _, x, module = mlp_module
     path = module.save(tmp_path / "mlp.vmfb")
     loaded = xgen_mlir.load(path)
     check_close(loaded(x).numpy(), module(x).numpy(), atol=0, rtol=0, what="reloaded")

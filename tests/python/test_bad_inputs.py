@@ -25,7 +25,9 @@ def test_wrong_input_count(cnn):
 
 def test_wrong_input_shape(cnn):
     _, _, module = cnn
-    with pytest.raises(errors.InputMismatchError, match="input 0 .*expected shape 1x3x32x32 .*got 1x3x31x32"):
+    with pytest.raises(
+        errors.InputMismatchError, match="input 0 .*expected shape 1x3x32x32 .*got 1x3x31x32"
+    ):
         module(torch.randn(1, 3, 31, 32))
 
 
@@ -37,7 +39,9 @@ def test_wrong_input_dtype(cnn):
 
 def test_wrong_input_kind(cnn):
     _, _, module = cnn
-    with pytest.raises(errors.InputMismatchError, match="expected a numpy array or torch tensor, got list"):
+    with pytest.raises(
+        errors.InputMismatchError, match="expected a numpy array or torch tensor, got list"
+    ):
         module([[1.0]])
 
 
@@ -77,8 +81,12 @@ def test_missing_example_inputs():
 
 def test_malformed_mlir_file(tmp_path):
     bad = tmp_path / "bad.mlir"
-    bad.write_text("func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n  retur %x : tensor<2xf32>\n}\n")
-    with pytest.raises(errors.MLIRParseError, match=r"bad.mlir:2:3: error: custom op 'retur' is unknown"):
+    bad.write_text(
+        "func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n  retur %x : tensor<2xf32>\n}\n"
+    )
+    with pytest.raises(
+        errors.MLIRParseError, match=r"bad.mlir:2:3: error: custom op 'retur' is unknown"
+    ):
         xgen_mlir.compile(bad)
 
 

@@ -59,8 +59,9 @@ def test_xgen_compile_mlir_input(tmp_path):
     src.write_text(
         "func.func @double(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
         "  %e = tensor.empty() : tensor<4xf32>\n"
-        "  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],"
-        " iterator_types = [\"parallel\"]} ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {\n"
+        "  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>,"
+        " affine_map<(d0) -> (d0)>],"
+        ' iterator_types = ["parallel"]} ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {\n'
         "  ^bb0(%a: f32, %o: f32):\n    %s = arith.addf %a, %a : f32\n    linalg.yield %s : f32\n"
         "  } -> tensor<4xf32>\n  return %r : tensor<4xf32>\n}\n"
     )

@@ -37,7 +37,7 @@ def test_pretrained_mobilenet_v2_classifies_like_pytorch():
 
 
 def test_vgg_style_cnn_with_batchnorm():
-    got, want = _compare(vision.small_cnn(), (vision.random_input("small_cnn"),), 1e-4, 1e-4)
+    _compare(vision.small_cnn(), (vision.random_input("small_cnn"),), 1e-4, 1e-4)
 
 
 def test_pretrained_minilm_bert_encoder():

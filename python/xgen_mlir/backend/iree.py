@@ -32,7 +32,9 @@ def _trim(text: str, limit: int = 40) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip() and "Invoked with" not in ln]
     errors = [ln for ln in lines if "error:" in ln] or lines
     out = errors[:limit]
-    return "\n".join(out) + (f"\n... ({len(errors) - limit} more lines)" if len(errors) > limit else "")
+    return "\n".join(out) + (
+        f"\n... ({len(errors) - limit} more lines)" if len(errors) > limit else ""
+    )
 
 
 def iree_flags(pipeline: Pipeline, extra: list[str] | None = None) -> list[str]:

@@ -15,8 +15,12 @@ from typing import Any
 from .._mlir import ir
 from ..errors import FrontendError
 
-SUFFIXES = {".pt2": "torch.export program", ".onnx": "ONNX model", ".mlir": "MLIR text",
-            ".mlirbc": "MLIR bytecode"}
+SUFFIXES = {
+    ".pt2": "torch.export program",
+    ".onnx": "ONNX model",
+    ".mlir": "MLIR text",
+    ".mlirbc": "MLIR bytecode",
+}
 
 
 def import_model(model: Any, example_inputs: Sequence[Any] | None = None) -> ir.Module:
@@ -38,7 +42,9 @@ def import_model(model: Any, example_inputs: Sequence[Any] | None = None) -> ir.
 
             return import_mlir_file(path)
         kinds = ", ".join(f"{k} ({v})" for k, v in SUFFIXES.items())
-        raise FrontendError(f"{path}: unknown model file type '{path.suffix}'; expected one of {kinds}")
+        raise FrontendError(
+            f"{path}: unknown model file type '{path.suffix}'; expected one of {kinds}"
+        )
     try:
         import onnx
 

@@ -77,7 +77,7 @@ def leftover_torch_ops(module: ir.Module) -> list[UnsupportedOp]:
 
 
 def lower_torch_to_linalg(module: ir.Module, *, from_raw: bool = True) -> ir.Module:
-    """Lower a torch-dialect module (in place) to linalg-on-tensors, or raise UnsupportedOpsError."""
+    """Lower a torch-dialect module in place to linalg-on-tensors, or raise UnsupportedOpsError."""
     if from_raw:
         diags = run_pipeline(module, TORCH_BACKEND_CONTRACT)
         if diags is not None:

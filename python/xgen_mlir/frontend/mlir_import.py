@@ -1,4 +1,4 @@
-"""``.mlir`` / ``.mlirbc`` input: parse with file:line:col diagnostics, lower torch IR if present."""
+"""``.mlir`` / ``.mlirbc`` input: parse with file:line:col errors, lower torch IR if present."""
 
 from __future__ import annotations
 
@@ -19,14 +19,19 @@ def new_torch_context() -> ir.Context:
     return ctx
 
 
-def parse_mlir(text: str | bytes, source: str = "<string>", ctx: ir.Context | None = None) -> ir.Module:
+def parse_mlir(
+    text: str | bytes, source: str = "<string>", ctx: ir.Context | None = None
+) -> ir.Module:
     """Parse MLIR text or bytecode; a malformed input raises MLIRParseError naming the place."""
     ctx = ctx or new_torch_context()
     with captured_diagnostics(ctx) as diags:
         try:
             return ir.Module.parse(text, ctx)
         except ir.MLIRError as e:
-            msgs = [_relocate(str(d.location), source) + ": error: " + d.message for d in e.error_diagnostics]
+            msgs = [
+                _relocate(str(d.location), source) + ": error: " + d.message
+                for d in e.error_diagnostics
+            ]
             raise MLIRParseError("\n".join(msgs or diags or [str(e)])) from None
 
 
@@ -40,7 +45,9 @@ def _relocate(loc: str, source: str) -> str:
 
 def relabel_source(text: str, source: str) -> str:
     """Name the file in locations the parser recorded as '-' (it is given no file name)."""
-    return re.sub(r"(?<![\w/.])-:(\d+):(\d+)", lambda m: f"{source}:{m.group(1)}:{m.group(2)}", text)
+    return re.sub(
+        r"(?<![\w/.])-:(\d+):(\d+)", lambda m: f"{source}:{m.group(1)}:{m.group(2)}", text
+    )
 
 
 def import_mlir_file(path: str | os.PathLike[str]) -> ir.Module:

@@ -36,8 +36,13 @@ STAGES = (  # (name, pipeline); the first is cheap, so retrying it per failing o
 )
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _UNSUPPORTED, _BLOCKED = "xgen.unsupported.", "xgen.blocked."
-_GLUE = ("torch.constant.", "torch.prim.ListConstruct", "torch.prim.TupleConstruct",
-         "torch.vtensor.literal", "torch.derefine")  # vanish once their users are lowered
+_GLUE = (
+    "torch.constant.",
+    "torch.prim.ListConstruct",
+    "torch.prim.TupleConstruct",
+    "torch.vtensor.literal",
+    "torch.derefine",
+)  # vanish once their users are lowered
 _MAX_RETRIES = 64  # per stage; ops still failing after that are reported by the final walk
 Diag = tuple[ir.Location | None, str]
 
@@ -90,8 +95,9 @@ def import_onnx(
     try:
         proto = shape_inference.infer_shapes(proto, data_prop=True)
     except Exception as e:  # >2 GB or inconsistent: import with the declared types only
-        warnings.warn(f"{label}: ONNX shape inference failed ({e}); importing without it",
-                      stacklevel=2)
+        warnings.warn(
+            f"{label}: ONNX shape inference failed ({e}); importing without it", stacklevel=2
+        )
     ctx = context or ir.Context()
     torch_d.register_dialect(ctx)
     handler = ctx.attach_diagnostic_handler(lambda d: True)  # keep warnings off stderr
@@ -100,16 +106,18 @@ def import_onnx(
             warnings.simplefilter("ignore")  # "node without a valid type proto": reported later
             info = onnx_importer.ModelInfo(proto)
             module = info.create_module(context=ctx)
-            onnx_importer.NodeImporter.define_function(info.main_graph, module.operation)\
-                .import_all()
+            onnx_importer.NodeImporter.define_function(
+                info.main_graph, module.operation
+            ).import_all()
         _set_entry(module, proto.graph.name, entry_name)
         _lower(module, nodes, label)
         module.operation.verify()
     except FrontendError:
         raise
     except Exception as e:  # OnnxImportError, unsupported element types, MLIRError, ...
-        raise FrontendError(f"{label}: torch-mlir's ONNX importer failed: "
-                            f"{type(e).__name__}: {_short(str(e))}") from None
+        raise FrontendError(
+            f"{label}: torch-mlir's ONNX importer failed: {type(e).__name__}: {_short(str(e))}"
+        ) from None
     finally:
         handler.detach()
     return module, _signature(proto)
@@ -131,13 +139,15 @@ def _load(model: str | os.PathLike[str] | onnx.ModelProto) -> tuple[onnx.ModelPr
         except OSError as e:
             raise FrontendError(f"{label}: cannot read the ONNX file: {e}") from None
         except Exception as e:  # protobuf DecodeError and friends
-            raise FrontendError(f"{label}: not an ONNX protobuf ({type(e).__name__}: "
-                                f"{_short(str(e))})") from None
+            raise FrontendError(
+                f"{label}: not an ONNX protobuf ({type(e).__name__}: {_short(str(e))})"
+            ) from None
     try:  # the path form also works past protobuf's 2 GB limit
         onnx.checker.check_model(model if isinstance(model, onnx.ModelProto) else label)
     except Exception as e:
-        raise FrontendError(f"{label}: not a valid ONNX model (onnx.checker: "
-                            f"{_short(str(e))})") from None
+        raise FrontendError(
+            f"{label}: not a valid ONNX model (onnx.checker: {_short(str(e))})"
+        ) from None
     return proto, label
 
 
@@ -148,8 +158,10 @@ def _prepare(proto: onnx.ModelProto, label: str) -> onnx.ModelProto:
         try:
             return version_converter.convert_version(proto, TARGET_OPSET)
         except Exception as e:
-            warnings.warn(f"{label}: opset {opset} -> {TARGET_OPSET} upgrade failed ({e}); "
-                          "importing as is", stacklevel=3)
+            warnings.warn(
+                f"{label}: opset {opset} -> {TARGET_OPSET} upgrade failed ({e}); importing as is",
+                stacklevel=3,
+            )
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
     return copy
@@ -179,7 +191,10 @@ def _set_entry(module: ir.Module, graph_name: str, entry_name: str) -> None:
     """The importer names the func after the graph (spaces, dots...): rename it, make it public."""
     for op in module.body.operations:
         attrs = op.operation.attributes
-        if op.operation.name == "func.func" and ir.StringAttr(attrs["sym_name"]).value == graph_name:
+        if (
+            op.operation.name == "func.func"
+            and ir.StringAttr(attrs["sym_name"]).value == graph_name
+        ):
             attrs["sym_name"] = ir.StringAttr.get(entry_name, module.context)
             if "sym_visibility" in attrs:
                 del attrs["sym_visibility"]
@@ -190,8 +205,12 @@ def _set_entry(module: ir.Module, graph_name: str, entry_name: str) -> None:
 def _signature(proto: onnx.ModelProto) -> OnnxSignature:
     g = proto.graph
     inits = {t.name for t in g.initializer}
-    return OnnxSignature(tuple(_spec(v) for v in g.input if v.name not in inits),
-                         tuple(_spec(v) for v in g.output), g.name, _opset(proto))
+    return OnnxSignature(
+        tuple(_spec(v) for v in g.input if v.name not in inits),
+        tuple(_spec(v) for v in g.output),
+        g.name,
+        _opset(proto),
+    )
 
 
 def _spec(v: onnx.ValueInfoProto) -> TensorSpec:
@@ -224,8 +243,10 @@ def _lower(module: ir.Module, nodes: dict[str, str], label: str) -> None:
                 continue
             _adopt(module, work)
             if diags:
-                unexplained += [f"{stage}: {_node(loc) if loc else '?'}: {_short(msg)}"
-                                for loc, msg in diags[:5]]
+                unexplained += [
+                    f"{stage}: {_node(loc) if loc else '?'}: {_short(msg)}"
+                    for loc, msg in diags[:5]
+                ]
             elif stage == STAGES[0][0]:  # ONNX ops torch-mlir has no conversion for at all
                 for op in _ops(module):
                     if op.name == "torch.operator" and _opname(op).startswith("onnx."):
@@ -235,8 +256,9 @@ def _lower(module: ir.Module, nodes: dict[str, str], label: str) -> None:
     if found or blocked:
         raise UnsupportedOpsError(found or blocked, stage=f"import of {label}")
     if unexplained:
-        raise FrontendError(f"{label}: torch-mlir could not lower the model:\n  "
-                            + "\n  ".join(unexplained))
+        raise FrontendError(
+            f"{label}: torch-mlir could not lower the model:\n  " + "\n  ".join(unexplained)
+        )
 
 
 def _run(module: ir.Module, pipeline: str) -> tuple[list[Diag], ir.Operation]:
@@ -265,15 +287,22 @@ def _culprits(module: ir.Module, diags: list[Diag]) -> list[tuple[ir.Operation, 
         node = _node(loc) if loc else None
         quoted = re.search(r"operation '([\w.]+)'", msg)
         for op in _ops(module) if node else []:
-            if (_node(op.location) != node or not _is_compute(op.name)
-                    or (quoted and quoted.group(1) != op.name)
-                    or (op.name == "torch.operator" and _opname(op).startswith("xgen."))
-                    or any(op == o for o, _ in out)):
+            if (
+                _node(op.location) != node
+                or not _is_compute(op.name)
+                or (quoted and quoted.group(1) != op.name)
+                or (op.name == "torch.operator" and _opname(op).startswith("xgen."))
+                or any(op == o for o, _ in out)
+            ):
                 continue
             # Fed an untyped (!torch.none) value by another torch.operator: it only fails
             # because an unsupported op upstream has no known output type. Not its fault.
-            blocked = any(str(v.type) == "!torch.none" and not isinstance(v.owner, ir.Block)
-                          and v.owner.operation.name == "torch.operator" for v in op.operands)
+            blocked = any(
+                str(v.type) == "!torch.none"
+                and not isinstance(v.owner, ir.Block)
+                and v.owner.operation.name == "torch.operator"
+                for v in op.operands
+            )
             out.append((op, blocked))
     return out
 
@@ -306,8 +335,11 @@ def _quarantine(op: ir.Operation, prefix: str) -> None:
         return
     with ir.InsertionPoint(op), op.location:
         new = ir.Operation.create(
-            "torch.operator", results=[r.type for r in op.results], operands=list(op.operands),
-            attributes={"name": ir.StringAttr.get(prefix + op.name)})
+            "torch.operator",
+            results=[r.type for r in op.results],
+            operands=list(op.operands),
+            attributes={"name": ir.StringAttr.get(prefix + op.name)},
+        )
     for old, rep in zip(op.results, new.results, strict=True):
         old.replace_all_uses_with(rep)
     op.erase()

@@ -56,7 +56,9 @@ def load_pt2(path: str | os.PathLike[str]) -> torch.export.ExportedProgram:
     try:
         return torch.export.load(str(path))
     except Exception as e:
-        raise FrontendError(f"{path}: not a loadable torch.export program: {_first_lines(e, 3)}") from None
+        raise FrontendError(
+            f"{path}: not a loadable torch.export program: {_first_lines(e, 3)}"
+        ) from None
 
 
 def import_exported(prog: torch.export.ExportedProgram, entry: str = "main") -> ir.Module:
@@ -74,7 +76,9 @@ def import_exported(prog: torch.export.ExportedProgram, entry: str = "main") -> 
             prog = prog.run_decompositions(get_decomposition_table())
             importer.import_frozen_program(prog, func_name=entry)
     except Exception as e:
-        raise FrontendError(f"torch-mlir's FX importer failed: {type(e).__name__}: {_first_lines(e)}") from None
+        raise FrontendError(
+            f"torch-mlir's FX importer failed: {type(e).__name__}: {_first_lines(e)}"
+        ) from None
     return lower_torch_to_linalg(importer.module)
 
 
@@ -89,6 +93,6 @@ def import_torch(
         return import_exported(model, entry)
     if example_inputs is None:
         raise FrontendError(
-            f"compiling a {type(model).__name__} needs example_inputs (a tensor or tuple of tensors)"
+            f"compiling a {type(model).__name__} needs example_inputs (a tensor or a tuple)"
         )
     return import_exported(export_program(model, example_inputs), entry)

@@ -80,7 +80,9 @@ def _register(info: PassInfo) -> None:
     _REGISTRY[info.name] = info
 
 
-def register_pass(name: str, summary: str, options: type | None = None) -> Callable[[PassFn], PassFn]:
+def register_pass(
+    name: str, summary: str, options: type | None = None
+) -> Callable[[PassFn], PassFn]:
     """Decorator: register ``fn(module_op, options)`` as a Python pass."""
 
     def deco(fn: PassFn) -> PassFn:

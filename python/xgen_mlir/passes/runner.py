@@ -28,7 +28,9 @@ def snapshot(module: ir.Module) -> bytes:
     return buf.getvalue()
 
 
-def save_reproducer(data: bytes, module: ir.Module | None = None, where: Path | None = None) -> Path:
+def save_reproducer(
+    data: bytes, module: ir.Module | None = None, where: Path | None = None
+) -> Path:
     where = Path(where) if where else Path(tempfile.mkdtemp(prefix="xgen-repro-"))
     where.mkdir(parents=True, exist_ok=True)
     if len(data) <= _TEXT_REPRO_LIMIT:

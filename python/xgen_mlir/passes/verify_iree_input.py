@@ -51,4 +51,4 @@ def verify_iree_input(module_op: ir.Operation, _opts: Any) -> None:
         raise PassFailure(str(UnsupportedOpsError(bad, stage="the hand-off to IREE")))
 
 
-__all__ = ["offending_ops", "verify_iree_input", "leftover_torch_ops"]
+__all__ = ["leftover_torch_ops", "offending_ops", "verify_iree_input"]

@@ -37,13 +37,15 @@ class BenchmarkStats:
         return asdict(self)
 
     def __str__(self) -> str:
-        return (f"median {self.median_ms:.3f} ms (min {self.min_ms:.3f}, p90 {self.p90_ms:.3f}, "
-                f"n={self.runs})")
+        return (
+            f"median {self.median_ms:.3f} ms (min {self.min_ms:.3f}, p90 {self.p90_ms:.3f}, "
+            f"n={self.runs})"
+        )
 
 
 def latency_stats(samples_s: list[float]) -> BenchmarkStats:
     ms = sorted(s * 1e3 for s in samples_s)
-    p90 = ms[min(len(ms) - 1, int(round(0.9 * (len(ms) - 1))))]
+    p90 = ms[min(len(ms) - 1, round(0.9 * (len(ms) - 1)))]
     return BenchmarkStats(
         statistics.median(ms), statistics.fmean(ms), ms[0], ms[-1], p90,
         statistics.pstdev(ms) if len(ms) > 1 else 0.0, len(ms),
@@ -121,7 +123,7 @@ class CompiledModule:
 
     # -- saving / benchmarking -------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the ``.vmfb``; stock ``iree-run-module --module=PATH --function=<entry>`` runs it."""
+        """Write the ``.vmfb``; ``iree-run-module --module=PATH --function=<entry>`` runs it."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(self.vmfb)
@@ -181,7 +183,9 @@ def _to_numpy(x: Any, index: int) -> np.ndarray:
     )
 
 
-def load(path: str | os.PathLike[str], device: str | None = None, entry: str = "main") -> CompiledModule:
+def load(
+    path: str | os.PathLike[str], device: str | None = None, entry: str = "main"
+) -> CompiledModule:
     """Load a ``.vmfb`` written by ``CompiledModule.save`` (or by ``xgen-compile``)."""
     path = Path(path)
     if not path.is_file():

@@ -22,8 +22,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--entry", default="main", help="entry function name in the output module")
     p.add_argument("--dump-ir", help="directory: IR after each xgen step")
     p.add_argument("--dump-executables", help="directory: IREE's per-dispatch executable dumps")
-    p.add_argument("--iree-flag", action="append", default=[], dest="iree_flags",
-                   help="extra flag for iree-compile (repeatable)")
+    p.add_argument(
+        "--iree-flag",
+        action="append",
+        default=[],
+        dest="iree_flags",
+        help="extra flag for iree-compile (repeatable)",
+    )
     p.add_argument("--benchmark", action="store_true", help="also time the module on random inputs")
     p.add_argument("-v", "--verbose", action="store_true")
     return p  # fmt: skip

@@ -33,8 +33,12 @@ def _chunks(text: str, split: bool) -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="xgen-opt", description=__doc__.splitlines()[0])
     p.add_argument("input", nargs="?", default="-", help=".mlir/.mlirbc file, or - for stdin")
-    p.add_argument("--pass-pipeline", "-p", default=None,
-                   help="comma-separated steps: xgen passes (xgen-foo{opt=v}) and upstream passes")
+    p.add_argument(
+        "--pass-pipeline",
+        "-p",
+        default=None,
+        help="comma-separated steps: xgen passes (xgen-foo{opt=v}) and upstream passes",
+    )
     p.add_argument("--pipeline", default=None, help="run the pass steps of a named pipeline")
     p.add_argument("--entry", default="main", help="entry name for pipelines that set it")
     p.add_argument("--split-input-file", action="store_true")
