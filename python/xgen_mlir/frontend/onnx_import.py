@@ -36,13 +36,9 @@ STAGES = (  # (name, pipeline); the first is cheap, so retrying it per failing o
 )
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _UNSUPPORTED, _BLOCKED = "xgen.unsupported.", "xgen.blocked."
-_GLUE = (
-    "torch.constant.",
-    "torch.prim.ListConstruct",
-    "torch.prim.TupleConstruct",
-    "torch.vtensor.literal",
-    "torch.derefine",
-)  # vanish once their users are lowered
+# Torch ops that only carry constants/lists; they vanish once their users are lowered.
+_GLUE = ("torch.constant.", "torch.prim.ListConstruct", "torch.prim.TupleConstruct",
+         "torch.vtensor.literal", "torch.derefine")  # fmt: skip
 _MAX_RETRIES = 64  # per stage; ops still failing after that are reported by the final walk
 Diag = tuple[ir.Location | None, str]
 
@@ -136,12 +132,9 @@ def _load(model: str | os.PathLike[str] | onnx.ModelProto) -> tuple[onnx.ModelPr
             raise FrontendError(f"{label}: not a file (expected an .onnx model)")
         try:
             proto = onnx.load(label)
-        except OSError as e:
-            raise FrontendError(f"{label}: cannot read the ONNX file: {e}") from None
-        except Exception as e:  # protobuf DecodeError and friends
-            raise FrontendError(
-                f"{label}: not an ONNX protobuf ({type(e).__name__}: {_short(str(e))})"
-            ) from None
+        except Exception as e:  # OSError: unreadable; DecodeError & co: not a protobuf
+            what = "cannot read the file" if isinstance(e, OSError) else "not an ONNX protobuf"
+            raise FrontendError(f"{label}: {what} ({type(e).__name__}: {_short(str(e))})") from None
     try:  # the path form also works past protobuf's 2 GB limit
         onnx.checker.check_model(model if isinstance(model, onnx.ModelProto) else label)
     except Exception as e:
@@ -191,10 +184,7 @@ def _set_entry(module: ir.Module, graph_name: str, entry_name: str) -> None:
     """The importer names the func after the graph (spaces, dots...): rename it, make it public."""
     for op in module.body.operations:
         attrs = op.operation.attributes
-        if (
-            op.operation.name == "func.func"
-            and ir.StringAttr(attrs["sym_name"]).value == graph_name
-        ):
+        if "sym_name" in attrs and ir.StringAttr(attrs["sym_name"]).value == graph_name:
             attrs["sym_name"] = ir.StringAttr.get(entry_name, module.context)
             if "sym_visibility" in attrs:
                 del attrs["sym_visibility"]
@@ -205,12 +195,8 @@ def _set_entry(module: ir.Module, graph_name: str, entry_name: str) -> None:
 def _signature(proto: onnx.ModelProto) -> OnnxSignature:
     g = proto.graph
     inits = {t.name for t in g.initializer}
-    return OnnxSignature(
-        tuple(_spec(v) for v in g.input if v.name not in inits),
-        tuple(_spec(v) for v in g.output),
-        g.name,
-        _opset(proto),
-    )
+    ins = tuple(_spec(v) for v in g.input if v.name not in inits)
+    return OnnxSignature(ins, tuple(_spec(v) for v in g.output), g.name, _opset(proto))
 
 
 def _spec(v: onnx.ValueInfoProto) -> TensorSpec:
@@ -231,34 +217,50 @@ def _lower(module: ir.Module, nodes: dict[str, str], label: str) -> None:
             _quarantine(op, _UNSUPPORTED)
     unexplained: list[str] = []
     for stage, pipeline in STAGES:
-        for _ in range(_MAX_RETRIES):
-            diags, work = _run(module, pipeline)
-            # Culprits are looked up in the IR as it was before the stage. A failure no op can
-            # be blamed for (e.g. the final contract check) keeps the stage's output for the walk.
-            culprits = _culprits(module, diags) if diags else []
-            if culprits:
-                work.erase()
-                for op, blocked in culprits:
-                    _quarantine(op, _BLOCKED if blocked else _UNSUPPORTED)
-                continue
-            _adopt(module, work)
-            if diags:
-                unexplained += [
-                    f"{stage}: {_node(loc) if loc else '?'}: {_short(msg)}"
-                    for loc, msg in diags[:5]
-                ]
-            elif stage == STAGES[0][0]:  # ONNX ops torch-mlir has no conversion for at all
-                for op in _ops(module):
-                    if op.name == "torch.operator" and _opname(op).startswith("onnx."):
-                        _quarantine(op, _UNSUPPORTED)
+        if not _run_stage(module, stage, pipeline, unexplained):
             break
     found, blocked = _leftovers(module, nodes)
-    if found or blocked:
-        raise UnsupportedOpsError(found or blocked, stage=f"import of {label}")
+    if found:
+        note = f" ({len(blocked)} op(s) fed by them not checked)" if blocked else ""
+        raise UnsupportedOpsError(found, stage=f"import of {label}{note}")
+    if blocked:  # set-aside ops only, no root cause found: list them rather than nothing
+        raise UnsupportedOpsError(blocked, stage=f"import of {label}")
     if unexplained:
-        raise FrontendError(
-            f"{label}: torch-mlir could not lower the model:\n  " + "\n  ".join(unexplained)
-        )
+        raise FrontendError(f"{label}: torch-mlir failed:\n  " + "\n  ".join(unexplained))
+
+
+def _run_stage(module: ir.Module, stage: str, pipeline: str, unexplained: list[str]) -> bool:
+    """Run one stage, retrying after quarantining its culprits; False: stop lowering here."""
+    for _ in range(_MAX_RETRIES):
+        _block_untyped(module)
+        diags, work = _run(module, pipeline)
+        # Culprits are looked up in the IR as it was before the stage. A failure no op can be
+        # blamed for (e.g. the final contract check) keeps the stage's output for the walk.
+        culprits = _culprits(module, diags) if diags else []
+        if culprits:
+            work.erase()
+            for op, blocked in culprits:
+                _quarantine(op, _BLOCKED if blocked else _UNSUPPORTED)
+            continue
+        unexplained += [f"{stage}: {_node(loc) or loc}: {_short(m)}" for loc, m in diags[:5]]
+        if diags and _broken(work):  # a pass left invalid IR: keep the last valid one
+            work.erase()
+            return False
+        _adopt(module, work)
+        if not diags and stage == STAGES[0][0]:  # ONNX ops with no conversion at all
+            for op in _ops(module):
+                if op.name == "torch.operator" and _opname(op).startswith("onnx."):
+                    _quarantine(op, _UNSUPPORTED)
+        return True
+    return True
+
+
+def _broken(op: ir.Operation) -> bool:
+    try:
+        op.verify()
+        return False
+    except ir.MLIRError:
+        return True
 
 
 def _run(module: ir.Module, pipeline: str) -> tuple[list[Diag], ir.Operation]:
@@ -281,41 +283,45 @@ def _adopt(module: ir.Module, work: ir.Operation) -> None:
 
 
 def _culprits(module: ir.Module, diags: list[Diag]) -> list[tuple[ir.Operation, bool]]:
-    """The torch ops (not yet quarantined) of the nodes the error diagnostics point at."""
-    out: list[tuple[ir.Operation, bool]] = []
+    """(op, blocked) for the torch ops of the nodes the error diagnostics point at.
+
+    An op fed (transitively) by a quarantined op is "blocked": it may fail only because its
+    input is opaque now, so it is set aside without being blamed.
+    """
+    ops, tainted, out = _ops(module), set(), []
+    for op in ops:
+        if _quarantined(op) or any(_owner(v) in tainted for v in op.operands):
+            tainted.add(op)
     for loc, msg in diags:
-        node = _node(loc) if loc else None
-        quoted = re.search(r"operation '([\w.]+)'", msg)
-        for op in _ops(module) if node else []:
-            if (
-                _node(op.location) != node
-                or not _is_compute(op.name)
-                or (quoted and quoted.group(1) != op.name)
-                or (op.name == "torch.operator" and _opname(op).startswith("xgen."))
-                or any(op == o for o, _ in out)
-            ):
-                continue
-            # Fed an untyped (!torch.none) value by another torch.operator: it only fails
-            # because an unsupported op upstream has no known output type. Not its fault.
-            blocked = any(
-                str(v.type) == "!torch.none"
-                and not isinstance(v.owner, ir.Block)
-                and v.owner.operation.name == "torch.operator"
-                for v in op.operands
-            )
-            out.append((op, blocked))
+        node, quoted = _node(loc), re.search(r"operation '([\w.]+)'", msg)
+        for op in ops if node else []:
+            if (_node(op.location) == node and _is_compute(op) and not _quarantined(op)
+                    and not (quoted and quoted.group(1) != op.name)
+                    and all(op != o for o, _ in out)):  # fmt: skip
+                out.append((op, op in tainted))
     return out
 
 
-def _leftovers(module: ir.Module, nodes: dict[str, str]) -> tuple[list, list]:
-    """Every op not in linalg-on-tensors form, once per (ONNX op type, node)."""
-    found: dict[tuple[str, str], UnsupportedOp] = {}
-    blocked: dict[tuple[str, str], UnsupportedOp] = {}
+def _block_untyped(module: ir.Module) -> None:
+    """Quarantine ONNX ops fed an untyped (!torch.none) value by another torch.operator.
+
+    Such a value comes from an op ONNX shape inference could not type (a custom op, mostly);
+    its users would fail one per retry only because of that: set them all aside up front.
+    """
     for op in _ops(module):
-        if not _is_compute(op.name):
-            continue
+        if op.name == "torch.operator" and _opname(op).startswith("onnx.") and any(
+            str(v.type) == "!torch.none" and getattr(_owner(v), "name", "") == "torch.operator"
+            for v in op.operands
+        ):  # fmt: skip
+            _quarantine(op, _BLOCKED)
+
+
+def _leftovers(module: ir.Module, nodes: dict[str, str]) -> tuple[list, list]:
+    """(unsupported, blocked): every op not in linalg form, once per (ONNX op type, node)."""
+    seen: dict[tuple[bool, str, str], UnsupportedOp] = {}
+    for op in filter(_is_compute, _ops(module)):
         mlir_name = _opname(op) if op.name == "torch.operator" else op.name
-        target = blocked if mlir_name.startswith(_BLOCKED) else found
+        blocked = mlir_name.startswith(_BLOCKED)
         mlir_name = mlir_name.removeprefix(_BLOCKED).removeprefix(_UNSUPPORTED)
         node = _node(op.location)
         name = nodes.get(node or "", mlir_name)
@@ -324,8 +330,8 @@ def _leftovers(module: ir.Module, nodes: dict[str, str]) -> tuple[list, list]:
             loc += f" ({mlir_name})"
         if any(str(r.type) == "!torch.none" for r in op.results):
             loc += " [output type unknown to ONNX shape inference]"
-        target.setdefault((name, node or loc), UnsupportedOp(name, loc))
-    return list(found.values()), list(blocked.values())
+        seen.setdefault((blocked, name, node or loc), UnsupportedOp(name, loc))
+    return [o for k, o in seen.items() if not k[0]], [o for k, o in seen.items() if k[0]]
 
 
 def _quarantine(op: ir.Operation, prefix: str) -> None:
@@ -351,15 +357,23 @@ def _ops(module: ir.Module) -> list[ir.Operation]:
     return ops
 
 
-def _is_compute(name: str) -> bool:
-    return name.startswith("torch.") and not name.startswith(_GLUE)
+def _owner(v: ir.Value) -> ir.Operation | None:
+    return None if isinstance(v.owner, ir.Block) else v.owner.operation
 
 
 def _opname(op: ir.Operation) -> str:
     return ir.StringAttr(op.attributes["name"]).value
 
 
-def _node(loc: ir.Location) -> str | None:
+def _quarantined(op: ir.Operation) -> bool:
+    return op.name == "torch.operator" and _opname(op).startswith("xgen.")
+
+
+def _is_compute(op: ir.Operation) -> bool:
+    return op.name.startswith("torch.") and not op.name.startswith(_GLUE)
+
+
+def _node(loc: ir.Location | None) -> str | None:
     """The ONNX node name a location carries (the importer uses NameLocs, passes fuse them)."""
     if type(loc) is ir.Location:  # diagnostics hand out the base class: downcast
         loc = ir.Location.from_attr(loc.attr, loc.context)
