@@ -104,12 +104,14 @@ def bench_model(name: str, rounds: int, block: int, threads: int) -> dict:
         results[label] = {"compile_s": time.perf_counter() - t0}
         systems[label] = lambda m=m: m(*arrays)
         results[label]["max_abs_err"] = float(np.abs(m(*arrays) - ref).max())
+        results[label]["dispatches"] = m.dispatch_count()
     log(f"{name}: compiling xgen_mlir cpu")
     t0 = time.perf_counter()
     ours = xgen_mlir.compile(module, target="cpu")
     results["xgen_mlir cpu"] = {"compile_s": time.perf_counter() - t0 + import_s,
                                 "max_abs_err": float(np.abs(ours(*arrays) - ref).max()),
-                                "fallback": ours.report.fallback_used}  # fmt: skip
+                                "fallback": ours.report.fallback_used,
+                                "dispatches": ours.dispatch_count()}  # fmt: skip
     systems["xgen_mlir cpu"] = lambda: ours(*arrays)
     log(f"{name}: exporting to ONNX for ONNX Runtime")
     try:
@@ -147,6 +149,10 @@ def print_table(all_results: dict[str, dict]) -> None:
             cells.append(f"{r['median_ms']:17.2f}" if "median_ms" in r else f"{'n/a':>17}")
         ratio = res["IREE best flags"]["median_ms"] / res["xgen_mlir cpu"]["median_ms"]
         print(f"{model:<14}" + "".join(cells) + f"{ratio:18.2f}x")
+    print("\ndispatches per call (xgen_mlir / IREE best / IREE defaults):")
+    for model, res in all_results.items():
+        counts = [res[s].get("dispatches", "?") for s in systems[:3]]
+        print(f"  {model}: {' / '.join(map(str, counts))}")
     print("\nmax |error| vs PyTorch:")
     for model, res in all_results.items():
         errs = ", ".join(

@@ -114,3 +114,9 @@ def test_compile_report_records_flags(mlp_module):
     _, _, module = mlp_module
     assert "--iree-opt-data-tiling" in module.report.iree_flags
     assert set(module.report.stage_seconds) == {"import", "xgen-passes", "iree-compile"}
+
+
+def test_dispatch_count_reads_the_module(mlp_module):
+    _, _, module = mlp_module
+    n = module.dispatch_count()
+    assert 1 <= n < 20, n  # an MLP is a handful of kernels, never zero

@@ -83,8 +83,8 @@ def _graph_with_unsupported_ops() -> onnx.ModelProto:
         helper.make_node("Add", ["f2", "f2"], ["y"], name="add"),
     ]
     graph = helper.make_graph(nodes, "my graph.v1", [x], [y])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                   helper.make_opsetid("com.example", 1)])  # fmt: skip
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)]
+    return helper.make_model(graph, opset_imports=opsets)
 
 
 def test_unsupported_onnx_ops_listed_all_at_once():
@@ -112,7 +112,9 @@ def test_missing_onnx_file(tmp_path):
 def test_graph_name_with_spaces_becomes_main(tmp_path):
     x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3])
     y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3])
-    graph = helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], "torch-jit.export v2", [x], [y])
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["y"])], "torch-jit.export v2", [x], [y]
+    )
     path = tmp_path / "neg.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     module = xgen_mlir.compile(path)

@@ -140,13 +140,18 @@ def bert_base(seq: int = 128, seed: int = 0) -> Example:
 
 def gpt2_small(seq: int = 128, n_layer: int = 12, seed: int = 0) -> Example:
     """GPT-2 small (hidden 768, 124M params at 12 layers) with LM head, random weights;
-    input ``(input_ids,)``, output logits (1, seq, 50257)."""
+    inputs ``(input_ids, attention_mask)``, output logits (1, seq, 50257).
+
+    The explicit mask keeps transformers off its packed-sequence check (torch.diff + cumsum),
+    which the ONNX exporter cannot express, so every benchmarked system runs the same graph.
+    """
     from transformers import GPT2Config, GPT2LMHeadModel
 
     cfg = GPT2Config(n_layer=n_layer, attn_implementation="eager", use_cache=False)
     model = _random_model(GPT2LMHeadModel, cfg, seed)
-    inputs = (_random_ids(cfg.vocab_size, seq, seed),)
-    return _finish(model, ("input_ids",), "logits", inputs, use_cache=False)
+    ids = _random_ids(cfg.vocab_size, seq, seed)
+    inputs = (ids, torch.ones_like(ids))
+    return _finish(model, ("input_ids", "attention_mask"), "logits", inputs, use_cache=False)
 
 
 def gpt2_tiny(seq: int = 32, seed: int = 0) -> Example:

@@ -158,6 +158,12 @@ class CompiledModule:
             samples.append(time.perf_counter() - t0)
         return latency_stats(samples)
 
+    def dispatch_count(self) -> int:
+        """Kernel launches per call recorded in the module (fewer usually means more fusion)."""
+        from .inspect import dispatch_count
+
+        return dispatch_count(self.vmfb)
+
     def __repr__(self) -> str:
         sig = self.signature
         ins = ", ".join(s.describe() for s in sig.inputs) if sig else "?"

@@ -1,0 +1,41 @@
+"""Looking inside compiled modules with IREE's stock tools (no re-compilation)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..errors import XGenError
+
+_DISPATCH = "vm.call.variadic @hal.command_buffer.dispatch"
+
+
+def iree_tool(name: str) -> str:
+    """Path of an IREE command-line tool shipped with the Python packages."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if found is None:
+        raise XGenError(f"{name} not found; install iree-base-runtime (pip)")
+    return found
+
+
+def disassemble(vmfb: bytes) -> str:
+    with tempfile.NamedTemporaryFile(suffix=".vmfb") as f:
+        f.write(vmfb)
+        f.flush()
+        proc = subprocess.run(
+            [iree_tool("iree-dump-module"), "--output=disassembly", f.name],
+            capture_output=True,
+            text=True,
+        )
+    if proc.returncode != 0:
+        raise XGenError(f"iree-dump-module failed: {proc.stderr.strip()[:500]}")
+    return proc.stdout
+
+
+def dispatch_count(vmfb: bytes) -> int:
+    """Dispatches recorded in the module's command buffers (each is one kernel launch)."""
+    return disassemble(vmfb).count(_DISPATCH)

@@ -1,0 +1,49 @@
+"""Inputs other than nn.Module: ExportedProgram, saved .pt2, torch-dialect and linalg .mlir."""
+
+from __future__ import annotations
+
+import torch
+from conftest import check_close
+
+import xgen_mlir
+from xgen_mlir.models import vision
+
+
+def test_exported_program_object():
+    model, x = vision.small_cnn(), vision.random_input("small_cnn")
+    prog = torch.export.export(model, (x,))
+    check_close(xgen_mlir.compile(prog)(x).numpy(), model(x).detach().numpy(), atol=1e-4,
+                rtol=1e-4, what="ExportedProgram")  # fmt: skip
+
+
+def test_saved_pt2_file(tmp_path):
+    model, x = vision.mlp(), torch.randn(1, 64)
+    path = tmp_path / "mlp.pt2"
+    torch.export.save(torch.export.export(model, (x,)), str(path))
+    check_close(xgen_mlir.compile(path)(x).numpy(), model(x).detach().numpy(), atol=1e-5,
+                rtol=1e-5, what=".pt2")  # fmt: skip
+
+
+def test_torch_dialect_mlir_file_is_lowered(tmp_path):
+    """A .mlir in torch's value-semantics dialect (what torch-mlir emits raw) is lowered first."""
+    src = tmp_path / "torch.mlir"
+    src.write_text(
+        "func.func @f(%x: !torch.vtensor<[2,3],f32>) -> !torch.vtensor<[2,3],f32> {\n"
+        "  %0 = torch.aten.tanh %x : !torch.vtensor<[2,3],f32> -> !torch.vtensor<[2,3],f32>\n"
+        "  return %0 : !torch.vtensor<[2,3],f32>\n}\n"
+    )
+    x = torch.randn(2, 3)
+    check_close(xgen_mlir.compile(src)(x).numpy(), torch.tanh(x).numpy(), atol=1e-6, rtol=1e-6,
+                what="torch .mlir")  # fmt: skip
+
+
+def test_mlirbc_bytecode_file(tmp_path):
+    from xgen_mlir.frontend import import_model
+
+    model, x = vision.mlp(), torch.randn(1, 64)
+    module = import_model(model, (x,))
+    path = tmp_path / "mlp.mlirbc"
+    with open(path, "wb") as f:
+        module.operation.write_bytecode(f)
+    check_close(xgen_mlir.compile(path)(x).numpy(), model(x).detach().numpy(), atol=1e-5,
+                rtol=1e-5, what=".mlirbc")  # fmt: skip
