@@ -1,0 +1,37 @@
+"""Compression side of the co-design: pattern + connectivity pruning the compiler can exploit.
+
+- :func:`prune`: one-shot projection of a model's convs onto a small pattern library (per model
+  and kernel size), whole-kernel (connectivity) removal and groups of G filters that share one
+  kernel layout (G=16 for ``target="cpu"``), returned as a deep copy;
+- :func:`finetune`: masked, resumable fine-tuning that keeps that structure exact;
+  :func:`progressive_prune`: rising rates with fine-tuning between;
+- :func:`describe`: the JSON-serialisable layerwise description; :func:`check_structure`;
+- :func:`save` / :func:`load`: a pruned model with its description.
+
+The contract with the compiler is the zeros: every kept kernel has exactly n nonzeros forming
+one of the layer's P patterns, removed kernels are all zero, and filters of a group share their
+kept input channels and patterns. The structure also lives in three buffers per pruned module
+(``xgen_patterns``, ``xgen_pattern_ids``, ``xgen_groups``; see :mod:`.structure`).
+"""
+
+from .description import LayerSparsity, SparsityDescription, describe
+from .finetune import finetune, progressive_prune
+from .io import load, save
+from .prune import TARGET_GROUP_SIZE, prune
+from .structure import StructureError, check_structure, mask_of, pruned_layers
+
+__all__ = [
+    "TARGET_GROUP_SIZE",
+    "LayerSparsity",
+    "SparsityDescription",
+    "StructureError",
+    "check_structure",
+    "describe",
+    "finetune",
+    "load",
+    "mask_of",
+    "progressive_prune",
+    "prune",
+    "pruned_layers",
+    "save",
+]

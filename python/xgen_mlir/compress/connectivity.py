@@ -1,0 +1,65 @@
+"""Connectivity pruning: removing whole kernels (input-channel connections of a filter group).
+
+Removal is decided per (filter group, input channel) unit, because the compiler-aware group
+constraint says all filters of a group keep the same input channels. Units compete layer-wide
+by their kept energy per kernel, so a layer spends its kernel budget where the energy is; each
+group keeps at least one channel so no filter becomes dead (a first conv with one input
+channel is therefore never connectivity-pruned).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = ["keep_units", "rate_for_target"]
+
+
+def keep_units(scores: torch.Tensor, sizes: torch.Tensor, rate: float) -> torch.Tensor:
+    """[g, C] unit scores (kept energy), [g] group sizes -> [g, C] bool: units to keep.
+
+    Removes the weakest units (by energy per kernel) until ``rate`` of the layer's kernels
+    (``sum(sizes) * C``) are gone, never a group's strongest channel.
+    """
+    g, c = scores.shape
+    keep = torch.ones(g, c, dtype=torch.bool)
+    if rate <= 0:
+        return keep
+    budget = round(rate * int(sizes.sum()) * c)
+    per_kernel = (scores / sizes[:, None].to(scores.dtype)).clone()
+    per_kernel[torch.arange(g), per_kernel.argmax(1)] = math.inf  # each group keeps one channel
+    order = per_kernel.flatten().argsort(stable=True)
+    unit_sizes = sizes.repeat_interleave(c)[order]
+    removable = per_kernel.flatten()[order] < math.inf
+    removed = torch.cumsum(unit_sizes * removable, 0) <= budget
+    keep.view(-1)[order[removed & removable]] = False
+    return keep
+
+
+def rate_for_target(
+    layers: list[tuple[int, int, int]], fixed_after: int, before: int, target: float
+) -> float:
+    """The uniform connectivity rate that makes ``before`` conv weights ``target`` times fewer.
+
+    ``layers``: (filters, input channels, kept positions per kernel) of each layer that gets
+    connectivity pruning, ``fixed_after``: what all other conv weights amount to after pruning.
+    A layer can lose at most C-1 of its C channels per group, which the bisection accounts for.
+    """
+    want = before / target
+
+    def after(rate: float) -> float:
+        return fixed_after + sum(f * c * n * (1 - min(rate, 1 - 1 / c)) for f, c, n in layers)
+
+    if after(0.0) <= want:
+        return 0.0
+    if after(1.0) > want:
+        raise ValueError(
+            f"a {target:g}x compression rate is out of reach: patterns and maximal "
+            f"connectivity pruning leave {after(1.0):.0f} of {before} conv weights"
+        )
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if after(mid) > want else (lo, mid)
+    return hi
