@@ -3,12 +3,23 @@
 One TOML file per target: ordered steps (our passes or upstream pass strings, each with a
 one-line reason) plus that target's IREE backends, flags and fallbacks. Branching logic lives
 in passes, never here.
+
+Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
+
+* ``[options.NAME]`` with ``default``, ``help`` and optional ``choices``: target options
+  substituted into the flags as ``${NAME}``; users override them with
+  ``compile(..., target_options={...})`` / ``xgen-compile --target-option NAME=VALUE``. A flag
+  that ends in ``=`` after substitution (an empty option) is dropped.
+* ``[iree] outputs`` [``["vmfb"]``]: also ``"static-library"`` and ``"vm-c"`` (bare metal).
+* ``[runtime]``: ``devices`` [local-task, local-sync] the module runs on, ``arch`` ["host"] of
+  its CPU executables (``none`` for GPU targets), ``emulator`` to run a foreign arch here.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ._paths import pipelines_dir
@@ -31,6 +42,24 @@ class Fallback:
 
 
 @dataclass(frozen=True)
+class TargetOption:
+    name: str
+    default: str
+    help: str = ""
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RuntimeSpec:
+    devices: tuple[str, ...] = ("local-task", "local-sync")
+    arch: str = "host"  # CPU architecture of the executables; "none" for GPU targets
+    emulator: str = ""  # user-mode emulator that runs `arch` binaries on another host
+
+
+_OPTION_REF = re.compile(r"\$\{(\w+)\}")
+
+
+@dataclass(frozen=True)
 class Pipeline:
     name: str
     description: str
@@ -39,6 +68,45 @@ class Pipeline:
     flags: tuple[str, ...]
     fallbacks: tuple[Fallback, ...] = field(default=())
     path: Path | None = None
+    options: tuple[TargetOption, ...] = ()
+    outputs: tuple[str, ...] = ("vmfb",)
+    runtime: RuntimeSpec = RuntimeSpec()
+    option_values: tuple[tuple[str, str], ...] = ()  # set by with_options()
+
+    def with_options(self, overrides: dict[str, str] | None = None) -> Pipeline:
+        """This pipeline with its ``${option}`` references resolved (defaults + overrides)."""
+        known = {o.name: o for o in self.options}
+        values = {o.name: o.default for o in self.options}
+        for key, value in (overrides or {}).items():
+            if key not in known:
+                raise UnknownNameError(
+                    "target option",
+                    key,
+                    list(known) or [f"(none: target '{self.name}' takes no options)"],
+                )
+            value = str(value)
+            choices = known[key].choices
+            if choices and value not in choices:
+                raise PipelineError(
+                    f"target '{self.name}': option {key}={value!r} is not one of "
+                    f"{', '.join(choices)}"
+                )
+            values[key] = value
+
+        def subst(text: str) -> str:
+            def one(m: re.Match[str]) -> str:
+                if m.group(1) not in values:
+                    raise PipelineError(f"{self.path}: flag {text!r} uses undeclared option "
+                                        f"'{m.group(1)}'")  # fmt: skip
+                return values[m.group(1)]
+
+            return _OPTION_REF.sub(one, text)
+
+        flags = tuple(f for f in (subst(f) for f in self.flags) if not f.endswith("="))
+        arch = subst(self.runtime.arch)
+        runtime = RuntimeSpec(self.runtime.devices, arch, subst(self.runtime.emulator))
+        return replace(self, flags=flags, runtime=runtime,
+                       option_values=tuple(sorted(values.items())))  # fmt: skip
 
     def pass_steps(self, entry: str = "main") -> list[str]:
         return [s.pass_text.replace("$entry", entry) for s in self.steps]
@@ -71,6 +139,13 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
         fallbacks = tuple(
             Fallback(tuple(fb["drop"]), fb["why"]) for fb in iree.get("fallbacks", [])
         )
+        options = tuple(_option(k, v) for k, v in data.get("options", {}).items())
+        rt = data.get("runtime", {})
+        runtime = RuntimeSpec(
+            devices=tuple(rt.get("devices", RuntimeSpec.devices)),
+            arch=rt.get("arch", "host"),
+            emulator=rt.get("emulator", ""),
+        )
         return Pipeline(
             name=data["name"],
             description=data.get("description", ""),
@@ -79,9 +154,21 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
             flags=tuple(iree.get("flags", [])),
             fallbacks=fallbacks,
             path=path,
+            options=options,
+            outputs=tuple(iree.get("outputs", ["vmfb"])),
+            runtime=runtime,
         )
     except (KeyError, TypeError) as e:
         raise PipelineError(
             f"{path}: malformed pipeline, missing or wrong key {e} (each step needs 'pass' and "
             "'why'; [iree] needs 'backends')"
         ) from None
+
+
+def _option(name: str, spec: object) -> TargetOption:
+    if isinstance(spec, str):
+        return TargetOption(name, spec)
+    if not isinstance(spec, dict) or "default" not in spec:
+        raise TypeError(f"options.{name} needs a 'default'")
+    return TargetOption(name, str(spec["default"]), str(spec.get("help", "")),
+                        tuple(str(c) for c in spec.get("choices", ())))  # fmt: skip
