@@ -17,15 +17,17 @@ from pathlib import Path
 from .._mlir import ir
 from ..errors import BackendCompileError
 from ..pipelines import Pipeline
+from .params import Externalized, externalize_weights
 
 
 @dataclass
 class BackendResult:
-    vmfb: bytes
+    vmfb: bytes  # the compiled output (C source text as bytes for output_format="vm-c")
     flags: list[str]
     fallback_used: str | None = None
     seconds: float = 0.0
     attempts: list[str] = field(default_factory=list)
+    weights: Externalized | None = None  # set when large weights went to a parameter archive
 
 
 def _trim(text: str, limit: int = 40) -> str:
@@ -48,8 +50,15 @@ def compile_vmfb(
     extra_flags: list[str] | None = None,
     dump_executables: Path | None = None,
     work_dir: Path | None = None,
+    external_weights: int | None = None,
+    stem: str = "input",
 ) -> BackendResult:
-    """Compile ``module`` with IREE for ``pipeline``'s target, with fallbacks."""
+    """Compile ``module`` with IREE for ``pipeline``'s target, with fallbacks.
+
+    ``external_weights``: move ``dense_resource`` weights of at least this many bytes into a
+    parameter archive (``result.weights``) instead of the module. ``stem`` names IREE's input
+    file, which IREE uses to name static libraries (``<stem>_linked_library_query``).
+    """
     import iree.compiler as ic
 
     base = iree_flags(pipeline, extra_flags)
@@ -60,9 +69,16 @@ def compile_vmfb(
     candidates += [(fb.why, fb.apply(base)) for fb in pipeline.fallbacks]
     tmp = Path(work_dir or tempfile.mkdtemp(prefix="xgen-iree-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    src = tmp / "input.mlirbc"
-    with open(src, "wb") as f:
-        module.operation.write_bytecode(f)
+    weights = None
+    if external_weights is None:
+        src = tmp / f"{stem}.mlirbc"
+        with open(src, "wb") as f:
+            module.operation.write_bytecode(f)
+    else:  # textual hand-off: the rewrite uses IREE's util/stream ops torch-mlir cannot parse
+        weights = externalize_weights(str(module), min_bytes=external_weights)
+        src = tmp / f"{stem}.mlir"
+        src.write_text(weights.text)
+        weights.text = ""  # keep only the bytes
     attempts: list[str] = []
     start = time.perf_counter()
     for why, flags in candidates:
@@ -78,7 +94,7 @@ def compile_vmfb(
                 f"IREE rejected the module with the '{pipeline.name}' flags; fell back: {why}",
                 stacklevel=3,
             )
-        return BackendResult(vmfb, flags, why, time.perf_counter() - start, attempts)
+        return BackendResult(vmfb, flags, why, time.perf_counter() - start, attempts, weights)
     raise BackendCompileError(
         f"IREE could not compile the module for target '{pipeline.name}' "
         f"(tried {len(candidates)} flag sets; the input is saved at {src}).\n"
