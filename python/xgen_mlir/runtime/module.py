@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import InputMismatchError, ModuleLoadError, UnknownNameError
 from .signature import Signature, parse_declaration
+from .targets import GPU_FORMATS, check_device, executable_formats, require_vulkan
 
 DEVICES = ("local-task", "local-sync", "vulkan", "cuda", "hip")
 
@@ -53,38 +54,83 @@ def latency_stats(samples_s: list[float]) -> BenchmarkStats:
 
 
 class CompiledModule:
-    """A compiled model: ``module(*inputs)``, ``.save(path)``, ``.benchmark()``."""
+    """A compiled model: ``module(*inputs)``, ``.save(path)``, ``.benchmark()``.
+
+    The module is checked (valid ``.vmfb``, entry function, signature) when created, but loaded
+    onto its device only on first use, so modules for other CPUs, GPUs or bare metal can be
+    compiled, saved and bundled on any machine. Calling one the device here cannot run raises
+    :class:`~xgen_mlir.runtime.targets.TargetMismatchError`.
+    """
 
     def __init__(self, vmfb: bytes, *, entry: str = "main", device: str | None = None,
-                 target: str = "cpu", source: str = "<memory>") -> None:  # fmt: skip
+                 target: str = "cpu", source: str = "<memory>",
+                 parameters: str | os.PathLike[str] | bytes | None = None,
+                 parameters_scope: str = "model", devices: tuple[str, ...] | None = None,
+                 artifacts: dict[str, bytes] | None = None) -> None:  # fmt: skip
         import iree.runtime as rt
 
         self.vmfb, self.entry, self.target, self.source = vmfb, entry, target, source
-        self.device = device or "local-task"
+        self.parameters, self.parameters_scope = parameters, parameters_scope
+        self.artifacts: dict[str, bytes] = dict(artifacts or {})
+        self.device = device or (devices[0] if devices else "local-task")
         if self.device not in DEVICES:
             raise UnknownNameError("device", self.device, list(DEVICES))
-        try:
-            self._config = rt.Config(self.device)
-        except Exception as e:
-            raise ModuleLoadError(f"device '{self.device}' is not available here: {e}") from None
-        self._ctx = rt.SystemContext(config=self._config)
-        try:
-            vm_module = rt.VmModule.copy_buffer(self._ctx.instance, vmfb)
+        self._fn: Any = None
+        self._ctx: Any = None
+        try:  # parsing needs no device: a bare VM instance reads functions and reflection
+            vm_module = rt.VmModule.copy_buffer(rt.VmInstance(), vmfb)
         except (ValueError, RuntimeError) as e:
             raise ModuleLoadError(f"{source}: not a valid IREE module (.vmfb): {e}") from None
         if entry not in vm_module.function_names:
             public = [f for f in vm_module.function_names if not f.startswith("__")]
             raise ModuleLoadError(f"{source}: no entry function '{entry}'; functions: {public}")
-        try:
-            self._ctx.add_vm_module(vm_module)
-        except (ValueError, RuntimeError) as e:
-            raise ModuleLoadError(
-                f"{source}: cannot load on device '{self.device}' (was it compiled for another "
-                f"target?): {e}"
-            ) from None
-        self._fn = self._ctx.modules[vm_module.name][entry]
         decl = vm_module.lookup_function(entry).reflection.get("iree.abi.declaration", "")
         self.signature: Signature | None = parse_declaration(decl)
+
+    def check_device(self) -> None:
+        """Raise a clear error if this machine's ``self.device`` cannot run the module."""
+        check_device(self.vmfb, self.device, self.source if self.source != "<memory>"
+                     else f"module for target '{self.target}'")  # fmt: skip
+
+    def _load(self) -> Any:
+        """Load onto the device on first use; returns the entry function."""
+        if self._fn is not None:
+            return self._fn
+        import iree.runtime as rt
+
+        self.check_device()
+        if self.device == "vulkan":
+            require_vulkan()
+        try:
+            config = rt.Config(self.device)
+        except Exception as e:
+            raise ModuleLoadError(f"device '{self.device}' is not available here: {e}") from None
+        modules = []
+        if self.parameters is not None:
+            index = rt.ParameterIndex()
+            if isinstance(self.parameters, bytes):
+                import tempfile
+
+                with tempfile.NamedTemporaryFile(suffix=".irpa", delete=False) as f:
+                    f.write(self.parameters)
+                self.parameters = f.name
+            try:
+                index.load(str(self.parameters))
+            except Exception as e:
+                raise ModuleLoadError(f"{self.parameters}: not a parameter archive: {e}") from None
+            provider = index.create_provider(scope=self.parameters_scope)
+            modules.append(rt.create_io_parameters_module(config.vm_instance, provider))
+        vm_module = rt.VmModule.copy_buffer(config.vm_instance, self.vmfb)
+        try:
+            self._ctx = rt.SystemContext(vm_modules=[*modules, vm_module], config=config)
+        except (ValueError, RuntimeError) as e:
+            raise ModuleLoadError(
+                f"{self.source}: cannot load on device '{self.device}' (was it compiled for "
+                f"another target, or does it need its parameter archive?): {e}"
+            ) from None
+        self._config = config
+        self._fn = self._ctx.modules[vm_module.name][self.entry]
+        return self._fn
 
     # -- calling -------------------------------------------------------------------------
     def _check_inputs(self, arrays: list[np.ndarray]) -> None:
@@ -112,9 +158,10 @@ class CompiledModule:
         as_torch = any(type(x).__module__.startswith("torch") for x in inputs)
         arrays = [_to_numpy(x, i) for i, x in enumerate(inputs)]
         self._check_inputs(arrays)
-        results = self._fn(*arrays)
+        fn = self._load()
+        results = fn(*arrays)
         outs = results if isinstance(results, (tuple, list)) else (results,)
-        host = [np.array(r.to_host()) for r in outs]  # own the memory, not a device mapping
+        host = [to_host(r, self._config.device) for r in outs]
         if as_torch:
             import torch
 
@@ -128,6 +175,22 @@ class CompiledModule:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(self.vmfb)
         return path
+
+    def save_bundle(self, directory: str | os.PathLike[str]) -> Path:
+        """Write a deployable bundle (module, weights, manifest.json, run.sh): runtime_bridge/."""
+        from .bundle import save_bundle
+
+        return save_bundle(self, directory)
+
+    def save_artifacts(self, directory: str | os.PathLike[str]) -> list[Path]:
+        """Write the module and any side artifacts (bare metal: .o, .h, C module) to a folder."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        written = [self.save(directory / "model.vmfb")]
+        for name, data in self.artifacts.items():
+            (directory / name).write_bytes(data)
+            written.append(directory / name)
+        return written
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
         if self.signature is None:
@@ -149,12 +212,14 @@ class CompiledModule:
         """Median/mean/min/max/p90 latency of ``runs`` calls (random inputs if none given)."""
         arrays = [_to_numpy(x, i) for i, x in enumerate(inputs)] or self.random_inputs()
         self._check_inputs(arrays)
+        fn = self._load()
+        device = self._config.device
         for _ in range(warmup):
-            _block(self._fn(*arrays))
+            _block(fn(*arrays), device)
         samples = []
         for _ in range(runs):
             t0 = time.perf_counter()
-            _block(self._fn(*arrays))
+            _block(fn(*arrays), device)
             samples.append(time.perf_counter() - t0)
         return latency_stats(samples)
 
@@ -170,11 +235,48 @@ class CompiledModule:
         return f"<CompiledModule {self.entry}({ins}) target={self.target} device={self.device}>"
 
 
-def _block(results: Any) -> None:
+def _block(results: Any, device: Any) -> None:
     """Wait for the results to be computed (local-task runs asynchronously)."""
     outs = results if isinstance(results, (tuple, list)) else (results,)
     for r in outs:
-        r.to_host()
+        to_host(r, device)
+
+
+def to_host(result: Any, device: Any) -> np.ndarray:
+    """Copy one result to a numpy array the caller owns, on every driver.
+
+    IREE's ``DeviceArray.to_host()`` maps host-visible buffers (CPU drivers) but otherwise
+    imports a fresh numpy allocation into the device, which Vulkan refuses unless it is
+    aligned to minImportedHostPointerAlignment (4096 on llvmpipe; STACK.md item 6). Here a
+    non-mappable result goes through a driver-allocated staging buffer instead: queue a copy
+    into it, wait, map it, copy out.
+    """
+    import iree.runtime as rt
+
+    if not isinstance(result, rt.DeviceArray):
+        return np.array(result)
+    view = result._buffer_view
+    buffer = view.get_buffer()
+    dtype = result._get_raw_dtype()
+    shape = tuple(view.shape)
+    mappable = (buffer.memory_type() & int(rt.MemoryType.HOST_VISIBLE)) and (
+        buffer.allowed_usage() & int(rt.BufferUsage.MAPPING_SCOPED)
+    )
+    if mappable:
+        out = np.array(view.map().asarray(shape, dtype))
+    else:
+        staging = device.allocator.allocate_buffer(
+            memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
+            allowed_usage=int(rt.BufferUsage.TRANSFER_TARGET | rt.BufferUsage.MAPPING_SCOPED),
+            allocation_size=buffer.byte_length(),
+        )
+        sem = device.create_semaphore(0)
+        device.queue_copy(buffer, staging, wait_semaphores=rt.HalFence.create_at(sem, 0),
+                          signal_semaphores=rt.HalFence.create_at(sem, 1))  # fmt: skip
+        rt.HalFence.create_at(sem, 1).wait()
+        out = np.array(staging.map().asarray(shape, dtype))
+    override = getattr(result, "_override_dtype", None)
+    return out.astype(override) if override is not None and override != dtype else out
 
 
 def _to_numpy(x: Any, index: int) -> np.ndarray:
@@ -199,4 +301,9 @@ def load(
     data = path.read_bytes()
     if len(data) < 64:
         raise ModuleLoadError(f"{path}: too small to be an IREE module ({len(data)} bytes)")
-    return CompiledModule(data, entry=entry, device=device, source=str(path))
+    if device is None:  # a GPU-only module goes to its GPU driver
+        gpu = [d for d, fmt in GPU_FORMATS.items() if fmt in executable_formats(data)]
+        device = gpu[0] if gpu and len(executable_formats(data)) == 1 else None
+    module = CompiledModule(data, entry=entry, device=device, source=str(path))
+    module.check_device()  # a module for another CPU/GPU fails here, clearly, not at first call
+    return module

@@ -1,0 +1,205 @@
+"""Which device can run which module, and the tools that run foreign-architecture modules.
+
+A ``.vmfb`` names the formats of its executables (``embedded-elf-arm_64``, ``vulkan-spirv-fb``,
+``static``, ...). Reading them from the bytes (no device needed) lets us refuse, with a clear
+error, a module that a device cannot run, before IREE fails with a low-level status.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from ..errors import ModuleLoadError, XGenError
+
+
+class TargetMismatchError(ModuleLoadError):
+    """A module was asked to run on a device (or host) it was not compiled for."""
+
+
+class MissingToolError(XGenError):
+    """A tool needed for this target is not installed here; the message says what to install."""
+
+
+_ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64",
+                 "riscv64": "riscv64"}  # fmt: skip
+# IREE's executable-format arch names -> ours.
+_FORMAT_ARCH = {"x86_64": "x86_64", "arm_64": "aarch64", "riscv_64": "riscv64",
+                "arm_32": "arm", "riscv_32": "riscv32", "x86_32": "x86"}  # fmt: skip
+_FORMATS = re.compile(
+    rb"(?:embedded-elf|system-elf|system-dll)-[a-z0-9_]+|vulkan-spirv-fb|cuda-nvptx-fb"
+    rb"|rocm-hsaco-fb|vmvx-bytecode-fb|metal-msl-fb|\x06\x00\x00\x00static\x00"
+)
+GPU_FORMATS = {"vulkan": "vulkan-spirv-fb", "cuda": "cuda-nvptx-fb", "hip": "rocm-hsaco-fb"}
+
+# apt packages (Debian/Ubuntu) that provide each emulator and its target sysroot.
+_QEMU_APT = {
+    "aarch64": "qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross",
+    "riscv64": "qemu-user-static libc6-riscv64-cross libstdc++6-riscv64-cross",
+}
+_SYSROOT = {"aarch64": "/usr/aarch64-linux-gnu", "riscv64": "/usr/riscv64-linux-gnu"}
+# PyPI platform tags of iree-base-runtime wheels that carry the stock tools for an arch.
+_WHEEL_PLATFORM = {"aarch64": "manylinux_2_28_aarch64"}
+
+
+def host_arch() -> str:
+    return _ARCH_ALIASES.get(platform.machine().lower(), platform.machine().lower())
+
+
+def normalize_arch(arch: str) -> str:
+    """``aarch64-linux-gnu`` / ``arm64`` / ``riscv64-unknown-elf`` -> aarch64 / riscv64."""
+    if arch in ("host", ""):
+        return host_arch()
+    head = arch.split("-", 1)[0].lower()
+    return _ARCH_ALIASES.get(head, head)
+
+
+def executable_formats(vmfb: bytes) -> set[str]:
+    """The executable formats a module carries (empty for modules with no dispatches)."""
+    found = set()
+    for m in _FORMATS.findall(vmfb):
+        found.add("static" if m.endswith(b"static\x00") else m.decode())
+    return found
+
+
+def _describe(fmt: str) -> str:
+    if fmt == "static":
+        return "a static library (bare-metal: link it into firmware with IREE's runtime)"
+    for prefix in ("embedded-elf-", "system-elf-", "system-dll-"):
+        if fmt.startswith(prefix):
+            return f"{_FORMAT_ARCH.get(fmt[len(prefix) :], fmt[len(prefix) :])} CPUs ({fmt})"
+    return f"{fmt}"
+
+
+def check_device(vmfb: bytes, device: str, source: str = "module") -> None:
+    """Raise :class:`TargetMismatchError` if ``device`` here cannot run ``vmfb``."""
+    formats = executable_formats(vmfb)
+    if not formats:
+        return
+    if device in GPU_FORMATS:
+        ok = GPU_FORMATS[device] in formats
+    else:  # local-task / local-sync: CPU executables for this machine's arch
+        arch = host_arch()
+        ok = (
+            any(
+                f.split("-", 2)[-1] in _FORMAT_ARCH and _FORMAT_ARCH[f.split("-", 2)[-1]] == arch
+                for f in formats
+                if f.startswith(("embedded-elf-", "system-elf-", "system-dll-"))
+            )
+            or "vmvx-bytecode-fb" in formats
+        )
+    if ok:
+        return
+    what = ", ".join(sorted(_describe(f) for f in formats))
+    hint = ""
+    if "static" in formats:
+        hint = " Use module.save_artifacts(DIR) for the object, header and C module."
+    elif any(f.startswith("embedded-elf-") for f in formats) and device not in GPU_FORMATS:
+        hint = (" Save a bundle (module.save_bundle(DIR)) and run it on such a device, or here "
+                "under qemu with runtime_bridge/run_bundle.sh DIR.")  # fmt: skip
+    elif device in GPU_FORMATS:
+        hint = f" Compile with target='{device}' to run on device '{device}'."
+    else:
+        hint = " Pick the device it was compiled for (device='vulkan' / 'cuda')."
+    raise TargetMismatchError(
+        f"{source}: compiled for {what}; it cannot run on device '{device}' of this "
+        f"{host_arch()} machine.{hint}"
+    )
+
+
+def require_vulkan() -> None:
+    """A Vulkan loader must exist for device 'vulkan' (else IREE fails obscurely)."""
+    if ctypes.util.find_library("vulkan") is None:
+        raise MissingToolError(
+            "device 'vulkan': no Vulkan loader (libvulkan.so.1) on this machine. Install a "
+            "loader and a driver: Debian/Ubuntu `apt-get install libvulkan1 mesa-vulkan-drivers` "
+            "(Mesa's llvmpipe runs Vulkan on the CPU), or your GPU vendor's driver."
+        )
+
+
+def emulator(arch: str) -> list[str]:
+    """The command prefix that runs ``arch`` Linux binaries here ([] on a native host)."""
+    arch = normalize_arch(arch)
+    if arch == host_arch():
+        return []
+    qemu = shutil.which(f"qemu-{arch}-static") or shutil.which(f"qemu-{arch}")
+    sysroot = _SYSROOT.get(arch)
+    if qemu is None or sysroot is None or not Path(sysroot).is_dir():
+        pkgs = _QEMU_APT.get(arch, f"qemu-user-static and a {arch} libc")
+        raise MissingToolError(
+            f"running {arch} modules on this {host_arch()} machine needs qemu user-mode "
+            f"emulation and a {arch} sysroot; install them: apt-get install {pkgs}"
+        )
+    return [qemu, "-L", sysroot]
+
+
+def tools_cache_dir(arch: str) -> Path:
+    """Where stock IREE tools for a foreign arch are kept (override: $XGEN_TOOLS_CACHE)."""
+    root = os.environ.get("XGEN_TOOLS_CACHE")
+    base = Path(root) if root else Path(sys.prefix) / "cache"
+    return base / f"iree-runtime-{normalize_arch(arch)}"
+
+
+def foreign_tool(arch: str, name: str, *, fetch: bool = True) -> Path:
+    """Stock ``name`` (iree-run-module, ...) built for ``arch``.
+
+    Looks in ``$IREE_TOOLS_DIR_<ARCH>``, then the cache; with ``fetch``, downloads the
+    ``iree-base-runtime`` wheel for that arch from PyPI (``pip download``) into the cache.
+    """
+    arch = normalize_arch(arch)
+    env_dir = os.environ.get(f"IREE_TOOLS_DIR_{arch.upper()}")
+    if env_dir and (Path(env_dir) / name).is_file():
+        return Path(env_dir) / name
+    cache = tools_cache_dir(arch)
+    tool = cache / "iree" / "_runtime_libs" / name
+    if tool.is_file():
+        return tool
+    plat = _WHEEL_PLATFORM.get(arch)
+    if plat is None:
+        raise MissingToolError(
+            f"no stock IREE runtime tools for {arch}: PyPI has no iree-base-runtime wheel for "
+            f"it. Build IREE's runtime for {arch} (cmake -DIREE_BUILD_COMPILER=OFF) and set "
+            f"IREE_TOOLS_DIR_{arch.upper()} to the folder holding {name}."
+        )
+    if not fetch:
+        raise MissingToolError(f"{name} for {arch} is not in {cache}; fetch it first")
+    fetch_runtime_wheel(arch)
+    if not tool.is_file():
+        raise MissingToolError(f"the {arch} iree-base-runtime wheel has no {name}")
+    return tool
+
+
+def fetch_runtime_wheel(arch: str) -> Path:
+    """``pip download`` the iree-base-runtime wheel for ``arch`` (same version as ours), unzip."""
+    from importlib.metadata import version
+
+    arch = normalize_arch(arch)
+    cache = tools_cache_dir(arch)
+    cache.mkdir(parents=True, exist_ok=True)
+    ver = version("iree-base-runtime")
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+           "--only-binary=:all:", "--python-version", "3.11", "--platform",
+           _WHEEL_PLATFORM[arch], f"iree-base-runtime=={ver}", "-d", str(cache)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wheels = sorted(cache.glob(f"iree_base_runtime-{ver}-*.whl"))
+    if proc.returncode != 0 or not wheels:
+        raise MissingToolError(
+            f"could not download the {arch} iree-base-runtime {ver} wheel from PyPI "
+            f"({proc.stderr.strip()[-300:]}); set IREE_TOOLS_DIR_{arch.upper()} instead"
+        )
+    with zipfile.ZipFile(wheels[-1]) as z:
+        for member in z.namelist():
+            if member.startswith("iree/_runtime_libs/iree-") or member.startswith(
+                "iree/_runtime_libs/lib"
+            ):
+                z.extract(member, cache)
+                target = cache / member
+                target.chmod(0o755)
+    return cache
