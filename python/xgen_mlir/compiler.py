@@ -5,7 +5,9 @@ The dependency direction is one way: frontend -> passes -> backend -> runtime.
 
 from __future__ import annotations
 
+import re
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .backend import compile_vmfb
+from .backend.params import write_irpa
 from .errors import UnknownNameError, XGenError
 from .frontend import import_model
 from .passes.runner import run_steps
@@ -30,6 +33,11 @@ class CompileOptions:
     dump_executables: str | Path | None = None  # IREE's executable dumps (per dispatch)
     extra_iree_flags: list[str] = field(default_factory=list)  # appended to the target's flags
     verbose: bool = False  # print stage timings to stderr
+    # Values for the target's [options] (pipelines/<target>.toml), e.g. {"features": "+neon"}.
+    target_options: dict[str, str] = field(default_factory=dict)
+    # Weights of at least this many bytes go to a parameter archive (.irpa) beside the module,
+    # not into it (True: 0 bytes, i.e. all of them). save_bundle() writes both.
+    external_weights: int | bool | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> CompileOptions:
@@ -67,6 +75,7 @@ def compile(
         pipeline = load_pipeline(target)
     except UnknownNameError as e:
         raise UnknownNameError("target", target, e.known) from None
+    pipeline = pipeline.with_options(opts.target_options)
     if example_inputs is not None and not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     report = CompileReport()
@@ -82,18 +91,47 @@ def compile(
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    result = compile_vmfb(
-        module,
-        pipeline,
-        extra_flags=opts.extra_iree_flags,
-        dump_executables=Path(opts.dump_executables) if opts.dump_executables else None,
-    )
+    ext = opts.external_weights
+    ext_bytes = None if ext is None or ext is False else (0 if ext is True else int(ext))
+    artifacts: dict[str, bytes] = {}
+    extra = list(opts.extra_iree_flags)
+    with tempfile.TemporaryDirectory(prefix="xgen-out-") as out_dir:
+        if "static-library" in pipeline.outputs:  # bare metal: object + header beside the module
+            extra.append(f"--iree-llvmcpu-static-library-output-path={out_dir}/model.o")
+        result = compile_vmfb(
+            module,
+            pipeline,
+            extra_flags=extra,
+            dump_executables=Path(opts.dump_executables) if opts.dump_executables else None,
+            external_weights=ext_bytes,
+            stem="model",
+        )
+        if "vm-c" in pipeline.outputs:  # the VM program as C source (no bytecode interpreter)
+            c_module = compile_vmfb(module, pipeline, extra_flags=[*extra, "--output-format=vm-c"],
+                                    external_weights=ext_bytes, stem="model")  # fmt: skip
+            artifacts["model_module.c"] = c_module.vmfb
+        for name in ("model.o", "model.h"):
+            if (Path(out_dir) / name).is_file():
+                artifacts[name] = (Path(out_dir) / name).read_bytes()
     report.stage_seconds["iree-compile"] = time.perf_counter() - t0
     report.iree_flags, report.fallback_used = result.flags, result.fallback_used
     if opts.verbose:
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in report.stage_seconds.items())
         print(f"xgen_mlir.compile[{target}]: {timings}", file=sys.stderr)
 
-    compiled = CompiledModule(result.vmfb, entry=opts.entry, device=opts.device, target=target)
+    params = None
+    if result.weights is not None and result.weights.weights:
+        params = write_irpa(
+            result.weights.weights, Path(tempfile.mkdtemp(prefix="xgen-w-")) / "weights.irpa"
+        )
+    compiled = CompiledModule(result.vmfb, entry=opts.entry, device=opts.device, target=target,
+                              parameters=params, devices=pipeline.runtime.devices or None,
+                              artifacts=artifacts)  # fmt: skip
     compiled.report = report  # type: ignore[attr-defined]
+    compiled.build_info = {  # type: ignore[attr-defined]  # for bundles' manifests
+        "target_options": dict(pipeline.option_values),
+        "iree_flags": [re.sub(r"=.*/model\.o$", "=model.o", f) for f in result.flags],
+        "arch": pipeline.runtime.arch,
+        "emulator": pipeline.runtime.emulator,
+    }
     return compiled

@@ -51,7 +51,7 @@ def test_xgen_compile_errors_are_one_line_not_tracebacks(tmp_path):
     assert "Traceback" not in proc.stderr
     assert "xgen-compile: error:" in proc.stderr and "none.onnx" in proc.stderr
     proc = run(str(BIN / "xgen-compile"), str(tmp_path / "x.pt2"), "--target", "tpu", ok=False)
-    assert "unknown target 'tpu'; known targets: cpu" in proc.stderr
+    assert "unknown target 'tpu'; known targets: arm64, cpu," in proc.stderr
 
 
 def test_xgen_compile_mlir_input(tmp_path):

@@ -11,12 +11,14 @@ from pathlib import Path
 
 from ..compiler import compile as xgen_compile
 from ..errors import XGenError
-from ..pipelines import available_pipelines
+from ..pipelines import available_pipelines, load_pipeline
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="xgen-compile", description=__doc__.splitlines()[0])
-    p.add_argument("input", help="model file: .pt2 (torch.export), .onnx, .mlir or .mlirbc")
+    p.add_argument(
+        "input", nargs="?", help="model file: .pt2 (torch.export), .onnx, .mlir, .mlirbc"
+    )
     p.add_argument("-o", "--output", help="output .vmfb (default: <input stem>.<target>.vmfb)")
     p.add_argument("--target", default="cpu", help=f"target ({', '.join(available_pipelines())})")
     p.add_argument("--entry", default="main", help="entry function name in the output module")
@@ -29,6 +31,32 @@ def _parser() -> argparse.ArgumentParser:
         dest="iree_flags",
         help="extra flag for iree-compile (repeatable)",
     )
+    p.add_argument(
+        "--target-option",
+        action="append",
+        default=[],
+        dest="target_options",
+        metavar="NAME=VALUE",
+        help="set one of the target's options (repeatable), e.g. features=+neon,+dotprod",
+    )
+    p.add_argument(
+        "--bundle",
+        metavar="DIR",
+        help="also write a deployable bundle (module, weights, manifest.json, run.sh)",
+    )
+    p.add_argument(
+        "--external-weights",
+        nargs="?",
+        const=0,
+        type=int,
+        metavar="MIN_BYTES",
+        help="put weights (of at least MIN_BYTES, default all) in a .irpa archive",
+    )
+    p.add_argument(
+        "--list-target-options",
+        action="store_true",
+        help="print the target's options with defaults and exit",
+    )
     p.add_argument("--benchmark", action="store_true", help="also time the module on random inputs")
     p.add_argument("-v", "--verbose", action="store_true")
     return p  # fmt: skip
@@ -36,9 +64,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.list_target_options:
+        return _list_options(args.target)
+    if not args.input:
+        _parser().error("the model file is required")
     src = Path(args.input)
     out = Path(args.output) if args.output else src.with_suffix(f".{args.target}.vmfb")
     try:
+        options = _parse_options(args.target_options)
         module = xgen_compile(
             src,
             target=args.target,
@@ -47,14 +80,48 @@ def main(argv: list[str] | None = None) -> int:
             dump_executables=args.dump_executables,
             extra_iree_flags=args.iree_flags,
             verbose=args.verbose,
+            target_options=options,
+            external_weights=args.external_weights,
         )
         module.save(out)
+        for name, data in module.artifacts.items():  # bare metal: .o, .h, C module beside it
+            out.with_name(f"{out.stem}.{name}").write_bytes(data)
+        if module.parameters is not None:
+            params = out.with_suffix(".irpa")
+            params.write_bytes(Path(module.parameters).read_bytes())
+            print(f"wrote {params} (run with --parameters=model={params})")
+        if args.bundle:
+            print(f"wrote bundle {module.save_bundle(args.bundle)}")
     except XGenError as e:
         print(f"xgen-compile: error: {e}", file=sys.stderr)
         return 1
     print(f"wrote {out} ({out.stat().st_size} bytes): {module!r}")
     if args.benchmark:
         print(f"latency: {module.benchmark()}")
+    return 0
+
+
+def _parse_options(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise XGenError(f"--target-option {item!r}: expected NAME=VALUE")
+        key, value = item.split("=", 1)
+        out[key.strip()] = value
+    return out
+
+
+def _list_options(target: str) -> int:
+    try:
+        pipeline = load_pipeline(target)
+    except XGenError as e:
+        print(f"xgen-compile: error: {e}", file=sys.stderr)
+        return 1
+    print(f"{target}: {pipeline.description}")
+    for o in pipeline.options:
+        print(f"  {o.name} (default {o.default!r}): {o.help}")
+    if not pipeline.options:
+        print("  (no options)")
     return 0
 
 
