@@ -17,6 +17,7 @@ from pathlib import Path
 from .._mlir import ir
 from ..errors import BackendCompileError
 from ..pipelines import Pipeline
+from .extern_kernels import materialize
 from .params import Externalized, externalize_weights
 
 
@@ -70,15 +71,18 @@ def compile_vmfb(
     tmp = Path(work_dir or tempfile.mkdtemp(prefix="xgen-iree-"))
     tmp.mkdir(parents=True, exist_ok=True)
     weights = None
-    if external_weights is None:
+    text = materialize(module)  # generated kernels need IREE's dialects: textual hand-off
+    if external_weights is None and text is None:
         src = tmp / f"{stem}.mlirbc"
         with open(src, "wb") as f:
             module.operation.write_bytecode(f)
-    else:  # textual hand-off: the rewrite uses IREE's util/stream ops torch-mlir cannot parse
-        weights = externalize_weights(str(module), min_bytes=external_weights)
+    else:  # textual hand-off: the rewrites use IREE ops torch-mlir cannot parse
+        text = text if text is not None else str(module)
+        if external_weights is not None:
+            weights = externalize_weights(text, min_bytes=external_weights)
+            text, weights.text = weights.text, ""  # keep only the bytes
         src = tmp / f"{stem}.mlir"
-        src.write_text(weights.text)
-        weights.text = ""  # keep only the bytes
+        src.write_text(text)
     attempts: list[str] = []
     start = time.perf_counter()
     for why, flags in candidates:

@@ -14,8 +14,11 @@ from .lowering import captured_diagnostics, lower_torch_to_linalg
 def new_torch_context() -> ir.Context:
     from torch_mlir.dialects import torch as torch_d
 
+    from ..dialects import load_xgen_dialects
+
     ctx = ir.Context()
     torch_d.register_dialect(ctx)
+    load_xgen_dialects(ctx)
     return ctx
 
 
@@ -26,13 +29,18 @@ def parse_mlir(
     ctx = ctx or new_torch_context()
     with captured_diagnostics(ctx) as diags:
         try:
-            return ir.Module.parse(text, ctx)
+            module = ir.Module.parse(text, ctx)
         except ir.MLIRError as e:
             msgs = [
                 _relocate(str(d.location), source) + ": error: " + d.message
                 for d in e.error_diagnostics
             ]
             raise MLIRParseError("\n".join(msgs or diags or [str(e)])) from None
+    from ..dialects.sparse import has_sparse_ops, verify_sparse_ops
+
+    if has_sparse_ops(module.operation):  # the dialect's semantic rules, like a verifier
+        verify_sparse_ops(module.operation)
+    return module
 
 
 def _relocate(loc: str, source: str) -> str:

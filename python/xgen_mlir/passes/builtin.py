@@ -1,3 +1,13 @@
 """Importing this module registers every built-in xgen pass (one module per pass)."""
 
-from . import fold_transpose_pairs, op_stats, set_entry_point, verify_iree_input  # noqa: F401
+from . import (  # noqa: F401
+    fkw_compact,
+    fold_transpose_pairs,
+    lower_fkw_kernels,
+    lower_sparse_linalg,
+    op_stats,
+    raise_pattern_conv,
+    set_entry_point,
+    verify_iree_input,
+    verify_sparse,
+)

@@ -1,0 +1,70 @@
+"""Compiling generated C kernels into objects IREE links into its dispatches.
+
+The objects must be freestanding (no libc, no TLS, position independent): IREE's embedded ELF
+loader links them into each dispatch library. Objects are cached by a hash of source + flags,
+so recompiling a model reuses them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import BackendCompileError
+
+FREESTANDING = [
+    "-O3",
+    "-ffreestanding",
+    "-fPIC",
+    "-fno-stack-protector",
+    "-fno-math-errno",
+    "-ffp-contract=fast",
+    "-fno-tree-loop-distribute-patterns",
+    "-nostdlib",
+]
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    cc: str = "gcc"
+    cflags: tuple[str, ...] = ("-march=native",)
+    extra: tuple[str, ...] = field(default=())
+
+    def available(self) -> bool:
+        return shutil.which(self.cc) is not None
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("XGEN_CACHE_DIR") or Path.home() / ".cache" / "xgen_mlir"
+    path = Path(root) / "kernels"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def compile_object(source: str, toolchain: Toolchain, name: str) -> Path:
+    """Compile ``source`` to a cached object file; the error names the compiler and kernel."""
+    if not toolchain.available():
+        raise BackendCompileError(
+            f"pattern kernel {name} needs the C compiler '{toolchain.cc}', which is not on PATH "
+            "(install it, e.g. `apt-get install gcc`, or compile without pattern codegen)"
+        )
+    flags = [*FREESTANDING, *toolchain.cflags, *toolchain.extra]
+    key = hashlib.sha256("\0".join([toolchain.cc, *flags, source]).encode()).hexdigest()[:24]
+    obj = cache_dir() / f"{name}-{key}.o"
+    if obj.exists():
+        return obj
+    src = obj.with_suffix(".c")
+    src.write_text(source)
+    tmp = obj.with_suffix(f".{os.getpid()}.tmp.o")
+    proc = subprocess.run([toolchain.cc, *flags, "-c", str(src), "-o", str(tmp)],
+                          capture_output=True, text=True)  # fmt: skip
+    if proc.returncode != 0:
+        raise BackendCompileError(
+            f"{toolchain.cc} failed on kernel {name} ({src}):\n{proc.stderr[-2000:]}"
+        )
+    tmp.replace(obj)
+    return obj

@@ -1,0 +1,104 @@
+"""Small helpers over MLIR's Python bindings shared by passes: constants in and out.
+
+Weights arrive as ``arith.constant dense_resource<...>`` (the FX importer's form) or inline
+``dense<...>``. The bindings cannot read a resource blob back, so ``ConstantReader`` reads
+all blobs once from the module's printed form (hex) and serves numpy views of them.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+import numpy as np
+
+from ._mlir import ir
+
+_NP = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
+       "i32": np.int32, "i16": np.int16, "i8": np.int8, "i1": np.bool_}  # fmt: skip
+_BLOB = re.compile(r'^\s*"?([^":\s]+)"?: "0x([0-9A-Fa-f]+)"', re.M)
+_RESOURCE_NAME = re.compile(r"dense_resource<([^>]+)>")
+
+
+def np_dtype(elem: ir.Type) -> np.dtype:
+    key = str(elem)
+    if key not in _NP:
+        raise TypeError(f"no numpy dtype for MLIR element type {key}")
+    return np.dtype(_NP[key])
+
+
+class ConstantReader:
+    """Reads the value of ``arith.constant`` ops of one module (dense or dense_resource)."""
+
+    def __init__(self, module_op: ir.Operation) -> None:
+        self._module_op = module_op
+        self._blobs: dict[str, bytes] | None = None
+
+    def _load_blobs(self) -> dict[str, bytes]:
+        if self._blobs is None:
+            buf = io.StringIO()
+            self._module_op.print(file=buf)
+            text = buf.getvalue()
+            start = text.find("dialect_resources")
+            self._blobs = {}
+            if start >= 0:
+                for name, hexdata in _BLOB.findall(text[start:]):
+                    self._blobs[name] = bytes.fromhex(hexdata)[4:]  # 4-byte alignment header
+        return self._blobs
+
+    def value_of(self, value: ir.Value) -> np.ndarray | None:
+        """The constant array behind ``value``, or None if it is not an ``arith.constant``."""
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            return None
+        op = owner.operation
+        if op.name != "arith.constant":
+            return None
+        return self.attr_value(op.attributes["value"])
+
+    def attr_value(self, attr: ir.Attribute) -> np.ndarray | None:
+        ty = attr.type
+        if not isinstance(ty, ir.RankedTensorType):
+            return None
+        if isinstance(attr, ir.DenseElementsAttr):
+            dense = attr
+            if dense.is_splat:
+                return np.full(
+                    ty.shape, np.array(dense.get_splat_value().value), np_dtype(ty.element_type)
+                )
+            return np.array(dense).reshape(ty.shape)
+        m = _RESOURCE_NAME.search(str(attr))
+        if m is None:
+            return None
+        blob = self._load_blobs().get(m.group(1))
+        if blob is None:
+            return None
+        return np.frombuffer(blob, np_dtype(ty.element_type)).reshape(ty.shape)
+
+
+_counter = [0]
+
+
+def constant_op(array: np.ndarray, name_hint: str = "xgen") -> Any:
+    """Build ``arith.constant`` for ``array`` at the current insertion point/location.
+
+    Large arrays become resource blobs (compact in bytecode); small ones stay inline.
+    """
+    from ._mlir import arith
+
+    array = np.ascontiguousarray(array)
+    elem = {
+        np.dtype(np.float32): ir.F32Type.get(),
+        np.dtype(np.int32): ir.IntegerType.get_signless(32),
+        np.dtype(np.int64): ir.IntegerType.get_signless(64),
+    }[array.dtype]
+    ty = ir.RankedTensorType.get(list(array.shape), elem)
+    if array.size <= 64:
+        attr = ir.DenseElementsAttr.get(array, type=elem, shape=list(array.shape))
+    else:
+        _counter[0] += 1
+        attr = ir.DenseResourceElementsAttr.get_from_buffer(
+            memoryview(array), f"{name_hint}_{_counter[0]}", ty
+        )
+    return arith.ConstantOp(ty, attr)

@@ -1,0 +1,197 @@
+"""xgen-lower-fkw-kernels: xgen_sparse.fkw_conv2d -> generated kernel inside an IREE dispatch.
+
+Each FKW convolution becomes a call to a private wrapper function (upstream tensor/linalg ops:
+zero-pad, split into stride phases, flatten; call the kernel; drop the padded columns) and a
+private kernel declaration that carries the text of its ``stream.executable`` (the generated
+C object linked into an IREE dispatch). The backend swaps declaration and calls for the
+executable and ``flow.dispatch`` ops when it hands the module to IREE (IREE's dialects do not
+exist in this MLIR context). Batch size 1 only; other convolutions are lowered back to dense
+linalg (see ``xgen-lower-sparse-to-linalg``). If the target's C compiler is missing, the pass
+falls back the same way and says so.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from .._mlir import ir
+from ..codegen.pattern_kernel import KernelSpec, generate
+from ..codegen.toolchain import Toolchain, compile_object
+from ..dialects.sparse import FKW_CONV, geometry, patterns_of
+from ..irutil import ConstantReader
+from .lower_sparse_linalg import lower_fkw_to_linalg
+from .registry import register_pass
+
+EXECUTABLE_ATTR = "xgen.executable"
+
+
+@dataclass
+class KernelOptions:
+    cc: str = "gcc"
+    cflags: str = "-march=native"  # space separated
+    object_format: str = "embedded-elf-x86_64"  # IREE executable format the object links into
+    vl: int = 16  # floats per vector register
+    px: int = 1  # pixel vectors per accumulator row
+    tile: int = 8  # pixel chunks per workgroup
+
+
+def _t(shape: list[int]) -> str:
+    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
+
+
+def wrapper_text(spec: KernelSpec, wrapper: str, wlen: int) -> str:
+    """The private function that lays the input out for the kernel and calls it."""
+    d = spec.derived
+    c, h, w, f = spec.c, spec.h, spec.w, spec.f
+    sh, sw = spec.strides
+    pt, pl = spec.padding[0], spec.padding[1]
+    hq, wq, oh, ow = d["hq"], d["wq"], d["oh"], d["ow"]
+    hx, wx = hq * sh, wq * sw
+    inlen, full = d["in_len"], d["in_len"] + d["slack"]
+    opl = d["oplane"]
+    kin, kw_t, kb, kout = _t([full]), _t([wlen]), _t([f]), _t([f * opl])
+    return f"""
+func.func private @{wrapper}(%x: {_t([1, c, h, w])}, %w: {kw_t}, %b: {kb}) -> {_t([1, f, oh, ow])} {{
+  %z = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, {pt}, {pl}] high[0, 0, {hx - h - pt}, {wx - w - pl}] {{
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %z : f32
+  }} : {_t([1, c, h, w])} to {_t([1, c, hx, wx])}
+  %c = tensor.collapse_shape %p [[0, 1], [2], [3]] : {_t([1, c, hx, wx])} into {_t([c, hx, wx])}
+  %e = tensor.expand_shape %c [[0], [1, 2], [3, 4]] output_shape [{c}, {hq}, {sh}, {wq}, {sw}] : {_t([c, hx, wx])} into {_t([c, hq, sh, wq, sw])}
+  %t0 = tensor.empty() : {_t([sh, sw, c, hq, wq])}
+  %t = linalg.transpose ins(%e : {_t([c, hq, sh, wq, sw])}) outs(%t0 : {_t([sh, sw, c, hq, wq])}) permutation = [2, 4, 0, 1, 3]
+  %flat = tensor.collapse_shape %t [[0, 1, 2, 3, 4]] : {_t([sh, sw, c, hq, wq])} into {_t([inlen])}
+  %in = tensor.pad %flat low[0] high[{d["slack"]}] {{
+  ^bb0(%i: index):
+    tensor.yield %z : f32
+  }} : {_t([inlen])} to {kin}
+  %o = func.call @{spec.symbol}(%in, %w, %b) : ({kin}, {kw_t}, {kb}) -> {kout}
+  %o2 = tensor.expand_shape %o [[0, 1]] output_shape [{f}, {opl}] : {kout} into {_t([f, opl])}
+  %o3 = tensor.extract_slice %o2[0, 0] [{f}, {oh * wq}] [1, 1] : {_t([f, opl])} to {_t([f, oh * wq])}
+  %o4 = tensor.expand_shape %o3 [[0, 1], [2, 3]] output_shape [1, {f}, {oh}, {wq}] : {_t([f, oh * wq])} into {_t([1, f, oh, wq])}
+  %r = tensor.extract_slice %o4[0, 0, 0, 0] [1, {f}, {oh}, {ow}] [1, 1, 1, 1] : {_t([1, f, oh, wq])} to {_t([1, f, oh, ow])}
+  return %r : {_t([1, f, oh, ow])}
+}}
+func.func private @{spec.symbol}({kin}, {kw_t}, {kb}) -> {kout}
+"""
+
+
+def executable_text(spec: KernelSpec, obj_path: str, wlen: int, object_format: str) -> str:
+    """The stream.executable that links the kernel object into an IREE dispatch."""
+    d = spec.derived
+    full, opl, f = d["in_len"] + d["slack"], d["oplane"], spec.f
+    sym = spec.symbol
+    m_in, m_w, m_b, m_o = (f"memref<{n}xf32>" for n in (full, wlen, f, f * opl))
+    return f"""
+stream.executable private @{sym}_ex attributes {{
+  hal.executable.objects = #hal.executable.objects<{{
+    #hal.executable.target<"llvm-cpu", "{object_format}", {{}}> = [#hal.executable.object<{{path = "{obj_path}"}}>]
+  }}>
+}} {{
+  stream.executable.export public @{sym} workgroups() -> (index, index, index) {{
+    %gx = arith.constant {d["groups"]} : index
+    %gy = arith.constant {d["ntiles"]} : index
+    %one = arith.constant 1 : index
+    stream.return %gx, %gy, %one : index, index, index
+  }}
+  builtin.module {{
+    func.func private @{sym}_impl({m_in}, {m_w}, {m_b}, {m_o}, index, index) attributes {{hal.import.static}}
+    func.func @{sym}(%b0: !stream.binding, %b1: !stream.binding, %b2: !stream.binding, %b3: !stream.binding) {{
+      %c0 = arith.constant 0 : index
+      %gx = stream.dispatch.workgroup.id[0] : index
+      %gy = stream.dispatch.workgroup.id[1] : index
+      %in = stream.binding.subspan %b0[%c0] : !stream.binding -> {m_in}
+      %w = stream.binding.subspan %b1[%c0] : !stream.binding -> {m_w}
+      %b = stream.binding.subspan %b2[%c0] : !stream.binding -> {m_b}
+      %o = stream.binding.subspan %b3[%c0] : !stream.binding -> {m_o}
+      func.call @{sym}_impl(%in, %w, %b, %o, %gx, %gy) : ({m_in}, {m_w}, {m_b}, {m_o}, index, index) -> ()
+      return
+    }}
+  }}
+}}
+"""
+
+
+def kernel_spec(
+    op: ir.Operation, reader: ConstantReader, symbol: str, opts: KernelOptions
+) -> KernelSpec:
+    g = geometry(op)
+    tables = [reader.value_of(op.operands[i]) for i in range(3, 8)]
+    return KernelSpec(
+        symbol=symbol, c=g.c, h=g.h, w=g.w, f=g.f, kh=g.kh, kw=g.kw,
+        strides=(g.strides[0], g.strides[1]), padding=tuple(g.padding),  # type: ignore[arg-type]
+        patterns=patterns_of(op), filter_order=tables[0], group_filter_offsets=tables[1],
+        group_kernel_offsets=tables[2], kernel_channel=tables[3], kernel_pattern=tables[4],
+        vl=opts.vl, px=opts.px, tile=opts.tile,
+    )  # fmt: skip
+
+
+_next_id = [0]
+
+
+def _splice(module_op: ir.Operation, text: str) -> None:
+    """Parse ``text`` (functions) in the module's context and move them into the module."""
+    snippet = ir.Module.parse(text, module_op.context)
+    body = module_op.regions[0].blocks[0]
+    for op in list(snippet.body.operations):
+        op.operation.move_before(body.operations[0])
+
+
+@register_pass(
+    "xgen-lower-fkw-kernels",
+    "Lower xgen_sparse.fkw_conv2d to generated C kernels linked into IREE dispatches.",
+    KernelOptions,
+)
+def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> None:
+    opts = opts or KernelOptions()
+    toolchain = Toolchain(opts.cc, tuple(opts.cflags.split()))
+    reader = ConstantReader(module_op)
+    convs: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == FKW_CONV:
+            convs.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    if convs and not toolchain.available():
+        print(f"xgen-lower-fkw-kernels: warning: C compiler '{opts.cc}' not found; "
+              f"{len(convs)} pattern convolution(s) run dense instead", file=sys.stderr)  # fmt: skip
+    for op in convs:
+        g = geometry(op)
+        tables_const = all(reader.value_of(op.operands[i]) is not None for i in range(3, 8))
+        if g.n != 1 or not tables_const or not toolchain.available():
+            lower_fkw_to_linalg(op, reader)
+            continue
+        _next_id[0] += 1
+        symbol = f"xgen_fkw_kernel_{_next_id[0]}"
+        spec = kernel_spec(op, reader, symbol, opts)
+        obj = compile_object(generate(spec), toolchain, symbol)
+        wlen = spec.derived["weights"]
+        _splice(module_op, wrapper_text(spec, f"{symbol}_call", wlen))
+        decl = _find_func(module_op, symbol)
+        decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(
+            executable_text(spec, str(obj), wlen, opts.object_format)
+        )
+        with ir.InsertionPoint(op), op.location:
+            from .._mlir import func
+
+            call = func.CallOp(
+                [op.results[0].type], ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
+                [op.operands[0], op.operands[1], op.operands[2]],
+            )  # fmt: skip
+        op.results[0].replace_all_uses_with(call.results[0])
+        op.erase()
+
+
+def _find_func(module_op: ir.Operation, name: str) -> Any:
+    for op in module_op.regions[0].blocks[0].operations:
+        if (
+            op.operation.name == "func.func"
+            and ir.StringAttr(op.attributes["sym_name"]).value == name
+        ):
+            return op.operation
+    raise KeyError(name)
