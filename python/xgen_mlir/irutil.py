@@ -58,6 +58,10 @@ class ConstantReader:
         return self.attr_value(op.attributes["value"])
 
     def attr_value(self, attr: ir.Attribute) -> np.ndarray | None:
+        if isinstance(attr, ir.FloatAttr):
+            return np.array(attr.value, np_dtype(attr.type))
+        if isinstance(attr, ir.IntegerAttr):
+            return np.array(attr.value, np_dtype(attr.type))
         ty = attr.type
         if not isinstance(ty, ir.RankedTensorType):
             return None

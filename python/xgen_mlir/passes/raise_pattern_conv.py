@@ -73,16 +73,17 @@ def infer_patterns(weight: np.ndarray) -> PatternStructure | None:
     )
 
 
-def _conv_parts(conv: ir.Operation, reader: ConstantReader) -> dict[str, Any] | None:
-    """Input (unpadded), padding, weights and bias of a torch-mlir style convolution."""
+def _conv_parts(conv: ir.Operation, reader: ConstantReader) -> dict[str, Any] | str:
+    """Input (unpadded), padding, weights and bias of a torch-mlir style convolution, or why
+    the convolution does not qualify."""
     attrs = conv.attributes
     if any(v != 1 for v in np.array(attrs["dilations"]).tolist()):
-        return None
+        return "dilated convolutions are not handled"
     strides = [int(v) for v in np.array(attrs["strides"]).tolist()]
     inp, wval, init = conv.operands[0], conv.operands[1], conv.operands[2]
     weight = reader.value_of(wval)
     if weight is None or weight.dtype != np.float32:
-        return None
+        return "weights are not an f32 constant"
     f = weight.shape[0]
     padding = [0, 0, 0, 0]
     owner = inp.owner
@@ -98,7 +99,7 @@ def _conv_parts(conv: ir.Operation, reader: ConstantReader) -> dict[str, Any] | 
             inp = pad.operands[0]
     bias = _bias_of(init, f, reader)
     if bias is None:
-        return None
+        return "the accumulator init is not a constant fill or bias broadcast"
     return {"input": inp, "weight": weight, "weight_value": wval, "bias": bias,
             "strides": strides, "padding": padding}  # fmt: skip
 
@@ -162,9 +163,11 @@ def raise_pattern_conv(module_op: ir.Operation, opts: RaiseOptions | None) -> No
     for conv in convs:
         where = format_location(conv.location)
         parts = _conv_parts(conv, reader)
-        st = infer_patterns(parts["weight"]) if parts else None
-        if st is None:
-            decision = "stays dense: no constant pattern-pruned weights"
+        st = infer_patterns(parts["weight"]) if isinstance(parts, dict) else None
+        if isinstance(parts, str):
+            decision = f"stays dense: {parts}"
+        elif st is None:
+            decision = "stays dense: the weights' zeros form no small pattern library"
         elif st.density > opts.max_density:
             decision = f"stays dense: density {st.density:.2f} > {opts.max_density}"
         elif st.mean_group < opts.min_group:

@@ -1,0 +1,50 @@
+// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p xgen-lower-fkw-kernels | FileCheck %s
+
+// An FKW convolution becomes a call to a wrapper (pad, phase split, flatten; kernel call; drop
+// padded columns) and a kernel declaration carrying its stream.executable: the generated
+// object, one workgroup per filter group (x) and pixel tile (y).
+// CHECK: func.func private @[[K:xgen_fkw_kernel_[0-9]+]](tensor<146xf32>, tensor<24xf32>, tensor<4xf32>) -> tensor<192xf32>
+// CHECK-SAME: xgen.executable = "{{.*}}stream.executable private @[[K]]_ex
+// CHECK-SAME: hal.executable.object<{path = \22{{.*}}cache/kernels/[[K]]-{{[0-9a-f]+}}.o\22}>
+// CHECK-SAME: %gx = arith.constant 2 : index
+// CHECK-SAME: func.call @[[K]]_impl
+// CHECK: func.func private @[[K]]_call(%arg0: tensor<1x2x6x6xf32>
+// CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: linalg.transpose
+// CHECK: call @[[K]](%{{.*}}, %arg1, %arg2) : (tensor<146xf32>, tensor<24xf32>, tensor<4xf32>) -> tensor<192xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 0, 0] [1, 4, 6, 6] [1, 1, 1, 1] : tensor<1x4x6x8xf32> to tensor<1x4x6x6xf32>
+// CHECK-LABEL: func.func @two_layouts
+// CHECK: call @[[K]]_call(%arg0, %{{.*}}, %{{.*}}) : (tensor<1x2x6x6xf32>, tensor<24xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
+// CHECK-NOT: xgen_sparse
+  func.func @two_layouts(%arg0: tensor<1x2x6x6xf32>) -> tensor<1x4x6x6xf32> {
+    %cst = arith.constant dense<[1.000000e-01, 2.000000e-01, 3.000000e-01, 4.000000e-01]> : tensor<4xf32>
+    %cst_0 = arith.constant dense<[1.460000e+00, 1.320000e+00, 0.899999976, 1.900000e+00, 5.600000e-01, 1.720000e+00, 5.200000e-01, 5.000000e-01, 1.720000e+00, 1.790000e+00, 1.870000e+00, 5.500000e-01, 1.410000e+00, 1.590000e+00, 1.590000e+00, 7.600000e-01, 1.790000e+00, 5.400000e-01, 1.310000e+00, 0.689999997, 0.949999988, 1.510000e+00, 1.130000e+00, 1.470000e+00]> : tensor<24xf32>
+    %cst_1 = arith.constant dense<[0, 2, 1, 3]> : tensor<4xi32>
+    %cst_2 = arith.constant dense<[0, 2, 4]> : tensor<3xi32>
+    %cst_3 = arith.constant dense<[0, 2, 3]> : tensor<3xi32>
+    %cst_4 = arith.constant dense<[0, 1, 0]> : tensor<3xi32>
+    %cst_5 = arith.constant dense<[0, 1, 1]> : tensor<3xi32>
+    %0 = "xgen_sparse.fkw_conv2d"(%arg0, %cst_0, %cst, %cst_1, %cst_2, %cst_3, %cst_4, %cst_5) {kernel_size = [3, 3], padding = [1, 1, 1, 1], patterns = [[1, 3, 4, 5], [0, 1, 4, 7]], strides = [1, 1]} : (tensor<1x2x6x6xf32>, tensor<24xf32>, tensor<4xf32>, tensor<4xi32>, tensor<3xi32>, tensor<3xi32>, tensor<3xi32>, tensor<3xi32>) -> tensor<1x4x6x6xf32>
+    return %0 : tensor<1x4x6x6xf32>
+  }
+
+// -----
+// Must not fire: batch 2 has no kernel; the op falls back to a dense linalg convolution with
+// the weights rebuilt from FKW storage.
+// CHECK-LABEL: func.func private @xgen_dense_conv_{{[0-9]+}}
+// CHECK: linalg.conv_2d_nchw_fchw
+// CHECK-LABEL: func.func @batch2
+// CHECK: arith.constant dense<{{\[\[\[\[}}0.000000e+00, 1.000000e+00, 0.000000e+00], [1.000000e+00, 1.000000e+00, 1.000000e+00]
+// CHECK-NOT: xgen_sparse
+// CHECK-NOT: xgen.executable
+func.func @batch2(%arg0: tensor<2x1x4x4xf32>) -> tensor<2x1x2x2xf32> {
+  %w = arith.constant dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>
+  %b = arith.constant dense<[0.5]> : tensor<1xf32>
+  %order = arith.constant dense<[0]> : tensor<1xi32>
+  %gfo = arith.constant dense<[0, 1]> : tensor<2xi32>
+  %gko = arith.constant dense<[0, 1]> : tensor<2xi32>
+  %chan = arith.constant dense<[0]> : tensor<1xi32>
+  %pat = arith.constant dense<[0]> : tensor<1xi32>
+  %0 = "xgen_sparse.fkw_conv2d"(%arg0, %w, %b, %order, %gfo, %gko, %chan, %pat) {kernel_size = [3, 3], padding = [0, 0, 0, 0], patterns = [[1, 3, 4, 5]], strides = [1, 1]} : (tensor<2x1x4x4xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xi32>, tensor<2xi32>, tensor<2xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<2x1x2x2xf32>
+  return %0 : tensor<2x1x2x2xf32>
+}
