@@ -1,0 +1,110 @@
+"""Per-layer speed of pattern-pruned 3x3 convolutions: xgen_mlir vs dense plain IREE.
+
+Every distinct 3x3 conv layer of ResNet-18 (224x224 input), pruned with
+``xgen_mlir.compress.prune`` to 4-entry patterns + 50% connectivity (2/9 of the weights left,
+filter groups of 16 for the cpu target). Both systems get the same pruned weights: xgen_mlir's
+cpu pipeline (raised to xgen_sparse, FKW, generated kernels) vs plain IREE with its best stock
+flags running the dense convolution. Timed side by side in one process (blocks of calls,
+rotating order). Prints a table and writes JSON.
+
+    .venv/bin/python benchmarks/bench_pattern_layers.py [--rounds 4] [--block 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_models import IREE_BEST, iree_plain  # noqa: E402
+from harness import time_blocks  # noqa: E402
+
+import xgen_mlir  # noqa: E402
+from xgen_mlir import compress  # noqa: E402
+from xgen_mlir.frontend import import_model  # noqa: E402
+from xgen_mlir.passes.runner import snapshot  # noqa: E402
+
+# (name, in channels, out channels, input size, stride, how many times ResNet-18 has it)
+RESNET18_3X3 = [
+    ("layer1.x.convN", 64, 64, 56, 1, 4),
+    ("layer2.0.conv1", 64, 128, 56, 2, 1),
+    ("layer2.x.convN", 128, 128, 28, 1, 3),
+    ("layer3.0.conv1", 128, 256, 28, 2, 1),
+    ("layer3.x.convN", 256, 256, 14, 1, 3),
+    ("layer4.0.conv1", 256, 512, 14, 2, 1),
+    ("layer4.x.convN", 512, 512, 7, 1, 3),
+]
+
+
+class OneConv(torch.nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+def bench_layer(cin, cout, size, stride, rounds, block, connectivity):
+    torch.manual_seed(0)
+    x = torch.randn(1, cin, size, size)
+    model = compress.prune(OneConv(cin, cout, stride).eval(), (x,), target="cpu",
+                           connectivity=connectivity)  # fmt: skip
+    with torch.no_grad():
+        ref = model(x).numpy()
+    dense = iree_plain(snapshot(import_model(model, (x,))), IREE_BEST)
+    ours = xgen_mlir.compile(model, (x,))
+    arr = x.numpy()
+    errs = {n: float(np.abs(m(arr) - ref).max()) for n, m in (("dense", dense), ("xgen", ours))}
+    t = time_blocks({"dense": lambda: dense(arr), "xgen": lambda: ours(arr)}, rounds=rounds,
+                    block=block)  # fmt: skip
+    density = float((model.conv.weight != 0).float().mean())
+    return {"dense_ms": t["dense"]["median_ms"], "xgen_ms": t["xgen"]["median_ms"],
+            "speedup": t["dense"]["median_ms"] / t["xgen"]["median_ms"], "density": density,
+            "max_abs_err": errs, "dispatches": {"dense": dense.dispatch_count(),
+                                                "xgen": ours.dispatch_count()}}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--block", type=int, default=20)
+    p.add_argument("--connectivity", type=float, default=0.5)
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    rows = {}
+    for name, cin, cout, size, stride, count in RESNET18_3X3:
+        t0 = time.perf_counter()
+        r = bench_layer(cin, cout, size, stride, args.rounds, args.block, args.connectivity)
+        r.update({"shape": f"{cin}->{cout} @{size} s{stride}", "count": count})
+        rows[name] = r
+        print(f"[{time.strftime('%H:%M:%S')}] {name}: {r['speedup']:.2f}x "
+              f"({time.perf_counter() - t0:.0f}s)", file=sys.stderr, flush=True)  # fmt: skip
+    print("\nResNet-18 3x3 convs, 4-entry patterns + "
+          f"{args.connectivity:.0%} connectivity (median ms, batch 1)")  # fmt: skip
+    head = f"{'layer':<16}{'shape':<22}{'density':>8}{'dense IREE':>12}{'xgen_mlir':>11}{'speedup':>9}"
+    print(head)
+    print("-" * len(head))
+    for name, r in rows.items():
+        print(f"{name:<16}{r['shape']:<22}{r['density']:>8.3f}{r['dense_ms']:>12.3f}"
+              f"{r['xgen_ms']:>11.3f}{r['speedup']:>8.2f}x")  # fmt: skip
+    total_d = sum(r["dense_ms"] * r["count"] for r in rows.values())
+    total_x = sum(r["xgen_ms"] * r["count"] for r in rows.values())
+    print(f"{'all 16 layers':<38}{'':>8}{total_d:>12.3f}{total_x:>11.3f}{total_d / total_x:>8.2f}x")
+    out = Path(args.json) if args.json else (
+        Path(__file__).parent / "results" / f"pattern-layers-{dt.date.today().isoformat()}.json")
+    out.write_text(json.dumps({"args": vars(args), "layers": rows}, indent=2))
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
