@@ -23,13 +23,12 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_models import IREE_BEST, iree_plain  # noqa: E402
-from harness import time_blocks  # noqa: E402
-
-import xgen_mlir  # noqa: E402
-from xgen_mlir import compress  # noqa: E402
-from xgen_mlir.frontend import import_model  # noqa: E402
-from xgen_mlir.passes.runner import snapshot  # noqa: E402
+import xgen_mlir
+from bench_models import IREE_BEST, iree_plain
+from harness import time_blocks
+from xgen_mlir import compress
+from xgen_mlir.frontend import import_model
+from xgen_mlir.passes.runner import snapshot
 
 # (name, in channels, out channels, input size, stride, how many times ResNet-18 has it)
 RESNET18_3X3 = [
@@ -52,11 +51,11 @@ class OneConv(torch.nn.Module):
         return self.conv(x)
 
 
-def bench_layer(cin, cout, size, stride, rounds, block, connectivity):
+def bench_layer(cin, cout, size, stride, rounds, block, connectivity, group_size=None):
     torch.manual_seed(0)
     x = torch.randn(1, cin, size, size)
     model = compress.prune(OneConv(cin, cout, stride).eval(), (x,), target="cpu",
-                           connectivity=connectivity)  # fmt: skip
+                           connectivity=connectivity, group_size=group_size)  # fmt: skip
     with torch.no_grad():
         ref = model(x).numpy()
     dense = iree_plain(snapshot(import_model(model, (x,))), IREE_BEST)
@@ -78,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block", type=int, default=20)
     p.add_argument("--connectivity", type=float, default=0.5)
     p.add_argument("--json", default=None)
+    p.add_argument(
+        "--group-sizes",
+        type=int,
+        nargs="*",
+        default=[1, 4, 8, 16, 32],
+        help="also time layer2.x.convN pruned with these filter-group sizes",
+    )
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     rows = {}
@@ -90,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
               f"({time.perf_counter() - t0:.0f}s)", file=sys.stderr, flush=True)  # fmt: skip
     print("\nResNet-18 3x3 convs, 4-entry patterns + "
           f"{args.connectivity:.0%} connectivity (median ms, batch 1)")  # fmt: skip
-    head = f"{'layer':<16}{'shape':<22}{'density':>8}{'dense IREE':>12}{'xgen_mlir':>11}{'speedup':>9}"
+    head = (
+        f"{'layer':<16}{'shape':<22}{'density':>8}{'dense IREE':>12}{'xgen_mlir':>11}{'speedup':>9}"
+    )
     print(head)
     print("-" * len(head))
     for name, r in rows.items():
@@ -99,9 +107,23 @@ def main(argv: list[str] | None = None) -> int:
     total_d = sum(r["dense_ms"] * r["count"] for r in rows.values())
     total_x = sum(r["xgen_ms"] * r["count"] for r in rows.values())
     print(f"{'all 16 layers':<38}{'':>8}{total_d:>12.3f}{total_x:>11.3f}{total_d / total_x:>8.2f}x")
-    out = Path(args.json) if args.json else (
-        Path(__file__).parent / "results" / f"pattern-layers-{dt.date.today().isoformat()}.json")
-    out.write_text(json.dumps({"args": vars(args), "layers": rows}, indent=2))
+    by_group = {}
+    for g in args.group_sizes:
+        by_group[g] = bench_layer(128, 128, 28, 1, args.rounds, args.block, args.connectivity, g)
+    if by_group:
+        print("\nspeed vs filter-group size the pruner honours (layer2.x.convN, 128->128 @28)")
+        print(f"{'group size':>10}{'dense IREE':>12}{'xgen_mlir':>11}{'speedup':>9}")
+        for g, r in by_group.items():
+            print(f"{g:>10}{r['dense_ms']:>12.3f}{r['xgen_ms']:>11.3f}{r['speedup']:>8.2f}x")
+    out = (
+        Path(args.json)
+        if args.json
+        else (
+            Path(__file__).parent / "results" / f"pattern-layers-{dt.date.today().isoformat()}.json"
+        )
+    )
+    out.write_text(json.dumps({"args": vars(args), "layers": rows, "group_sizes": by_group},
+                              indent=2))  # fmt: skip
     print(f"\nwrote {out}")
     return 0
 

@@ -22,14 +22,13 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_models import IREE_BEST, iree_plain, log, onnxruntime_session  # noqa: E402
-from harness import time_blocks  # noqa: E402
-
-import xgen_mlir  # noqa: E402
-from xgen_mlir import compress  # noqa: E402
-from xgen_mlir.frontend import import_model  # noqa: E402
-from xgen_mlir.models import vision  # noqa: E402
-from xgen_mlir.passes.runner import snapshot  # noqa: E402
+import xgen_mlir
+from bench_models import IREE_BEST, iree_plain, log, onnxruntime_session
+from harness import time_blocks
+from xgen_mlir import compress
+from xgen_mlir.frontend import import_model
+from xgen_mlir.models import vision
+from xgen_mlir.passes.runner import snapshot
 
 
 def bench(name: str, connectivity: float, rounds: int, block: int) -> dict:
@@ -86,7 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     results = {m: bench(m, args.connectivity, args.rounds, args.block) for m in args.models}
-    order = ["xgen_mlir cpu", "IREE best flags (dense)", "ONNX Runtime (dense)", "PyTorch eager (dense)"]
+    order = [
+        "xgen_mlir cpu",
+        "IREE best flags (dense)",
+        "ONNX Runtime (dense)",
+        "PyTorch eager (dense)",
+    ]
     print(f"\npruned models (patterns + {args.connectivity:.0%} connectivity), median ms, batch 1")
     print(f"{'model':<10}" + "".join(f"{s:>25}" for s in order) + f"{'vs IREE':>9}{'vs ORT':>8}")
     for m, r in results.items():
@@ -98,8 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     for m, r in results.items():
         errs = ", ".join(f"{k}: {v['max_abs_err']:.1e}" for k, v in r["systems"].items())
         print(f"  {m} max |error| vs pruned PyTorch: {errs}")
-    out = Path(args.json) if args.json else (
-        Path(__file__).parent / "results" / f"pattern-models-{dt.date.today().isoformat()}.json")
+    out = (
+        Path(args.json)
+        if args.json
+        else (
+            Path(__file__).parent / "results" / f"pattern-models-{dt.date.today().isoformat()}.json"
+        )
+    )
     out.write_text(json.dumps({"args": vars(args), "results": results}, indent=2, default=str))
     print(f"\nwrote {out}")
     return 0
