@@ -4,7 +4,7 @@
   and kernel size), whole-kernel (connectivity) removal and groups of G filters that share one
   kernel layout (G=16 for ``target="cpu"``), returned as a deep copy;
 - :func:`finetune`: masked, resumable fine-tuning that keeps that structure exact;
-  :func:`progressive_prune`: rising rates with fine-tuning between;
+  :func:`progressive_prune`: rising rates with fine-tuning between; :func:`recalibrate_bn`;
 - :func:`describe`: the JSON-serialisable layerwise description; :func:`check_structure`;
 - :func:`save` / :func:`load`: a pruned model with its description.
 
@@ -15,7 +15,7 @@ kept input channels and patterns. The structure also lives in three buffers per 
 """
 
 from .description import LayerSparsity, SparsityDescription, describe
-from .finetune import finetune, progressive_prune
+from .finetune import finetune, progressive_prune, recalibrate_bn
 from .io import load, save
 from .prune import TARGET_GROUP_SIZE, prune
 from .structure import StructureError, check_structure, mask_of, pruned_layers
@@ -33,5 +33,6 @@ __all__ = [
     "progressive_prune",
     "prune",
     "pruned_layers",
+    "recalibrate_bn",
     "save",
 ]

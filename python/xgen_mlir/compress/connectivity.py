@@ -19,20 +19,21 @@ __all__ = ["keep_units", "rate_for_target"]
 def keep_units(scores: torch.Tensor, sizes: torch.Tensor, rate: float) -> torch.Tensor:
     """[g, C] unit scores (kept energy), [g] group sizes -> [g, C] bool: units to keep.
 
-    Removes the weakest units (by energy per kernel) until ``rate`` of the layer's kernels
-    (``sum(sizes) * C``) are gone, never a group's strongest channel.
+    Removes the weakest units (by energy per kernel) until at least ``rate`` of the layer's
+    kernels (``sum(sizes) * C``) are gone, never a group's strongest channel.
     """
     g, c = scores.shape
     keep = torch.ones(g, c, dtype=torch.bool)
     if rate <= 0:
         return keep
-    budget = round(rate * int(sizes.sum()) * c)
+    budget = math.ceil(rate * int(sizes.sum()) * c - 1e-9)
     per_kernel = (scores / sizes[:, None].to(scores.dtype)).clone()
     per_kernel[torch.arange(g), per_kernel.argmax(1)] = math.inf  # each group keeps one channel
     order = per_kernel.flatten().argsort(stable=True)
     unit_sizes = sizes.repeat_interleave(c)[order]
     removable = per_kernel.flatten()[order] < math.inf
-    removed = torch.cumsum(unit_sizes * removable, 0) <= budget
+    before = torch.cumsum(unit_sizes * removable, 0) - unit_sizes  # removed before this unit
+    removed = before < budget  # so at least ``budget`` kernels go (the rate is a floor)
     keep.view(-1)[order[removed & removable]] = False
     return keep
 

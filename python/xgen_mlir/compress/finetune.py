@@ -21,7 +21,7 @@ from .description import describe
 from .prune import prune
 from .structure import check_structure, mask_of, project, pruned_layers
 
-__all__ = ["finetune", "progressive_prune"]
+__all__ = ["finetune", "progressive_prune", "recalibrate_bn"]
 
 
 def _optimizer(name: str, params, lr: float, momentum: float, weight_decay: float):
@@ -98,7 +98,7 @@ def finetune(
                     if id(p) in masks:
                         p.mul_(masks[id(p)])
             seen += len(y)
-            loss_sum += float(loss) * len(y)
+            loss_sum += float(loss.detach()) * len(y)
             if out.ndim == 2 and y.ndim == 1 and not y.is_floating_point():
                 correct += int((out.argmax(1) == y).sum())
             bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.4f}")
@@ -121,6 +121,30 @@ def finetune(
     if masks:
         check_structure(model)
     return history
+
+
+@torch.no_grad()
+def recalibrate_bn(model: nn.Module, batches: Iterable, max_batches: int = 50) -> nn.Module:
+    """Re-estimate BatchNorm running statistics on ``batches`` (inputs, or (input, target)).
+
+    Pruning shifts every layer's activation statistics, so a one-shot pruned model with its old
+    BN statistics can look far worse than it is; this fixes that without training weights.
+    """
+    bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    momenta = [m.momentum for m in bns]
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None  # cumulative average over the batches seen
+    device = next(model.parameters()).device
+    model.train()
+    for i, batch in enumerate(batches):
+        if i >= max_batches:
+            break
+        x = batch[0] if isinstance(batch, (tuple, list)) else batch
+        model(x.to(device))
+    for m, mom in zip(bns, momenta, strict=True):
+        m.momentum = mom
+    return model.eval()
 
 
 def _save_checkpoint(path, model, opt, sched, epoch, history) -> None:
