@@ -131,7 +131,7 @@ def test_tiny_vmfb(tmp_path):
 
 
 def test_unknown_target():
-    with pytest.raises(errors.UnknownNameError, match="unknown target 'tpu'; known targets: arm64, cpu, cuda, embedded"):
+    with pytest.raises(errors.UnknownNameError, match="known targets: arm64, cpu, "):
         xgen_mlir.compile(vision.mlp(), (torch.randn(1, 64),), target="tpu")
 
 

@@ -1,0 +1,100 @@
+"""The `vulkan` target on Mesa's llvmpipe Vulkan device (a CPU; no GPU needed) vs PyTorch.
+
+llvmpipe runs SPIR-V on the CPU, so these runs check correctness, not speed. The model suite
+is the foundation's (MLP, small CNN, ResNet-18, MobileNetV2, MiniLM, GPT-2 small widths); the
+image models run at reduced resolution and the transformers at short sequences because
+llvmpipe executes IREE's portable-profile kernels slowly (ResNet-18 at 224x224 took over five
+minutes here). Tolerances: fp32 with a different summation order than PyTorch's kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import check_close
+from targets_util import need_vulkan, run_bundle_npy
+
+import xgen_mlir
+from xgen_mlir.models import transformers_zoo, vision
+from xgen_mlir.runtime.targets import TargetMismatchError
+
+
+@pytest.fixture(autouse=True)
+def _vulkan():
+    need_vulkan()
+
+
+def _suite(name):
+    if name == "mlp":
+        return vision.mlp(), (vision.random_input("mlp"),), 1e-5
+    if name == "small_cnn":
+        return vision.small_cnn(), (vision.random_input("small_cnn"),), 1e-4
+    gen = torch.Generator().manual_seed(0)
+    if name == "resnet18":
+        return vision.resnet18(), (torch.randn(1, 3, 64, 64, generator=gen),), 1e-4
+    if name == "mobilenet_v2":
+        x = torch.randn(1, 3, 64, 64, generator=gen)
+        return vision.mobilenet_v2(pretrained=True), (x,), 2e-4
+    if name == "minilm":
+        model, inputs = transformers_zoo.minilm(seq=32)
+        return model, inputs, 1e-4
+    model, inputs = transformers_zoo.gpt2_small(seq=16, n_layer=2)
+    return model, inputs, 2e-4
+
+
+@pytest.mark.parametrize(
+    "name", ["mlp", "small_cnn", "resnet18", "mobilenet_v2", "minilm", "gpt2_small_2_layers"]
+)
+def test_model_suite_on_llvmpipe_matches_pytorch(name):
+    model, inputs, tol = _suite(name)
+    with torch.no_grad():
+        want = model(*inputs)
+    module = xgen_mlir.compile(model, inputs, target="vulkan")
+    assert module.device == "vulkan"
+    # Integer inputs are i32 on this target (i64 demoted: the portable profile has no Int64).
+    args = [x.int() if x.dtype == torch.int64 else x for x in inputs]
+    got = module(*args)
+    check_close(got.numpy(), want.numpy(), atol=tol, rtol=tol, what=f"{name} on vulkan")
+
+
+@pytest.fixture(scope="module")
+def cnn_vulkan():
+    model, (x,), _ = _suite("small_cnn")
+    with torch.no_grad():
+        want = model(x).numpy()
+    return x, want, xgen_mlir.compile(model, (x,), target="vulkan")
+
+
+def test_numpy_inputs_and_outputs_of_any_alignment(cnn_vulkan):
+    """Results come back through a staging buffer, never an imported (unaligned) numpy pointer."""
+    x, want, module = cnn_vulkan
+    buf = np.empty(x.numel() + 1, np.float32)[1:]  # deliberately 4-byte, not 4096-byte aligned
+    arr = buf.reshape(x.shape)
+    arr[...] = x.numpy()
+    for _ in range(3):
+        out = module(arr)
+        check_close(out, want, atol=1e-4, rtol=1e-4, what="vulkan numpy")
+    assert out.flags.owndata or out.base is not None
+    assert module.benchmark(x, runs=2, warmup=1).runs == 2
+
+
+def test_vulkan_bundle_runs_in_stock_iree_run_module(cnn_vulkan, tmp_path):
+    x, want, module = cnn_vulkan
+    bundle = module.save_bundle(tmp_path / "b")
+    got = run_bundle_npy(bundle, tmp_path, x.numpy())
+    check_close(got, want, atol=1e-4, rtol=1e-4, what="vulkan bundle")
+    loaded = xgen_mlir.load(bundle / "model.vmfb")  # device inferred from the module: vulkan
+    assert loaded.device == "vulkan"
+    check_close(loaded(x).numpy(), want, atol=1e-4, rtol=1e-4, what="vulkan load")
+
+
+def test_module_on_a_device_it_was_not_compiled_for(cnn_vulkan, tmp_path):
+    module = cnn_vulkan[2]
+    path = module.save(tmp_path / "vk.vmfb")
+    with pytest.raises(TargetMismatchError, match="vulkan-spirv-fb.*device 'local-task'"):
+        xgen_mlir.load(path, device="local-task")
+    cpu = xgen_mlir.compile(vision.mlp(), (vision.random_input("mlp"),))
+    cpu_path = cpu.save(tmp_path / "cpu.vmfb")
+    with pytest.raises(TargetMismatchError, match="x86_64 CPUs .*device 'vulkan'.*target='vulkan'"):
+        xgen_mlir.load(cpu_path, device="vulkan")
