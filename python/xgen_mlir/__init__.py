@@ -5,7 +5,7 @@ Public API: :func:`compile`, :func:`load`, :class:`CompileOptions`, :class:`Comp
 
 from .compiler import CompileOptions, compile
 from .errors import XGenError
-from .runtime import CompiledModule, load
+from .runtime import CompiledModule, load, load_bundle
 
-__all__ = ["CompileOptions", "CompiledModule", "XGenError", "compile", "load"]
+__all__ = ["CompileOptions", "CompiledModule", "XGenError", "compile", "load", "load_bundle"]
 __version__ = "0.1.0"

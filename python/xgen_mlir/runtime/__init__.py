@@ -1,5 +1,6 @@
 """Running compiled modules from Python (IREE's runtime)."""
 
+from .bundle import load_bundle
 from .module import BenchmarkStats, CompiledModule, latency_stats, load
 
-__all__ = ["BenchmarkStats", "CompiledModule", "latency_stats", "load"]
+__all__ = ["BenchmarkStats", "CompiledModule", "latency_stats", "load", "load_bundle"]
