@@ -36,9 +36,11 @@ class Step:
 class Fallback:
     drop: tuple[str, ...]
     why: str
+    add: tuple[str, ...] = ()  # flags this fallback adds (after dropping)
 
     def apply(self, flags: list[str]) -> list[str]:
-        return [f for f in flags if not any(f.split("=", 1)[0] == d for d in self.drop)]
+        kept = [f for f in flags if not any(f.split("=", 1)[0] == d for d in self.drop)]
+        return kept + [f for f in self.add if f not in kept]
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,8 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
         steps = tuple(Step(s["pass"], s["why"]) for s in data["steps"])
         iree = data["iree"]
         fallbacks = tuple(
-            Fallback(tuple(fb["drop"]), fb["why"]) for fb in iree.get("fallbacks", [])
+            Fallback(tuple(fb.get("drop", ())), fb["why"], tuple(fb.get("add", ())))
+            for fb in iree.get("fallbacks", [])
         )
         options = tuple(_option(k, v) for k, v in data.get("options", {}).items())
         rt = data.get("runtime", {})
