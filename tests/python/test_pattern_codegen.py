@@ -66,3 +66,21 @@ def test_pruned_resnet18_matches_pruned_pytorch(tmp_path):
     assert torch.equal(got.topk(5).indices, want.topk(5).indices)
     # every 3x3 conv (16) and the 7x7 stem were pruned; all of them run pattern kernels
     assert _kernel_count(tmp_path) == 17
+
+
+def test_pruned_convnet_pattern_kernels_on_arm64_under_qemu(tmp_path):
+    """The same generated C, cross-compiled for NEON, linked into aarch64 dispatches."""
+    import shutil
+
+    from targets_util import need, need_qemu, run_bundle_npy
+
+    need_qemu("aarch64")
+    need(shutil.which("aarch64-linux-gnu-gcc") is not None,
+         "the aarch64 cross compiler (apt-get install gcc-aarch64-linux-gnu)")  # fmt: skip
+    torch.manual_seed(0)
+    x = torch.randn(1, 16, 13, 13)
+    model = compress.prune(Mixed().eval(), (x,), target="cpu", connectivity=0.5)
+    module = xgen_mlir.compile(model, (x,), target="arm64", dump_ir=tmp_path / "ir")
+    assert _kernel_count(tmp_path / "ir") == 4
+    got = run_bundle_npy(module.save_bundle(tmp_path / "b"), tmp_path, x.numpy())
+    check_close(got, model(x).detach().numpy(), atol=1e-4, rtol=1e-4, what="arm64 kernels")

@@ -16,10 +16,13 @@ from pathlib import Path
 
 from ..errors import BackendCompileError
 
+# -fvisibility=hidden: calls into the object must bind locally (IREE's embedded ELF loader does
+# not process PLT relocations; a default-visibility symbol is called through the PLT on arm64).
 FREESTANDING = [
     "-O3",
     "-ffreestanding",
     "-fPIC",
+    "-fvisibility=hidden",
     "-fno-stack-protector",
     "-fno-math-errno",
     "-ffp-contract=fast",

@@ -30,7 +30,7 @@ EXECUTABLE_ATTR = "xgen.executable"
 @dataclass
 class KernelOptions:
     cc: str = "gcc"
-    cflags: str = "-march=native"  # space separated
+    cflags: str = "-march=native"  # comma separated (pass options split on spaces)
     object_format: str = "embedded-elf-x86_64"  # IREE executable format the object links into
     vl: int = 16  # floats per vector register
     px: int = 1  # pixel vectors per accumulator row
@@ -147,7 +147,7 @@ def _splice(module_op: ir.Operation, text: str) -> None:
 )
 def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> None:
     opts = opts or KernelOptions()
-    toolchain = Toolchain(opts.cc, tuple(opts.cflags.split()))
+    toolchain = Toolchain(opts.cc, tuple(f for f in opts.cflags.split(",") if f))
     reader = ConstantReader(module_op)
     convs: list[ir.Operation] = []
 
