@@ -62,8 +62,8 @@ def accuracy(model, x, y, batch: int = 1000) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--dense-epochs", type=int, default=4)
-    ap.add_argument("--ft-epochs", type=int, default=2)
+    ap.add_argument("--dense-epochs", type=int, default=3)
+    ap.add_argument("--ft-epochs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="5k training images, 1 epoch each")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
@@ -95,7 +95,7 @@ def main() -> None:
     dense_acc = test_acc(dense)
     print(f"dense test accuracy {dense_acc:.4f} ({time.time() - t0:.0f} s)")
 
-    configs = [("patterns only", None, 16)] + [(f"{r}x", r, 16) for r in (4, 8, 12, 16)]
+    configs = [("patterns only", None, 16)] + [(f"{r}x", r, 16) for r in (4, 8, 16)]
     configs += [(f"8x G={g}", 8, g) for g in (1, 4, 8, 32)]
     configs += [("8x G=16 progressive", 8, 16)]
     rows = [
@@ -125,9 +125,9 @@ def main() -> None:
                 loader,
                 steps=3,
                 epochs_per_step=1,
-                lr=0.02,
+                lr=0.05,
                 checkpoint_dir=cache / key,
-                finetune_options={"weight_decay": 5e-4, "eval_fn": test_acc},
+                finetune_options={"weight_decay": 5e-4, "eval_fn": test_acc, "teacher": dense},
                 **opts,
             )
             oneshot = None
@@ -138,10 +138,11 @@ def main() -> None:
                 model,
                 loader,
                 epochs=args.ft_epochs,
-                lr=0.02,
+                lr=0.05,
                 weight_decay=5e-4,
                 checkpoint=cache / f"{key}.pt",
                 eval_fn=test_acc,
+                teacher=dense,
             )
         compress.check_structure(model)
         acc = test_acc(model)

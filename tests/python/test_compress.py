@@ -101,6 +101,13 @@ def test_target_rate_and_layer_options():
     net = _net()
     desc = compress.describe(compress.prune(net, X, target_rate=6, group_size=8))
     assert 6 <= desc.compression_rate < 6.3
+    removed = {n: ly.kernels_removed for n, ly in desc.layers.items()}
+    assert removed["6"] > removed["3"]  # ERK allocation: the bigger 5x5 layer loses more
+    uni = compress.describe(
+        compress.prune(net, X, target_rate=6, group_size=8, allocation="uniform")
+    )
+    assert 6 <= uni.compression_rate < 6.3
+    assert uni.layers["6"].kernels_removed == pytest.approx(uni.layers["3"].kernels_removed, 0.05)
     desc = compress.describe(
         compress.prune(net, X, group_size=8, layers=["3", "6"], pattern_size={"3": 3})
     )
@@ -240,7 +247,7 @@ def test_progressive_prune_and_recalibration(tmp_path):
         target_rate=5,
         group_size=8,
         checkpoint_dir=tmp_path,
-        finetune_options={"progress": False},
+        finetune_options={"progress": False, "teacher": _net()},
     )
     compress.check_structure(model)
     assert compress.describe(model).compression_rate >= 5

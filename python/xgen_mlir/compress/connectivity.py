@@ -39,28 +39,48 @@ def keep_units(scores: torch.Tensor, sizes: torch.Tensor, rate: float) -> torch.
 
 
 def rate_for_target(
-    layers: list[tuple[int, int, int]], fixed_after: int, before: int, target: float
-) -> float:
-    """The uniform connectivity rate that makes ``before`` conv weights ``target`` times fewer.
+    layers: list[tuple[int, int, int, int]],
+    fixed_after: int,
+    before: int,
+    target: float,
+    allocation: str = "uniform",
+) -> list[float]:
+    """Per-layer connectivity rates that make ``before`` conv weights ``target`` times fewer.
 
-    ``layers``: (filters, input channels, kept positions per kernel) of each layer that gets
-    connectivity pruning, ``fixed_after``: what all other conv weights amount to after pruning.
-    A layer can lose at most C-1 of its C channels per group, which the bisection accounts for.
+    ``layers``: (filters F, input channels C, kept positions n, kernel size K) of each layer
+    that gets connectivity pruning; ``fixed_after``: what all other conv weights amount to after
+    pruning. ``allocation``: "uniform" (one rate for all) or "erk" (kept kernels in proportion
+    to (F + C + 2K) / (F*C*K*K), RigL's Erdos-Renyi-Kernel rule: big layers, which hold most
+    of the redundancy, are pruned harder than small ones). A layer keeps at least one of its C
+    channels per group, which the bisection accounts for.
     """
+    if allocation not in ("uniform", "erk"):
+        raise ValueError(f"allocation={allocation!r}: use 'uniform' or 'erk'")
+    scale = [
+        1.0 if allocation == "uniform" else (f + c + 2 * k) / (f * c * k * k)
+        for f, c, _, k in layers
+    ]
     want = before / target
 
-    def after(rate: float) -> float:
-        return fixed_after + sum(f * c * n * (1 - min(rate, 1 - 1 / c)) for f, c, n in layers)
+    def kept(eps: float) -> list[float]:  # fraction of kernels kept per layer
+        return [
+            min(1.0, max(eps * s, 1 / c)) for s, (_, c, _, _) in zip(scale, layers, strict=True)
+        ]
 
-    if after(0.0) <= want:
-        return 0.0
-    if after(1.0) > want:
+    def after(eps: float) -> float:
+        q = kept(eps)
+        return fixed_after + sum(f * c * n * qi for qi, (f, c, n, _) in zip(q, layers, strict=True))
+
+    hi = 1 / min(scale, default=1.0)
+    if after(hi) <= want:
+        return [0.0] * len(layers)
+    if after(0.0) > want:
         raise ValueError(
             f"a {target:g}x compression rate is out of reach: patterns and maximal "
-            f"connectivity pruning leave {after(1.0):.0f} of {before} conv weights"
+            f"connectivity pruning leave {after(0.0):.0f} of {before} conv weights"
         )
-    lo, hi = 0.0, 1.0
+    lo = 0.0
     for _ in range(60):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if after(mid) > want else (lo, mid)
-    return hi
+        lo, hi = (mid, hi) if after(mid) <= want else (lo, mid)
+    return [1.0 - q for q in kept(lo)]

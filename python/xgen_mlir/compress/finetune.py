@@ -47,6 +47,9 @@ def finetune(
     momentum: float = 0.9,
     weight_decay: float = 0.0,
     schedule: str = "cosine",
+    teacher: nn.Module | None = None,
+    distill: float = 0.5,
+    temperature: float = 4.0,
     progress: bool = True,
 ) -> list[dict]:
     """Train ``model`` in place on (input, target) batches, keeping its pruned structure.
@@ -55,6 +58,10 @@ def finetune(
     "cosine" (per step, needs ``len(train_loader)``) or "constant". ``eval_fn(model)`` runs
     after each epoch (in eval mode) and its result lands in the history. Returns the history:
     one dict per epoch with mean loss, accuracy (for class-index targets) and eval.
+
+    ``teacher`` (e.g. the dense model) adds knowledge distillation: the loss becomes
+    ``(1 - distill) * loss_fn + distill * T^2 * KL(teacher || student)`` at temperature T, which
+    recovers a pruned model's accuracy in fewer epochs than labels alone.
     """
     masks = {id(m.weight): mask_of(m).to(m.weight.dtype) for m in pruned_layers(model).values()}
     params = [p for p in model.parameters() if p.requires_grad]
@@ -86,6 +93,8 @@ def finetune(
             x, y = x.to(device), y.to(device)
             out = model(x)
             loss = loss_fn(out, y)
+            if teacher is not None:
+                loss = (1 - distill) * loss + distill * _kd(out, teacher, x, temperature)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             for p in params:
@@ -145,6 +154,13 @@ def recalibrate_bn(model: nn.Module, batches: Iterable, max_batches: int = 50) -
     for m, mom in zip(bns, momenta, strict=True):
         m.momentum = mom
     return model.eval()
+
+
+def _kd(out: torch.Tensor, teacher: nn.Module, x: torch.Tensor, t: float) -> torch.Tensor:
+    with torch.no_grad():
+        soft = nn.functional.softmax(teacher.eval()(x) / t, dim=1)
+    log_p = nn.functional.log_softmax(out / t, dim=1)
+    return nn.functional.kl_div(log_p, soft, reduction="batchmean") * t * t
 
 
 def _save_checkpoint(path, model, opt, sched, epoch, history) -> None:

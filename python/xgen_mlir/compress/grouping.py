@@ -42,22 +42,22 @@ def balanced_assign(cost: torch.Tensor, sizes: torch.Tensor, swaps: int = 8) -> 
         row = cost[i].masked_fill(free == 0, float("inf"))
         k = int(row.argmin())
         assign[i], free[k] = k, free[k] - 1
+    tol = 1e-9 * float(cost.abs().max())
     for _ in range(swaps):
         own = cost[torch.arange(f), assign]
         cross = cost[:, assign]  # cross[a, b]: cost of a in b's group
-        gain = own[:, None] + own[None, :] - cross - cross.T
+        gain = (own[:, None] + own[None, :] - cross - cross.T).triu_(1)  # symmetric
         gain[assign[:, None] == assign[None, :]] = 0
-        if float(gain.max()) <= 1e-12:
+        a_idx, b_idx = torch.nonzero(gain > tol, as_tuple=True)
+        if len(a_idx) == 0:
             break
-        taken = torch.zeros(f, dtype=torch.bool)
-        flat = gain.flatten()
-        for idx in flat.argsort(descending=True)[: 4 * f].tolist():
-            if flat[idx] <= 1e-12:
-                break
-            a, b = divmod(idx, f)
+        best = gain[a_idx, b_idx].topk(min(len(a_idx), 4 * f)).indices
+        groups, taken = assign.tolist(), [False] * f
+        for a, b in zip(a_idx[best].tolist(), b_idx[best].tolist(), strict=True):
             if not (taken[a] or taken[b]):
-                assign[a], assign[b] = int(assign[b]), int(assign[a])
+                groups[a], groups[b] = groups[b], groups[a]
                 taken[a] = taken[b] = True
+        assign = torch.tensor(groups)
     return assign
 
 

@@ -94,6 +94,7 @@ def prune(
     pattern_size: int | dict[str, int] | None = None,
     connectivity: float | dict[str, float] = 0.0,
     target_rate: float | None = None,
+    allocation: str = "erk",
     group_size: int | None = None,
     layers: LayerFilter = None,
     exclude: LayerFilter = (),
@@ -110,8 +111,9 @@ def prune(
 
     ``patterns``: library size P (4..8); ``pattern_size``: kept positions n per kernel (default
     4 for 3x3, round(K*K*4/9) otherwise); ``connectivity``: fraction of kernels removed per
-    layer (a float or {name: rate}); ``target_rate``: instead, solve one uniform connectivity
-    rate so conv weights become ``target_rate`` times fewer; ``group_size``: filters sharing a
+    layer (a float or {name: rate}); ``target_rate``: instead, solve per-layer connectivity
+    rates so conv weights become ``target_rate`` times fewer, allocated by ``allocation``
+    ("erk": big layers pruned harder, the default; or "uniform"); ``group_size``: filters sharing a
     layout (default by target, 1 = unconstrained); ``library``: "model" (one library per
     kernel size, the paper's default) or "layer".
     """
@@ -144,7 +146,7 @@ def prune(
         if not 0.0 <= layer.rate < 1.0:
             raise XGenError(f"{layer.name}: connectivity rate {layer.rate} not in [0, 1)")
     if target_rate is not None:
-        _apply_target_rate(pruned, chosen, target_rate)
+        _apply_target_rate(pruned, chosen, target_rate, allocation)
     libraries = _libraries(chosen, patterns, library)
     for layer in chosen:
         _prune_layer(layer, libraries[_library_key(layer, library)], g)
@@ -159,8 +161,9 @@ def prune(
     return pruned
 
 
-def _apply_target_rate(model: nn.Module, chosen: list[_Layer], target: float) -> None:
-    """Set one connectivity rate on all regular conv layers to reach ``target``x."""
+def _apply_target_rate(model: nn.Module, chosen: list[_Layer], target: float, alloc: str):
+    """Set connectivity rates on the regular conv layers so conv weights become ``target``x
+    fewer (depthwise convs count with their patterns, unpruned convs fully)."""
     convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
     before = sum(m.weight.numel() for m in convs)
     by_module = {id(layer.module): layer for layer in chosen}
@@ -172,14 +175,14 @@ def _apply_target_rate(model: nn.Module, chosen: list[_Layer], target: float) ->
         elif layer.kind == "depthwise":
             fixed += m.weight.shape[0] * layer.n
         else:
-            conn.append((m.weight.shape[0], m.weight.shape[1], layer.n))
+            conn.append((m.weight.shape[0], m.weight.shape[1], layer.n, layer.kernel))
     try:
-        rate = rate_for_target(conn, fixed, before, target)
+        rates = iter(rate_for_target(conn, fixed, before, target, alloc))
     except ValueError as e:
         raise XGenError(str(e)) from None
     for layer in chosen:
         if layer.kind == "conv":
-            layer.rate = rate
+            layer.rate = next(rates)
 
 
 def _library_key(layer: _Layer, mode: str) -> tuple:
