@@ -96,6 +96,10 @@ def _row(name, out, ref, rate=None, seconds=None) -> dict:
     return row
 
 
+def _rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.3f}x"
+
+
 def _write(rows: list[dict], inputs: int) -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "compress_mobilenet.json").write_text(
@@ -108,7 +112,7 @@ def _write(rows: list[dict], inputs: int) -> None:
         "|---|---|---|---|---|",
     ]
     lines += [
-        f"| {r['config']} | {r['conv_weights_fewer'] or '-'} | {100 * r['top1_agreement']:.1f}% "
+        f"| {r['config']} | {_rate(r['conv_weights_fewer'])} | {100 * r['top1_agreement']:.1f}% "
         f"| {100 * r['dense_top1_in_top5']:.1f}% | {r['relative_logit_error']:.2f} |"
         for r in rows
     ]
