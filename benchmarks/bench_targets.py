@@ -37,7 +37,12 @@ MODELS = {
     "minilm_seq32": lambda: transformers_zoo.minilm(seq=32),
 }
 TARGETS = ["cpu", "x86_64", "vulkan", "arm64", "riscv64", "embedded"]
-LABEL = {"vulkan": "llvmpipe (correctness only)", "arm64": "qemu (correctness only)"}
+LABEL = {
+    "vulkan": "llvmpipe, correctness only",
+    "arm64": "qemu, correctness only",
+    "riscv64": "compile-only",
+    "embedded": "compile-only",
+}
 
 
 def _bench_bundle(module, runs: int) -> float:
