@@ -175,6 +175,7 @@ def report(rows: list[dict], args, dense_acc: float, seconds: float) -> None:
         "threads": args.threads,
         "quick": args.quick,
         "wall_seconds_this_run": round(seconds),
+        "config_seconds_total": round(sum(r["seconds"] or 0 for r in rows)),
     }
     Path(f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     lines = [
@@ -198,40 +199,34 @@ def report(rows: list[dict], args, dense_acc: float, seconds: float) -> None:
     except ImportError:
         print("matplotlib not installed: no plot")
         return
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     by_rate = sorted(
         (r for r in rows if r["group_size"] in (None, 16) and "progressive" not in r["config"]),
         key=lambda r: r["rate"],
     )
-    for field, label in (("finetuned", "fine-tuned"), ("oneshot", "one-shot + BN recalibration")):
-        pts = [(r["rate"], 100 * r[field]) for r in by_rate if r[field] is not None]
-        a.plot(*zip(*pts, strict=True), "o-", label=label)
-    a.axhline(100 * dense_acc - 0.3, ls=":", c="gray", label="dense - 0.3 points")
-    a.set(
-        xscale="log",
-        xlabel="conv weights: x fewer (G=16)",
-        ylabel="test accuracy (%)",
-        ylim=(97, 100),
-        title="MNIST VGG: accuracy vs pruning rate",
-    )
-    a.legend()
     by_g = sorted(
         (r for r in rows if abs(r["rate"] - 8) < 0.5 and "progressive" not in r["config"]),
         key=lambda r: r["group_size"],
     )
-    gs = [r["group_size"] for r in by_g]
-    b.plot(gs, [100 * r["finetuned"] for r in by_g], "o-", label="fine-tuned")
-    b.plot(gs, [100 * r["oneshot"] for r in by_g], "s--", label="one-shot")
-    b.axhline(100 * dense_acc, ls=":", c="gray", label="dense")
-    b.set(
-        xscale="log",
-        xticks=gs,
-        xticklabels=gs,
-        xlabel="filter group size G (8x)",
-        ylabel="test accuracy (%)",
-        title="accuracy vs group size at 8x",
+    panels = (
+        (axes[0], by_rate, "rate", "conv weights: x fewer (G=16)", "accuracy vs pruning rate"),
+        (axes[1], by_g, "group_size", "filter group size G (at 8x)", "accuracy vs group size"),
     )
-    b.legend()
+    for ax, sel, key, xlabel, title in panels:
+        xs = [r[key] for r in sel]
+        ax.plot(xs, [100 * r["finetuned"] for r in sel], "o-", c="C0", label="fine-tuned")
+        ax.axhline(100 * dense_acc, ls="--", c="gray", label="dense")
+        ax.axhline(100 * dense_acc - 0.3, ls=":", c="gray", label="dense - 0.3 points")
+        ax.set(xscale="log", xlabel=xlabel, ylabel="fine-tuned test accuracy (%)", title=title)
+        ax.set_xticks(xs, [f"{x:.3g}" for x in xs])
+        ax.minorticks_off()
+        one = [(r[key], 100 * r["oneshot"]) for r in sel if r["oneshot"] is not None]
+        twin = ax.twinx()
+        twin.plot(*zip(*one, strict=True), "s:", c="C1", label="one-shot + BN recal. (right)")
+        twin.set(ylabel="one-shot accuracy (%)", ylim=(0, 100))
+        lines = ax.get_legend_handles_labels()
+        more = twin.get_legend_handles_labels()
+        ax.legend(lines[0] + more[0], lines[1] + more[1], loc="lower left", fontsize=8)
     fig.tight_layout()
     fig.savefig(f"{stem}.png", dpi=110)
     print(f"wrote {stem}.png")
