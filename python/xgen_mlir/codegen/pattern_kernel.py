@@ -1,9 +1,12 @@
 """C source for one FKW pattern convolution, run inside an IREE dispatch.
 
 Layout (chosen so the kernel never tests borders and never gathers): the input is zero-padded
-and split into stride x stride phase planes, each plane flattened; output pixel ``o = y*Wq + x``
-of a filter reads input ``o + offset(tap)`` from one plane, where the offset is a compile-time
-constant per (pattern, tap). Columns x >= OW of the padded grid are computed and dropped by
+(width rounded up to a multiple of the stride s), its rows split into s row-phase planes
+(row s*y' + a goes to plane a) and each plane flattened with row pitch Wp; output pixel
+``o = y*WoP + x`` (WoP = Wp / s) of a filter reads input ``s*o + offset(tap)``, where the
+offset (plane ky % s, row ky // s, column kx) is a compile-time constant per (pattern, tap).
+For s = 2 a vector of outputs deinterleaves two contiguous input vectors (one shuffle).
+Columns x >= OW of the padded grid are computed and dropped by
 the caller. For each filter group and each chunk of ``VL*PX`` pixels, the group's filters'
 accumulators stay in vector registers; for every kept kernel (channel from the FKW list, one
 code path per pattern) each tap's input vector is loaded once and multiplied into all filters
@@ -20,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+SUPPORTED_STRIDES = (1, 2)
 
 
 @dataclass
@@ -49,20 +54,25 @@ class KernelSpec:
 
     def __post_init__(self) -> None:
         sh, sw = self.strides
+        if sh != sw or sh not in SUPPORTED_STRIDES:
+            raise ValueError(
+                f"pattern kernels need equal strides in {SUPPORTED_STRIDES}, got {self.strides}"
+            )
+        st = sh
         pt, pl, pb, pr = self.padding
-        oh = (self.h + pt + pb - self.kh) // sh + 1
-        ow = (self.w + pl + pr - self.kw) // sw + 1
-        hq, wq = -(-(self.h + pt + pb) // sh), -(-(self.w + pl + pr) // sw)
+        oh = (self.h + pt + pb - self.kh) // st + 1
+        ow = (self.w + pl + pr - self.kw) // st + 1
+        hq, wp = -(-(self.h + pt + pb) // st), -(-(self.w + pl + pr) // st) * st
+        wop = wp // st
         chunk = self.vl * self.px
-        npix = oh * wq
-        nchunks = -(-npix // chunk)
+        nchunks = -(-(oh * wop) // chunk)
         oplane = nchunks * chunk
-        plane = hq * wq
-        maxoff = ((self.kh - 1) // sh) * wq + (self.kw - 1) // sw
-        slack = max(0, maxoff + oplane - plane) + self.vl
+        plane = hq * wp
+        maxoff = ((self.kh - 1) // st) * wp + (self.kw - 1)
+        slack = max(0, st * oplane + maxoff - plane) + st * self.vl
         self.derived = {
-            "oh": oh, "ow": ow, "hq": hq, "wq": wq, "phases": sh * sw, "plane": plane,
-            "nchunks": nchunks, "oplane": oplane, "in_len": sh * sw * self.c * plane,
+            "oh": oh, "ow": ow, "hq": hq, "wp": wp, "wop": wop, "stride": st, "plane": plane,
+            "nchunks": nchunks, "oplane": oplane, "in_len": st * self.c * plane,
             "slack": slack, "ntiles": -(-nchunks // self.tile),
             "groups": len(self.group_filter_offsets) - 1,
             "weights": int(sum(
@@ -72,10 +82,9 @@ class KernelSpec:
         }  # fmt: skip
 
     def tap_offset(self, k: int) -> int:
-        sh, sw = self.strides
+        st = self.derived["stride"]
         ky, kx = divmod(k, self.kw)
-        phase = (ky % sh) * sw + (kx % sw)
-        return phase * self.c * self.derived["plane"] + (ky // sh) * self.derived["wq"] + kx // sw
+        return (ky % st) * self.c * self.derived["plane"] + (ky // st) * self.derived["wp"] + kx
 
 
 def _arr(name: str, values: list[int] | np.ndarray) -> str:
@@ -109,6 +118,14 @@ def generate(spec: KernelSpec) -> str:
         "#define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride",
         f"#define VL {spec.vl}",
         f"#define PX {spec.px}",
+        f"#define S {d['stride']}",
+        "#if S == 1",
+        "#define LDS(p) LD(p)",
+        "#else  /* stride 2: the even elements of 2*VL contiguous inputs */",
+        "#define LDS(p) __builtin_shufflevector(LD(p), LD((p) + VL), "
+        + ", ".join(str(2 * i) for i in range(spec.vl))
+        + ")",
+        "#endif",
         _arr("RUNS", [r for row in runs for r in row]),
         _arr("WOFF", woff),
         _arr("KOFF", gko[:-1]),
@@ -147,7 +164,7 @@ def _group_function(spec: KernelSpec, gs: int, n: int, npat: int) -> list[str]:
         '      _Pragma("GCC unroll 8") for (int q = 0; q < PX; q++) acc[j][q] = (vf){} + bias[oc[j]];',
         "    const float* w = wp;",
         "    const int32_t* cp = CHAN + KOFF[g];",
-        "    const float* base = in + o;",
+        "    const float* base = in + S * o;",
     ]
     for p, pat in enumerate(spec.patterns):
         lines += [
@@ -157,7 +174,7 @@ def _group_function(spec: KernelSpec, gs: int, n: int, npat: int) -> list[str]:
         for t, k in enumerate(pat):
             lines += [
                 f'      {{ vf x[PX]; _Pragma("GCC unroll 8") for (int q = 0; q < PX; q++) '
-                f"x[q] = LD(b + {spec.tap_offset(k)} + q * VL);",
+                f"x[q] = LDS(b + {spec.tap_offset(k)} + q * VL * S);",
                 f'        _Pragma("GCC unroll 64") for (int j = 0; j < {gs}; j++) {{ '
                 f'const float s = w[{t * gs} + j]; _Pragma("GCC unroll 8") '
                 "for (int q = 0; q < PX; q++) acc[j][q] += x[q] * s; } }",

@@ -1,11 +1,11 @@
 """xgen-lower-fkw-kernels: xgen_sparse.fkw_conv2d -> generated kernel inside an IREE dispatch.
 
 Each FKW convolution becomes a call to a private wrapper function (upstream tensor/linalg ops:
-zero-pad, split into stride phases, flatten; call the kernel; drop the padded columns) and a
+zero-pad, split rows into stride phases, flatten; call the kernel; drop padded columns) and a
 private kernel declaration that carries the text of its ``stream.executable`` (the generated
 C object linked into an IREE dispatch). The backend swaps declaration and calls for the
 executable and ``flow.dispatch`` ops when it hands the module to IREE (IREE's dialects do not
-exist in this MLIR context). Batch size 1 only; other convolutions are lowered back to dense
+exist in this MLIR context). Batch 1 and strides 1 or 2 only; others are lowered back to dense
 linalg (see ``xgen-lower-sparse-to-linalg``). If the target's C compiler is missing, the pass
 falls back the same way and says so.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._mlir import ir
-from ..codegen.pattern_kernel import KernelSpec, generate
+from ..codegen.pattern_kernel import SUPPORTED_STRIDES, KernelSpec, generate
 from ..codegen.toolchain import Toolchain, compile_object
 from ..dialects.sparse import FKW_CONV, geometry, patterns_of
 from ..irutil import ConstantReader
@@ -45,34 +45,34 @@ def wrapper_text(spec: KernelSpec, wrapper: str, wlen: int) -> str:
     """The private function that lays the input out for the kernel and calls it."""
     d = spec.derived
     c, h, w, f = spec.c, spec.h, spec.w, spec.f
-    sh, sw = spec.strides
+    st = d["stride"]
     pt, pl = spec.padding[0], spec.padding[1]
-    hq, wq, oh, ow = d["hq"], d["wq"], d["oh"], d["ow"]
-    hx, wx = hq * sh, wq * sw
+    hq, wp, wop, oh, ow = d["hq"], d["wp"], d["wop"], d["oh"], d["ow"]
+    hx = hq * st
     inlen, full = d["in_len"], d["in_len"] + d["slack"]
     opl = d["oplane"]
     kin, kw_t, kb, kout = _t([full]), _t([wlen]), _t([f]), _t([f * opl])
     return f"""
 func.func private @{wrapper}(%x: {_t([1, c, h, w])}, %w: {kw_t}, %b: {kb}) -> {_t([1, f, oh, ow])} {{
   %z = arith.constant 0.0 : f32
-  %p = tensor.pad %x low[0, 0, {pt}, {pl}] high[0, 0, {hx - h - pt}, {wx - w - pl}] {{
+  %p = tensor.pad %x low[0, 0, {pt}, {pl}] high[0, 0, {hx - h - pt}, {wp - w - pl}] {{
   ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
     tensor.yield %z : f32
-  }} : {_t([1, c, h, w])} to {_t([1, c, hx, wx])}
-  %c = tensor.collapse_shape %p [[0, 1], [2], [3]] : {_t([1, c, hx, wx])} into {_t([c, hx, wx])}
-  %e = tensor.expand_shape %c [[0], [1, 2], [3, 4]] output_shape [{c}, {hq}, {sh}, {wq}, {sw}] : {_t([c, hx, wx])} into {_t([c, hq, sh, wq, sw])}
-  %t0 = tensor.empty() : {_t([sh, sw, c, hq, wq])}
-  %t = linalg.transpose ins(%e : {_t([c, hq, sh, wq, sw])}) outs(%t0 : {_t([sh, sw, c, hq, wq])}) permutation = [2, 4, 0, 1, 3]
-  %flat = tensor.collapse_shape %t [[0, 1, 2, 3, 4]] : {_t([sh, sw, c, hq, wq])} into {_t([inlen])}
+  }} : {_t([1, c, h, w])} to {_t([1, c, hx, wp])}
+  %c = tensor.collapse_shape %p [[0, 1], [2], [3]] : {_t([1, c, hx, wp])} into {_t([c, hx, wp])}
+  %e = tensor.expand_shape %c [[0], [1, 2], [3]] output_shape [{c}, {hq}, {st}, {wp}] : {_t([c, hx, wp])} into {_t([c, hq, st, wp])}
+  %t0 = tensor.empty() : {_t([st, c, hq, wp])}
+  %t = linalg.transpose ins(%e : {_t([c, hq, st, wp])}) outs(%t0 : {_t([st, c, hq, wp])}) permutation = [2, 0, 1, 3]
+  %flat = tensor.collapse_shape %t [[0, 1, 2, 3]] : {_t([st, c, hq, wp])} into {_t([inlen])}
   %in = tensor.pad %flat low[0] high[{d["slack"]}] {{
   ^bb0(%i: index):
     tensor.yield %z : f32
   }} : {_t([inlen])} to {kin}
   %o = func.call @{spec.symbol}(%in, %w, %b) : ({kin}, {kw_t}, {kb}) -> {kout}
   %o2 = tensor.expand_shape %o [[0, 1]] output_shape [{f}, {opl}] : {kout} into {_t([f, opl])}
-  %o3 = tensor.extract_slice %o2[0, 0] [{f}, {oh * wq}] [1, 1] : {_t([f, opl])} to {_t([f, oh * wq])}
-  %o4 = tensor.expand_shape %o3 [[0, 1], [2, 3]] output_shape [1, {f}, {oh}, {wq}] : {_t([f, oh * wq])} into {_t([1, f, oh, wq])}
-  %r = tensor.extract_slice %o4[0, 0, 0, 0] [1, {f}, {oh}, {ow}] [1, 1, 1, 1] : {_t([1, f, oh, wq])} to {_t([1, f, oh, ow])}
+  %o3 = tensor.extract_slice %o2[0, 0] [{f}, {oh * wop}] [1, 1] : {_t([f, opl])} to {_t([f, oh * wop])}
+  %o4 = tensor.expand_shape %o3 [[0, 1], [2, 3]] output_shape [1, {f}, {oh}, {wop}] : {_t([f, oh * wop])} into {_t([1, f, oh, wop])}
+  %r = tensor.extract_slice %o4[0, 0, 0, 0] [1, {f}, {oh}, {ow}] [1, 1, 1, 1] : {_t([1, f, oh, wop])} to {_t([1, f, oh, ow])}
   return %r : {_t([1, f, oh, ow])}
 }}
 func.func private @{spec.symbol}({kin}, {kw_t}, {kb}) -> {kout}
@@ -163,7 +163,8 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
     for op in convs:
         g = geometry(op)
         tables_const = all(reader.value_of(op.operands[i]) is not None for i in range(3, 8))
-        if g.n != 1 or not tables_const or not toolchain.available():
+        supported = g.strides[0] == g.strides[1] and g.strides[0] in SUPPORTED_STRIDES
+        if g.n != 1 or not tables_const or not supported or not toolchain.available():
             lower_fkw_to_linalg(op, reader)
             continue
         _next_id[0] += 1
