@@ -1,8 +1,8 @@
 """Small helpers over MLIR's Python bindings shared by passes: constants in and out.
 
 Weights arrive as ``arith.constant dense_resource<...>`` (the FX importer's form) or inline
-``dense<...>``. The bindings cannot read a resource blob back, so ``ConstantReader`` reads
-all blobs once from the module's printed form (hex) and serves numpy views of them.
+``dense<...>``. The bindings cannot read a resource blob back, so ``ConstantReader`` prints the
+one constant it is asked about (hex) and serves a numpy view of it.
 """
 
 from __future__ import annotations
@@ -33,19 +33,22 @@ class ConstantReader:
 
     def __init__(self, module_op: ir.Operation) -> None:
         self._module_op = module_op
-        self._blobs: dict[str, bytes] | None = None
 
-    def _load_blobs(self) -> dict[str, bytes]:
-        if self._blobs is None:
-            buf = io.StringIO()
-            self._module_op.print(file=buf)
-            text = buf.getvalue()
-            start = text.find("dialect_resources")
-            self._blobs = {}
-            if start >= 0:
-                for name, hexdata in _BLOB.findall(text[start:]):
-                    self._blobs[name] = bytes.fromhex(hexdata)[4:]  # 4-byte alignment header
-        return self._blobs
+    @staticmethod
+    def _blob_of(op: ir.Operation, name: str) -> bytes | None:
+        """Print just this constant (a clone in an empty module): its blob and nothing else,
+        so reading one conv's weights never prints a model's other hundreds of MB."""
+        scratch = ir.Module.create(ir.Location.unknown(op.context))
+        with ir.InsertionPoint(scratch.body):
+            op.clone()
+        buf = io.StringIO()
+        scratch.operation.print(file=buf)
+        text = buf.getvalue()
+        start = text.find("dialect_resources")
+        for blob_name, hexdata in _BLOB.findall(text[start:] if start >= 0 else ""):
+            if blob_name == name:
+                return bytes.fromhex(hexdata)[4:]  # 4-byte alignment header
+        return None
 
     def value_of(self, value: ir.Value) -> np.ndarray | None:
         """The constant array behind ``value``, or None if it is not an ``arith.constant``."""
@@ -55,9 +58,9 @@ class ConstantReader:
         op = owner.operation
         if op.name != "arith.constant":
             return None
-        return self.attr_value(op.attributes["value"])
+        return self.attr_value(op.attributes["value"], op)
 
-    def attr_value(self, attr: ir.Attribute) -> np.ndarray | None:
+    def attr_value(self, attr: ir.Attribute, op: ir.Operation | None = None) -> np.ndarray | None:
         if isinstance(attr, ir.FloatAttr):
             return np.array(attr.value, np_dtype(attr.type))
         if isinstance(attr, ir.IntegerAttr):
@@ -73,9 +76,9 @@ class ConstantReader:
                 )
             return np.array(dense).reshape(ty.shape)
         m = _RESOURCE_NAME.search(str(attr))
-        if m is None:
+        if m is None or op is None:
             return None
-        blob = self._load_blobs().get(m.group(1))
+        blob = self._blob_of(op, m.group(1))
         if blob is None:
             return None
         return np.frombuffer(blob, np_dtype(ty.element_type)).reshape(ty.shape)

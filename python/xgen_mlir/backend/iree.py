@@ -71,16 +71,21 @@ def compile_vmfb(
     tmp = Path(work_dir or tempfile.mkdtemp(prefix="xgen-iree-"))
     tmp.mkdir(parents=True, exist_ok=True)
     weights = None
-    text = materialize(module)  # generated kernels need IREE's dialects: textual hand-off
-    if external_weights is None and text is None:
-        src = tmp / f"{stem}.mlirbc"
-        with open(src, "wb") as f:
-            module.operation.write_bytecode(f)
-    else:  # textual hand-off: the rewrites use IREE ops torch-mlir cannot parse
-        text = text if text is not None else str(module)
-        if external_weights is not None:
-            weights = externalize_weights(text, min_bytes=external_weights)
-            text, weights.text = weights.text, ""  # keep only the bytes
+    src = tmp / f"{stem}.mlirbc"
+    if external_weights is None:
+        # generated kernels are swapped in through IREE's own bindings (still bytecode)
+        if not materialize(module, src):
+            with open(src, "wb") as f:
+                module.operation.write_bytecode(f)
+    else:  # textual hand-off: the weight rewrite uses IREE ops torch-mlir cannot parse
+        if materialize(module, src):
+            import iree.compiler.ir as iree_ir
+
+            text = str(iree_ir.Module.parse(src.read_bytes(), iree_ir.Context()))
+        else:
+            text = str(module)
+        weights = externalize_weights(text, min_bytes=external_weights)
+        text, weights.text = weights.text, ""  # keep only the bytes
         src = tmp / f"{stem}.mlir"
         src.write_text(text)
     attempts: list[str] = []
