@@ -21,6 +21,26 @@ _BLOB = re.compile(r'^\s*"?([^":\s]+)"?: "0x([0-9A-Fa-f]+)"', re.M)
 _RESOURCE_NAME = re.compile(r"dense_resource<([^>]+)>")
 
 
+def ops_where(module_op: ir.Operation, pred: Any, first_only: bool = False) -> list[ir.Operation]:
+    """Ops under ``module_op`` for which ``pred(op)`` holds, in IR order (collected first, so
+    callers may rewrite them afterwards); ``first_only`` stops at the first match."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if pred(op):
+            found.append(op)
+            if first_only:
+                return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    return found
+
+
+def ops_named(module_op: ir.Operation, *names: str) -> list[ir.Operation]:
+    return ops_where(module_op, lambda op: op.name in names)
+
+
 def np_dtype(elem: ir.Type) -> np.dtype:
     key = str(elem)
     if key not in _NP:

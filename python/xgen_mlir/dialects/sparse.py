@@ -15,7 +15,7 @@ import numpy as np
 from .._mlir import ir
 from ..errors import XGenError
 from ..frontend.lowering import format_location
-from ..irutil import ConstantReader
+from ..irutil import ConstantReader, ops_where
 
 PATTERN_CONV = "xgen_sparse.pattern_conv2d"
 FKW_CONV = "xgen_sparse.fkw_conv2d"
@@ -210,14 +210,6 @@ def verify_sparse_ops(module_op: ir.Operation) -> None:
 
 
 def has_sparse_ops(module_op: ir.Operation) -> bool:
-    found = False
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        nonlocal found
-        if op.name.startswith("xgen_sparse."):
-            found = True
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
-    return found
+    return bool(
+        ops_where(module_op, lambda op: op.name.startswith("xgen_sparse."), first_only=True)
+    )

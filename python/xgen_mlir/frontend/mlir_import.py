@@ -70,14 +70,8 @@ def import_mlir_file(path: str | os.PathLike[str]) -> ir.Module:
 
 
 def _has_torch_ops(module: ir.Module) -> bool:
-    found = False
+    from ..irutil import ops_where
 
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        nonlocal found
-        if op.name.startswith("torch."):
-            found = True
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
+    return bool(
+        ops_where(module.operation, lambda op: op.name.startswith("torch."), first_only=True)
+    )

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._mlir import ir
 from ..dialects.sparse import FKW_CONV, PATTERN_CONV, patterns_of
-from ..irutil import ConstantReader, constant_op
+from ..irutil import ConstantReader, constant_op, ops_named
 from .registry import PassFailure, register_pass
 
 
@@ -78,14 +78,7 @@ def fkw_compact(module_op: ir.Operation, opts: FkwOptions | None) -> None:
     if opts.group_size < 1:
         raise PassFailure(f"group-size must be >= 1, got {opts.group_size}")
     reader = ConstantReader(module_op)
-    convs: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == PATTERN_CONV:
-            convs.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
+    convs = ops_named(module_op, PATTERN_CONV)
     for op in convs:
         weight = reader.value_of(op.operands[1])
         ids = reader.value_of(op.operands[3])

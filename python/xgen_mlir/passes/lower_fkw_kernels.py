@@ -20,7 +20,7 @@ from .._mlir import ir
 from ..codegen.pattern_kernel import SUPPORTED_STRIDES, KernelSpec, generate
 from ..codegen.toolchain import Toolchain, compile_object
 from ..dialects.sparse import FKW_CONV, geometry, patterns_of
-from ..irutil import ConstantReader
+from ..irutil import ConstantReader, ops_named
 from .lower_sparse_linalg import lower_fkw_to_linalg
 from .registry import register_pass
 
@@ -149,14 +149,7 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
     opts = opts or KernelOptions()
     toolchain = Toolchain(opts.cc, tuple(f for f in opts.cflags.split(",") if f))
     reader = ConstantReader(module_op)
-    convs: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == FKW_CONV:
-            convs.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
+    convs = ops_named(module_op, FKW_CONV)
     if convs and not toolchain.available():
         print(f"xgen-lower-fkw-kernels: warning: C compiler '{opts.cc}' not found; "
               f"{len(convs)} pattern convolution(s) run dense instead", file=sys.stderr)  # fmt: skip

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._mlir import ir
 from ..dialects.sparse import FKW_CONV, PATTERN_CONV, geometry, patterns_of
-from ..irutil import ConstantReader, constant_op
+from ..irutil import ConstantReader, constant_op, ops_named
 from .registry import PassFailure, register_pass
 
 _ids = [0]
@@ -98,13 +98,6 @@ def lower_pattern_to_linalg(op: ir.Operation, _reader: Any) -> None:
 )
 def lower_sparse_to_linalg(module_op: ir.Operation, _opts: Any) -> None:
     reader = ConstantReader(module_op)
-    ops: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in (PATTERN_CONV, FKW_CONV):
-            ops.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
+    ops = ops_named(module_op, PATTERN_CONV, FKW_CONV)
     for op in ops:
         (lower_pattern_to_linalg if op.name == PATTERN_CONV else lower_fkw_to_linalg)(op, reader)

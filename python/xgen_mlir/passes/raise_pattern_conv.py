@@ -23,7 +23,7 @@ from .._mlir import ir
 from ..dialects import load_xgen_dialects
 from ..dialects.sparse import PATTERN_CONV
 from ..frontend.lowering import format_location
-from ..irutil import ConstantReader, constant_op
+from ..irutil import ConstantReader, constant_op, ops_named
 from .registry import register_pass
 
 MAX_PATTERNS = 32
@@ -152,14 +152,7 @@ def raise_pattern_conv(module_op: ir.Operation, opts: RaiseOptions | None) -> No
     opts = opts or RaiseOptions()
     load_xgen_dialects(module_op.context)
     reader = ConstantReader(module_op)
-    convs: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "linalg.conv_2d_nchw_fchw":
-            convs.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
+    convs = ops_named(module_op, "linalg.conv_2d_nchw_fchw")
     for conv in convs:
         where = format_location(conv.location)
         parts = _conv_parts(conv, reader)
