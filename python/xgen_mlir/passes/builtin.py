@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     fkw_compact,
+    fold_batchnorm,
     fold_transpose_pairs,
     lower_fkw_kernels,
     lower_sparse_linalg,

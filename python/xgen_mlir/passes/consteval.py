@@ -1,0 +1,194 @@
+"""Evaluate small constant subgraphs at compile time (a helper of the rewrite passes).
+
+torch-mlir does not fold the arithmetic it emits on parameters: an eval-mode batch norm's
+``1/sqrt(var + eps)`` arrives as three ``linalg.generic`` ops on constants, and a linear
+layer's weight as ``linalg.transpose`` of a constant. Passes that fold such values into other
+constants (batch-norm folding, sibling-matmul merging) ask ``ConstEval.value(v)`` for the
+array behind ``v``; it evaluates ``arith.constant``, reshapes, transposes, broadcasts and
+elementwise generics whose inputs are all constant, with numpy in the op's own element type.
+Anything else (or an elementwise body with an op it does not know) is "not constant": the
+caller must then leave the IR alone. ``cf.assert`` in a body is checked, never ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._mlir import ir
+from ..irutil import ConstantReader, np_dtype
+from .generic_util import body_ops, indexing_maps, is_elementwise, map_dims, num_inputs, producer
+
+
+class NotConstant(Exception):
+    pass
+
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "arith.addf": np.add,
+    "arith.subf": np.subtract,
+    "arith.mulf": np.multiply,
+    "arith.divf": np.divide,
+    "arith.maximumf": np.maximum,
+    "arith.minimumf": np.minimum,
+}
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "arith.negf": np.negative,
+    "math.sqrt": np.sqrt,
+    "math.rsqrt": lambda x: (1 / np.sqrt(x)).astype(x.dtype),
+    "math.exp": np.exp,
+    "math.absf": np.abs,
+}
+_ORDERED: dict[int, Callable[[Any, Any], Any]] = {
+    1: np.equal, 2: np.greater, 3: np.greater_equal, 4: np.less, 5: np.less_equal,
+    6: lambda a, b: np.not_equal(a, b) & ~np.isnan(a) & ~np.isnan(b),
+}  # fmt: skip
+
+
+def _cmpf(pred: int, a: Any, b: Any) -> Any:
+    """arith.cmpf by predicate number: 1-6 ordered (false on NaN), 8-13 unordered."""
+    if pred in _ORDERED:
+        return _ORDERED[pred](a, b)
+    if 8 <= pred <= 12:
+        return _ORDERED[pred - 7](a, b) | np.isnan(a) | np.isnan(b)
+    if pred == 13:
+        return np.not_equal(a, b)
+    raise NotConstant
+
+
+class ConstEval:
+    """Evaluates values of one module; ``max_elements`` bounds what elementwise generics may
+    produce (reshapes and transposes of a constant are free, generics are computed)."""
+
+    def __init__(self, module_op: ir.Operation, max_elements: int = 1 << 16) -> None:
+        self.reader = ConstantReader(module_op)
+        self.max_elements = max_elements
+
+    def value(self, value: ir.Value) -> np.ndarray | None:
+        try:
+            return self._eval(value)
+        except NotConstant:
+            return None
+
+    def per_channel_init(self, init: ir.Value, ch_dim: int) -> np.ndarray | None:
+        """The per-channel constant a contraction accumulates onto (its ``outs``): a constant
+        ``linalg.fill``, or a ``linalg.broadcast`` of a constant vector along ``ch_dim``;
+        float64, one entry per channel. None for anything else."""
+        op = producer(init)
+        shape = ir.RankedTensorType(init.type).shape
+        if op is None:
+            return None
+        if op.name == "linalg.fill":
+            scalar = self.value(op.operands[0])
+            return None if scalar is None else np.full(shape[ch_dim], float(scalar))
+        if op.name == "linalg.broadcast":
+            dims = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
+            if sorted(dims) != [d for d in range(len(shape)) if d != ch_dim]:
+                return None
+            vec = self.value(op.operands[0])
+            return None if vec is None else vec.astype(np.float64).reshape(shape[ch_dim])
+        return None
+
+    def _eval(self, value: ir.Value) -> np.ndarray:
+        op = producer(value)
+        if op is None:
+            raise NotConstant
+        name = op.name
+        if name == "arith.constant":
+            arr = self.reader.value_of(value)
+            if arr is None:
+                raise NotConstant
+            return arr
+        if name in ("tensor.expand_shape", "tensor.collapse_shape"):
+            return self._eval(op.operands[0]).reshape(ir.RankedTensorType(value.type).shape)
+        if name == "linalg.transpose":
+            perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+            return np.ascontiguousarray(self._eval(op.operands[0]).transpose(perm))
+        if name == "linalg.broadcast":
+            dims = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
+            src = self._eval(op.operands[0])
+            shape = ir.RankedTensorType(value.type).shape
+            return np.broadcast_to(np.expand_dims(src, dims), shape).copy()
+        if name == "linalg.fill":
+            scalar = self._eval_scalar(op.operands[0])
+            return np.full(ir.RankedTensorType(value.type).shape, scalar)
+        if name == "linalg.generic" and is_elementwise(op):
+            return self._eval_generic(op)
+        raise NotConstant
+
+    def _eval_scalar(self, value: ir.Value) -> np.ndarray:
+        op = producer(value)
+        if op is None or op.name != "arith.constant":
+            raise NotConstant
+        arr = self.reader.value_of(value)
+        if arr is None:
+            raise NotConstant
+        return arr
+
+    def _eval_generic(self, op: ir.Operation) -> np.ndarray:
+        out_ty = ir.RankedTensorType(op.results[0].type)
+        loops = list(out_ty.shape)
+        if int(np.prod(loops)) > self.max_elements:
+            raise NotConstant
+        n_in = num_inputs(op)
+        maps = indexing_maps(op)
+        args = [
+            loop_view(self._eval(op.operands[i]), map_dims(maps[i]), loops) for i in range(n_in)
+        ]
+        blk_args = list(op.regions[0].blocks[0].arguments)
+        env: dict[ir.Value, np.ndarray] = dict(zip(blk_args[:n_in], args, strict=True))
+        for inner in body_ops(op):
+            if inner.name == "linalg.yield":
+                out = np.asarray(env_get(env, inner.operands[0], self))
+                return np.broadcast_to(out, loops).astype(np_dtype(out_ty.element_type))
+            self._step(inner, env)
+        raise NotConstant
+
+    def _step(self, inner: ir.Operation, env: dict[ir.Value, np.ndarray]) -> None:
+        name = inner.name
+        vals = [env_get(env, v, self) for v in inner.operands]
+        if name in _BINARY:
+            res = _BINARY[name](vals[0], vals[1])
+        elif name in _UNARY:
+            res = _UNARY[name](vals[0])
+        elif name in ("arith.truncf", "arith.extf"):
+            res = np.asarray(vals[0]).astype(np_dtype(inner.results[0].type))
+        elif name == "arith.constant":
+            res = self.reader.value_of(inner.results[0])
+        elif name == "arith.cmpf":
+            res = _cmpf(ir.IntegerAttr(inner.attributes["predicate"]).value, vals[0], vals[1])
+        elif name == "arith.select":
+            res = np.where(vals[0], vals[1], vals[2])
+        elif name == "cf.assert":
+            if not np.all(vals[0]):
+                raise NotConstant  # the program would abort here: never fold it away
+            return
+        else:
+            raise NotConstant
+        if res is None:
+            raise NotConstant
+        dtype = np_dtype(inner.results[0].type)
+        env[inner.results[0]] = np.asarray(res).astype(dtype, copy=False)
+
+
+def env_get(env: dict[ir.Value, np.ndarray], value: ir.Value, ev: ConstEval) -> np.ndarray:
+    """A body value: computed in the body, or a scalar constant captured from outside."""
+    if value in env:
+        return env[value]
+    return ev._eval_scalar(value)
+
+
+def loop_view(arr: np.ndarray, dims: list[int | None] | None, loops: list[int]) -> np.ndarray:
+    """``arr`` indexed by a map with results ``dims`` (loop dims / size-1 zeros), laid out
+    over the loop space (broadcast where the map skips a loop)."""
+    if dims is None:
+        raise NotConstant
+    index = tuple(0 if d is None else slice(None) for d in dims)
+    arr = arr[index] if dims else np.asarray(arr)
+    kept = [d for d in dims if d is not None]
+    order = sorted(range(len(kept)), key=lambda i: kept[i])
+    arr = arr.transpose(order) if kept else arr
+    shape = [loops[d] if d in kept else 1 for d in range(len(loops))]
+    return np.broadcast_to(arr.reshape(shape), loops)

@@ -1,0 +1,210 @@
+"""Helpers over linalg-on-tensors shared by the graph-rewriting passes (not a pass).
+
+Reading: who produces a value, how many uses it has, a generic's iterator types and indexing
+maps (each map result a loop dimension or the constant 0 of a size-1 broadcast), whether a
+generic is elementwise. Building: ``tensor.empty``, ``linalg.fill``, ``linalg.broadcast``,
+``linalg.generic`` with a body built by a callback. The rewrite passes (batch-norm folding,
+sibling-matmul merging, algebraic simplification, reshape cancellation) all need these; no
+pass logic lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._mlir import arith, ir, linalg, tensor
+from ..irutil import constant_op
+
+
+def producer(value: ir.Value) -> ir.Operation | None:
+    """The op defining ``value`` (None for block arguments)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    return owner.operation
+
+
+def producer_named(value: ir.Value, *names: str) -> ir.Operation | None:
+    op = producer(value)
+    return op if op is not None and op.name in names else None
+
+
+def num_uses(value: ir.Value) -> int:
+    return sum(1 for _ in value.uses)
+
+
+def iterator_types(op: ir.Operation) -> list[str]:
+    """'parallel' / 'reduction' for each loop of a linalg.generic."""
+    return [str(a).split("<")[1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
+def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def map_dims(amap: ir.AffineMap) -> list[int | None] | None:
+    """Each result of ``amap`` as its loop dimension, or None for the constant 0 (a size-1
+    dimension broadcast along the loops); None if any result is something else."""
+    dims: list[int | None] = []
+    for expr in amap.results:
+        if isinstance(expr, ir.AffineDimExpr):
+            dims.append(expr.position)
+        elif isinstance(expr, ir.AffineConstantExpr) and expr.value == 0:
+            dims.append(None)
+        else:
+            return None
+    used = [d for d in dims if d is not None]
+    return dims if len(set(used)) == len(used) else None
+
+
+def is_identity(amap: ir.AffineMap) -> bool:
+    dims = map_dims(amap)
+    return dims is not None and dims == list(range(amap.n_dims))
+
+
+def tensor_shape(value: ir.Value) -> list[int] | None:
+    ty = value.type
+    if not isinstance(ty, ir.RankedTensorType):
+        return None
+    return list(ty.shape)
+
+
+def body(op: ir.Operation) -> ir.Block:
+    return op.regions[0].blocks[0]
+
+
+def body_ops(op: ir.Operation) -> list[ir.Operation]:
+    return [o.operation for o in body(op).operations]
+
+
+def is_elementwise(op: ir.Operation) -> bool:
+    """A linalg.generic with parallel loops only, one result whose map is the identity, and
+    inputs read through projected permutations / size-1 broadcasts (no window, no reduction)."""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return False
+    if any(t != "parallel" for t in iterator_types(op)):
+        return False
+    maps = indexing_maps(op)
+    return is_identity(maps[-1]) and all(map_dims(m) is not None for m in maps[:-1])
+
+
+_DEFAULT_MAPS = {
+    "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> "
+    "(d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>]",
+    "linalg.batch_matmul": "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, "
+    "d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]",
+}
+
+
+def has_default_maps(op: ir.Operation) -> bool:
+    """False for a named matmul whose ``indexing_maps`` transpose or broadcast an operand
+    (then its operands are not laid out as (M, K) x (K, N))."""
+    if op.name not in _DEFAULT_MAPS or "indexing_maps" not in op.attributes:
+        return True
+    return str(op.attributes["indexing_maps"]) == _DEFAULT_MAPS[op.name]
+
+
+def num_inputs(op: ir.Operation) -> int:
+    """How many of a linalg.generic's operands are ``ins`` (the rest are ``outs``)."""
+    return len(op.operands) - len(op.results)
+
+
+def empty(shape: Sequence[int], elem: ir.Type) -> ir.Value:
+    return tensor.EmptyOp(list(shape), elem).result
+
+
+def fill(scalar: ir.Value, init: ir.Value) -> ir.Value:
+    op = linalg.FillOp([init.type], [scalar], [init])
+    elem = ir.RankedTensorType(init.type).element_type
+    block = op.regions[0].blocks.append(scalar.type, elem)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([block.arguments[0]])
+    return op.results[0]
+
+
+def broadcast(value: ir.Value, init: ir.Value, dimensions: Sequence[int]) -> ir.Value:
+    """``linalg.broadcast`` of ``value`` into ``init``, adding ``dimensions``."""
+    op = linalg.BroadcastOp([init.type], value, init, ir.DenseI64ArrayAttr.get(list(dimensions)))
+    elem = ir.RankedTensorType(init.type).element_type
+    block = op.region.blocks.append(elem, elem)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([block.arguments[0]])
+    return op.results[0]
+
+
+def channel_init(vec: np.ndarray, shape: Sequence[int], ch_dim: int, elem: ir.Type) -> ir.Value:
+    """An accumulator init holding ``vec[c]`` along ``ch_dim``: a ``linalg.fill`` when all
+    entries are equal (the form frontends emit for no bias), else a ``linalg.broadcast`` of
+    the constant vector."""
+    init = empty(shape, elem)
+    if np.all(vec == vec.flat[0]):
+        scalar = arith.ConstantOp(elem, ir.FloatAttr.get(elem, float(vec.flat[0]))).result
+        return fill(scalar, init)
+    vec_op = constant_op(np.ascontiguousarray(vec, np.float32), "xgen_bias")
+    return broadcast(vec_op.result, init, [d for d in range(len(shape)) if d != ch_dim])
+
+
+def iterator_attr(kinds: Sequence[str]) -> ir.ArrayAttr:
+    return ir.ArrayAttr.get([ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in kinds])
+
+
+def generic(
+    inputs: Sequence[ir.Value],
+    maps: Sequence[ir.AffineMap],
+    init: ir.Value,
+    kinds: Sequence[str],
+    build_body: Callable[[list[ir.Value]], list[ir.Value]],
+) -> ir.Operation:
+    """A one-result ``linalg.generic``; ``build_body(block_args)`` builds the body at the end
+    of the new block and returns the values to yield. ``maps`` has one map per input plus
+    the output's."""
+    op = linalg.GenericOp(
+        [init.type],
+        list(inputs),
+        [init],
+        ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+        iterator_attr(kinds),
+    )
+    types = [ir.RankedTensorType(v.type).element_type for v in [*inputs, init]]
+    block = op.regions[0].blocks.append(*types)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp(build_body(list(block.arguments)))
+    return op.operation
+
+
+def erase_if_dead(ops: Sequence[Any]) -> None:
+    """Erase ops (in the given order) whose results have no uses left."""
+    for op in ops:
+        op = op.operation
+        if all(num_uses(r) == 0 for r in op.results):
+            op.erase()
+
+
+def erase_dead_tree(values: Sequence[ir.Value]) -> None:
+    """Erase the producers of ``values`` that are (or become) dead, and theirs in turn.
+
+    Only live ops are ever compared or touched: an op is erased once no result has a use,
+    and its operands' producers become candidates."""
+    live: list[ir.Operation] = []
+
+    def add(value: ir.Value) -> None:
+        op = producer(value)
+        if op is not None and not any(op == o for o in live):
+            live.append(op)
+
+    for v in values:
+        add(v)
+    changed = True
+    while changed:
+        changed = False
+        for op in list(live):
+            if all(num_uses(r) == 0 for r in op.results):
+                live.remove(op)
+                operands = list(op.operands)
+                op.erase()
+                for v in operands:
+                    add(v)
+                changed = True
