@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     fold_transpose_pairs,
     lower_fkw_kernels,
     lower_sparse_linalg,
+    merge_sibling_matmuls,
     op_stats,
     raise_pattern_conv,
     set_entry_point,

@@ -1,0 +1,222 @@
+"""xgen-merge-sibling-matmuls: matmuls that share their input become one wider matmul.
+
+Why: attention computes Q, K and V as three projections of the same hidden states
+(``x @ Wq``, ``x @ Wk``, ``x @ Wv``, each plus a bias). Three thin GEMMs read ``x`` three
+times and each has a small N; one GEMM on the concatenated weights ``x @ [Wq|Wk|Wv]`` reads
+``x`` once and gives the code generator one larger, better-shaped problem (GPT-2 is written
+that way already: its ``c_attn`` is one matmul). The original results become
+``tensor.extract_slice``s of the merged one, which IREE folds into their consumers.
+
+What it matches: ``linalg.matmul`` (or ``linalg.batch_matmul``) ops with default indexing
+maps, in one block, whose LHS is the same SSA value and whose RHS evaluates to a constant
+(through the ``linalg.transpose`` torch-mlir puts on ``nn.Linear`` weights; see
+``consteval``), all with the same K and element type, and inits that are constant fills or
+per-column constant broadcasts. When each result has exactly one use, an elementwise
+``+ bias[n]`` with a constant bias, the bias adds are merged too (one add on the concatenated
+bias); siblings with and without such a bias add are merged in separate groups. Not merged:
+different LHS values (even if equal in content), non-constant weights, an LHS read through a
+transposing indexing map (a different K), non-f32 types.
+
+Numerics: exact. Every output element is computed by the same dot product as before.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from functools import cmp_to_key
+
+import numpy as np
+
+from .._mlir import arith, ir, tensor
+from ..frontend.lowering import format_location
+from ..irutil import constant_op, ops_named
+from .consteval import ConstEval
+from .generic_util import (
+    body_ops,
+    channel_init,
+    empty,
+    erase_dead_tree,
+    generic,
+    has_default_maps,
+    indexing_maps,
+    is_elementwise,
+    is_identity,
+    map_dims,
+    num_uses,
+)
+from .registry import register_pass
+
+_MATMULS = ("linalg.matmul", "linalg.batch_matmul")
+
+
+@dataclass
+class MergeOptions:
+    min_group: int = 2  # merge only groups of at least this many matmuls
+    verbose: bool = False  # print every merge to stderr
+
+
+@dataclass
+class Member:
+    op: ir.Operation
+    weight: np.ndarray  # (K, N) or (B, K, N)
+    init: np.ndarray  # (N,) per-column value the matmul accumulates onto
+    bias_add: ir.Operation | None
+    bias: np.ndarray | None  # (N,)
+
+
+def _bias_add(mm: ir.Operation, ev: ConstEval) -> tuple[ir.Operation, np.ndarray] | None:
+    """The single user of ``mm`` if it is ``result + bias[n]`` with a constant bias."""
+    res = mm.results[0]
+    if num_uses(res) != 1:
+        return None
+    user = next(iter(res.uses)).owner.operation
+    if not is_elementwise(user) or len(user.operands) != 3 or user.results[0].type != res.type:
+        return None
+    ops = body_ops(user)
+    args = list(user.regions[0].blocks[0].arguments)
+    if len(ops) != 2 or ops[0].name != "arith.addf" or ops[1].operands[0] != ops[0].results[0]:
+        return None
+    if list(ops[0].operands) not in ([args[0], args[1]], [args[1], args[0]]):
+        return None
+    pos = 0 if user.operands[0] == res else 1
+    maps = indexing_maps(user)
+    last = len(ir.RankedTensorType(res.type).shape) - 1
+    if user.operands[1 - pos] == res or not is_identity(maps[pos]):
+        return None
+    if map_dims(maps[1 - pos]) != [last]:
+        return None
+    bias = ev.value(user.operands[1 - pos])
+    return None if bias is None or bias.dtype != np.float32 else (user, bias.astype(np.float64))
+
+
+def _member(op: ir.Operation, ev: ConstEval) -> Member | None:
+    ty = ir.RankedTensorType(op.results[0].type)
+    if str(ty.element_type) != "f32" or not has_default_maps(op):
+        return None
+    weight = ev.value(op.operands[1])
+    if weight is None or weight.dtype != np.float32:
+        return None
+    init = ev.per_channel_init(op.operands[2], len(ty.shape) - 1)
+    if init is None:
+        return None
+    found = _bias_add(op, ev)
+    return Member(op, weight, init, *(found or (None, None)))
+
+
+def _merge(group: list[Member]) -> None:
+    first, lhs = group[0].op, group[0].op.operands[0]
+    out_ty = ir.RankedTensorType(first.results[0].type)
+    widths = [m.weight.shape[-1] for m in group]
+    shape = [*out_ty.shape[:-1], sum(widths)]
+    elem = out_ty.element_type
+    with ir.InsertionPoint(first), first.location:
+        weight = constant_op(np.concatenate([m.weight for m in group], -1), "xgen_merged_w")
+        inits = np.concatenate([m.init for m in group])
+        init = channel_init(inits, shape, len(shape) - 1, elem)
+        merged = ir.Operation.create(
+            first.name,
+            results=[ir.RankedTensorType.get(shape, elem)],
+            operands=[lhs, weight.result, init],
+            attributes={name: first.attributes[name] for name in first.attributes},
+            regions=1,
+        )
+        _copy_body(first, merged)
+        result = merged.results[0]
+        if group[0].bias_add is not None:
+            bias = constant_op(np.concatenate([m.bias for m in group]).astype(np.float32))
+            rank = len(shape)
+            ident = ir.AffineMap.get_identity(rank)
+            bmap = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(rank - 1)])
+            result = generic(
+                [result, bias.result],
+                [ident, bmap, ident],
+                empty(shape, elem),
+                ["parallel"] * rank,
+                lambda a: [arith.AddFOp(a[0], a[1]).result],
+            ).results[0]
+        offset = 0
+        leftovers: list[ir.Value] = []
+        for m, width in zip(group, widths, strict=True):
+            old = m.bias_add if m.bias_add is not None else m.op
+            sizes = [*out_ty.shape[:-1], width]
+            offsets = [0] * (len(shape) - 1) + [offset]
+            piece = tensor.ExtractSliceOp(
+                old.results[0].type, result, [], [], [], offsets, sizes, [1] * len(shape)
+            ).result
+            old.results[0].replace_all_uses_with(piece)
+            results = [m.op.results[0]]
+            leftovers += [v for v in [*old.operands, *m.op.operands] if v not in results]
+            offset += width
+    for m in group:
+        if m.bias_add is not None:
+            m.bias_add.erase()
+        m.op.erase()
+    erase_dead_tree(leftovers)
+
+
+def _copy_body(src: ir.Operation, dst: ir.Operation) -> None:
+    """Named linalg ops carry their scalar body as a region; clone it into ``dst``."""
+    block = src.regions[0].blocks[0]
+    new_block = dst.regions[0].blocks.append(*[a.type for a in block.arguments])
+    mapping = dict(zip(block.arguments, new_block.arguments, strict=True))
+    with ir.InsertionPoint(new_block):
+        for op in block.operations:
+            clone = op.operation.clone()
+            for i, v in enumerate(clone.operands):
+                if v in mapping:
+                    clone.operands[i] = mapping[v]
+            mapping.update(zip(op.results, clone.results, strict=True))
+
+
+def merge_sibling_matmuls(module_op: ir.Operation, opts: MergeOptions | None = None) -> Counter:
+    """Merge every group of siblings; returns counts (``groups``, ``matmuls`` merged)."""
+    opts = opts or MergeOptions()
+    ev = ConstEval(module_op)
+    counts: Counter[str] = Counter()
+    by_lhs: dict[tuple[str, ir.Value], list[ir.Operation]] = {}
+    for op in ops_named(module_op, *_MATMULS):
+        by_lhs.setdefault((op.name, op.operands[0]), []).append(op)
+    for ops in by_lhs.values():
+        if len(ops) < opts.min_group:
+            continue
+        members = [m for m in (_member(op, ev) for op in ops) if m is not None]
+        for with_bias in (True, False):
+            group = [m for m in members if (m.bias_add is not None) == with_bias]
+            group = _same_block_and_k(group)
+            if len(group) < opts.min_group:
+                continue
+            group.sort(key=cmp_to_key(lambda x, y: -1 if x.op.is_before_in_block(y.op) else 1))
+            where = format_location(group[0].op.location)
+            _merge(group)
+            counts["groups"] += 1
+            counts["matmuls"] += len(group)
+            if opts.verbose:
+                widths = "+".join(str(m.weight.shape[-1]) for m in group)
+                bias = " with bias" if with_bias else ""
+                print(f"xgen-merge-sibling-matmuls: {where}: N={widths}{bias}", file=sys.stderr)
+    return counts
+
+
+def _same_block_and_k(group: list[Member]) -> list[Member]:
+    """The members in the block of the first one with its K and batch shape."""
+    if not group:
+        return group
+    ref = group[0]
+    return [
+        m
+        for m in group
+        if m.op.parent == ref.op.parent
+        and m.op.block == ref.op.block
+        and m.weight.shape[:-1] == ref.weight.shape[:-1]
+    ]
+
+
+@register_pass(
+    "xgen-merge-sibling-matmuls",
+    "Merge matmuls sharing one LHS and constant RHS (Q/K/V) into one on concatenated weights.",
+    MergeOptions,
+)
+def _pass(module_op: ir.Operation, opts: MergeOptions | None) -> None:
+    merge_sibling_matmuls(module_op, opts)
