@@ -1,6 +1,7 @@
 """Importing this module registers every built-in xgen pass (one module per pass)."""
 
 from . import (  # noqa: F401
+    algebraic_simplify,
     fkw_compact,
     fold_batchnorm,
     fold_transpose_pairs,
