@@ -38,6 +38,9 @@ class CompileOptions:
     # Weights of at least this many bytes go to a parameter archive (.irpa) beside the module,
     # not into it (True: 0 bytes, i.e. all of them). save_bundle() writes both.
     external_weights: int | bool | None = None
+    # Let xgen_mlir's fusion planner form the dispatch regions (None: the target's default,
+    # [fusion] plan in pipelines/<target>.toml).
+    fusion: bool | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> CompileOptions:
@@ -57,6 +60,8 @@ class CompileReport:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     iree_flags: list[str] = field(default_factory=list)
     fallback_used: str | None = None
+    fusion_plans: list[Any] = field(default_factory=list)  # fusion.FusionPlan per function
+    fusion_note: str = ""  # why no plan was used, when the target asked for one
 
 
 def compile(
@@ -105,6 +110,7 @@ def compile(
             dump_executables=Path(opts.dump_executables) if opts.dump_executables else None,
             external_weights=ext_bytes,
             stem="model",
+            fusion_plan=opts.fusion,
         )
         if "vm-c" in pipeline.outputs:  # the VM program as C source (no bytecode interpreter)
             c_module = compile_vmfb(module, pipeline, extra_flags=[*extra, "--output-format=vm-c"],
@@ -115,6 +121,8 @@ def compile(
                 artifacts[name] = (Path(out_dir) / name).read_bytes()
     report.stage_seconds["iree-compile"] = time.perf_counter() - t0
     report.iree_flags, report.fallback_used = result.flags, result.fallback_used
+    report.fusion_plans, report.fusion_note = result.fusion_plans, result.fusion_note
+    report.stage_seconds.update({f"iree:{k}": v for k, v in result.stage_seconds.items()})
     if opts.verbose:
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in report.stage_seconds.items())
         print(f"xgen_mlir.compile[{target}]: {timings}", file=sys.stderr)

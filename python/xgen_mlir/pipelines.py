@@ -11,6 +11,9 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
   ``compile(..., target_options={...})`` / ``xgen-compile --target-option NAME=VALUE``. A flag
   that ends in ``=`` after substitution (an empty option) is dropped.
 * ``[iree] outputs`` [``["vmfb"]``]: also ``"static-library"`` and ``"vm-c"`` (bare metal).
+* ``[fusion]``: ``plan`` [false] lets xgen_mlir's fusion planner form the dispatch regions
+  (``backend/fusion_stage.py``); ``delegate_contractions`` [true] leaves matmul/conv-rooted
+  groups to IREE.
 * ``[runtime]``: ``devices`` [local-task, local-sync] the module runs on, ``arch`` ["host"] of
   its CPU executables (``none`` for GPU targets), ``emulator`` to run a foreign arch here.
 """
@@ -74,6 +77,8 @@ class Pipeline:
     outputs: tuple[str, ...] = ("vmfb",)
     runtime: RuntimeSpec = RuntimeSpec()
     option_values: tuple[tuple[str, str], ...] = ()  # set by with_options()
+    fusion_plan: bool = False
+    delegate_contractions: bool = True
 
     def with_options(self, overrides: dict[str, str] | None = None) -> Pipeline:
         """This pipeline with its ``${option}`` references resolved (defaults + overrides)."""
@@ -160,6 +165,8 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
             options=options,
             outputs=tuple(iree.get("outputs", ["vmfb"])),
             runtime=runtime,
+            fusion_plan=bool(data.get("fusion", {}).get("plan", False)),
+            delegate_contractions=bool(data.get("fusion", {}).get("delegate_contractions", True)),
         )
     except (KeyError, TypeError) as e:
         raise PipelineError(

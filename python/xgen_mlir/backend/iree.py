@@ -13,11 +13,13 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .._mlir import ir
 from ..errors import BackendCompileError
 from ..pipelines import Pipeline
 from .extern_kernels import materialize
+from .fusion_stage import FusionStageError, compile_with_plan
 from .params import Externalized, externalize_weights
 
 
@@ -29,6 +31,9 @@ class BackendResult:
     seconds: float = 0.0
     attempts: list[str] = field(default_factory=list)
     weights: Externalized | None = None  # set when large weights went to a parameter archive
+    fusion_plans: list[Any] = field(default_factory=list)  # xgen_mlir's plan, when it was used
+    fusion_note: str = ""  # why the plan was not used, when it was not
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
 def _trim(text: str, limit: int = 40) -> str:
@@ -53,6 +58,7 @@ def compile_vmfb(
     work_dir: Path | None = None,
     external_weights: int | None = None,
     stem: str = "input",
+    fusion_plan: bool | None = None,
 ) -> BackendResult:
     """Compile ``module`` with IREE for ``pipeline``'s target, with fallbacks.
 
@@ -90,6 +96,26 @@ def compile_vmfb(
         src.write_text(text)
     attempts: list[str] = []
     start = time.perf_counter()
+    fusion_note = ""
+    if fusion_plan is None:
+        fusion_plan = pipeline.fusion_plan
+    if fusion_plan and weights is None and pipeline.outputs == ("vmfb",):
+        try:
+            planned = compile_with_plan(
+                src, list(pipeline.backends), base, tmp, pipeline.delegate_contractions
+            )
+            return BackendResult(
+                planned.vmfb, base, None, time.perf_counter() - start, attempts, weights,
+                planned.plans, "", planned.seconds,
+            )  # fmt: skip
+        except FusionStageError as e:
+            fusion_note = f"fusion plan not used: {e}"
+            warnings.warn(
+                f"xgen_mlir's fusion plan was rejected; IREE forms the dispatches itself ({e})",
+                stacklevel=3,
+            )
+    elif fusion_plan:
+        fusion_note = "fusion plan not used: external weights / non-vmfb outputs"
     for why, flags in candidates:
         try:
             vmfb = ic.compile_file(
@@ -103,7 +129,10 @@ def compile_vmfb(
                 f"IREE rejected the module with the '{pipeline.name}' flags; fell back: {why}",
                 stacklevel=3,
             )
-        return BackendResult(vmfb, flags, why, time.perf_counter() - start, attempts, weights)
+        return BackendResult(
+            vmfb, flags, why, time.perf_counter() - start, attempts, weights,
+            fusion_note=fusion_note,
+        )  # fmt: skip
     raise BackendCompileError(
         f"IREE could not compile the module for target '{pipeline.name}' "
         f"(tried {len(candidates)} flag sets; the input is saved at {src}).\n"

@@ -36,6 +36,17 @@ def disassemble(vmfb: bytes) -> str:
     return proc.stdout
 
 
-def dispatch_count(vmfb: bytes) -> int:
-    """Dispatches recorded in the module's command buffers (each is one kernel launch)."""
-    return disassemble(vmfb).count(_DISPATCH)
+def dispatch_count(vmfb: bytes, include_init: bool = False) -> int:
+    """Kernel launches per call of the module: dispatches recorded in every VM function but
+    the module initializer (``@__init() -> ()``, which runs once at load time: weight packing
+    for data tiling, constant evaluation). ``include_init`` counts those too (the count the
+    project reported before 2026-11-21, session 2)."""
+    total = init = 0
+    in_init = False
+    for line in disassemble(vmfb).splitlines():
+        if line.startswith("vm.func "):
+            in_init = line.startswith("vm.func @__init() -> () {")
+        if _DISPATCH in line:
+            total += 1
+            init += in_init
+    return total if include_init else total - init

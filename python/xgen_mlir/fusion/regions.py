@@ -1,0 +1,100 @@
+"""Turn a fusion plan into ``flow.dispatch.region`` ops: one region = one IREE dispatch.
+
+IREE keeps dispatch regions it finds in its input and forms its own only for ops outside
+them (STACK.md item 5), so wrapping each planned group makes the plan the dispatch layout.
+Built with generic ``Operation.create`` so it works in IREE's bindings (the real hand-off)
+and in torch-mlir's (lit tests, where ``flow`` is an unregistered dialect).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _ir_of(op: Any) -> Any:
+    if type(op).__module__.startswith("iree."):
+        from iree.compiler import ir
+    else:
+        from torch_mlir import ir
+    return ir
+
+
+def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
+    """Move ``ops`` (one block, program order, a convex set) into a new dispatch region.
+
+    Results used outside the group become the region's results; ops between the group's
+    first and last op that depend on the group are moved after the region.
+    """
+    ops = [o.operation for o in ops]
+    ir = _ir_of(ops[0])
+    block_ops = [o.operation for o in ops[0].block.operations]
+    pos = {o: i for i, o in enumerate(block_ops)}
+    ops.sort(key=lambda o: pos[o])
+    members = set(ops)
+    first, last = pos[ops[0]], pos[ops[-1]]
+    # In-between ops that consume group values (directly or not) must follow the region.
+    tainted = set(members)
+    to_move = []
+    for o in block_ops[first : last + 1]:
+        if o in members:
+            continue
+        if any(_owner(v) in tainted for v in o.operands):
+            tainted.add(o)
+            if any(_within(u.owner.operation, members) for r in o.results for u in r.uses):
+                members.add(o)  # glue between members (a reshape the planner looked through)
+                ops.append(o)
+            else:
+                to_move.append(o)
+    ops.sort(key=lambda o: pos[o])
+    escaping = []
+    for o in ops:
+        for r in o.results:
+            if any(not _within(u.owner.operation, members) for u in r.uses):
+                escaping.append(r)
+    anchor = ops[-1]
+    with anchor.location, ir.InsertionPoint(anchor):
+        region_op = ir.Operation.create(
+            "flow.dispatch.region",
+            results=[v.type for v in escaping],
+            operands=[],
+            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])},
+            regions=2,
+        )
+    for k, v in (attrs or {}).items():
+        region_op.attributes[k] = v
+    body = region_op.regions[0].blocks.append()
+    region_op.move_after(anchor)
+    for o in ops:
+        o.detach_from_parent()
+        body.append(o)
+    with anchor.location, ir.InsertionPoint(body):
+        ir.Operation.create("flow.return", operands=escaping)
+    for v, res in zip(escaping, region_op.results, strict=True):
+        v.replace_all_uses_except(res, _users_inside(v, members, region_op))
+    prev = region_op
+    for o in to_move:
+        o.move_after(prev)
+        prev = o
+    return region_op
+
+
+def _owner(value: Any) -> Any:
+    owner = value.owner
+    return owner.operation if hasattr(owner, "operation") else None
+
+
+def _within(op: Any, members: set[Any]) -> bool:
+    """``op`` is one of ``members`` or nested inside one (e.g. in a linalg body)."""
+    while op is not None:
+        if op in members:
+            return True
+        op = op.parent
+        if op is not None:
+            op = op.operation
+    return False
+
+
+def _users_inside(value: Any, members: set[Any], region_op: Any) -> list[Any]:
+    return [
+        u.owner.operation for u in value.uses if _within(u.owner.operation, members | {region_op})
+    ]
