@@ -2,9 +2,11 @@
 
 from . import (  # noqa: F401
     algebraic_simplify,
+    cancel_reshapes,
     fkw_compact,
     fold_batchnorm,
     fold_transpose_pairs,
+    fusion_passes,
     lower_fkw_kernels,
     lower_sparse_linalg,
     merge_sibling_matmuls,

@@ -11,7 +11,6 @@ pass logic lives here.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -175,12 +174,36 @@ def generic(
     return op.operation
 
 
-def erase_if_dead(ops: Sequence[Any]) -> None:
-    """Erase ops (in the given order) whose results have no uses left."""
-    for op in ops:
-        op = op.operation
-        if all(num_uses(r) == 0 for r in op.results):
-            op.erase()
+def clone_body(src: ir.Operation, dst: ir.Operation) -> None:
+    """Clone ``src``'s single-block body into ``dst``'s empty first region (values captured
+    from above stay captured)."""
+    block = src.regions[0].blocks[0]
+    new_block = dst.regions[0].blocks.append(*[a.type for a in block.arguments])
+    mapping = dict(zip(block.arguments, new_block.arguments, strict=True))
+    with ir.InsertionPoint(new_block):
+        for op in block.operations:
+            clone = op.operation.clone()
+            for i, v in enumerate(clone.operands):
+                if v in mapping:
+                    clone.operands[i] = mapping[v]
+            mapping.update(zip(op.results, clone.results, strict=True))
+
+
+def generic_like(
+    op: ir.Operation, inputs: Sequence[ir.Value], maps: Sequence[ir.AffineMap], init: ir.Value
+) -> ir.Operation:
+    """A copy of elementwise generic ``op`` on other operands/maps (same body), with
+    parallel loops over ``init``'s shape."""
+    rank = len(ir.RankedTensorType(init.type).shape)
+    new = linalg.GenericOp(
+        [init.type],
+        list(inputs),
+        [init],
+        ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+        iterator_attr(["parallel"] * rank),
+    )
+    clone_body(op, new.operation)
+    return new.operation
 
 
 def erase_dead_tree(values: Sequence[ir.Value]) -> None:

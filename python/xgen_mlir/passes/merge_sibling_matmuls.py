@@ -36,6 +36,7 @@ from .consteval import ConstEval
 from .generic_util import (
     body_ops,
     channel_init,
+    clone_body,
     empty,
     erase_dead_tree,
     generic,
@@ -122,7 +123,7 @@ def _merge(group: list[Member]) -> None:
             attributes={name: first.attributes[name] for name in first.attributes},
             regions=1,
         )
-        _copy_body(first, merged)
+        clone_body(first, merged)
         result = merged.results[0]
         if group[0].bias_add is not None:
             bias = constant_op(np.concatenate([m.bias for m in group]).astype(np.float32))
@@ -154,20 +155,6 @@ def _merge(group: list[Member]) -> None:
             m.bias_add.erase()
         m.op.erase()
     erase_dead_tree(leftovers)
-
-
-def _copy_body(src: ir.Operation, dst: ir.Operation) -> None:
-    """Named linalg ops carry their scalar body as a region; clone it into ``dst``."""
-    block = src.regions[0].blocks[0]
-    new_block = dst.regions[0].blocks.append(*[a.type for a in block.arguments])
-    mapping = dict(zip(block.arguments, new_block.arguments, strict=True))
-    with ir.InsertionPoint(new_block):
-        for op in block.operations:
-            clone = op.operation.clone()
-            for i, v in enumerate(clone.operands):
-                if v in mapping:
-                    clone.operands[i] = mapping[v]
-            mapping.update(zip(op.results, clone.results, strict=True))
 
 
 def merge_sibling_matmuls(module_op: ir.Operation, opts: MergeOptions | None = None) -> Counter:

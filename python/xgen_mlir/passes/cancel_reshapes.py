@@ -1,0 +1,305 @@
+"""xgen-cancel-reshapes: cancel reshape/transpose pairs that upstream canonicalize leaves.
+
+Why: layout ops cost a copy (transposes) or block fusion (reshapes between elementwise ops),
+and frontends emit them in pairs. What upstream ``canonicalize`` already removes, checked
+with ``xgen-opt -p 'func.func(canonicalize)'`` on this MLIR: back-to-back
+``expand_shape``/``collapse_shape`` pairs (composed or cancelled), back-to-back named
+``linalg.transpose`` pairs, and identity-copy generics. This pass does the rest:
+
+1. **Sandwiches**: ``reshape -> elementwise chain -> inverse reshape`` (and the same with a
+   transpose and its inverse): the elementwise ops run on the original layout and both
+   layout ops go. torch-mlir emits this around BERT's GELU (``matmul 2-D -> expand to 3-D
+   -> gelu -> collapse to 2-D -> matmul``). Each chain link must have one use; for reshapes
+   its other inputs must be scalars (rank-0 maps), for transposes any projected permutation
+   (its dimensions are renamed). Upstream does this only inside the elementwise-fusion
+   pass (reshape propagation), not in canonicalize.
+2. **Transpose-as-generic**: a ``linalg.generic`` that only permutes its input (what some
+   frontends emit for ``permute``) next to another transpose, named or generic: composed
+   into one named transpose, or nothing when the permutations cancel. (Upstream's
+   ``linalg-specialize-generic-ops`` would name it, but it also turns every elementwise
+   generic into named ops, which the other passes do not read.)
+3. **Unit-dimension transposes**: a transpose that only moves size-1 dimensions is a
+   reshape; it becomes ``collapse_shape`` + ``expand_shape``, which canonicalize then
+   composes or cancels with the reshapes around it.
+
+Numerics: exact (only data movement changes).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass
+
+from .._mlir import ir, linalg, tensor
+from ..irutil import ops_where
+from .generic_util import (
+    body_ops,
+    empty,
+    erase_dead_tree,
+    generic_like,
+    indexing_maps,
+    is_elementwise,
+    is_identity,
+    iterator_types,
+    map_dims,
+    num_inputs,
+    num_uses,
+    producer,
+)
+from .registry import register_pass
+
+_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+
+
+@dataclass
+class CancelOptions:
+    verbose: bool = False  # print the counts to stderr
+
+
+def transpose_perm(op: ir.Operation | None) -> list[int] | None:
+    """The permutation of a named ``linalg.transpose`` or of a generic that only permutes its
+    one input (``out[i...] = in[perm...]``), else None."""
+    if op is None:
+        return None
+    if op.name == "linalg.transpose":
+        return list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+    if op.name != "linalg.generic" or num_inputs(op) != 1 or len(op.results) != 1:
+        return None
+    ops = body_ops(op)
+    if len(ops) != 1 or ops[0].operands[0] != op.regions[0].blocks[0].arguments[0]:
+        return None
+    if any(k != "parallel" for k in iterator_types(op)):
+        return None
+    in_map, out_map = indexing_maps(op)
+    dims = map_dims(in_map)
+    if not is_identity(out_map) or dims is None or None in dims:
+        return None
+    if sorted(dims) != list(range(len(dims))) or len(dims) != out_map.n_dims:
+        return None
+    # out[d0..dn] = in[dims]: input dim k is loop dims[k], so output dim i reads input dim
+    # inverse(dims)[i] -- the named op's `permutation` convention.
+    perm = [0] * len(dims)
+    for k, d in enumerate(dims):
+        perm[d] = k
+    return perm
+
+
+def _named_transpose(source: ir.Value, perm: list[int], result_type: ir.Type) -> ir.Value:
+    ty = ir.RankedTensorType(result_type)
+    init = empty(ty.shape, ty.element_type)
+    op = linalg.TransposeOp([ty], source, init, ir.DenseI64ArrayAttr.get(perm))
+    block = op.region.blocks.append(ty.element_type, ty.element_type)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([block.arguments[0]])
+    return op.results[0]
+
+
+def _replace(op: ir.Operation, value: ir.Value) -> None:
+    operands = list(op.operands)
+    op.results[0].replace_all_uses_with(value)
+    op.erase()
+    erase_dead_tree(operands)
+
+
+def cancel_generic_transpose_pair(op: ir.Operation) -> bool:
+    """Rule 2: transpose(transpose(x)) where at least one of them is a generic."""
+    outer = transpose_perm(op)
+    inner_op = producer(op.operands[0]) if outer is not None else None
+    inner = transpose_perm(inner_op)
+    if inner is None or (op.name == inner_op.name == "linalg.transpose"):
+        return False  # named pairs are canonicalize's
+    composed = [inner[i] for i in outer]
+    source = inner_op.operands[0]
+    if composed == list(range(len(composed))):
+        _replace(op, source)
+        return True
+    with ir.InsertionPoint(op), op.location:
+        new = _named_transpose(source, composed, op.results[0].type)
+    _replace(op, new)
+    return True
+
+
+def _chain_before(op: ir.Operation) -> tuple[list[ir.Operation], ir.Operation] | None:
+    """The single-use elementwise ops between ``op``'s input and the layout op feeding
+    them (first to last), and that layout op; None if the input is not such a chain."""
+    chain: list[ir.Operation] = []
+    value = op.operands[0]
+    while True:
+        if num_uses(value) != 1:
+            return None
+        prod = producer(value)
+        if prod is None:
+            return None
+        if prod.name in _RESHAPES or transpose_perm(prod) is not None:
+            return (chain[::-1], prod) if chain else None
+        if not is_elementwise(prod) or prod.results[0].type != value.type:
+            return None
+        chain.append(prod)
+        ins = list(prod.operands)[: num_inputs(prod)]
+        maps = indexing_maps(prod)
+        links = [i for i, v in enumerate(ins) if is_identity(maps[i]) and _is_layout_path(v)]
+        if len(links) != 1:
+            return None
+        value = ins[links[0]]
+
+
+def _is_layout_path(value: ir.Value) -> bool:
+    """Whether ``value`` has the chain's shape source: produced by an elementwise op or a
+    layout op (the chain link is the input we follow)."""
+    prod = producer(value)
+    return prod is not None and (
+        is_elementwise(prod) or prod.name in _RESHAPES or transpose_perm(prod) is not None
+    )
+
+
+def cancel_sandwich(op: ir.Operation) -> str | None:
+    """Rule 1: ``op`` closes ``layout -> elementwise chain -> op`` with ``op`` the inverse."""
+    closing_perm = transpose_perm(op)
+    if op.name not in _RESHAPES and closing_perm is None:
+        return None
+    found = _chain_before(op)
+    if found is None:
+        return None
+    chain, opening = found
+    source = opening.operands[0]
+    if op.results[0].type != source.type:
+        return None
+    if op.name in _RESHAPES:
+        kinds = {op.name, opening.name}
+        same = str(op.attributes["reassociation"]) == str(opening.attributes["reassociation"])
+        if kinds != set(_RESHAPES) or not same:
+            return None
+        rename = None
+    else:
+        opening_perm = transpose_perm(opening)
+        if opening_perm is None or [opening_perm[i] for i in closing_perm] != list(
+            range(len(closing_perm))
+        ):
+            return None
+        rename = opening_perm  # chain loop dim i is source dim opening_perm[i]
+    rank = len(ir.RankedTensorType(source.type).shape)
+    new_maps: list[list[ir.AffineMap]] = []
+    for link in chain:
+        maps = []
+        for i, v in enumerate(list(link.operands)[: num_inputs(link)]):
+            m = _moved_map(
+                indexing_maps(link)[i], rename, rank, is_link=_in_chain(v, chain, opening)
+            )
+            if m is None:
+                return None
+            maps.append(m)
+        new_maps.append(maps + [ir.AffineMap.get_identity(rank)])
+    value = source
+    with ir.InsertionPoint(op), op.location:
+        for link, maps in zip(chain, new_maps, strict=True):
+            ins = [value if _in_chain(v, chain, opening) else v
+                   for v in list(link.operands)[: num_inputs(link)]]  # fmt: skip
+            elem = ir.RankedTensorType(link.results[0].type).element_type
+            init = empty(ir.RankedTensorType(source.type).shape, elem)
+            value = generic_like(link, ins, maps, init).results[0]
+    _replace(op, value)
+    return "transpose" if rename is not None else "reshape"
+
+
+def _in_chain(value: ir.Value, chain: list[ir.Operation], opening: ir.Operation) -> bool:
+    prod = producer(value)
+    return prod is not None and (prod == opening or any(prod == c for c in chain))
+
+
+def _moved_map(
+    amap: ir.AffineMap, rename: list[int] | None, rank: int, is_link: bool
+) -> ir.AffineMap | None:
+    """``amap`` (over the chain's loops) re-expressed over the source layout's loops."""
+    if is_link:
+        return ir.AffineMap.get_identity(rank)
+    dims = map_dims(amap)
+    if dims is None:
+        return None
+    if rename is None:  # reshape: only scalars (no loop dims) carry over unchanged
+        if any(d is not None for d in dims):
+            return None
+        return ir.AffineMap.get(rank, 0, [ir.AffineConstantExpr.get(0) for _ in dims])
+    exprs = [
+        ir.AffineConstantExpr.get(0) if d is None else ir.AffineDimExpr.get(rename[d]) for d in dims
+    ]
+    return ir.AffineMap.get(rank, 0, exprs)
+
+
+def unit_transpose_to_reshape(op: ir.Operation) -> bool:
+    """Rule 3: a transpose that only moves size-1 dims becomes collapse + expand."""
+    perm = transpose_perm(op)
+    if perm is None:
+        return False
+    src_ty = ir.RankedTensorType(op.operands[0].type)
+    out_ty = ir.RankedTensorType(op.results[0].type)
+    moved = [p for p in perm if src_ty.shape[p] != 1]
+    if moved != sorted(moved) or perm == list(range(len(perm))):
+        return False
+    core = [s for s in src_ty.shape if s != 1]
+    with ir.InsertionPoint(op), op.location:
+        mid_ty = ir.RankedTensorType.get(core, src_ty.element_type)
+        collapsed = tensor.CollapseShapeOp(
+            mid_ty, op.operands[0], _squeeze_groups(list(src_ty.shape))
+        ).result
+        expanded = tensor.ExpandShapeOp(
+            out_ty, collapsed, _squeeze_groups(list(out_ty.shape)), [], list(out_ty.shape)
+        ).result
+    _replace(op, expanded)
+    return True
+
+
+def _squeeze_groups(shape: list[int]) -> ir.ArrayAttr:
+    """Reassociation grouping ``shape``'s dims onto its non-unit dims (each unit dim joins
+    the next non-unit dim, trailing ones the last)."""
+    groups: list[list[int]] = []
+    pending: list[int] = []
+    for d, size in enumerate(shape):
+        pending.append(d)
+        if size != 1:
+            groups.append(pending)
+            pending = []
+    if pending:
+        if groups:
+            groups[-1].extend(pending)
+        # all dims are 1: no groups (collapse to / expand from a rank-0 tensor)
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get(
+        [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups]
+    )
+
+
+def cancel_reshapes(module_op: ir.Operation, opts: CancelOptions | None = None) -> Counter:
+    """Apply the three rules until nothing changes; returns counts by rule."""
+    opts = opts or CancelOptions()
+    counts: Counter[str] = Counter()
+    layout = ("linalg.transpose", "linalg.generic", *_RESHAPES)
+    for _ in range(8):
+        changed = False
+        for op in ops_where(module_op, lambda o: o.name in layout):
+            kind = cancel_sandwich(op)
+            if kind is not None:
+                counts[f"{kind}-sandwich"] += 1
+            elif cancel_generic_transpose_pair(op):
+                counts["generic-transpose-pair"] += 1
+            elif unit_transpose_to_reshape(op):
+                counts["unit-transpose"] += 1
+            else:
+                continue
+            changed = True
+        if not changed:
+            break
+    if opts.verbose:
+        fired = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "nothing"
+        print(f"xgen-cancel-reshapes: {fired}", file=sys.stderr)
+    return counts
+
+
+@register_pass(
+    "xgen-cancel-reshapes",
+    "Cancel reshape/transpose pairs canonicalize leaves (around elementwise ops, generic "
+    "transposes, unit-dim transposes).",
+    CancelOptions,
+)
+def _pass(module_op: ir.Operation, opts: CancelOptions | None) -> None:
+    cancel_reshapes(module_op, opts)

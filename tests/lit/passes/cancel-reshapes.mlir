@@ -1,0 +1,185 @@
+// RUN: xgen-opt %s --split-input-file -p xgen-cancel-reshapes | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-cancel-reshapes,func.func(canonicalize)' | FileCheck %s --check-prefix=CANON
+
+// BERT's FFN: 2-D matmul result -> expand to 3-D -> GELU -> collapse back to 2-D. The GELU
+// runs on the 2-D tensor; both reshapes go. (A captured scalar and a rank-0 operand are fine.)
+// CHECK-LABEL: func.func @reshape_sandwich
+// CHECK-NOT: tensor.expand_shape
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: %[[G:.*]] = linalg.generic {{.*}} ins(%arg0, %cst{{.*}} : tensor<4x8xf32>, tensor<f32>) outs(%{{.*}} : tensor<4x8xf32>)
+// CHECK: math.exp
+// CHECK: return %[[G]] : tensor<4x8xf32>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#s3 = affine_map<(d0, d1, d2) -> ()>
+func.func @reshape_sandwich(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %half = arith.constant 0.5 : f32
+  %k = arith.constant dense<2.0> : tensor<f32>
+  %a = tensor.expand_shape %x [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  %e = tensor.empty() : tensor<1x4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id3, #s3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %k : tensor<1x4x8xf32>, tensor<f32>) outs(%e : tensor<1x4x8xf32>) {
+  ^bb0(%in: f32, %kk: f32, %out: f32):
+    %m = arith.mulf %in, %kk : f32
+    %t = math.exp %m : f32
+    %r = arith.mulf %t, %half : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x8xf32>
+  %c = tensor.collapse_shape %g [[0, 1], [2]] : tensor<1x4x8xf32> into tensor<4x8xf32>
+  return %c : tensor<4x8xf32>
+}
+
+// -----
+// A transpose, a per-row bias add and the inverse transpose: the add runs on the original
+// layout with its bias map renamed (rows of the transposed tensor are columns of %x).
+// CHECK: #map1 = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @transpose_sandwich
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {indexing_maps = [#map, #map1, #map]{{.*}} ins(%arg0, %arg1 : tensor<2x3xf32>, tensor<3xf32>)
+// CHECK: return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @transpose_sandwich(%x: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %e0 = tensor.empty() : tensor<3x2xf32>
+  %t0 = linalg.transpose ins(%x : tensor<2x3xf32>) outs(%e0 : tensor<3x2xf32>) permutation = [1, 0]
+  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%t0, %b : tensor<3x2xf32>, tensor<3xf32>) outs(%e0 : tensor<3x2xf32>) {
+  ^bb0(%in: f32, %bb: f32, %out: f32):
+    %s = arith.addf %in, %bb : f32
+    linalg.yield %s : f32
+  } -> tensor<3x2xf32>
+  %e1 = tensor.empty() : tensor<2x3xf32>
+  %t1 = linalg.transpose ins(%y : tensor<3x2xf32>) outs(%e1 : tensor<2x3xf32>) permutation = [1, 0]
+  return %t1 : tensor<2x3xf32>
+}
+
+// -----
+// Must not fire: the elementwise op reads a tensor along the expanded dimensions (it would
+// need reshaping too).
+// CHECK-LABEL: func.func @sandwich_other_operand
+// CHECK: tensor.expand_shape
+// CHECK: tensor.collapse_shape
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @sandwich_other_operand(%x: tensor<4x8xf32>, %y: tensor<1x4x8xf32>) -> tensor<4x8xf32> {
+  %a = tensor.expand_shape %x [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  %e = tensor.empty() : tensor<1x4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %y : tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%e : tensor<1x4x8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %s = arith.addf %in, %in2 : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x8xf32>
+  %c = tensor.collapse_shape %g [[0, 1], [2]] : tensor<1x4x8xf32> into tensor<4x8xf32>
+  return %c : tensor<4x8xf32>
+}
+
+// -----
+// Must not fire: the collapse is not the expand's inverse (different grouping, other shape).
+// CHECK-LABEL: func.func @not_inverse
+// CHECK: tensor.expand_shape
+// CHECK: tensor.collapse_shape
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @not_inverse(%x: tensor<4x8xf32>) -> tensor<16x2xf32> {
+  %a = tensor.expand_shape %x [[0], [1, 2]] output_shape [4, 4, 2] : tensor<4x8xf32> into tensor<4x4x2xf32>
+  %e = tensor.empty() : tensor<4x4x2xf32>
+  %g = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<4x4x2xf32>) outs(%e : tensor<4x4x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = math.exp %in : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4x2xf32>
+  %c = tensor.collapse_shape %g [[0, 1], [2]] : tensor<4x4x2xf32> into tensor<16x2xf32>
+  return %c : tensor<16x2xf32>
+}
+
+// -----
+// Must not fire: the reshaped value has another use.
+// CHECK-LABEL: func.func @sandwich_shared
+// CHECK: tensor.expand_shape
+// CHECK: tensor.collapse_shape
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @sandwich_shared(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<1x4x8xf32>) {
+  %a = tensor.expand_shape %x [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  %e = tensor.empty() : tensor<1x4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<1x4x8xf32>) outs(%e : tensor<1x4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = math.exp %in : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x8xf32>
+  %c = tensor.collapse_shape %g [[0, 1], [2]] : tensor<1x4x8xf32> into tensor<4x8xf32>
+  return %c, %a : tensor<4x8xf32>, tensor<1x4x8xf32>
+}
+
+// -----
+// A transpose written as a generic, then a named transpose back: cancelled.
+// CHECK-LABEL: func.func @generic_transpose_cancel
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: linalg.transpose
+// CHECK: return %arg0
+func.func @generic_transpose_cancel(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %e0 = tensor.empty() : tensor<4x2x3xf32>
+  %t0 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2, d0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : tensor<2x3x4xf32>) outs(%e0 : tensor<4x2x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<4x2x3xf32>
+  %e1 = tensor.empty() : tensor<2x3x4xf32>
+  %t1 = linalg.transpose ins(%t0 : tensor<4x2x3xf32>) outs(%e1 : tensor<2x3x4xf32>) permutation = [1, 2, 0]
+  return %t1 : tensor<2x3x4xf32>
+}
+
+// -----
+// Two generic transposes that do not cancel: one named transpose by their composition.
+// CHECK-LABEL: func.func @generic_transpose_compose
+// CHECK-NOT: linalg.generic
+// CHECK: linalg.transpose ins(%arg0 : tensor<2x3x4xf32>) outs(%{{.*}} : tensor<3x4x2xf32>) permutation = [1, 2, 0]
+func.func @generic_transpose_compose(%x: tensor<2x3x4xf32>) -> tensor<3x4x2xf32> {
+  %e0 = tensor.empty() : tensor<3x2x4xf32>
+  %t0 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : tensor<2x3x4xf32>) outs(%e0 : tensor<3x2x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<3x2x4xf32>
+  %e1 = tensor.empty() : tensor<3x4x2xf32>
+  %t1 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%t0 : tensor<3x2x4xf32>) outs(%e1 : tensor<3x4x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<3x4x2xf32>
+  return %t1 : tensor<3x4x2xf32>
+}
+
+// -----
+// Not ours: two named transposes are composed by upstream canonicalize (left alone here).
+// CHECK-LABEL: func.func @named_pair_left_to_canonicalize
+// CHECK-COUNT-2: linalg.transpose
+// CANON-LABEL: func.func @named_pair_left_to_canonicalize
+// CANON-NOT: linalg.transpose
+// CANON: return %arg0
+func.func @named_pair_left_to_canonicalize(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %e0 = tensor.empty() : tensor<3x2xf32>
+  %t0 = linalg.transpose ins(%x : tensor<2x3xf32>) outs(%e0 : tensor<3x2xf32>) permutation = [1, 0]
+  %e1 = tensor.empty() : tensor<2x3xf32>
+  %t1 = linalg.transpose ins(%t0 : tensor<3x2xf32>) outs(%e1 : tensor<2x3xf32>) permutation = [1, 0]
+  return %t1 : tensor<2x3xf32>
+}
+
+// -----
+// A transpose that only moves a size-1 dimension is a reshape; with the reshapes around it
+// canonicalize then removes everything.
+// CHECK-LABEL: func.func @unit_transpose
+// CHECK-NOT: linalg.transpose
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : tensor<1x4x8xf32> into tensor<4x8xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [4, 1, 8] : tensor<4x8xf32> into tensor<4x1x8xf32>
+// CANON-LABEL: func.func @unit_transpose
+// CANON-NEXT: return %arg0
+func.func @unit_transpose(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %a = tensor.expand_shape %x [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  %e = tensor.empty() : tensor<4x1x8xf32>
+  %t = linalg.transpose ins(%a : tensor<1x4x8xf32>) outs(%e : tensor<4x1x8xf32>) permutation = [1, 0, 2]
+  %c = tensor.collapse_shape %t [[0, 1], [2]] : tensor<4x1x8xf32> into tensor<4x8xf32>
+  return %c : tensor<4x8xf32>
+}
+
+// -----
+// Must not fire: this transpose moves data (two non-unit dimensions swap).
+// CHECK-LABEL: func.func @real_transpose
+// CHECK: linalg.transpose
+// CHECK-NOT: tensor.collapse_shape
+func.func @real_transpose(%x: tensor<1x4x8xf32>) -> tensor<8x1x4xf32> {
+  %e = tensor.empty() : tensor<8x1x4xf32>
+  %t = linalg.transpose ins(%x : tensor<1x4x8xf32>) outs(%e : tensor<8x1x4xf32>) permutation = [2, 0, 1]
+  return %t : tensor<8x1x4xf32>
+}
