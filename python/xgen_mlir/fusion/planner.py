@@ -251,6 +251,8 @@ class Planner:
                     return f"convexity: its operand from op {p} depends on the group"
         else:
             outside = [c for c in cand.consumers if not (bits >> c) & 1]
+            if cand.used_outside:
+                return "its result is also returned/exported (would recompute)"
             if outside:
                 return f"has {len(outside)} user(s) outside the group (would recompute)"
             for p in cand.producers:

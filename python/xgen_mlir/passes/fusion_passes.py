@@ -1,0 +1,87 @@
+"""xgen-mapping-types and xgen-plan-fusion: the fusion analysis and planner as passes.
+
+The compile path runs the planner on IREE's IR between its global optimizations and dispatch
+creation (backend/fusion_stage.py); these passes run the same code on linalg-on-tensors in
+``xgen-opt`` so people (and lit tests) can see its decisions on small IR:
+
+- ``xgen-mapping-types`` tags every tensor op with ``xgen.mapping = "<type>"`` and, with
+  ``print=true``, prints one line per op (type and reason) to stderr.
+- ``xgen-plan-fusion`` tags every planned op with ``xgen.fusion_group = N`` and prints the
+  decisions to stderr with ``print=true``; ``form-regions=true`` also wraps each group in a
+  ``flow.dispatch.region`` (shown as an unregistered op in torch-mlir's context), exactly as
+  the backend does, ``delegate-contractions`` as in the pipeline's ``[fusion]`` table.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from .._mlir import ir
+from ..analysis import classify
+from ..fusion import plan_block, wrap_in_region
+from ..irutil import ops_named
+from .registry import register_pass
+
+
+@dataclass
+class MappingOptions:
+    print: bool = False
+
+
+@register_pass(
+    "xgen-mapping-types",
+    "Tag tensor ops with their DNNFusion mapping type (analysis; IR otherwise unchanged).",
+    MappingOptions,
+)
+def mapping_types(module_op: ir.Operation, opts: MappingOptions) -> None:
+    for fn in ops_named(module_op, "func.func"):
+        for block in fn.regions[0].blocks:
+            for op in block.operations:
+                mapping = classify(op)
+                if mapping is None:
+                    continue
+                op.attributes["xgen.mapping"] = ir.StringAttr.get(mapping.type.value)
+                if opts.print:
+                    print(f"{op.name}: {mapping.type.value} ({mapping.reason})", file=sys.stderr)
+
+
+@dataclass
+class PlanOptions:
+    print: bool = False
+    form_regions: bool = False
+    delegate_contractions: bool = False
+    max_expand: float = 4.0
+
+
+def _describe(plan: Any, d: Any) -> str:
+    node = plan.nodes[d.node]
+    verdict = "fuse" if d.taken else "refuse"
+    return f"group {d.group}: {d.direction} {node.name} #{d.node}: {verdict}: {d.reason}"
+
+
+@register_pass(
+    "xgen-plan-fusion",
+    "DNNFusion-style fusion plan: tag ops with their group; optionally form dispatch regions.",
+    PlanOptions,
+)
+def plan_fusion(module_op: ir.Operation, opts: PlanOptions) -> None:
+    for fn in ops_named(module_op, "func.func"):
+        if not len(fn.regions[0].blocks):
+            continue
+        plan = plan_block(fn.regions[0].blocks[0], opts.max_expand)
+        for node in plan.nodes:
+            node.op.attributes["xgen.fusion_group"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), node.group
+            )
+        if opts.print:
+            for d in plan.decisions:
+                print(_describe(plan, d), file=sys.stderr)
+        if not opts.form_regions:
+            continue
+        module_op.context.allow_unregistered_dialects = True
+        for group, ops in zip(plan.groups, plan.group_ops(), strict=True):
+            if (opts.delegate_contractions and group.contractions) or len(ops) < 2:
+                continue
+            wrap_in_region(ops)
