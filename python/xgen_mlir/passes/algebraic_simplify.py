@@ -416,12 +416,13 @@ def _collect(t: Tree, out: list[Leaf]) -> None:
 
 def algebraic_simplify(module_op: ir.Operation, opts: SimplifyOptions | None = None) -> Counter:
     """Apply the rules everywhere; returns how often each fired."""
-    simplifier = Simplifier(module_op, opts or SimplifyOptions())
-    simplifier.run(module_op)
-    if simplifier.opts.verbose:
-        fired = ", ".join(f"{k} {v}" for k, v in sorted(simplifier.counts.items())) or "nothing"
-        print(f"xgen-algebraic-simplify: {fired}", file=sys.stderr)
-    return simplifier.counts
+    with module_op.context:
+        simplifier = Simplifier(module_op, opts or SimplifyOptions())
+        simplifier.run(module_op)
+        if simplifier.opts.verbose:
+            fired = ", ".join(f"{k} {v}" for k, v in sorted(simplifier.counts.items())) or "nothing"
+            print(f"xgen-algebraic-simplify: {fired}", file=sys.stderr)
+        return simplifier.counts
 
 
 @register_pass(

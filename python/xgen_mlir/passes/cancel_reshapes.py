@@ -271,28 +271,29 @@ def _squeeze_groups(shape: list[int]) -> ir.ArrayAttr:
 
 def cancel_reshapes(module_op: ir.Operation, opts: CancelOptions | None = None) -> Counter:
     """Apply the three rules until nothing changes; returns counts by rule."""
-    opts = opts or CancelOptions()
-    counts: Counter[str] = Counter()
-    layout = ("linalg.transpose", "linalg.generic", *_RESHAPES)
-    for _ in range(8):
-        changed = False
-        for op in ops_where(module_op, lambda o: o.name in layout):
-            kind = cancel_sandwich(op)
-            if kind is not None:
-                counts[f"{kind}-sandwich"] += 1
-            elif cancel_generic_transpose_pair(op):
-                counts["generic-transpose-pair"] += 1
-            elif unit_transpose_to_reshape(op):
-                counts["unit-transpose"] += 1
-            else:
-                continue
-            changed = True
-        if not changed:
-            break
-    if opts.verbose:
-        fired = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "nothing"
-        print(f"xgen-cancel-reshapes: {fired}", file=sys.stderr)
-    return counts
+    with module_op.context:
+        opts = opts or CancelOptions()
+        counts: Counter[str] = Counter()
+        layout = ("linalg.transpose", "linalg.generic", *_RESHAPES)
+        for _ in range(8):
+            changed = False
+            for op in ops_where(module_op, lambda o: o.name in layout):
+                kind = cancel_sandwich(op)
+                if kind is not None:
+                    counts[f"{kind}-sandwich"] += 1
+                elif cancel_generic_transpose_pair(op):
+                    counts["generic-transpose-pair"] += 1
+                elif unit_transpose_to_reshape(op):
+                    counts["unit-transpose"] += 1
+                else:
+                    continue
+                changed = True
+            if not changed:
+                break
+        if opts.verbose:
+            fired = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "nothing"
+            print(f"xgen-cancel-reshapes: {fired}", file=sys.stderr)
+        return counts
 
 
 @register_pass(

@@ -152,17 +152,18 @@ def _fold_one(op: ir.Operation, ev: ConstEval) -> str | None:
 
 def fold_batchnorm(module_op: ir.Operation, opts: FoldBatchNormOptions | None = None) -> Counter:
     """Run the fold on every contraction; returns counts by contraction kind."""
-    opts = opts or FoldBatchNormOptions()
-    ev = ConstEval(module_op)
-    counts: Counter[str] = Counter()
-    for op in ops_named(module_op, *CONTRACTIONS):
-        done = _fold_one(op, ev)
-        if done is not None:
-            counts[op.name] += 1
-            if opts.verbose:
-                where = format_location(op.location)
-                print(f"xgen-fold-batchnorm: {where}: {op.name}: {done}", file=sys.stderr)
-    return counts
+    with module_op.context:
+        opts = opts or FoldBatchNormOptions()
+        ev = ConstEval(module_op)
+        counts: Counter[str] = Counter()
+        for op in ops_named(module_op, *CONTRACTIONS):
+            done = _fold_one(op, ev)
+            if done is not None:
+                counts[op.name] += 1
+                if opts.verbose:
+                    where = format_location(op.location)
+                    print(f"xgen-fold-batchnorm: {where}: {op.name}: {done}", file=sys.stderr)
+        return counts
 
 
 @register_pass(

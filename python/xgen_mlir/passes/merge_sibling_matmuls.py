@@ -159,31 +159,32 @@ def _merge(group: list[Member]) -> None:
 
 def merge_sibling_matmuls(module_op: ir.Operation, opts: MergeOptions | None = None) -> Counter:
     """Merge every group of siblings; returns counts (``groups``, ``matmuls`` merged)."""
-    opts = opts or MergeOptions()
-    ev = ConstEval(module_op)
-    counts: Counter[str] = Counter()
-    by_lhs: dict[tuple[str, ir.Value], list[ir.Operation]] = {}
-    for op in ops_named(module_op, *_MATMULS):
-        by_lhs.setdefault((op.name, op.operands[0]), []).append(op)
-    for ops in by_lhs.values():
-        if len(ops) < opts.min_group:
-            continue
-        members = [m for m in (_member(op, ev) for op in ops) if m is not None]
-        for with_bias in (True, False):
-            group = [m for m in members if (m.bias_add is not None) == with_bias]
-            group = _same_block_and_k(group)
-            if len(group) < opts.min_group:
+    with module_op.context:
+        opts = opts or MergeOptions()
+        ev = ConstEval(module_op)
+        counts: Counter[str] = Counter()
+        by_lhs: dict[tuple[str, ir.Value], list[ir.Operation]] = {}
+        for op in ops_named(module_op, *_MATMULS):
+            by_lhs.setdefault((op.name, op.operands[0]), []).append(op)
+        for ops in by_lhs.values():
+            if len(ops) < opts.min_group:
                 continue
-            group.sort(key=cmp_to_key(lambda x, y: -1 if x.op.is_before_in_block(y.op) else 1))
-            where = format_location(group[0].op.location)
-            _merge(group)
-            counts["groups"] += 1
-            counts["matmuls"] += len(group)
-            if opts.verbose:
-                widths = "+".join(str(m.weight.shape[-1]) for m in group)
-                bias = " with bias" if with_bias else ""
-                print(f"xgen-merge-sibling-matmuls: {where}: N={widths}{bias}", file=sys.stderr)
-    return counts
+            members = [m for m in (_member(op, ev) for op in ops) if m is not None]
+            for with_bias in (True, False):
+                group = [m for m in members if (m.bias_add is not None) == with_bias]
+                group = _same_block_and_k(group)
+                if len(group) < opts.min_group:
+                    continue
+                group.sort(key=cmp_to_key(lambda x, y: -1 if x.op.is_before_in_block(y.op) else 1))
+                where = format_location(group[0].op.location)
+                _merge(group)
+                counts["groups"] += 1
+                counts["matmuls"] += len(group)
+                if opts.verbose:
+                    widths = "+".join(str(m.weight.shape[-1]) for m in group)
+                    bias = " with bias" if with_bias else ""
+                    print(f"xgen-merge-sibling-matmuls: {where}: N={widths}{bias}", file=sys.stderr)
+        return counts
 
 
 def _same_block_and_k(group: list[Member]) -> list[Member]:
