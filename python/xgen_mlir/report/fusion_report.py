@@ -1,0 +1,166 @@
+"""A one-page HTML report per compiled model: what the graph is made of and what fusion did.
+
+Sections: operators by mapping type, dispatches per call with and without xgen_mlir's passes,
+FLOPs before/after graph rewriting, latency of every system measured (with the achieved
+GFLOP/s as a fraction of the machine's sgemm rate), per-dispatch time when a profile is given,
+and the fusion planner's groups with the reason for every refused fusion. Plain HTML with
+inline SVG bars: no JavaScript, no external files.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import Any
+
+from ..analysis import MappingType, classify
+
+_COLORS = {
+    MappingType.ONE_TO_ONE.value: "#4e79a7",
+    MappingType.ONE_TO_MANY.value: "#f28e2b",
+    MappingType.MANY_TO_MANY.value: "#e15759",
+    MappingType.REORGANIZE.value: "#76b7b2",
+    MappingType.SHUFFLE.value: "#59a14f",
+}
+
+
+def mapping_counts(module_op: Any) -> dict[str, int]:
+    """Tensor ops of a module by mapping type (ops nested in linalg bodies not counted)."""
+    counts: Counter[str] = Counter()
+
+    def visit(op: Any) -> Any:
+        mapping = classify(op)
+        if mapping is not None:
+            counts[mapping.type.value] += 1
+        return _walk_result(op)
+
+    module_op.walk(visit)
+    return dict(counts)
+
+
+def _walk_result(op: Any) -> Any:
+    if type(op).__module__.startswith("iree."):
+        from iree.compiler import ir
+    else:
+        from torch_mlir import ir
+    return ir.WalkResult.ADVANCE
+
+
+def _bars(rows: list[tuple[str, float, str]], unit: str = "", width: int = 420) -> str:
+    """Horizontal SVG bar chart of (label, value, color) rows."""
+    top = max((v for _, v, _ in rows), default=1.0) or 1.0
+    h = 22 * len(rows) + 6
+    out = [f'<svg width="{width + 260}" height="{h}" role="img">']
+    for i, (label, value, color) in enumerate(rows):
+        y = 4 + 22 * i
+        w = max(1.0, width * value / top)
+        out.append(
+            f'<text x="0" y="{y + 14}" font-size="13">{html.escape(label)}</text>'
+            f'<rect x="170" y="{y}" width="{w:.1f}" height="16" fill="{color}"/>'
+            f'<text x="{176 + w:.1f}" y="{y + 13}" font-size="12">{value:g}{unit}</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> str:
+    th = "".join(f"<th>{html.escape(str(h))}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows
+    )
+    return f"<table><tr>{th}</tr>{body}</table>"
+
+
+def plan_rows(plans: list[Any], limit: int = 400) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for plan in plans:
+        for g in plan.groups:
+            if len(g.members) < 2 and not any(
+                d.group == g.index and not d.taken for d in plan.decisions
+            ):
+                continue
+            ops = ", ".join(plan.nodes[i].name.split(".")[-1] for i in sorted(g.members))
+            refused = "; ".join(
+                f"{plan.nodes[d.node].name.split('.')[-1]}: {d.reason}"
+                for d in plan.decisions
+                if d.group == g.index and not d.taken
+            )
+            owner = "IREE (delegated)" if getattr(g, "delegated", False) else "xgen_mlir region"
+            rows.append([g.index, g.type.value, owner, ops, refused or "-"])
+            if len(rows) >= limit:
+                return rows
+    return rows
+
+
+def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> str:
+    """``data``: the benchmark's record of one model (see benchmarks/bench_models.py)."""
+    parts = [
+        "<!doctype html><meta charset='utf-8'>",
+        f"<title>xgen_mlir report: {html.escape(name)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+        "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
+        "padding:3px 6px;text-align:left;vertical-align:top}</style>",
+        f"<h1>{html.escape(name)}</h1>",
+    ]
+    info = data.get("graph", {})
+    if info:
+        parts.append(
+            f"<p>Imported: {info.get('aten_ops', '?')} PyTorch operators, "
+            f"{info.get('linalg_ops', '?')} linalg/tensor ops; "
+            f"{info.get('gflop', 0):.3f} GFLOP per call (counted from the IR).</p>"
+        )
+        mt = info.get("mapping_types", {})
+        parts.append("<h2>Operators by mapping type</h2>")
+        parts.append(_bars([(k, v, _COLORS.get(k, "#999")) for k, v in sorted(mt.items())]))
+        if "gflop_after_rewrites" in info:
+            parts.append("<h2>FLOPs before/after graph rewriting</h2>")
+            parts.append(
+                _bars(
+                    [
+                        ("imported", round(info["gflop"], 4), "#bab0ac"),
+                        ("after rewrites", round(info["gflop_after_rewrites"], 4), "#4e79a7"),
+                    ],
+                    " GFLOP",
+                )
+            )
+    systems = {k: v for k, v in data.get("systems", {}).items() if "median_ms" in v}
+    disp = [(k, v["dispatches"], "#4e79a7") for k, v in systems.items() if "dispatches" in v]
+    if disp:
+        parts.append("<h2>Dispatches per call</h2>" + _bars(disp))
+    if systems:
+        parts.append("<h2>Latency (median ms, lower is better)</h2>")
+        parts.append(
+            _bars([(k, round(v["median_ms"], 2), "#f28e2b") for k, v in systems.items()], " ms")
+        )
+        rows = [
+            [k, f"{v['median_ms']:.2f}", v.get("gflops", ""), v.get("of_peak", ""),
+             v.get("dispatches", ""), v.get("max_abs_err", "")]
+            for k, v in systems.items()
+        ]  # fmt: skip
+        parts.append(
+            _table(
+                [
+                    "system",
+                    "median ms",
+                    "GFLOP/s",
+                    "of sgemm rate",
+                    "dispatches",
+                    "max |err| vs PyTorch",
+                ],
+                rows,
+            )  # fmt: skip
+        )
+    errors = {k: v["error"] for k, v in data.get("systems", {}).items() if "error" in v}
+    if errors:
+        parts.append(
+            _table(["system", "not measured because"], [[k, e] for k, e in errors.items()])
+        )
+    profile = data.get("dispatch_profile")
+    if profile:
+        parts.append("<h2>Time per dispatch kind</h2>")
+        parts.append(_bars([(k, round(v, 3), "#e15759") for k, v in profile.items()], " ms"))
+    if plans:
+        parts.append("<h2>Fusion plan (groups of two or more ops, and refusals)</h2>")
+        parts.append(_table(["group", "type", "formed by", "ops", "refused, and why"],
+                            plan_rows(plans)))  # fmt: skip
+    return "\n".join(parts)
