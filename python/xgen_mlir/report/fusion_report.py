@@ -148,7 +148,7 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
                     "max |err| vs PyTorch",
                 ],
                 rows,
-            )  # fmt: skip
+            )
         )
     errors = {k: v["error"] for k, v in data.get("systems", {}).items() if "error" in v}
     if errors:
