@@ -1,8 +1,12 @@
 """Latency of xgen_mlir's `cpu` pipeline against the baselines, all in one process run.
 
-Systems: xgen_mlir (cpu pipeline), plain IREE with its best stock flags (STACK.md item 9),
-IREE defaults, PyTorch eager, ONNX Runtime. Models: ResNet-18 and MobileNetV2 (224x224),
-BERT-base and GPT-2 small (seq 128); batch 1, fp32. Prints a table and writes JSON.
+Systems: xgen_mlir (cpu pipeline: graph rewrites + fusion plan), plain IREE with its best
+stock flags (STACK.md item 9), IREE defaults (--defaults), ONNX Runtime, torch.compile,
+PyTorch eager. Models: ResNet-18, MobileNetV2, EfficientNet-B0 (224x224), MiniLM, BERT-base,
+DistilBERT, MobileBERT, GPT-2 small (seq 128); batch 1, fp32. For every model it also counts
+the imported operators, linalg ops by mapping type, FLOPs before/after our rewrites, and
+dispatches per call, and writes an HTML report (benchmarks/results/report-<model>.html).
+Prints a table and writes JSON.
 
     make bench                                   # all models
     make bench ARGS="--models resnet18 --rounds 2"
@@ -38,16 +42,46 @@ IREE_BEST = HOST + [
 ]
 
 
+SGEMM_GFLOPS = 205.0  # 2048^3 sgemm on both cores of this machine (shared/STACK.md)
+MODELS = ["mobilenet_v2", "resnet18", "efficientnet_b0", "minilm", "distilbert", "mobilebert",
+          "gpt2_small", "bert_base"]  # fmt: skip
+
+
 def build(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     if name == "resnet18":
         return vision.resnet18(), (vision.random_input("resnet18"),)
     if name == "mobilenet_v2":
         return vision.mobilenet_v2(pretrained=True), (vision.random_input("mobilenet_v2"),)
-    if name == "bert_base":
-        return transformers_zoo.bert_base(seq=128)
-    if name == "gpt2_small":
-        return transformers_zoo.gpt2_small(seq=128)
-    raise SystemExit(f"unknown model {name}")
+    if name == "efficientnet_b0":
+        return vision.efficientnet_b0(), (vision.random_input("efficientnet_b0"),)
+    if name in ("bert_base", "gpt2_small", "minilm", "distilbert", "mobilebert"):
+        return getattr(transformers_zoo, name)(seq=128)
+    raise SystemExit(f"unknown model {name}; known: {', '.join(MODELS)}")
+
+
+def graph_info(model: torch.nn.Module, inputs: tuple, module) -> dict:
+    """Imported operator counts (PyTorch graph and linalg) and FLOPs from the IR."""
+    from xgen_mlir.analysis.flops import module_flops
+    from xgen_mlir.report import mapping_counts
+
+    with torch.no_grad():
+        graph = torch.export.export(model, inputs).graph
+    aten = sum(1 for n in graph.nodes if n.op == "call_function")
+    counts = mapping_counts(module.operation)
+    return {"aten_ops": aten, "linalg_ops": sum(counts.values()), "mapping_types": counts,
+            "gflop": module_flops(module.operation) / 1e9}  # fmt: skip
+
+
+def torch_compiled(model: torch.nn.Module, inputs: tuple):
+    compiled = torch.compile(model)
+    with torch.no_grad():
+        compiled(*inputs)  # compile now, not inside the timing
+
+    def run():
+        with torch.no_grad():
+            return compiled(*inputs)
+
+    return run
 
 
 def log(msg: str) -> None:
@@ -80,7 +114,7 @@ def onnxruntime_session(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]
     return lambda: sess.run(None, feed)[0]
 
 
-def bench_model(name: str, rounds: int, block: int, threads: int) -> dict:
+def bench_model(name: str, rounds: int, block: int, threads: int, defaults: bool) -> dict:
     log(f"{name}: building model")
     model, inputs = build(name)
     torch.set_num_threads(threads)
@@ -97,7 +131,9 @@ def bench_model(name: str, rounds: int, block: int, threads: int) -> dict:
     from xgen_mlir.passes.runner import snapshot
 
     linalg = snapshot(module)
-    for label, flags in (("IREE defaults", HOST), ("IREE best flags", IREE_BEST)):
+    info = graph_info(model, inputs, module)
+    plain = [("IREE best flags", IREE_BEST)] + ([("IREE defaults", HOST)] if defaults else [])
+    for label, flags in plain:
         log(f"{name}: compiling {label}")
         t0 = time.perf_counter()
         m = iree_plain(linalg, flags)
@@ -108,9 +144,14 @@ def bench_model(name: str, rounds: int, block: int, threads: int) -> dict:
     log(f"{name}: compiling xgen_mlir cpu")
     t0 = time.perf_counter()
     ours = xgen_mlir.compile(module, target="cpu")
+    from xgen_mlir.analysis.flops import module_flops
+
+    info["gflop_after_rewrites"] = module_flops(module.operation) / 1e9
     results["xgen_mlir cpu"] = {"compile_s": time.perf_counter() - t0 + import_s,
                                 "max_abs_err": float(np.abs(ours(*arrays) - ref).max()),
                                 "fallback": ours.report.fallback_used,
+                                "fusion_note": ours.report.fusion_note,
+                                "fusion": [p.summary() for p in ours.report.fusion_plans],
                                 "dispatches": ours.dispatch_count()}  # fmt: skip
     systems["xgen_mlir cpu"] = lambda: ours(*arrays)
     log(f"{name}: exporting to ONNX for ONNX Runtime")
@@ -120,6 +161,13 @@ def bench_model(name: str, rounds: int, block: int, threads: int) -> dict:
         systems["ONNX Runtime"] = run_ort
     except Exception as e:  # report, don't hide: the row says why it is missing
         results["ONNX Runtime"] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+
+    log(f"{name}: torch.compile")
+    try:
+        systems["torch.compile"] = torch_compiled(model, inputs)
+        results["torch.compile"] = {}
+    except Exception as e:
+        results["torch.compile"] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
 
     def run_torch():
         with torch.no_grad():
@@ -133,11 +181,22 @@ def bench_model(name: str, rounds: int, block: int, threads: int) -> dict:
     )
     for k, v in timing.items():
         results[k].update(v)
-    return results
+        gflops = info["gflop"] / (v["median_ms"] / 1e3)
+        results[k]["gflops"] = round(gflops, 1)
+        results[k]["of_peak"] = f"{100 * gflops / SGEMM_GFLOPS:.0f}%"
+    record = {"graph": info, "systems": results}
+    from xgen_mlir.report import render
+
+    report = Path(__file__).parent / "results" / f"report-{name}.html"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(render(name, record, ours.report.fusion_plans))
+    log(f"{name}: report written to {report}")
+    return record
 
 
-def print_table(all_results: dict[str, dict]) -> None:
-    systems = ["xgen_mlir cpu", "IREE best flags", "IREE defaults", "ONNX Runtime", "PyTorch eager"]
+def print_table(all_records: dict[str, dict]) -> None:
+    all_results = {m: r["systems"] for m, r in all_records.items()}
+    systems = ["xgen_mlir cpu", "IREE best flags", "ONNX Runtime", "torch.compile", "PyTorch eager"]
     head = f"{'model':<14}" + "".join(f"{s:>17}" for s in systems) + f"{'xgen vs IREE best':>19}"
     print("\nmedian latency, ms (batch 1, fp32; lower is better)")
     print(head)
@@ -149,10 +208,16 @@ def print_table(all_results: dict[str, dict]) -> None:
             cells.append(f"{r['median_ms']:17.2f}" if "median_ms" in r else f"{'n/a':>17}")
         ratio = res["IREE best flags"]["median_ms"] / res["xgen_mlir cpu"]["median_ms"]
         print(f"{model:<14}" + "".join(cells) + f"{ratio:18.2f}x")
-    print("\ndispatches per call (xgen_mlir / IREE best / IREE defaults):")
-    for model, res in all_results.items():
-        counts = [res[s].get("dispatches", "?") for s in systems[:3]]
-        print(f"  {model}: {' / '.join(map(str, counts))}")
+    print("\ngraph: PyTorch ops, linalg ops, dispatches xgen / IREE best, fused-layer ratio, "
+          "GFLOP, achieved rate xgen / IREE best (of the 205 GFLOP/s sgemm rate)")  # fmt: skip
+    for model, rec in all_records.items():
+        g, res = rec["graph"], rec["systems"]
+        ours, iree = res["xgen_mlir cpu"], res["IREE best flags"]
+        print(f"  {model}: {g['aten_ops']} ops, {g['linalg_ops']} linalg, "
+              f"{ours.get('dispatches')} / {iree.get('dispatches')} dispatches, "
+              f"ratio {g['aten_ops'] / max(1, ours.get('dispatches', 1)):.1f}, "
+              f"{g['gflop']:.2f} GFLOP (after rewrites {g.get('gflop_after_rewrites', 0):.2f}), "
+              f"{ours.get('of_peak')} / {iree.get('of_peak')}")  # fmt: skip
     print("\nmax |error| vs PyTorch:")
     for model, res in all_results.items():
         errs = ", ".join(
@@ -163,9 +228,8 @@ def print_table(all_results: dict[str, dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--models", nargs="+", default=["resnet18", "mobilenet_v2", "bert_base", "gpt2_small"]
-    )
+    p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
+    p.add_argument("--defaults", action="store_true", help="also time IREE's default flags")
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--block", type=int, default=10)
     p.add_argument("--threads", type=int, default=2, help="threads for PyTorch/ONNX Runtime")
@@ -173,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)  # fmt: skip
     all_results = {}
     for name in args.models:
-        all_results[name] = bench_model(name, args.rounds, args.block, args.threads)
+        all_results[name] = bench_model(name, args.rounds, args.block, args.threads,
+                                        args.defaults)  # fmt: skip
     print_table(all_results)
     out = (
         Path(args.json)
