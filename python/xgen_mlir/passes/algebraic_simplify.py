@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from .._mlir import arith, ir
-from ..irutil import ConstantReader, ops_named
+from ..irutil import ops_named
 from .generic_util import (
     body_ops,
     empty,
@@ -109,9 +109,9 @@ def const(value: float) -> Const:
 class Simplifier:
     """Reads generics as trees, applies the rules, writes the result back."""
 
-    def __init__(self, module_op: ir.Operation, opts: SimplifyOptions) -> None:
-        self.reader = ConstantReader(module_op)
+    def __init__(self, opts: SimplifyOptions) -> None:
         self.opts = opts
+        self.loops = 0  # rank of the generic being simplified
         self.counts: Counter[str] = Counter()
         self.rules: list[Callable[[Node], Tree | None]] = [
             self.identity, self.double_negation, self.distributive, self.sqrt_product,
@@ -303,38 +303,43 @@ class Simplifier:
         erase_dead_tree(operands)
         return True
 
-    def run_reduce_prod_exp(self, op: ir.Operation) -> bool:
-        """prod over reduction loops of exp(A) -> exp(sum of A) (unsafe-math only)."""
+    def match_reduce_prod_exp(self, op: ir.Operation) -> tuple[Leaf, ir.Operation] | None:
+        """(A, the init fill) if ``op`` is a product reduction, starting from 1, of exp(A)
+        computed by a single-use elementwise generic."""
         kinds = iterator_types(op)
         if "reduction" not in kinds or len(op.operands) != 2 or len(op.results) != 1:
-            return False
+            return None
         ops = body_ops(op)
         args = list(op.regions[0].blocks[0].arguments)
         if len(ops) != 2 or ops[0].name != "arith.mulf" or set(ops[0].operands) != set(args):
-            return False
+            return None
         if ops[1].operands[0] != ops[0].results[0] or args[0] == args[1]:
-            return False
+            return None
         init = producer(op.operands[1])
-        if (
-            init is None
-            or init.name != "linalg.fill"
-            or self.scalar_const(init.operands[0]) != const(1)
-        ):
-            return False
-        maps = indexing_maps(op)
+        if init is None or init.name != "linalg.fill":
+            return None
+        if self.scalar_const(init.operands[0]) != const(1):
+            return None
         x = op.operands[0]
         exp_op = producer(x)
         if exp_op is None or num_uses(x) != 1:
-            return False
+            return None
         tree = self.tree_of(exp_op)
-        loops = len(ir.RankedTensorType(x.type).shape)
-        if not (
-            isinstance(tree, Node) and tree.name == "math.exp" and isinstance(tree.args[0], Leaf)
-        ):
-            return False
+        if not isinstance(tree, Node) or tree.name != "math.exp":
+            return None
         a = tree.args[0]
-        if a.dims != tuple(range(loops)):
+        loops = len(ir.RankedTensorType(x.type).shape)
+        if not isinstance(a, Leaf) or a.dims != tuple(range(loops)):
+            return None
+        return a, init
+
+    def run_reduce_prod_exp(self, op: ir.Operation) -> bool:
+        """prod over reduction loops of exp(A) -> exp(sum of A) (unsafe-math only)."""
+        found = self.match_reduce_prod_exp(op)
+        if found is None:
             return False
+        a, init = found
+        maps, kinds = indexing_maps(op), iterator_types(op)
         out_ty = ir.RankedTensorType(op.results[0].type)
         elem = out_ty.element_type
         with ir.InsertionPoint(op), op.location:
@@ -417,7 +422,7 @@ def _collect(t: Tree, out: list[Leaf]) -> None:
 def algebraic_simplify(module_op: ir.Operation, opts: SimplifyOptions | None = None) -> Counter:
     """Apply the rules everywhere; returns how often each fired."""
     with module_op.context:
-        simplifier = Simplifier(module_op, opts or SimplifyOptions())
+        simplifier = Simplifier(opts or SimplifyOptions())
         simplifier.run(module_op)
         if simplifier.opts.verbose:
             fired = ", ".join(f"{k} {v}" for k, v in sorted(simplifier.counts.items())) or "nothing"

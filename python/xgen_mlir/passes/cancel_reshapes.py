@@ -6,13 +6,15 @@ with ``xgen-opt -p 'func.func(canonicalize)'`` on this MLIR: back-to-back
 ``expand_shape``/``collapse_shape`` pairs (composed or cancelled), back-to-back named
 ``linalg.transpose`` pairs, and identity-copy generics. This pass does the rest:
 
-1. **Sandwiches**: ``reshape -> elementwise chain -> inverse reshape`` (and the same with a
+1. **Sandwiches**: ``reshape -> elementwise ops -> inverse reshape`` (and the same with a
    transpose and its inverse): the elementwise ops run on the original layout and both
-   layout ops go. torch-mlir emits this around BERT's GELU (``matmul 2-D -> expand to 3-D
-   -> gelu -> collapse to 2-D -> matmul``). Each chain link must have one use; for reshapes
-   its other inputs must be scalars (rank-0 maps), for transposes any projected permutation
-   (its dimensions are renamed). Upstream does this only inside the elementwise-fusion
-   pass (reshape propagation), not in canonicalize.
+   layout ops go. torch-mlir emits this around the GELU of BERT's and GPT-2's MLP
+   (``matmul 2-D -> expand to 3-D -> gelu -> collapse to 2-D -> matmul``; GPT-2's tanh GELU
+   is eight generics reading the expanded value three times). The elementwise ops between
+   the pair must form a closed region (no result used outside it but by the closing op);
+   inputs from outside must be scalars for reshapes (rank-0 or constant maps), any projected
+   permutation for transposes (its dimensions are renamed). Upstream does this only inside
+   the elementwise-fusion pass (reshape propagation), not in canonicalize.
 2. **Transpose-as-generic**: a ``linalg.generic`` that only permutes its input (what some
    frontends emit for ``permute``) next to another transpose, named or generic: composed
    into one named transpose, or nothing when the permutations cancel. (Upstream's
@@ -30,6 +32,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from dataclasses import dataclass
+from functools import cmp_to_key
 
 from .._mlir import ir, linalg, tensor
 from ..irutil import ops_where
@@ -44,7 +47,6 @@ from .generic_util import (
     iterator_types,
     map_dims,
     num_inputs,
-    num_uses,
     producer,
 )
 from .registry import register_pass
@@ -120,99 +122,110 @@ def cancel_generic_transpose_pair(op: ir.Operation) -> bool:
     return True
 
 
-def _chain_before(op: ir.Operation) -> tuple[list[ir.Operation], ir.Operation] | None:
-    """The single-use elementwise ops between ``op``'s input and the layout op feeding
-    them (first to last), and that layout op; None if the input is not such a chain."""
-    chain: list[ir.Operation] = []
-    value = op.operands[0]
-    while True:
-        if num_uses(value) != 1:
-            return None
-        prod = producer(value)
-        if prod is None:
-            return None
-        if prod.name in _RESHAPES or transpose_perm(prod) is not None:
-            return (chain[::-1], prod) if chain else None
-        if not is_elementwise(prod) or prod.results[0].type != value.type:
-            return None
-        chain.append(prod)
-        ins = list(prod.operands)[: num_inputs(prod)]
-        maps = indexing_maps(prod)
-        links = [i for i, v in enumerate(ins) if is_identity(maps[i]) and _is_layout_path(v)]
-        if len(links) != 1:
-            return None
-        value = ins[links[0]]
+def _is_layout(op: ir.Operation) -> bool:
+    return op.name in _RESHAPES or transpose_perm(op) is not None
 
 
-def _is_layout_path(value: ir.Value) -> bool:
-    """Whether ``value`` has the chain's shape source: produced by an elementwise op or a
-    layout op (the chain link is the input we follow)."""
-    prod = producer(value)
-    return prod is not None and (
-        is_elementwise(prod) or prod.name in _RESHAPES or transpose_perm(prod) is not None
-    )
+def _region_before(closing: ir.Operation) -> tuple[list[ir.Operation], ir.Operation] | None:
+    """The elementwise ops on the paths from one layout op to ``closing`` (in IR order) and
+    that layout op (the first one found that ``closing`` inverts), or None.
+
+    Backward from ``closing``'s input through elementwise ops of the same shape; then forward
+    from a candidate opening within them. The region must be closed: every result of it (and
+    the opening's) is used only inside it, ``closing`` taking the last."""
+    shape = ir.RankedTensorType(closing.operands[0].type).shape
+    back: set[ir.Operation] = set()
+    openings: list[ir.Operation] = []
+    work = [closing.operands[0]]
+    while work:
+        prod = producer(work.pop())
+        if prod is None or prod in back or prod in openings:
+            continue
+        if _is_layout(prod):
+            openings.append(prod)
+        elif is_elementwise(prod) and ir.RankedTensorType(prod.results[0].type).shape == shape:
+            back.add(prod)
+            work.extend(list(prod.operands)[: num_inputs(prod)])
+    for opening in openings:
+        if not _inverse(opening, closing):
+            continue
+        region: set[ir.Operation] = set()
+        frontier = [opening.results[0]]
+        while frontier:
+            for use in frontier.pop().uses:
+                user = use.owner.operation
+                if user in back and user not in region:
+                    region.add(user)
+                    frontier.append(user.results[0])
+        last = producer(closing.operands[0])
+        if last not in region:
+            continue
+        inside = region | {closing}
+        if all(
+            use.owner.operation in inside for op in [opening, *region] for use in op.results[0].uses
+        ):
+            return sorted(region, key=cmp_to_key(_ir_order)), opening
+    return None
+
+
+def _ir_order(a: ir.Operation, b: ir.Operation) -> int:
+    return -1 if a.is_before_in_block(b) else 1
+
+
+def _inverse(opening: ir.Operation, closing: ir.Operation) -> bool:
+    """Whether ``closing`` undoes ``opening`` (same source type back, inverse reassociation
+    or permutation)."""
+    if closing.results[0].type != opening.operands[0].type:
+        return False
+    if closing.name in _RESHAPES:
+        same = str(closing.attributes["reassociation"]) == str(opening.attributes["reassociation"])
+        return {closing.name, opening.name} == set(_RESHAPES) and same
+    outer, inner = transpose_perm(closing), transpose_perm(opening)
+    return inner is not None and [inner[i] for i in outer] == list(range(len(outer)))
 
 
 def cancel_sandwich(op: ir.Operation) -> str | None:
-    """Rule 1: ``op`` closes ``layout -> elementwise chain -> op`` with ``op`` the inverse."""
-    closing_perm = transpose_perm(op)
-    if op.name not in _RESHAPES and closing_perm is None:
+    """Rule 1: ``op`` closes ``layout -> elementwise region -> op`` and undoes the layout."""
+    if not _is_layout(op):
         return None
-    found = _chain_before(op)
+    found = _region_before(op)
     if found is None:
         return None
-    chain, opening = found
+    region, opening = found
     source = opening.operands[0]
-    if op.results[0].type != source.type:
-        return None
-    if op.name in _RESHAPES:
-        kinds = {op.name, opening.name}
-        same = str(op.attributes["reassociation"]) == str(opening.attributes["reassociation"])
-        if kinds != set(_RESHAPES) or not same:
-            return None
-        rename = None
-    else:
-        opening_perm = transpose_perm(opening)
-        if opening_perm is None or [opening_perm[i] for i in closing_perm] != list(
-            range(len(closing_perm))
-        ):
-            return None
-        rename = opening_perm  # chain loop dim i is source dim opening_perm[i]
+    rename = transpose_perm(opening)  # region loop dim i is source dim rename[i]
     rank = len(ir.RankedTensorType(source.type).shape)
-    new_maps: list[list[ir.AffineMap]] = []
-    for link in chain:
+    moved = set(region) | {opening}
+    plans = []
+    for r in region:
+        ins = list(r.operands)[: num_inputs(r)]
         maps = []
-        for i, v in enumerate(list(link.operands)[: num_inputs(link)]):
-            m = _moved_map(
-                indexing_maps(link)[i], rename, rank, is_link=_in_chain(v, chain, opening)
-            )
+        for v, amap in zip(ins, indexing_maps(r), strict=False):
+            m = _moved_map(amap, rename, rank, is_link=producer(v) in moved)
             if m is None:
                 return None
             maps.append(m)
-        new_maps.append(maps + [ir.AffineMap.get_identity(rank)])
-    value = source
+        plans.append((r, ins, [*maps, ir.AffineMap.get_identity(rank)]))
+    new_value = {opening.results[0]: source}
+    inits: dict[str, ir.Value] = {}  # one tensor.empty per element type
     with ir.InsertionPoint(op), op.location:
-        for link, maps in zip(chain, new_maps, strict=True):
-            ins = [value if _in_chain(v, chain, opening) else v
-                   for v in list(link.operands)[: num_inputs(link)]]  # fmt: skip
-            elem = ir.RankedTensorType(link.results[0].type).element_type
-            init = empty(ir.RankedTensorType(source.type).shape, elem)
-            value = generic_like(link, ins, maps, init).results[0]
-    _replace(op, value)
+        for r, ins, maps in plans:
+            elem = ir.RankedTensorType(r.results[0].type).element_type
+            if str(elem) not in inits:
+                inits[str(elem)] = empty(ir.RankedTensorType(source.type).shape, elem)
+            init = inits[str(elem)]
+            copy = generic_like(r, [new_value.get(v, v) for v in ins], maps, init)
+            new_value[r.results[0]] = copy.results[0]
+    _replace(op, new_value[op.operands[0]])
     return "transpose" if rename is not None else "reshape"
-
-
-def _in_chain(value: ir.Value, chain: list[ir.Operation], opening: ir.Operation) -> bool:
-    prod = producer(value)
-    return prod is not None and (prod == opening or any(prod == c for c in chain))
 
 
 def _moved_map(
     amap: ir.AffineMap, rename: list[int] | None, rank: int, is_link: bool
 ) -> ir.AffineMap | None:
     """``amap`` (over the chain's loops) re-expressed over the source layout's loops."""
-    if is_link:
-        return ir.AffineMap.get_identity(rank)
+    if is_link:  # a value of the region itself: read elementwise
+        return ir.AffineMap.get_identity(rank) if is_identity(amap) else None
     dims = map_dims(amap)
     if dims is None:
         return None

@@ -183,3 +183,54 @@ func.func @real_transpose(%x: tensor<1x4x8xf32>) -> tensor<8x1x4xf32> {
   %t = linalg.transpose ins(%x : tensor<1x4x8xf32>) outs(%e : tensor<8x1x4xf32>) permutation = [2, 0, 1]
   return %t : tensor<8x1x4xf32>
 }
+
+// -----
+// GPT-2's tanh GELU: the expanded value feeds several generics (a region, not a chain);
+// the whole region moves to the 2-D layout.
+// CHECK-LABEL: func.func @reshape_region
+// CHECK-NOT: tensor.expand_shape
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<4x8xf32>)
+// CHECK: math.tanh
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%arg0, %[[P]] : tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: return %[[R]] : tensor<4x8xf32>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @reshape_region(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %a = tensor.expand_shape %x [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  %e = tensor.empty() : tensor<1x4x8xf32>
+  %t = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<1x4x8xf32>) outs(%e : tensor<1x4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = math.tanh %in : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %t : tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%e : tensor<1x4x8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %s = arith.mulf %in, %in2 : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x8xf32>
+  %c = tensor.collapse_shape %g [[0, 1], [2]] : tensor<1x4x8xf32> into tensor<4x8xf32>
+  return %c : tensor<4x8xf32>
+}
+
+// -----
+// Must not fire: a value inside the region is also used outside it.
+// CHECK-LABEL: func.func @region_leaks
+// CHECK: tensor.expand_shape
+// CHECK: tensor.collapse_shape
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @region_leaks(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<1x4x8xf32>) {
+  %a = tensor.expand_shape %x [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  %e = tensor.empty() : tensor<1x4x8xf32>
+  %t = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<1x4x8xf32>) outs(%e : tensor<1x4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = math.tanh %in : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %t : tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%e : tensor<1x4x8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %s = arith.mulf %in, %in2 : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x8xf32>
+  %c = tensor.collapse_shape %g [[0, 1], [2]] : tensor<1x4x8xf32> into tensor<4x8xf32>
+  return %c, %t : tensor<4x8xf32>, tensor<1x4x8xf32>
+}
