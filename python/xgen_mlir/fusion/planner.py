@@ -1,7 +1,7 @@
 """DNNFusion-style fusion planning on linalg-on-tensors: which ops share one dispatch.
 
 The plan is built the way DNNFusion explores it (../shared/seeds/001, "heuristic fusion plan
-exploration"): seeds are the Many-to-Many ops (contractions first, then reductions); each seed
+exploration"): seeds are the Many-to-Many ops (reductions first, then contractions); each seed
 grows along its successors, then along its predecessors; a candidate joins when the mapping
 types of the group and the candidate combine (the table below) and the join is legal. Ops no
 seed reached become seeds themselves, in program order. Every decision is recorded with its
@@ -394,12 +394,16 @@ class Planner:
             for n in self.nodes
             if n.mapping.type == M.MANY_TO_MANY and not n.mapping.is_contraction
         ]
-        for node in contractions:
-            if node.group is None:
-                self._seed(node, "seed: contraction (Many-to-Many)")
+        # Reductions seed first: a row reduction needs its elementwise neighbours in its own
+        # dispatch (LayerNorm's normalize between its two reductions), while a contraction
+        # taking them as a prologue/epilogue only moves work around (GPT-2: the normalize was
+        # taken by the next matmul, splitting LayerNorm into two dispatches).
         for node in reductions:
             if node.group is None:
                 self._seed(node, "seed: reduction (Many-to-Many)")
+        for node in contractions:
+            if node.group is None:
+                self._seed(node, "seed: contraction (Many-to-Many)")
         for node in self.nodes:
             if node.group is None:
                 self._seed(node, f"seed: left over ({node.mapping.type.value})")
