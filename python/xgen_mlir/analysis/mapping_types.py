@@ -96,9 +96,15 @@ def indexing_maps(op: Any) -> list[Any] | None:
 
 
 def _dims(ir: Any, amap: Any) -> list[int] | None:
-    """Loop dims read by a map, or None when a result is not a plain dim (index arithmetic)."""
+    """Loop dims read by a map, or None when a result is index arithmetic (d0 * 2, d0 + d1).
+
+    Constant results (``(d0, d1) -> (d0, 0)``: a kept unit dim, as keepdim reductions write)
+    name no loop and are skipped: they are not arithmetic on indices.
+    """
     out = []
     for expr in amap.results:
+        if isinstance(expr, ir.AffineConstantExpr):
+            continue
         if not isinstance(expr, ir.AffineDimExpr):
             return None
         out.append(expr.position)

@@ -87,6 +87,15 @@ func.func @types(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %bias: tensor<8xf32>,
     %s = arith.addf %x, %o : f32
     linalg.yield %s : f32
   } -> tensor<4xf32>
+  // A keepdim reduction writes a constant index: still a reduction, not index arithmetic.
+  %e41 = tensor.empty() : tensor<4x1xf32>
+  // CHECK: linalg.generic {{.*}}"reduction"{{.*}}xgen.mapping = "Many-to-Many"
+  %keep = linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<4x8xf32>) outs(%e41 : tensor<4x1xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.addf %x, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<4x1xf32>
   // CHECK: linalg.softmax {{.*}}xgen.mapping = "Many-to-Many"
   %sm = linalg.softmax dimension(1) ins(%a : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
   return

@@ -1,0 +1,116 @@
+"""The fusion planner in the compile path: fewer dispatches, same numbers, safe fallback,
+and the report a person reads."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import xgen_mlir
+from xgen_mlir.analysis import MappingType, classify
+from xgen_mlir.backend import fusion_stage
+from xgen_mlir.fusion import wrap_in_region
+from xgen_mlir.report import mapping_counts, render
+
+
+class LinearNormNet(torch.nn.Module):
+    """Linear -> LayerNorm -> ReLU -> Linear: IREE alone splits the LayerNorm in two."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(32, 64)
+        self.norm = torch.nn.LayerNorm(64)
+        self.b = torch.nn.Linear(64, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.norm(self.a(x))))
+
+
+@pytest.fixture(scope="module")
+def net() -> tuple[torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    return LinearNormNet().eval(), torch.randn(8, 32)
+
+
+def test_plan_saves_a_dispatch_and_keeps_numerics(net):
+    model, x = net
+    planned = xgen_mlir.compile(model, (x,))
+    plain = xgen_mlir.compile(model, (x,), fusion=False)
+    assert planned.report.fusion_note == ""
+    assert planned.report.fusion_plans, "the cpu target plans fusion by default"
+    assert plain.report.fusion_plans == []
+    assert planned.dispatch_count() == plain.dispatch_count() - 1  # LayerNorm: 2 -> 1
+    with torch.no_grad():
+        ref = model(x)
+    torch.testing.assert_close(planned(x), ref, atol=1e-5, rtol=1e-5)
+    # the LayerNorm group holds both reductions and was formed by us, not delegated
+    groups = planned.report.fusion_plans[0].groups
+    ln = [g for g in groups if len(g.reductions) == 2]
+    assert ln and not ln[0].delegated
+
+
+def test_rejected_plan_falls_back_to_iree_with_a_warning(net, monkeypatch):
+    model, x = net
+
+    def non_convex(module, **_kw):  # both matmuls, not the LayerNorm between them
+        for fn in module.body.operations:
+            if fn.operation.name == "util.func":
+                ops = [o for o in fn.regions[0].blocks[0].operations
+                       if o.operation.name == "linalg.matmul"]  # fmt: skip
+                wrap_in_region(ops[:2])
+        return []
+
+    monkeypatch.setattr(fusion_stage, "form_dispatch_regions", non_convex)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = xgen_mlir.compile(model, (x,))
+    assert any("fusion plan was rejected" in str(w.message) for w in caught)
+    assert "does not dominate" in compiled.report.fusion_note
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+
+
+def test_report_renders_the_sections(net):
+    from xgen_mlir.frontend import import_model
+
+    model, x = net
+    module = import_model(model, (x,))
+    counts = mapping_counts(module.operation)
+    assert counts[MappingType.MANY_TO_MANY.value] >= 4  # 2 matmuls + 2 LayerNorm reductions
+    compiled = xgen_mlir.compile(model, (x,))
+    record = {
+        "graph": {"aten_ops": 7, "linalg_ops": sum(counts.values()), "mapping_types": counts,
+                  "gflop": 0.001, "gflop_after_rewrites": 0.001},
+        "systems": {"xgen_mlir cpu": {"median_ms": 0.1, "dispatches": 5},
+                    "ONNX Runtime": {"error": "not installed"}},
+    }  # fmt: skip
+    page = render("linear-norm", record, compiled.report.fusion_plans)
+    for section in ("Operators by mapping type", "Dispatches per call", "Latency",
+                    "Fusion plan", "<svg", "not installed"):  # fmt: skip
+        assert section in page
+
+
+def test_classify_is_structural():
+    from xgen_mlir._mlir import ir
+    from xgen_mlir.frontend.mlir_import import new_torch_context
+
+    text = """
+    func.func @f(%a: tensor<4x8xf32>) -> tensor<8x4xf32> {
+      %e = tensor.empty() : tensor<8x4xf32>
+      %t = linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>,
+                                            affine_map<(i, j) -> (i, j)>],
+                           iterator_types = ["parallel", "parallel"]}
+          ins(%a : tensor<4x8xf32>) outs(%e : tensor<8x4xf32>) {
+        ^bb0(%x: f32, %o: f32):
+          linalg.yield %x : f32
+      } -> tensor<8x4xf32>
+      return %t : tensor<8x4xf32>
+    }"""
+    with new_torch_context():
+        module = ir.Module.parse(text)
+        ops = list(module.body.operations[0].regions[0].blocks[0].operations)
+        kinds = [classify(op) for op in ops]
+    assert kinds[0] is None  # tensor.empty is not computation
+    assert kinds[1].type == MappingType.SHUFFLE
