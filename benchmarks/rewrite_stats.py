@@ -7,6 +7,7 @@ Then the rewritten module is compiled through the full cpu pipeline and its outp
 with PyTorch's (max abs error). One model at a time (the machine has 2 cores); no timing.
 
     .venv/bin/python benchmarks/rewrite_stats.py [--models resnet18 minilm ...] [--no-compile]
+        [--target x86_64]   # numerics through another target's pipeline (same rewrite steps)
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def summary(module: ir.Module) -> dict[str, int]:
     return {"ops": sum(ops.values()), "linalg_ops": linalg, "flops": module_flops(module.operation)}
 
 
-def measure(name: str, compile_too: bool) -> dict:
+def measure(name: str, compile_too: bool, target: str = "cpu") -> dict:
     model, inputs = build(name)
     module = import_model(model, inputs)
     run_steps(module, BEFORE)
@@ -78,7 +79,7 @@ def measure(name: str, compile_too: bool) -> dict:
     if compile_too:
         with torch.no_grad():
             want = model(*inputs).numpy()
-        got = xgen_mlir.compile(module)(*inputs).numpy()
+        got = xgen_mlir.compile(module, target=target)(*inputs).numpy()
         row["max_abs_err"] = float(np.max(np.abs(got.astype(np.float64) - want)))
         row["max_abs_ref"] = float(np.max(np.abs(want)))
     return row
@@ -90,11 +91,12 @@ def main() -> None:
     ap.add_argument("--models", nargs="*", default=models)
     ap.add_argument("--no-compile", action="store_true", help="skip the numerics check")
     ap.add_argument("--json", type=Path, help="write the rows here")
+    ap.add_argument("--target", default="cpu", help="target compiled for the numerics check")
     args = ap.parse_args()
     torch.set_num_threads(1)
     rows = []
     for name in args.models:
-        row = measure(name, not args.no_compile)
+        row = measure(name, not args.no_compile, args.target)
         rows.append(row)
         w, wo = row["with"], row["without"]
         err = f"max|err| {row['max_abs_err']:.2e}" if "max_abs_err" in row else ""
