@@ -17,6 +17,7 @@ from xgen_mlir.models.transformers_zoo import (
 )
 from xgen_mlir.models.vision import (
     INPUT_SHAPES,
+    efficientnet_b0,
     mlp,
     mobilenet_v2,
     random_input,
@@ -30,6 +31,7 @@ __all__ = [
     "INPUT_SHAPES",
     "bert_base",
     "distilbert",
+    "efficientnet_b0",
     "gpt2_small",
     "gpt2_tiny",
     "load_image",

@@ -174,22 +174,22 @@ def gpt2_tiny(seq: int = 32, seed: int = 0) -> Example:
     return _finish(model, ("input_ids",), "logits", inputs, use_cache=False)
 
 
-def distilbert(seq: int = 128, seed: int = 0) -> Example:
-    """DistilBERT-base (6 layers, hidden 768, 66M params), random weights; ``(input_ids,)``."""
+def distilbert(seq: int = 128, n_layers: int = 6, seed: int = 0) -> Example:
+    """DistilBERT-base (hidden 768, 66M params at 6 layers), random weights; ``(input_ids,)``."""
     from transformers import DistilBertConfig, DistilBertModel
 
-    cfg = DistilBertConfig(attn_implementation="eager")
+    cfg = DistilBertConfig(n_layers=n_layers, attn_implementation="eager")
     model = _random_model(DistilBertModel, cfg, seed)
     inputs = (_random_ids(cfg.vocab_size, seq, seed),)
     return _finish(model, ("input_ids",), "last_hidden_state", inputs)
 
 
-def mobilebert(seq: int = 128, seed: int = 0) -> Example:
-    """MobileBERT (24 thin layers with bottlenecks, 25M params), random weights;
+def mobilebert(seq: int = 128, num_hidden_layers: int = 24, seed: int = 0) -> Example:
+    """MobileBERT (thin layers with bottlenecks, 25M params at 24 layers), random weights;
     ``(input_ids,)``."""
     from transformers import MobileBertConfig, MobileBertModel
 
-    cfg = MobileBertConfig(attn_implementation="eager")
+    cfg = MobileBertConfig(num_hidden_layers=num_hidden_layers, attn_implementation="eager")
     model = _random_model(lambda c: MobileBertModel(c, add_pooling_layer=False), cfg, seed)
     inputs = (_random_ids(cfg.vocab_size, seq, seed),)
     return _finish(model, ("input_ids",), "last_hidden_state", inputs)

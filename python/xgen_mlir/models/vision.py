@@ -16,8 +16,10 @@ from torch import nn
 __all__ = [
     "INPUT_SHAPES",
     "VGG",
+    "EfficientNet",
     "MobileNetV2",
     "ResNet",
+    "efficientnet_b0",
     "mlp",
     "mobilenet_v2",
     "random_input",
@@ -29,6 +31,7 @@ __all__ = [
 #: Example input shape (batch 1) for each builder in this module.
 INPUT_SHAPES: dict[str, tuple[int, ...]] = {
     "mobilenet_v2": (1, 3, 224, 224),
+    "efficientnet_b0": (1, 3, 224, 224),
     "resnet18": (1, 3, 224, 224),
     "vgg16": (1, 3, 224, 224),
     "small_cnn": (1, 3, 32, 32),
@@ -209,6 +212,95 @@ class ResNet(nn.Module):
 def resnet18(num_classes: int = 1000, seed: int = 0) -> nn.Module:
     """ResNet-18 (11.7M params) with torchvision's init under a fixed seed."""
     return _seeded(seed, lambda: ResNet((2, 2, 2, 2), num_classes))
+
+
+class _SqueezeExcitation(nn.Module):
+    """Channel gate: x * sigmoid(fc2(silu(fc1(mean_hw(x))))), 1x1 convs as in torchvision."""
+
+    def __init__(self, channels: int, squeeze: int) -> None:
+        super().__init__()
+        self.fc1 = nn.Conv2d(channels, squeeze, 1)
+        self.fc2 = nn.Conv2d(squeeze, channels, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s = nn.functional.adaptive_avg_pool2d(x, 1)
+        return x * torch.sigmoid(self.fc2(nn.functional.silu(self.fc1(s))))
+
+
+class _MBConv(nn.Module):
+    """EfficientNet block: 1x1 expand, kxk depthwise, squeeze-excitation, 1x1 projection
+    (+ skip). Stochastic depth is training-only, so eval mode has none."""
+
+    def __init__(self, cin: int, cout: int, kernel: int, stride: int, expand: int) -> None:
+        super().__init__()
+        hidden = cin * expand
+        self.use_res_connect = stride == 1 and cin == cout
+        layers: list[nn.Module] = []
+        if expand != 1:
+            layers.append(_ConvBNAct(cin, hidden, kernel=1, act=nn.SiLU))
+        layers += [
+            _ConvBNAct(hidden, hidden, kernel, stride, groups=hidden, act=nn.SiLU),
+            _SqueezeExcitation(hidden, max(1, cin // 4)),
+            _ConvBNAct(hidden, cout, kernel=1, act=nn.Identity),
+        ]
+        self.block = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.block(x) if self.use_res_connect else self.block(x)
+
+
+class EfficientNet(nn.Module):
+    """torchvision's EfficientNet-B0 (5.3M params, 0.39 GFLOPs at 224x224), BN eps 1e-3."""
+
+    # (expand ratio, kernel, first stride, channels, repeats) per stage, from the paper's Table 1.
+    B0 = (
+        (1, 3, 1, 16, 1),
+        (6, 3, 2, 24, 2),
+        (6, 5, 2, 40, 2),
+        (6, 3, 2, 80, 3),
+        (6, 5, 1, 112, 3),
+        (6, 5, 2, 192, 4),
+        (6, 3, 1, 320, 1),
+    )
+
+    def __init__(self, settings: tuple = B0, num_classes: int = 1000) -> None:
+        super().__init__()
+        cin = 32
+        layers: list[nn.Module] = [_ConvBNAct(3, cin, stride=2, act=nn.SiLU)]
+        for t, k, s, c, n in settings:
+            stage = [_MBConv(cin if i == 0 else c, c, k, s if i == 0 else 1, t) for i in range(n)]
+            layers.append(nn.Sequential(*stage))
+            cin = c
+        layers.append(_ConvBNAct(cin, 4 * 320, kernel=1, act=nn.SiLU))
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(4 * 320, num_classes))
+        for m in self.modules():  # torchvision's init
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out")
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.BatchNorm2d):
+                m.eps = 1e-3
+            elif isinstance(m, nn.Linear):
+                bound = m.out_features**-0.5
+                nn.init.uniform_(m.weight, -bound, bound)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
+        return self.classifier(torch.flatten(x, 1))
+
+
+def efficientnet_b0(num_classes: int = 1000, seed: int = 0) -> nn.Module:
+    """EfficientNet-B0 with torchvision's init and state-dict keys under a fixed seed; batch
+    norms get random running statistics (``_randomize_bn``) so they are not the identity."""
+
+    def build() -> nn.Module:
+        model = EfficientNet(EfficientNet.B0, num_classes)
+        _randomize_bn(model)
+        return model
+
+    return _seeded(seed, build)
 
 
 class VGG(nn.Module):
