@@ -28,14 +28,21 @@ class PlannedCompile:
 
 
 class FusionStageError(Exception):
-    """One of the split pipeline's steps failed (the caller falls back to plain IREE)."""
+    """One of the split pipeline's steps failed (the caller falls back to plain IREE).
+
+    ``stage``: "before-plan" when IREE failed before the plan existed (the flags are at fault,
+    not the plan), "plan" or "after-plan" otherwise."""
+
+    def __init__(self, message: str, stage: str = "after-plan") -> None:
+        super().__init__(message)
+        self.stage = stage
 
 
-def _run(cmd: list[str], what: str) -> None:
+def _run(cmd: list[str], what: str, stage: str = "after-plan") -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.splitlines() if "note:" not in ln][:8]
-        raise FusionStageError(f"{what} failed: " + "\n".join(lines))
+        raise FusionStageError(f"{what} failed: " + "\n".join(lines), stage)
 
 
 def compile_with_plan(
@@ -61,6 +68,7 @@ def compile_with_plan(
         [compile_tool, str(src), *target, *flags, "--compile-to=global-optimization",
          "--emit-mlir-bytecode", "-o", str(global_opt)],
         "IREE up to global optimization",
+        "before-plan",
     )  # fmt: skip
     seconds["iree_global_opt"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -69,6 +77,7 @@ def compile_with_plan(
          "--pass-pipeline=builtin.module(iree-dispatch-creation-preprocessing-pipeline)",
          "--emit-bytecode", "-o", str(pre)],
         "IREE's pre-fusion clean-up",
+        "before-plan",
     )  # fmt: skip
     seconds["iree_pre_fusion"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -77,10 +86,11 @@ def compile_with_plan(
     try:
         module.operation.verify()
     except iree_ir.MLIRError as e:  # a planner bug: never hand IREE broken IR
-        raise FusionStageError(f"planned module does not verify: {str(e)[:500]}") from None
+        raise FusionStageError(f"planned module does not verify: {str(e)[:500]}", "plan") from None
     with open(planned, "wb") as f:
         module.operation.write_bytecode(f)
     del module
+    plans = [p.detach() for p in plans]
     seconds["plan"] = time.perf_counter() - t
     t = time.perf_counter()
     _run(

@@ -49,6 +49,14 @@ def iree_flags(pipeline: Pipeline, extra: list[str] | None = None) -> list[str]:
     return list(pipeline.flags) + list(extra or [])
 
 
+def _warn_fallback(why: str | None, pipeline: Pipeline) -> None:
+    if why is not None:
+        warnings.warn(
+            f"IREE rejected the module with the '{pipeline.name}' flags; fell back: {why}",
+            stacklevel=4,
+        )
+
+
 def compile_vmfb(
     module: ir.Module,
     pipeline: Pipeline,
@@ -99,36 +107,44 @@ def compile_vmfb(
     fusion_note = ""
     if fusion_plan is None:
         fusion_plan = pipeline.fusion_plan
-    if fusion_plan and weights is None and pipeline.outputs == ("vmfb",):
-        try:
-            planned = compile_with_plan(
-                src, list(pipeline.backends), base, tmp, pipeline.delegate_contractions
-            )
-            return BackendResult(
-                planned.vmfb, base, None, time.perf_counter() - start, attempts, weights,
-                planned.plans, "", planned.seconds,
-            )  # fmt: skip
-        except FusionStageError as e:
-            fusion_note = f"fusion plan not used: {e}"
-            warnings.warn(
-                f"xgen_mlir's fusion plan was rejected; IREE forms the dispatches itself ({e})",
-                stacklevel=3,
-            )
-    elif fusion_plan:
+    can_plan = weights is None and pipeline.outputs == ("vmfb",)
+    if fusion_plan and not can_plan:
         fusion_note = "fusion plan not used: external weights / non-vmfb outputs"
     for why, flags in candidates:
+        plan_error: FusionStageError | None = None
+        if fusion_plan and can_plan:
+            # Plan with each flag set in turn: a model that needs a fallback flag set (an IREE
+            # bug on the main flags) still gets the plan on the fallback's flags.
+            try:
+                planned = compile_with_plan(
+                    src, list(pipeline.backends), flags, tmp, pipeline.delegate_contractions
+                )
+                _warn_fallback(why, pipeline)
+                return BackendResult(
+                    planned.vmfb, flags, why, time.perf_counter() - start, attempts, weights,
+                    planned.plans, "", planned.seconds,
+                )  # fmt: skip
+            except FusionStageError as e:
+                attempts.append(str(e)[:2000])
+                if e.stage == "before-plan":
+                    continue  # these flags fail without any plan: try the next flag set
+                plan_error = e
         try:
             vmfb = ic.compile_file(
                 str(src), target_backends=list(pipeline.backends), extra_args=flags
             )
         except ic.CompilerToolError as e:
             attempts.append(_trim(e.stderr if hasattr(e, "stderr") and e.stderr else str(e)))
+            plan_error = None  # the flags fail with or without the plan: not the plan's fault
             continue
-        if why is not None:
+        if plan_error is not None:  # IREE takes these flags, but not with our regions
+            fusion_note = f"fusion plan not used: {plan_error}"
             warnings.warn(
-                f"IREE rejected the module with the '{pipeline.name}' flags; fell back: {why}",
+                "xgen_mlir's fusion plan was rejected; IREE forms the dispatches itself "
+                f"({plan_error})",
                 stacklevel=3,
             )
+        _warn_fallback(why, pipeline)
         return BackendResult(
             vmfb, flags, why, time.perf_counter() - start, attempts, weights,
             fusion_note=fusion_note,

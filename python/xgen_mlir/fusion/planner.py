@@ -60,22 +60,25 @@ NEEDS_PROFILING = {
 }
 _RESHAPES = {"tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape"}
 _OUTSIDE = {"linalg.fill"} | _RESHAPES
+# Data movement IREE places itself (pads fused into consumers, concats as in-place updates).
+# Measured on IREE 3.13: a region whose root is a tensor.pad computes wrong values (relu+pad),
+# and pads/insert_slices chained in one region fail to distribute. They stay in the graph
+# (dependencies through them matter for convexity) but never join a group.
+_UNFUSABLE = {"tensor.pad", "tensor.insert_slice", "tensor.extract_slice", "tensor.concat"}
 
 
 @dataclass
 class Node:
     index: int
-    op: Any  # ir.Operation
+    op: Any  # ir.Operation; None once the plan is detached from its module
     mapping: Mapping
+    name: str = ""
+    result_type: str = ""
     producers: list[int] = field(default_factory=list)
     consumers: list[int] = field(default_factory=list)
     indirect: set[int] = field(default_factory=set)  # producers read through tensor.extract
     used_outside: bool = False  # a result reaches an op that is not a node (return, export)
     group: int | None = None
-
-    @property
-    def name(self) -> str:
-        return self.op.name
 
 
 @dataclass
@@ -104,6 +107,13 @@ class FusionPlan:
     nodes: list[Node]
     groups: list[Group]
     decisions: list[Decision]
+
+    def detach(self) -> FusionPlan:
+        """Drop the references to IR ops (kept: names, types, groups, decisions), so the plan
+        outlives its module (reports read it after IREE's context is gone)."""
+        for node in self.nodes:
+            node.op = None
+        return self
 
     def group_ops(self) -> list[list[Any]]:
         return [[self.nodes[i].op for i in sorted(g.members)] for g in self.groups]
@@ -176,7 +186,7 @@ class Planner:
             mapping = classify(op)
             if mapping is None or op.name in _OUTSIDE:
                 continue
-            node = Node(len(self.nodes), op, mapping)
+            node = Node(len(self.nodes), op, mapping, op.name, str(op.results[0].type))
             index_of[op] = node.index
             self.nodes.append(node)
         # Edges, looking through reshapes/fills (free views / cloned inits) to real producers.
@@ -223,6 +233,11 @@ class Planner:
         """None if ``cand`` may join ``group``, else the reason it may not."""
         if cand.group is not None:
             return f"already in group {cand.group}"
+        if cand.name in _UNFUSABLE or self.nodes[group.seed].name in _UNFUSABLE:
+            return (
+                "data movement (pad/slice/concat) is left to IREE (a pad as a region root "
+                "miscompiles in IREE 3.13)"
+            )
         first, second = (
             (group.type, cand.mapping.type)
             if direction == "successor"
