@@ -113,7 +113,10 @@ def test_dump_ir_and_executables(tmp_path):
 def test_compile_report_records_flags(mlp_module):
     _, _, module = mlp_module
     assert "--iree-opt-data-tiling" in module.report.iree_flags
-    assert set(module.report.stage_seconds) == {"import", "xgen-passes", "iree-compile"}
+    stages = set(module.report.stage_seconds)
+    assert {"import", "xgen-passes", "iree-compile"} <= stages
+    # the cpu target plans fusion: IREE's run is split around the planner
+    assert {"iree:iree_global_opt", "iree:plan", "iree:iree_codegen"} <= stages
 
 
 def test_dispatch_count_reads_the_module(mlp_module):
