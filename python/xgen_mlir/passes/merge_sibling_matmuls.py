@@ -17,6 +17,18 @@ bias); siblings with and without such a bias add are merged in separate groups. 
 different LHS values (even if equal in content), non-constant weights, an LHS read through a
 transposing indexing map (a different K), non-f32 types.
 
+Not merged either (the *epilogue guard*): a member whose result, through elementwise ops and
+reshapes, reaches an elementwise op that also reads the result of another contraction (a
+matmul or convolution outside the sibling set, again through elementwise ops and reshapes).
+IREE fuses that elementwise op into the other contraction's dispatch as its epilogue, and the
+member's slice of the merged result becomes a side operand there; with
+``--iree-opt-data-tiling`` IREE 3.13 then puts the merged result's encoding into that
+dispatch and codegen fails ("large vector sizes"), so the model compiles only without data
+tiling. MobileBERT has that shape: its bottleneck ``layer_input`` (one of three projections
+of the hidden states) is the residual of the attention output's ``dense + residual``; the
+other two projections (shared Q/K bottleneck and V) still merge. Q/K/V of BERT-style models
+go to transposes and batched matmuls, never into another matmul's epilogue, and merge.
+
 Numerics: exact. Every output element is computed by the same dot product as before.
 """
 
@@ -44,12 +56,17 @@ from .generic_util import (
     indexing_maps,
     is_elementwise,
     is_identity,
+    iterator_types,
     map_dims,
+    num_inputs,
     num_uses,
+    producer,
 )
 from .registry import register_pass
 
 _MATMULS = ("linalg.matmul", "linalg.batch_matmul")
+_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+_GUARD_DEPTH = 16  # ops the epilogue guard follows from a member's result (and back)
 
 
 @dataclass
@@ -106,6 +123,57 @@ def _member(op: ir.Operation, ev: ConstEval) -> Member | None:
     return Member(op, weight, init, *(found or (None, None)))
 
 
+def _is_contraction(op: ir.Operation) -> bool:
+    """A named matmul/convolution, or a generic with a reduction loop whose body is a
+    multiply-accumulate (what IREE roots a dispatch at and data-tiles)."""
+    name = op.name
+    if name.startswith("linalg.") and ("matmul" in name or "matvec" in name or "conv" in name):
+        return True
+    if name != "linalg.generic" or "reduction" not in iterator_types(op):
+        return False
+    kinds = [o.name for o in body_ops(op)]
+    return "arith.mulf" in kinds and "arith.addf" in kinds
+
+
+def _reads_contraction(value: ir.Value, siblings: list[ir.Operation]) -> bool:
+    """Whether ``value`` is (through elementwise ops and reshapes) the result of a
+    contraction other than ``siblings``."""
+    work, seen = [value], 0
+    while work and seen < _GUARD_DEPTH:
+        op = producer(work.pop())
+        seen += 1
+        if op is None:
+            continue
+        if _is_contraction(op):
+            if not any(op == s for s in siblings):
+                return True
+        elif op.name in _RESHAPES:
+            work.append(op.operands[0])
+        elif is_elementwise(op):
+            work.extend(list(op.operands)[: num_inputs(op)])
+    return False
+
+
+def feeds_foreign_epilogue(member: Member, siblings: list[ir.Operation]) -> bool:
+    """The epilogue guard: ``member``'s result (after its bias add), through elementwise ops
+    and reshapes, reaches an elementwise op that also reads another contraction's result."""
+    out = (member.bias_add or member.op).results[0]
+    work, seen = [out], 0
+    while work and seen < _GUARD_DEPTH:
+        value = work.pop()
+        for use in value.uses:
+            user = use.owner.operation
+            seen += 1
+            if user.name in _RESHAPES:
+                work.append(user.results[0])
+            elif is_elementwise(user):
+                ins = list(user.operands)[: num_inputs(user)]
+                if any(_reads_contraction(v, siblings) for v in ins if v != value):
+                    return True
+                work.append(user.results[0])
+    return False
+
+
 def _merge(group: list[Member]) -> None:
     first, lhs = group[0].op, group[0].op.operands[0]
     out_ty = ir.RankedTensorType(first.results[0].type)
@@ -158,7 +226,8 @@ def _merge(group: list[Member]) -> None:
 
 
 def merge_sibling_matmuls(module_op: ir.Operation, opts: MergeOptions | None = None) -> Counter:
-    """Merge every group of siblings; returns counts (``groups``, ``matmuls`` merged)."""
+    """Merge every group of siblings; returns counts (``groups``, ``matmuls`` merged,
+    ``guarded``: members the epilogue guard kept out)."""
     with module_op.context:
         opts = opts or MergeOptions()
         ev = ConstEval(module_op)
@@ -170,6 +239,15 @@ def merge_sibling_matmuls(module_op: ir.Operation, opts: MergeOptions | None = N
             if len(ops) < opts.min_group:
                 continue
             members = [m for m in (_member(op, ev) for op in ops) if m is not None]
+            guarded = [m for m in members if feeds_foreign_epilogue(m, ops)]
+            if guarded:
+                counts["guarded"] += len(guarded)
+                members = [m for m in members if not any(m is g for g in guarded)]
+                if opts.verbose:
+                    for m in guarded:
+                        where = format_location(m.op.location)
+                        print(f"xgen-merge-sibling-matmuls: {where}: not merged (its result "
+                              "joins another contraction's epilogue)", file=sys.stderr)  # fmt: skip
             for with_bias in (True, False):
                 group = [m for m in members if (m.bias_add is not None) == with_bias]
                 group = _same_block_and_k(group)
