@@ -31,6 +31,7 @@ from xgen_mlir.passes.algebraic_simplify import algebraic_simplify
 from xgen_mlir.passes.cancel_reshapes import cancel_reshapes
 from xgen_mlir.passes.fold_batchnorm import fold_batchnorm
 from xgen_mlir.passes.merge_sibling_matmuls import merge_sibling_matmuls
+from xgen_mlir.passes.merge_sibling_transposes import merge_sibling_transposes
 from xgen_mlir.passes.op_stats import count_ops
 from xgen_mlir.passes.runner import run_steps, snapshot
 
@@ -39,6 +40,7 @@ CLEANUP = ["func.func(canonicalize),cse"]
 REWRITES = {
     "xgen-fold-batchnorm": fold_batchnorm,
     "xgen-merge-sibling-matmuls": merge_sibling_matmuls,
+    "xgen-merge-sibling-transposes": merge_sibling_transposes,
     "xgen-algebraic-simplify": algebraic_simplify,
     "xgen-cancel-reshapes": cancel_reshapes,
 }

@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     lower_fkw_kernels,
     lower_sparse_linalg,
     merge_sibling_matmuls,
+    merge_sibling_transposes,
     op_stats,
     raise_pattern_conv,
     set_entry_point,

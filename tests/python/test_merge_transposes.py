@@ -1,0 +1,93 @@
+"""xgen-merge-sibling-transposes on real attention: Q/K/V's three head transposes become one.
+
+Tiny BERT (after xgen-merge-sibling-matmuls) and tiny GPT-2 (``c_attn`` is one matmul): the
+pass fires once per layer, the compiled model still matches PyTorch, and the cpu pipeline
+with the pass launches fewer kernels per call than the same pipeline without it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from conftest import check_close
+from torch import nn
+
+import xgen_mlir
+from xgen_mlir.frontend import import_model
+from xgen_mlir.passes.merge_sibling_transposes import merge_sibling_transposes
+from xgen_mlir.passes.op_stats import count_ops
+from xgen_mlir.passes.runner import run_steps
+from xgen_mlir.pipelines import load_pipeline
+
+STEP = "xgen-merge-sibling-transposes"
+
+
+def _tiny_bert() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    from transformers import BertConfig, BertModel
+
+    from xgen_mlir.models.transformers_zoo import _finish
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=32,
+                     attn_implementation="eager")  # fmt: skip
+    model = BertModel(cfg, add_pooling_layer=False)
+    with torch.no_grad():  # non-zero biases: a slice of the wrong third would show
+        for m in model.modules():
+            if isinstance(m, nn.Linear):
+                m.bias.uniform_(-0.5, 0.5)
+    ids = torch.randint(0, 64, (1, 16), generator=torch.Generator().manual_seed(0))
+    return _finish(model, ("input_ids",), "last_hidden_state", (ids,))
+
+
+def _model(which: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    if which == "bert":
+        return _tiny_bert()
+    from xgen_mlir.models import transformers_zoo
+
+    return transformers_zoo.gpt2_tiny(seq=16)
+
+
+@pytest.mark.parametrize("which", ["bert", "gpt2"])
+def test_one_transpose_per_layer_and_match_pytorch(which):
+    model, inputs = _model(which)
+    module = import_model(model, inputs)
+    run_steps(module, ["xgen-fold-transpose-pairs", "xgen-merge-sibling-matmuls"])
+    before = count_ops(module.operation)
+    counts = merge_sibling_transposes(module.operation)
+    after = count_ops(module.operation)
+    # 2 layers; Q, K, V each; K is read transposed (K^T) and keeps a transpose of its slice
+    assert counts == {"groups": 2, "transposes": 6, "composed": 2}
+    assert before["linalg.transpose"] - after["linalg.transpose"] == 2 * (3 - 2)
+    assert merge_sibling_transposes(module.operation) == {}  # nothing left to merge
+    got = xgen_mlir.compile(module)(*inputs)
+    with torch.no_grad():
+        want = model(*inputs)
+    check_close(got.numpy(), want.numpy(), atol=1e-4, rtol=1e-4, what=which)
+
+
+def test_fewer_dispatches_than_without_the_pass(tmp_path):
+    """Same pipeline and flags but for this step: the pass saves kernel launches."""
+    model, inputs = _tiny_bert()
+    cpu = load_pipeline("cpu")
+    text = cpu.path.read_text()
+    without = re.sub(r'\[\[steps\]\]\npass = "xgen-merge-sibling-transposes"\nwhy = "[^"]*"\n+',
+                     "", text)  # fmt: skip
+    assert without != text
+    path = tmp_path / "cpu_without.toml"
+    path.write_text(without)
+    with_pass = xgen_mlir.compile(model, inputs)
+    no_pass = xgen_mlir.compile(model, inputs, target=str(path))
+    assert with_pass.report.fallback_used is None and no_pass.report.fallback_used is None
+    assert with_pass.dispatch_count() < no_pass.dispatch_count()
+    check_close(with_pass(*inputs).numpy(), no_pass(*inputs).numpy(), atol=1e-5, rtol=1e-5,
+                what="with vs without")  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["cpu", "x86_64", "arm64", "riscv64", "vulkan", "cuda",
+                                    "embedded"])  # fmt: skip
+def test_in_the_pipelines_after_the_matmul_merge(target):
+    steps = load_pipeline(target).pass_steps("main")
+    assert steps.index(STEP) == steps.index("xgen-merge-sibling-matmuls") + 1
