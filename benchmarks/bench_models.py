@@ -111,7 +111,10 @@ def onnxruntime_session(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     feed = {n: t.numpy() for n, t in zip(names, inputs, strict=True)}
-    return lambda: sess.run(None, feed)[0]
+    import onnx
+
+    onnx_nodes = len(onnx.load(str(path), load_external_data=False).graph.node)
+    return (lambda: sess.run(None, feed)[0]), onnx_nodes
 
 
 def bench_model(name: str, rounds: int, block: int, threads: int, defaults: bool) -> dict:
@@ -156,7 +159,7 @@ def bench_model(name: str, rounds: int, block: int, threads: int, defaults: bool
     systems["xgen_mlir cpu"] = lambda: ours(*arrays)
     log(f"{name}: exporting to ONNX for ONNX Runtime")
     try:
-        run_ort = onnxruntime_session(model, inputs, threads)
+        run_ort, info["onnx_ops"] = onnxruntime_session(model, inputs, threads)
         results["ONNX Runtime"] = {"max_abs_err": float(np.abs(run_ort() - ref).max())}
         systems["ONNX Runtime"] = run_ort
     except Exception as e:  # report, don't hide: the row says why it is missing
@@ -208,14 +211,17 @@ def print_table(all_records: dict[str, dict]) -> None:
             cells.append(f"{r['median_ms']:17.2f}" if "median_ms" in r else f"{'n/a':>17}")
         ratio = res["IREE best flags"]["median_ms"] / res["xgen_mlir cpu"]["median_ms"]
         print(f"{model:<14}" + "".join(cells) + f"{ratio:18.2f}x")
-    print("\ngraph: PyTorch ops, linalg ops, dispatches xgen / IREE best, fused-layer ratio, "
+    print("\ngraph: PyTorch ops, ONNX ops, linalg ops, dispatches xgen / IREE best, "
+          "fused-layer ratios (ONNX ops / dispatches, linalg ops / dispatches), "
           "GFLOP, achieved rate xgen / IREE best (of the 205 GFLOP/s sgemm rate)")  # fmt: skip
     for model, rec in all_records.items():
         g, res = rec["graph"], rec["systems"]
         ours, iree = res["xgen_mlir cpu"], res["IREE best flags"]
-        print(f"  {model}: {g['aten_ops']} ops, {g['linalg_ops']} linalg, "
+        n = max(1, ours.get("dispatches", 1))
+        print(f"  {model}: {g['aten_ops']} ops, {g.get('onnx_ops', '?')} ONNX, "
+              f"{g['linalg_ops']} linalg, "
               f"{ours.get('dispatches')} / {iree.get('dispatches')} dispatches, "
-              f"ratio {g['aten_ops'] / max(1, ours.get('dispatches', 1)):.1f}, "
+              f"ratios {g.get('onnx_ops', 0) / n:.1f} / {g['linalg_ops'] / n:.1f}, "
               f"{g['gflop']:.2f} GFLOP (after rewrites {g.get('gflop_after_rewrites', 0):.2f}), "
               f"{ours.get('of_peak')} / {iree.get('of_peak')}")  # fmt: skip
     print("\nmax |error| vs PyTorch:")

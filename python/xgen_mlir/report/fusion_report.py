@@ -105,7 +105,8 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
     info = data.get("graph", {})
     if info:
         parts.append(
-            f"<p>Imported: {info.get('aten_ops', '?')} PyTorch operators, "
+            f"<p>Imported: {info.get('aten_ops', '?')} PyTorch operators "
+            f"({info.get('onnx_ops', '?')} in its ONNX export), "
             f"{info.get('linalg_ops', '?')} linalg/tensor ops; "
             f"{info.get('gflop', 0):.3f} GFLOP per call (counted from the IR).</p>"
         )
