@@ -8,6 +8,7 @@ the one that worked is recorded. IREE's diagnostics are kept, trimmed, in the er
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 import warnings
@@ -84,73 +85,82 @@ def compile_vmfb(
     candidates += [(fb.why, fb.apply(base)) for fb in pipeline.fallbacks]
     tmp = Path(work_dir or tempfile.mkdtemp(prefix="xgen-iree-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    weights = None
-    src = tmp / f"{stem}.mlirbc"
-    if external_weights is None:
-        # generated kernels are swapped in through IREE's own bindings (still bytecode)
-        if not materialize(module, src):
-            with open(src, "wb") as f:
-                module.operation.write_bytecode(f)
-    else:  # textual hand-off: the weight rewrite uses IREE ops torch-mlir cannot parse
-        if materialize(module, src):
-            import iree.compiler.ir as iree_ir
+    owned = work_dir is None  # our scratch folder: removed unless the compile fails
+    failed = False
+    try:
+        weights = None
+        src = tmp / f"{stem}.mlirbc"
+        if external_weights is None:
+            # generated kernels are swapped in through IREE's own bindings (still bytecode)
+            if not materialize(module, src):
+                with open(src, "wb") as f:
+                    module.operation.write_bytecode(f)
+        else:  # textual hand-off: the weight rewrite uses IREE ops torch-mlir cannot parse
+            if materialize(module, src):
+                import iree.compiler.ir as iree_ir
 
-            text = str(iree_ir.Module.parse(src.read_bytes(), iree_ir.Context()))
-        else:
-            text = str(module)
-        weights = externalize_weights(text, min_bytes=external_weights)
-        text, weights.text = weights.text, ""  # keep only the bytes
-        src = tmp / f"{stem}.mlir"
-        src.write_text(text)
-    attempts: list[str] = []
-    start = time.perf_counter()
-    fusion_note = ""
-    if fusion_plan is None:
-        fusion_plan = pipeline.fusion_plan
-    can_plan = weights is None and pipeline.outputs == ("vmfb",)
-    if fusion_plan and not can_plan:
-        fusion_note = "fusion plan not used: external weights / non-vmfb outputs"
-    for why, flags in candidates:
-        plan_error: FusionStageError | None = None
-        if fusion_plan and can_plan:
-            # Plan with each flag set in turn: a model that needs a fallback flag set (an IREE
-            # bug on the main flags) still gets the plan on the fallback's flags.
+                text = str(iree_ir.Module.parse(src.read_bytes(), iree_ir.Context()))
+            else:
+                text = str(module)
+            weights = externalize_weights(text, min_bytes=external_weights)
+            text, weights.text = weights.text, ""  # keep only the bytes
+            src = tmp / f"{stem}.mlir"
+            src.write_text(text)
+        attempts: list[str] = []
+        start = time.perf_counter()
+        fusion_note = ""
+        if fusion_plan is None:
+            fusion_plan = pipeline.fusion_plan
+        can_plan = weights is None and pipeline.outputs == ("vmfb",)
+        if fusion_plan and not can_plan:
+            fusion_note = "fusion plan not used: external weights / non-vmfb outputs"
+        for why, flags in candidates:
+            plan_error: FusionStageError | None = None
+            if fusion_plan and can_plan:
+                # Plan with each flag set in turn: a model that needs a fallback flag set (an IREE
+                # bug on the main flags) still gets the plan on the fallback's flags.
+                try:
+                    planned = compile_with_plan(
+                        src, list(pipeline.backends), flags, tmp, pipeline.delegate_contractions
+                    )
+                    _warn_fallback(why, pipeline)
+                    return BackendResult(
+                        planned.vmfb, flags, why, time.perf_counter() - start, attempts, weights,
+                        planned.plans, "", planned.seconds,
+                    )  # fmt: skip
+                except FusionStageError as e:
+                    attempts.append(str(e)[:2000])
+                    if e.stage == "before-plan":
+                        continue  # these flags fail without any plan: try the next flag set
+                    plan_error = e
             try:
-                planned = compile_with_plan(
-                    src, list(pipeline.backends), flags, tmp, pipeline.delegate_contractions
+                vmfb = ic.compile_file(
+                    str(src), target_backends=list(pipeline.backends), extra_args=flags
                 )
-                _warn_fallback(why, pipeline)
-                return BackendResult(
-                    planned.vmfb, flags, why, time.perf_counter() - start, attempts, weights,
-                    planned.plans, "", planned.seconds,
-                )  # fmt: skip
-            except FusionStageError as e:
-                attempts.append(str(e)[:2000])
-                if e.stage == "before-plan":
-                    continue  # these flags fail without any plan: try the next flag set
-                plan_error = e
-        try:
-            vmfb = ic.compile_file(
-                str(src), target_backends=list(pipeline.backends), extra_args=flags
-            )
-        except ic.CompilerToolError as e:
-            attempts.append(_trim(e.stderr if hasattr(e, "stderr") and e.stderr else str(e)))
-            plan_error = None  # the flags fail with or without the plan: not the plan's fault
-            continue
-        if plan_error is not None:  # IREE takes these flags, but not with our regions
-            fusion_note = f"fusion plan not used: {plan_error}"
-            warnings.warn(
-                "xgen_mlir's fusion plan was rejected; IREE forms the dispatches itself "
-                f"({plan_error})",
-                stacklevel=3,
-            )
-        _warn_fallback(why, pipeline)
-        return BackendResult(
-            vmfb, flags, why, time.perf_counter() - start, attempts, weights,
-            fusion_note=fusion_note,
-        )  # fmt: skip
-    raise BackendCompileError(
-        f"IREE could not compile the module for target '{pipeline.name}' "
-        f"(tried {len(candidates)} flag sets; the input is saved at {src}).\n"
-        f"First attempt's diagnostics:\n{attempts[0]}"
-    )
+            except ic.CompilerToolError as e:
+                attempts.append(_trim(e.stderr if hasattr(e, "stderr") and e.stderr else str(e)))
+                plan_error = None  # the flags fail with or without the plan: not the plan's fault
+                continue
+            if plan_error is not None:  # IREE takes these flags, but not with our regions
+                fusion_note = f"fusion plan not used: {plan_error}"
+                warnings.warn(
+                    "xgen_mlir's fusion plan was rejected; IREE forms the dispatches itself "
+                    f"({plan_error})",
+                    stacklevel=3,
+                )
+            _warn_fallback(why, pipeline)
+            return BackendResult(
+                vmfb, flags, why, time.perf_counter() - start, attempts, weights,
+                fusion_note=fusion_note,
+            )  # fmt: skip
+        failed = True
+        raise BackendCompileError(
+            f"IREE could not compile the module for target '{pipeline.name}' "
+            f"(tried {len(candidates)} flag sets; the input is saved at {src}).\n"
+            f"First attempt's diagnostics:\n{attempts[0]}"
+        )
+    finally:
+        for name in ("global-opt.mlirbc", "pre-fusion.mlirbc", "planned.mlirbc", "planned.vmfb"):
+            (tmp / name).unlink(missing_ok=True)  # planner intermediates: each holds the weights
+        if owned and not failed:
+            shutil.rmtree(tmp, ignore_errors=True)
