@@ -183,11 +183,13 @@ def test_algebraic_simplify_unsafe_rules_only_on_request():
     assert np.isfinite(_run(unsafe, neg)[3]).all()
 
 
-@pytest.mark.parametrize("step", ["xgen-fold-batchnorm", "xgen-merge-sibling-matmuls",
-                                  "xgen-algebraic-simplify", "xgen-cancel-reshapes"])  # fmt: skip
-def test_rewrites_are_in_the_cpu_pipeline(step):
+@pytest.mark.parametrize(("target", "step"), [
+    ("x86_64", "xgen-fold-batchnorm"),  # off on cpu: measured slower there (cpu.toml says why)
+    ("cpu", "xgen-merge-sibling-matmuls"), ("cpu", "xgen-algebraic-simplify"),
+    ("cpu", "xgen-cancel-reshapes")])  # fmt: skip
+def test_rewrites_are_in_the_pipelines(target, step):
     from xgen_mlir.pipelines import load_pipeline
 
-    steps = load_pipeline("cpu").pass_steps("main")
+    steps = load_pipeline(target).pass_steps("main")
     assert step in steps
     assert steps.index(step) > steps.index("xgen-fold-transpose-pairs")
