@@ -16,6 +16,7 @@ from torch import nn
 
 import xgen_mlir
 from xgen_mlir.frontend import import_model
+from xgen_mlir.models import transformers_zoo
 from xgen_mlir.passes.merge_sibling_transposes import merge_sibling_transposes
 from xgen_mlir.passes.op_stats import count_ops
 from xgen_mlir.passes.runner import run_steps
@@ -24,29 +25,9 @@ from xgen_mlir.pipelines import load_pipeline
 STEP = "xgen-merge-sibling-transposes"
 
 
-def _tiny_bert() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
-    from transformers import BertConfig, BertModel
-
-    from xgen_mlir.models.transformers_zoo import _finish
-
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=32,
-                     attn_implementation="eager")  # fmt: skip
-    model = BertModel(cfg, add_pooling_layer=False)
-    with torch.no_grad():  # non-zero biases: a slice of the wrong third would show
-        for m in model.modules():
-            if isinstance(m, nn.Linear):
-                m.bias.uniform_(-0.5, 0.5)
-    ids = torch.randint(0, 64, (1, 16), generator=torch.Generator().manual_seed(0))
-    return _finish(model, ("input_ids",), "last_hidden_state", (ids,))
-
-
 def _model(which: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     if which == "bert":
-        return _tiny_bert()
-    from xgen_mlir.models import transformers_zoo
-
+        return transformers_zoo.bert_tiny()
     return transformers_zoo.gpt2_tiny(seq=16)
 
 
@@ -70,7 +51,7 @@ def test_one_transpose_per_layer_and_match_pytorch(which):
 
 def test_fewer_dispatches_than_without_the_pass(tmp_path):
     """Same pipeline and flags but for this step: the pass saves kernel launches."""
-    model, inputs = _tiny_bert()
+    model, inputs = transformers_zoo.bert_tiny()
     cpu = load_pipeline("cpu")
     text = cpu.path.read_text()
     without = re.sub(r'\[\[steps\]\]\npass = "xgen-merge-sibling-transposes"\nwhy = "[^"]*"\n+',

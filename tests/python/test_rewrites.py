@@ -15,6 +15,7 @@ from torch import nn
 
 import xgen_mlir
 from xgen_mlir.frontend import import_model
+from xgen_mlir.models import transformers_zoo
 from xgen_mlir.passes.algebraic_simplify import SimplifyOptions, algebraic_simplify
 from xgen_mlir.passes.cancel_reshapes import cancel_reshapes
 from xgen_mlir.passes.fold_batchnorm import fold_batchnorm
@@ -49,24 +50,6 @@ def _conv_bn_net() -> nn.Module:
     ).eval()
 
 
-def _tiny_bert() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
-    from transformers import BertConfig, BertModel
-
-    from xgen_mlir.models.transformers_zoo import _finish
-
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=32,
-                     attn_implementation="eager")  # fmt: skip
-    model = BertModel(cfg, add_pooling_layer=False)
-    with torch.no_grad():  # non-zero biases, so a wrong bias concatenation would show
-        for m in model.modules():
-            if isinstance(m, nn.Linear):
-                m.bias.uniform_(-0.5, 0.5)
-    ids = torch.randint(0, 64, (1, 16), generator=torch.Generator().manual_seed(0))
-    return _finish(model, ("input_ids",), "last_hidden_state", (ids,))
-
-
 def test_fold_batchnorm_removes_the_normalisation_and_matches_pytorch():
     model, x = _conv_bn_net(), torch.randn(2, 3, 8, 8)
     module = import_model(model, (x,))
@@ -84,7 +67,7 @@ def test_fold_batchnorm_removes_the_normalisation_and_matches_pytorch():
 
 
 def test_merge_qkv_in_bert_and_match_pytorch():
-    model, inputs = _tiny_bert()
+    model, inputs = transformers_zoo.bert_tiny()
     module = import_model(model, inputs)
     before = count_ops(module.operation)
     run_steps(module, ["xgen-merge-sibling-matmuls"])
@@ -101,10 +84,8 @@ def test_cancel_reshapes_around_the_mlp_gelu(which):
     """expand -> GELU -> collapse once per layer: one generic in BERT, an eight-generic
     region reading the expanded value three times in GPT-2 (tanh GELU)."""
     if which == "bert":
-        model, inputs = _tiny_bert()
+        model, inputs = transformers_zoo.bert_tiny()
     else:
-        from xgen_mlir.models import transformers_zoo
-
         model, inputs = transformers_zoo.gpt2_tiny(seq=16)
     module = import_model(model, inputs)
     run_steps(module, ["xgen-fold-transpose-pairs", "func.func(canonicalize),cse"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .mapping_types import _ir_of, classify, indexing_maps
+from .mapping_types import classify, indexing_maps, ir_of
 
 _FREE = ("arith.constant", "arith.index_cast", "arith.select", "arith.cmpi", "arith.ext",
          "arith.trunc", "arith.bitcast", "arith.sitofp", "arith.uitofp", "arith.fpto",
@@ -18,7 +18,7 @@ _FREE = ("arith.constant", "arith.index_cast", "arith.select", "arith.cmpi", "ar
 
 
 def _loop_ranges(op: Any, maps: list[Any]) -> list[int] | None:
-    ir = _ir_of(op)
+    ir = ir_of(op)
     n = maps[0].n_dims
     ranges: list[int | None] = [None] * n
     for value, amap in zip(op.operands, maps, strict=False):
@@ -69,7 +69,7 @@ def module_flops(module_op: Any) -> int:
     def visit(op: Any) -> Any:
         nonlocal total
         total += op_flops(op)
-        return _ir_of(op).WalkResult.ADVANCE
+        return ir_of(op).WalkResult.ADVANCE
 
     module_op.walk(visit)
     return total

@@ -64,8 +64,8 @@ _NOT_COMPUTE_PREFIXES = ("arith.constant", "tensor.empty", "util.", "hal.", "fun
 _NOT_COMPUTE_PREFIXES += ("iree_tensor_ext.", "builtin.", "linalg.yield", "tensor.dim")
 
 
-def _linalg_of(op: Any) -> Any:
-    """The ``linalg`` dialect module of the binding this op comes from."""
+def linalg_of(op: Any) -> Any:
+    """The ``linalg`` dialect module of the MLIR binding this op comes from."""
     if type(op).__module__.startswith("iree."):
         from iree.compiler.dialects import linalg
     else:
@@ -73,7 +73,8 @@ def _linalg_of(op: Any) -> Any:
     return linalg
 
 
-def _ir_of(op: Any) -> Any:
+def ir_of(op: Any) -> Any:
+    """The ``ir`` module of the MLIR binding (torch-mlir's or IREE's) this op comes from."""
     if type(op).__module__.startswith("iree."):
         from iree.compiler import ir
     else:
@@ -87,7 +88,7 @@ def indexing_maps(op: Any) -> list[Any] | None:
     if not op.name.startswith("linalg."):
         return None
     try:
-        maps = _linalg_of(op).get_indexing_maps(op.opview)
+        maps = linalg_of(op).get_indexing_maps(op.opview)
     except Exception:  # not a LinalgOp (e.g. linalg.softmax)
         return None
     if maps is None:
@@ -121,8 +122,8 @@ def _reads_through_extract(op: Any) -> bool:
 
 
 def _structured(op: Any, maps: list[Any]) -> Mapping:
-    ir = _ir_of(op)
-    linalg = _linalg_of(op)
+    ir = ir_of(op)
+    linalg = linalg_of(op)
     n_out = len(op.results)
     in_maps, out_maps = maps[: len(maps) - n_out], maps[len(maps) - n_out :]
     n_loops = maps[0].n_dims if maps else 0
@@ -183,7 +184,7 @@ def classify(op: Any) -> Mapping | None:
     maps = indexing_maps(op)
     if maps is not None:
         return _structured(op, maps)
-    ir = _ir_of(op)
+    ir = ir_of(op)
     if not any(isinstance(r.type, ir.RankedTensorType) for r in op.results):
         return None
     if name.startswith("tensor."):

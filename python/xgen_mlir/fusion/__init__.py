@@ -7,7 +7,7 @@ from typing import Any
 from .planner import FusionPlan, plan_block
 from .regions import wrap_in_region
 
-__all__ = ["FusionPlan", "form_dispatch_regions", "plan_block", "wrap_in_region"]
+__all__ = ["FusionPlan", "form_dispatch_regions", "form_regions", "plan_block", "wrap_in_region"]
 
 FUNC_OPS = ("func.func", "util.func")
 
@@ -15,22 +15,27 @@ FUNC_OPS = ("func.func", "util.func")
 def form_dispatch_regions(
     module: Any, max_expand: float = 4.0, delegate_contractions: bool = True
 ) -> list[FusionPlan]:
-    """Plan every function body of ``module`` and wrap each group in a dispatch region.
-
-    ``delegate_contractions``: groups rooted at a matmul/conv are left for IREE to form
-    (measured: IREE folds transposed operands into the contraction's maps and its data-tiling
-    encodings, which a pre-formed region prevents); the plan still records them.
-    """
+    """Plan every function body of ``module`` and form its regions (``form_regions``)."""
     plans = []
     for fn in module.body.operations:
         fn = fn.operation
         if fn.name not in FUNC_OPS or not len(fn.regions[0].blocks):
             continue
         plan = plan_block(fn.regions[0].blocks[0], max_expand)
-        for group, ops in zip(plan.groups, plan.group_ops(), strict=True):
-            if (delegate_contractions and group.contractions) or len(group.members) < 2:
-                group.delegated = True  # a one-op region gains nothing over IREE's choice
-                continue
-            wrap_in_region(ops)
+        form_regions(plan, delegate_contractions)
         plans.append(plan)
     return plans
+
+
+def form_regions(plan: FusionPlan, delegate_contractions: bool = True) -> None:
+    """Wrap the plan's groups in dispatch regions; the others are marked ``delegated``.
+
+    Delegated: one-op groups (a region gains nothing over IREE's own choice) and, with
+    ``delegate_contractions``, groups rooted at a matmul/conv (measured: IREE folds transposed
+    operands and data-tiling encodings into them, which a pre-formed region prevents).
+    """
+    for group, ops in zip(plan.groups, plan.group_ops(), strict=True):
+        if (delegate_contractions and group.contractions) or len(group.members) < 2:
+            group.delegated = True
+            continue
+        wrap_in_region(ops)

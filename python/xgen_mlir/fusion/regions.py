@@ -10,13 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _ir_of(op: Any) -> Any:
-    if type(op).__module__.startswith("iree."):
-        from iree.compiler import ir
-    else:
-        from torch_mlir import ir
-    return ir
+from ..analysis.mapping_types import ir_of
 
 
 def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
@@ -26,7 +20,7 @@ def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
     first and last op that depend on the group are moved after the region.
     """
     ops = [o.operation for o in ops]
-    ir = _ir_of(ops[0])
+    ir = ir_of(ops[0])
     block_ops = [o.operation for o in ops[0].block.operations]
     pos = {o: i for i, o in enumerate(block_ops)}
     ops.sort(key=lambda o: pos[o])

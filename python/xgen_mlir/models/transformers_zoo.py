@@ -174,6 +174,25 @@ def gpt2_tiny(seq: int = 32, seed: int = 0) -> Example:
     return _finish(model, ("input_ids",), "logits", inputs, use_cache=False)
 
 
+def bert_tiny(seq: int = 16, seed: int = 0) -> Example:
+    """A 2-layer BERT (hidden 32, 2 heads, vocab 64) with non-zero linear biases, for fast
+    rewrite tests: a wrongly merged or sliced Q/K/V bias changes the output."""
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=32,
+                     attn_implementation="eager")  # fmt: skip
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = BertModel(cfg, add_pooling_layer=False)
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, nn.Linear):
+                    m.bias.uniform_(-0.5, 0.5)
+    inputs = (_random_ids(cfg.vocab_size, seq, seed),)
+    return _finish(model, ("input_ids",), "last_hidden_state", inputs)
+
+
 def distilbert(seq: int = 128, n_layers: int = 6, seed: int = 0) -> Example:
     """DistilBERT-base (hidden 768, 66M params at 6 layers), random weights; ``(input_ids,)``."""
     from transformers import DistilBertConfig, DistilBertModel

@@ -20,7 +20,7 @@ from typing import Any
 
 from .._mlir import ir
 from ..analysis import classify
-from ..fusion import plan_block, wrap_in_region
+from ..fusion import form_regions, plan_block
 from ..irutil import ops_named
 from .registry import register_pass
 
@@ -80,8 +80,5 @@ def plan_fusion(module_op: ir.Operation, opts: PlanOptions) -> None:
                 print(_describe(plan, d), file=sys.stderr)
         if not opts.form_regions:
             continue
-        module_op.context.allow_unregistered_dialects = True
-        for group, ops in zip(plan.groups, plan.group_ops(), strict=True):
-            if (opts.delegate_contractions and group.contractions) or len(ops) < 2:
-                continue
-            wrap_in_region(ops)
+        module_op.context.allow_unregistered_dialects = True  # flow is IREE's dialect
+        form_regions(plan, opts.delegate_contractions)

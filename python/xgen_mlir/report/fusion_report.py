@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from ..analysis import MappingType, classify
+from ..analysis.mapping_types import ir_of
 
 _COLORS = {
     MappingType.ONE_TO_ONE.value: "#4e79a7",
@@ -32,18 +33,10 @@ def mapping_counts(module_op: Any) -> dict[str, int]:
         mapping = classify(op)
         if mapping is not None:
             counts[mapping.type.value] += 1
-        return _walk_result(op)
+        return ir_of(op).WalkResult.ADVANCE
 
     module_op.walk(visit)
     return dict(counts)
-
-
-def _walk_result(op: Any) -> Any:
-    if type(op).__module__.startswith("iree."):
-        from iree.compiler import ir
-    else:
-        from torch_mlir import ir
-    return ir.WalkResult.ADVANCE
 
 
 def _bars(rows: list[tuple[str, float, str]], unit: str = "", width: int = 420) -> str:
