@@ -6,8 +6,10 @@ Layout (chosen so the kernel never tests borders and never gathers): the input i
 ``o = y*WoP + x`` (WoP = Wp / s) of a filter reads input ``s*o + offset(tap)``, where the
 offset (plane ky % s, row ky // s, column kx) is a compile-time constant per (pattern, tap).
 For s = 2 a vector of outputs deinterleaves two contiguous input vectors (one shuffle).
-Columns x >= OW of the padded grid are computed and dropped by
-the caller. For each filter group and each chunk of ``VL*PX`` pixels, the group's filters'
+Columns x >= OW of the padded grid are computed but never stored: each chunk of pixels is cut
+into its runs of valid pixels per output row, and each run goes straight to its place in the
+final ``[F, OH, OW]`` tensor (a masked vector store on AVX-512, a scalar copy elsewhere), so no
+copy dispatch is needed after the kernel and no two workgroups write the same bytes. For each filter group and each chunk of ``VL*PX`` pixels, the group's filters'
 accumulators stay in vector registers; for every kept kernel (channel from the FKW list, one
 code path per pattern) each tap's input vector is loaded once and multiplied into all filters
 of the group (the weights are stored tap-major, filter-minor, so this is one broadcast-FMA per
@@ -73,6 +75,7 @@ class KernelSpec:
         self.derived = {
             "oh": oh, "ow": ow, "hq": hq, "wp": wp, "wop": wop, "stride": st, "plane": plane,
             "nchunks": nchunks, "oplane": oplane, "in_len": st * self.c * plane,
+            "maxseg": chunk // ow + 2, "out_len": self.f * oh * ow,
             "slack": slack, "ntiles": -(-nchunks // self.tile),
             "groups": len(self.group_filter_offsets) - 1,
             "weights": int(sum(
@@ -115,6 +118,13 @@ def generate(spec: KernelSpec) -> str:
         f"typedef float vf __attribute__((vector_size({4 * spec.vl})));",
         f"typedef float vfu __attribute__((vector_size({4 * spec.vl}), aligned(4)));",
         "#define LD(p) (*(const vfu*)(p))",
+        "#if defined(__AVX512F__) && VL == 16 && PX == 1  /* lanes [a, a+n) of v to p[a..a+n) */",
+        "#define STORE_RUN(p, v, a, n) __builtin_ia32_storeups512_mask((p), (v), "
+        "(unsigned short)(((1u << (n)) - 1u) << (a)))",
+        "#else",
+        "#define STORE_RUN(p, v, a, n) do { float t_[VL * PX]; *(vfu*)t_ = (v); "
+        "for (int k_ = (a); k_ < (a) + (n); k_++) (p)[k_] = t_[k_]; } while (0)",
+        "#endif",
         "#define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride",
         f"#define VL {spec.vl}",
         f"#define PX {spec.px}",
@@ -181,11 +191,36 @@ def _group_function(spec: KernelSpec, gs: int, n: int, npat: int) -> list[str]:
             ]
         lines += [f"      w += {n * gs};", "    }", f"    cp += runs[{p}];"]
     epilogue = "vf z = {}; acc[j][q] = acc[j][q] > z ? acc[j][q] : z; " if spec.relu else ""
+    oh, ow, wop, ms = d["oh"], d["ow"], d["wop"], d["maxseg"]
     lines += [
         f'    _Pragma("GCC unroll 64") for (int j = 0; j < {gs}; j++)',
-        '      _Pragma("GCC unroll 8") for (int q = 0; q < PX; q++) { '
-        + epilogue
-        + f"*(vfu*)(out + (size_t)oc[j] * {d['oplane']} + o + q * VL) = acc[j][q]; }}",
+        '      _Pragma("GCC unroll 8") for (int q = 0; q < PX; q++) { ' + epilogue + "}",
+        "    /* runs of valid pixels (x < OW, y < OH) in this chunk: lane, length, destination */",
+        f"    int ra[{ms}], rn[{ms}], nr = 0; size_t rd[{ms}];",
+        "    for (size_t p = o, e = o + VL * PX; p < e;) {",
+        f"      size_t y = p / {wop}, x = p - y * {wop};",
+        f"      if (y >= {oh}) break;",
+        f"      if (x < {ow}) {{ size_t n = {ow} - x; if (n > e - p) n = e - p;",
+        f"        ra[nr] = (int)(p - o); rn[nr] = (int)n; rd[nr] = y * {ow} + x; nr++; }}",
+        f"      p += {wop} - x;",
+        "    }",
+        f'    _Pragma("GCC unroll 64") for (int j = 0; j < {gs}; j++) {{',
+        f"      float* dst = out + (size_t)oc[j] * {oh * ow};",
+        "      if (nr == 1 && rn[0] == VL * PX) {  /* the whole chunk is one run */",
+        '        _Pragma("GCC unroll 8") for (int q = 0; q < PX; q++) '
+        "*(vfu*)(dst + rd[0] + q * VL) = acc[j][q];",
+        "        continue;",
+        "      }",
+        "      for (int r = 0; r < nr; r++) {",
+        "#if PX == 1",
+        "        STORE_RUN(dst + rd[r] - ra[r], acc[j][0], ra[r], rn[r]);",
+        "#else",
+        "        float t[VL * PX];",
+        '        _Pragma("GCC unroll 8") for (int q = 0; q < PX; q++) *(vfu*)(t + q * VL) = acc[j][q];',
+        "        for (int k = 0; k < rn[r]; k++) dst[rd[r] + k] = t[ra[r] + k];",
+        "#endif",
+        "      }",
+        "    }",
         "  }",
         "}",
     ]

@@ -1,8 +1,8 @@
 """xgen-lower-fkw-kernels: xgen_sparse.fkw_conv2d -> generated kernel inside an IREE dispatch.
 
 Each FKW convolution becomes a call to a private wrapper function (upstream tensor/linalg ops:
-zero-pad, split rows into stride phases, flatten; call the kernel; drop padded columns) and a
-private kernel declaration that carries the text of its ``stream.executable`` (the generated
+zero-pad, split rows into stride phases, flatten; call the kernel, which stores the final
+[F, OH, OW] layout itself) and a private kernel declaration that carries the text of its ``stream.executable`` (the generated
 C object linked into an IREE dispatch). The backend swaps declaration and calls for the
 executable and ``flow.dispatch`` ops when it hands the module to IREE (IREE's dialects do not
 exist in this MLIR context). Batch 1 and strides 1 or 2 only; others are lowered back to dense
@@ -50,8 +50,7 @@ def wrapper_text(spec: KernelSpec, wrapper: str, wlen: int) -> str:
     hq, wp, wop, oh, ow = d["hq"], d["wp"], d["wop"], d["oh"], d["ow"]
     hx = hq * st
     inlen, full = d["in_len"], d["in_len"] + d["slack"]
-    opl = d["oplane"]
-    kin, kw_t, kb, kout = _t([full]), _t([wlen]), _t([f]), _t([f * opl])
+    kin, kw_t, kb, kout = _t([full]), _t([wlen]), _t([f]), _t([d["out_len"]])
     return f"""
 func.func private @{wrapper}(%x: {_t([1, c, h, w])}, %w: {kw_t}, %b: {kb}) -> {_t([1, f, oh, ow])} {{
   %z = arith.constant 0.0 : f32
@@ -69,10 +68,7 @@ func.func private @{wrapper}(%x: {_t([1, c, h, w])}, %w: {kw_t}, %b: {kb}) -> {_
     tensor.yield %z : f32
   }} : {_t([inlen])} to {kin}
   %o = func.call @{spec.symbol}(%in, %w, %b) : ({kin}, {kw_t}, {kb}) -> {kout}
-  %o2 = tensor.expand_shape %o [[0, 1]] output_shape [{f}, {opl}] : {kout} into {_t([f, opl])}
-  %o3 = tensor.extract_slice %o2[0, 0] [{f}, {oh * wop}] [1, 1] : {_t([f, opl])} to {_t([f, oh * wop])}
-  %o4 = tensor.expand_shape %o3 [[0, 1], [2, 3]] output_shape [1, {f}, {oh}, {wop}] : {_t([f, oh * wop])} into {_t([1, f, oh, wop])}
-  %r = tensor.extract_slice %o4[0, 0, 0, 0] [1, {f}, {oh}, {ow}] [1, 1, 1, 1] : {_t([1, f, oh, wop])} to {_t([1, f, oh, ow])}
+  %r = tensor.expand_shape %o [[0, 1, 2, 3]] output_shape [1, {f}, {oh}, {ow}] : {kout} into {_t([1, f, oh, ow])}
   return %r : {_t([1, f, oh, ow])}
 }}
 func.func private @{spec.symbol}({kin}, {kw_t}, {kb}) -> {kout}
@@ -82,9 +78,9 @@ func.func private @{spec.symbol}({kin}, {kw_t}, {kb}) -> {kout}
 def executable_text(spec: KernelSpec, obj_path: str, wlen: int, object_format: str) -> str:
     """The stream.executable that links the kernel object into an IREE dispatch."""
     d = spec.derived
-    full, opl, f = d["in_len"] + d["slack"], d["oplane"], spec.f
+    full, f = d["in_len"] + d["slack"], spec.f
     sym = spec.symbol
-    m_in, m_w, m_b, m_o = (f"memref<{n}xf32>" for n in (full, wlen, f, f * opl))
+    m_in, m_w, m_b, m_o = (f"memref<{n}xf32>" for n in (full, wlen, f, d["out_len"]))
     return f"""
 stream.executable private @{sym}_ex attributes {{
   hal.executable.objects = #hal.executable.objects<{{

@@ -1,9 +1,9 @@
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p xgen-lower-fkw-kernels | FileCheck %s
 
-// An FKW convolution becomes a call to a wrapper (pad, phase split, flatten; kernel call; drop
-// padded columns) and a kernel declaration carrying its stream.executable: the generated
-// object, one workgroup per filter group (x) and pixel tile (y).
-// CHECK: func.func private @[[K:xgen_fkw_kernel_[0-9]+]](tensor<146xf32>, tensor<24xf32>, tensor<4xf32>) -> tensor<192xf32>
+// An FKW convolution becomes a call to a wrapper (pad, phase split, flatten; kernel call, which
+// stores the final [F, OH, OW] layout: no slice after it) and a kernel declaration carrying its
+// stream.executable: the generated object, one workgroup per filter group (x) and pixel tile (y).
+// CHECK: func.func private @[[K:xgen_fkw_kernel_[0-9]+]](tensor<146xf32>, tensor<24xf32>, tensor<4xf32>) -> tensor<144xf32>
 // CHECK-SAME: xgen.executable = "{{.*}}stream.executable private @[[K]]_ex
 // CHECK-SAME: hal.executable.object<{path = \22{{.*}}cache/kernels/[[K]]-{{[0-9a-f]+}}.o\22}>
 // CHECK-SAME: %gx = arith.constant 2 : index
@@ -11,8 +11,9 @@
 // CHECK: func.func private @[[K]]_call(%arg0: tensor<1x2x6x6xf32>
 // CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK: linalg.transpose
-// CHECK: call @[[K]](%{{.*}}, %arg1, %arg2) : (tensor<146xf32>, tensor<24xf32>, tensor<4xf32>) -> tensor<192xf32>
-// CHECK: tensor.extract_slice %{{.*}}[0, 0, 0, 0] [1, 4, 6, 6] [1, 1, 1, 1] : tensor<1x4x6x8xf32> to tensor<1x4x6x6xf32>
+// CHECK: call @[[K]](%{{.*}}, %arg1, %arg2) : (tensor<146xf32>, tensor<24xf32>, tensor<4xf32>) -> tensor<144xf32>
+// CHECK-NEXT: tensor.expand_shape %{{.*}} {{\[\[}}0, 1, 2, 3]] output_shape [1, 4, 6, 6] : tensor<144xf32> into tensor<1x4x6x6xf32>
+// CHECK-NOT: tensor.extract_slice
 // CHECK-LABEL: func.func @two_layouts
 // CHECK: call @[[K]]_call(%arg0, %{{.*}}, %{{.*}}) : (tensor<1x2x6x6xf32>, tensor<24xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
 // CHECK-NOT: xgen_sparse
