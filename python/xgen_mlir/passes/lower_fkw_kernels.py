@@ -47,7 +47,7 @@ def wrapper_text(spec: KernelSpec, wrapper: str, wlen: int) -> str:
     c, h, w, f = spec.c, spec.h, spec.w, spec.f
     st = d["stride"]
     pt, pl = spec.padding[0], spec.padding[1]
-    hq, wp, wop, oh, ow = d["hq"], d["wp"], d["wop"], d["oh"], d["ow"]
+    hq, wp, oh, ow = d["hq"], d["wp"], d["oh"], d["ow"]
     hx = hq * st
     inlen, full = d["in_len"], d["in_len"] + d["slack"]
     kin, kw_t, kb, kout = _t([full]), _t([wlen]), _t([f]), _t([d["out_len"]])
