@@ -46,6 +46,42 @@ def test_pruned_convnet_uses_pattern_kernels_and_matches(tmp_path):
     assert _kernel_count(tmp_path) == 4
 
 
+class ConvBnRelu(torch.nn.Module):
+    """conv -> eval batch norm (non-trivial statistics) -> relu, twice (stride 1 and 2)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1, self.n1 = (
+            torch.nn.Conv2d(16, 32, 3, padding=1, bias=False),
+            torch.nn.BatchNorm2d(32),
+        )
+        self.c2, self.n2 = torch.nn.Conv2d(32, 32, 3, 2, padding=1), torch.nn.BatchNorm2d(32)
+        for n in (self.n1, self.n2):
+            n.running_mean.uniform_(-1, 1)
+            n.running_var.uniform_(0.5, 2.0)
+            n.weight.data.uniform_(-1.5, 1.5)  # negative scales flip which outputs ReLU keeps
+            n.bias.data.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return torch.relu(self.n2(self.c2(torch.relu(self.n1(self.c1(x))))))
+
+
+def test_conv_bn_relu_runs_as_one_kernel_per_conv(tmp_path):
+    """Epilogue fusion: the norm folds into the pattern weights and bias, the ReLU runs in the
+    kernel, so no elementwise op is left after the kernels -- and the numbers still match."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 16, 21, 21)
+    model = compress.prune(ConvBnRelu().eval(), (x,), target="cpu", connectivity=0.5)
+    module = xgen_mlir.compile(model, (x,), dump_ir=tmp_path)
+    with torch.no_grad():
+        want = model(x).numpy()
+    check_close(module(x).numpy(), want, atol=1e-4, rtol=1e-4, what="conv-bn-relu")
+    assert _kernel_count(tmp_path) == 2
+    lowered = next(p for p in sorted(tmp_path.iterdir()) if "lower-fkw-kernels" in p.name)
+    main = lowered.read_text().split("func.func @main", 1)[1]
+    assert "linalg.generic" not in main, main
+
+
 def test_dense_model_gets_no_kernels(tmp_path):
     torch.manual_seed(0)
     x = torch.randn(1, 16, 12, 12)

@@ -9,15 +9,16 @@ constant ``a, b``, so ``conv(x, W) + bias`` followed by it equals ``conv(x, W*a)
 alone (ResNet-18 and MobileNetV2 have a batch norm after every convolution).
 
 What it matches: a ``linalg.conv_2d_nchw_fchw``, ``conv_2d_nhwc_hwcf``,
-``depthwise_conv_2d_nchw_chw``, ``matmul`` or ``batch_matmul`` whose weights evaluate to a
-constant (through reshapes/transposes, see ``consteval``) and whose init is a zero/constant
-fill or a per-channel constant bias broadcast, followed by a chain of elementwise generics
-each doing ``+ c``, ``- c``, ``c - x``, ``* c`` or ``/ c`` with ``c`` a constant that varies
-at most along the output-channel dimension (a linear layer's bias add is absorbed too). The
-chain is folded only if it scales (a multiply or divide: otherwise nothing is gained) and every
-link, the contraction's result included, has exactly one use. The contraction is then given
-new constant weights ``W*a`` (``a`` along the output-channel axis) and a broadcast bias init
-``a*bias0 + b``; the chain is erased.
+``depthwise_conv_2d_nchw_chw``, ``matmul``, ``batch_matmul`` or ``xgen_sparse.pattern_conv2d``
+(its bias operand takes the shift; scaling keeps its weights on their patterns) whose weights
+evaluate to a constant (through reshapes/transposes, see ``consteval``) and whose init is a
+zero/constant fill or a per-channel constant bias broadcast, followed by a chain of elementwise
+generics each doing ``+ c``, ``- c``, ``c - x``, ``* c`` or ``/ c`` with ``c`` a constant that
+varies at most along the output-channel dimension (a linear layer's bias add is absorbed too).
+The chain is folded only if it scales (a multiply or divide: otherwise nothing is gained) and
+every link, the contraction's result included, has exactly one use. The contraction is then
+given new constant weights ``W*a`` (``a`` along the output-channel axis) and a broadcast bias
+init ``a*bias0 + b``; the chain is erased.
 
 Numerics: ``a`` and ``b`` are accumulated in float64 and rounded once; the result differs
 from the unfolded graph by float reassociation only (the constant multiply is distributed over
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir
+from ..dialects.sparse import PATTERN_CONV
 from ..frontend.lowering import format_location
 from ..irutil import constant_op, ops_named
 from .consteval import ConstEval, NotConstant, loop_view
@@ -56,6 +58,7 @@ CONTRACTIONS = {
     "linalg.depthwise_conv_2d_nchw_chw": (1, 0),
     "linalg.matmul": (1, 1),
     "linalg.batch_matmul": (2, 2),
+    PATTERN_CONV: (1, 0),  # bias is a 1-D operand, not an accumulator init
 }
 _AFFINE = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf")
 
@@ -63,6 +66,9 @@ _AFFINE = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf")
 @dataclass
 class FoldBatchNormOptions:
     verbose: bool = False  # print what was folded to stderr
+    # fold only into xgen_sparse.pattern_conv2d (the cpu target: the folded scale keeps the
+    # pattern's zeros and the kernel's bias applies the shift, so the norm costs nothing there)
+    sparse_only: bool = False
 
 
 def _affine_step(user: ir.Operation, chain: ir.Value, ch_dim: int, ev: ConstEval):
@@ -100,7 +106,8 @@ def _fold_one(op: ir.Operation, ev: ConstEval) -> str | None:
     """Fold the affine chain after contraction ``op``; returns what was done, or None."""
     ch_dim, w_axis = CONTRACTIONS[op.name]
     out_ty = ir.RankedTensorType(op.results[0].type)
-    if str(out_ty.element_type) != "f32" or not has_default_maps(op):
+    sparse = op.name == PATTERN_CONV
+    if str(out_ty.element_type) != "f32" or not (sparse or has_default_maps(op)):
         return None
     channels = out_ty.shape[ch_dim]
     a, b = np.ones(channels), np.zeros(channels)
@@ -128,7 +135,7 @@ def _fold_one(op: ir.Operation, ev: ConstEval) -> str | None:
     if not scaled:
         return None
     weight = ev.value(op.operands[1])
-    bias0 = ev.per_channel_init(op.operands[2], ch_dim)
+    bias0 = ev.value(op.operands[2]) if sparse else ev.per_channel_init(op.operands[2], ch_dim)
     if weight is None or weight.dtype != np.float32 or bias0 is None:
         return None
     shape = [1] * weight.ndim
@@ -138,7 +145,10 @@ def _fold_one(op: ir.Operation, ev: ConstEval) -> str | None:
     old_w, old_init = op.operands[1], op.operands[2]
     with ir.InsertionPoint(op), op.location:
         w = constant_op(new_w, "xgen_bn_weight").result
-        init = channel_init(new_b, out_ty.shape, ch_dim, out_ty.element_type)
+        if sparse:
+            init = constant_op(new_b, "xgen_bias").result
+        else:
+            init = channel_init(new_b, out_ty.shape, ch_dim, out_ty.element_type)
     op.replace_uses_of_with(old_w, w)
     op.replace_uses_of_with(old_init, init)
     chain_values = [op.results[0], *(link.results[0] for link in links)]
@@ -156,7 +166,8 @@ def fold_batchnorm(module_op: ir.Operation, opts: FoldBatchNormOptions | None = 
         opts = opts or FoldBatchNormOptions()
         ev = ConstEval(module_op)
         counts: Counter[str] = Counter()
-        for op in ops_named(module_op, *CONTRACTIONS):
+        kinds = [PATTERN_CONV] if opts.sparse_only else list(CONTRACTIONS)
+        for op in ops_named(module_op, *kinds):
             done = _fold_one(op, ev)
             if done is not None:
                 counts[op.name] += 1

@@ -7,7 +7,9 @@ C object linked into an IREE dispatch). The backend swaps declaration and calls 
 executable and ``flow.dispatch`` ops when it hands the module to IREE (IREE's dialects do not
 exist in this MLIR context). Batch 1 and strides 1 or 2 only; others are lowered back to dense
 linalg (see ``xgen-lower-sparse-to-linalg``). If the target's C compiler is missing, the pass
-falls back the same way and says so.
+falls back the same way and says so. A ReLU that is the convolution's only use is applied by
+the kernel before its stores (epilogue fusion; batch norm is folded into the weights and bias
+before this, by ``xgen-fold-batchnorm{sparse-only=true}``), so it costs no pass over memory.
 """
 
 from __future__ import annotations
@@ -21,6 +23,15 @@ from ..codegen.pattern_kernel import SUPPORTED_STRIDES, KernelSpec, generate
 from ..codegen.toolchain import Toolchain, compile_object
 from ..dialects.sparse import FKW_CONV, geometry, patterns_of
 from ..irutil import ConstantReader, ops_named
+from .generic_util import (
+    body,
+    body_ops,
+    indexing_maps,
+    is_elementwise,
+    is_identity,
+    num_inputs,
+    num_uses,
+)
 from .lower_sparse_linalg import lower_fkw_to_linalg
 from .registry import register_pass
 
@@ -159,6 +170,8 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
         _next_id[0] += 1
         symbol = f"xgen_fkw_kernel_{_next_id[0]}"
         spec = kernel_spec(op, reader, symbol, opts)
+        relu = relu_consumer(op.results[0])
+        spec.relu = relu is not None
         obj = compile_object(generate(spec), toolchain, symbol)
         wlen = spec.derived["weights"]
         _splice(module_op, wrapper_text(spec, f"{symbol}_call", wlen))
@@ -173,8 +186,57 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
                 [op.results[0].type], ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
                 [op.operands[0], op.operands[1], op.operands[2]],
             )  # fmt: skip
+        if relu is not None:  # the kernel applies it: the elementwise op goes away
+            relu.results[0].replace_all_uses_with(call.results[0])
+            relu.erase()
         op.results[0].replace_all_uses_with(call.results[0])
         op.erase()
+
+
+def relu_consumer(value: ir.Value) -> ir.Operation | None:
+    """The elementwise ReLU that is ``value``'s only use, if it is one the kernel can apply
+    with the same results: ``x ugt 0 ? x : 0`` (torch-mlir's form) or ``maximumf(x, 0)``,
+    both of which pass NaN through and give +0 for -0."""
+    if num_uses(value) != 1:
+        return None
+    user = next(iter(value.uses)).owner.operation
+    if not is_elementwise(user) or num_inputs(user) != 1 or user.operands[0] != value:
+        return None
+    if not is_identity(indexing_maps(user)[0]) or user.results[0].type != value.type:
+        return None
+    x = body(user).arguments[0]
+    ops = body_ops(user)[:-1]  # without linalg.yield
+    yielded = body_ops(user)[-1].operands[0]
+
+    def zero(v: ir.Value) -> bool:
+        owner = v.owner
+        if not isinstance(owner, ir.OpView | ir.Operation):  # a block argument
+            return False
+        owner = owner.operation
+        if owner.name != "arith.constant":
+            return False
+        try:
+            return ir.FloatAttr(owner.attributes["value"]).value == 0.0
+        except ValueError:  # not a scalar float constant
+            return False
+
+    if len(ops) == 1 and ops[0].name == "arith.maximumf" and yielded == ops[0].results[0]:
+        a, b = ops[0].operands
+        return user if (a == x and zero(b)) or (b == x and zero(a)) else None
+    if len(ops) == 2 and [o.name for o in ops] == ["arith.cmpf", "arith.select"]:
+        cmp, sel = ops
+        ugt = ir.IntegerAttr(cmp.attributes["predicate"]).value == 9  # arith.CmpFPredicate.UGT
+        ok = (
+            ugt
+            and cmp.operands[0] == x
+            and zero(cmp.operands[1])
+            and sel.operands[0] == cmp.results[0]
+            and sel.operands[1] == x
+            and zero(sel.operands[2])
+            and yielded == sel.results[0]
+        )
+        return user if ok else None
+    return None
 
 
 def _find_func(module_op: ir.Operation, name: str) -> Any:
