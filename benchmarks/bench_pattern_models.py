@@ -54,7 +54,7 @@ def bench(name: str, connectivity: float, rounds: int, block: int) -> dict:
     res["xgen_mlir cpu"] = {"compile_s": time.perf_counter() - t0}
     systems["xgen_mlir cpu"] = lambda: ours(arr)
     log(f"{name}: ONNX Runtime (dense)")
-    run_ort = onnxruntime_session(model, (x,), 2)
+    run_ort, _ = onnxruntime_session(model, (x,), 2)
     systems["ONNX Runtime (dense)"] = run_ort
 
     def run_torch():

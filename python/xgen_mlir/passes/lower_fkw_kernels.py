@@ -33,7 +33,7 @@ from .generic_util import (
     num_uses,
 )
 from .lower_sparse_linalg import lower_fkw_to_linalg
-from .registry import register_pass
+from .registry import PassFailure, register_pass
 
 EXECUTABLE_ATTR = "xgen.executable"
 
@@ -46,6 +46,7 @@ class KernelOptions:
     vl: int = 16  # floats per vector register
     px: int = 1  # pixel vectors per accumulator row
     tile: int = 8  # pixel chunks per workgroup
+    variant: str = "auto"  # kernel formulation: auto | pixels | filters (codegen.choose_variant)
 
 
 def _t(shape: list[int]) -> str:
@@ -56,12 +57,31 @@ def wrapper_text(spec: KernelSpec, wrapper: str, wlen: int) -> str:
     """The private function that lays the input out for the kernel and calls it."""
     d = spec.derived
     c, h, w, f = spec.c, spec.h, spec.w, spec.f
-    st = d["stride"]
+    ph = d["phases"]  # row phases the input is split into (the stride, or 1)
     pt, pl = spec.padding[0], spec.padding[1]
     hq, wp, oh, ow = d["hq"], d["wp"], d["oh"], d["ow"]
-    hx = hq * st
+    hx = hq * ph
     inlen, full = d["in_len"], d["in_len"] + d["slack"]
     kin, kw_t, kb, kout = _t([full]), _t([wlen]), _t([f]), _t([d["out_len"]])
+    if ph == 1:
+        layout = f"""  %flat = tensor.collapse_shape %p [[0, 1, 2, 3]] : {_t([1, c, hx, wp])} into {_t([inlen])}
+"""
+    else:
+        layout = f"""  %c = tensor.collapse_shape %p [[0, 1], [2], [3]] : {_t([1, c, hx, wp])} into {_t([c, hx, wp])}
+  %e = tensor.expand_shape %c [[0], [1, 2], [3]] output_shape [{c}, {hq}, {ph}, {wp}] : {_t([c, hx, wp])} into {_t([c, hq, ph, wp])}
+  %t0 = tensor.empty() : {_t([ph, c, hq, wp])}
+  %t = linalg.transpose ins(%e : {_t([c, hq, ph, wp])}) outs(%t0 : {_t([ph, c, hq, wp])}) permutation = [2, 0, 1, 3]
+  %flat = tensor.collapse_shape %t [[0, 1, 2, 3]] : {_t([ph, c, hq, wp])} into {_t([inlen])}
+"""
+    if d["slack"]:
+        layout += f"""  %in = tensor.pad %flat low[0] high[{d["slack"]}] {{
+  ^bb0(%i: index):
+    tensor.yield %z : f32
+  }} : {_t([inlen])} to {kin}
+"""
+    else:
+        layout += f"""  %in = tensor.cast %flat : {_t([inlen])} to {kin}
+"""
     return f"""
 func.func private @{wrapper}(%x: {_t([1, c, h, w])}, %w: {kw_t}, %b: {kb}) -> {_t([1, f, oh, ow])} {{
   %z = arith.constant 0.0 : f32
@@ -69,16 +89,7 @@ func.func private @{wrapper}(%x: {_t([1, c, h, w])}, %w: {kw_t}, %b: {kb}) -> {_
   ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
     tensor.yield %z : f32
   }} : {_t([1, c, h, w])} to {_t([1, c, hx, wp])}
-  %c = tensor.collapse_shape %p [[0, 1], [2], [3]] : {_t([1, c, hx, wp])} into {_t([c, hx, wp])}
-  %e = tensor.expand_shape %c [[0], [1, 2], [3]] output_shape [{c}, {hq}, {st}, {wp}] : {_t([c, hx, wp])} into {_t([c, hq, st, wp])}
-  %t0 = tensor.empty() : {_t([st, c, hq, wp])}
-  %t = linalg.transpose ins(%e : {_t([c, hq, st, wp])}) outs(%t0 : {_t([st, c, hq, wp])}) permutation = [2, 0, 1, 3]
-  %flat = tensor.collapse_shape %t [[0, 1, 2, 3]] : {_t([st, c, hq, wp])} into {_t([inlen])}
-  %in = tensor.pad %flat low[0] high[{d["slack"]}] {{
-  ^bb0(%i: index):
-    tensor.yield %z : f32
-  }} : {_t([inlen])} to {kin}
-  %o = func.call @{spec.symbol}(%in, %w, %b) : ({kin}, {kw_t}, {kb}) -> {kout}
+{layout}  %o = func.call @{spec.symbol}(%in, %w, %b) : ({kin}, {kw_t}, {kb}) -> {kout}
   %r = tensor.expand_shape %o [[0, 1, 2, 3]] output_shape [1, {f}, {oh}, {ow}] : {kout} into {_t([1, f, oh, ow])}
   return %r : {_t([1, f, oh, ow])}
 }}
@@ -132,7 +143,7 @@ def kernel_spec(
         strides=(g.strides[0], g.strides[1]), padding=tuple(g.padding),  # type: ignore[arg-type]
         patterns=patterns_of(op), filter_order=tables[0], group_filter_offsets=tables[1],
         group_kernel_offsets=tables[2], kernel_channel=tables[3], kernel_pattern=tables[4],
-        vl=opts.vl, px=opts.px, tile=opts.tile,
+        vl=opts.vl, px=opts.px, tile=opts.tile, variant=opts.variant,
     )  # fmt: skip
 
 
@@ -160,6 +171,8 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
     if convs and not toolchain.available():
         print(f"xgen-lower-fkw-kernels: warning: C compiler '{opts.cc}' not found; "
               f"{len(convs)} pattern convolution(s) run dense instead", file=sys.stderr)  # fmt: skip
+    if opts.variant not in ("auto", "pixels", "filters"):
+        raise PassFailure(f"variant must be auto, pixels or filters, got '{opts.variant}'")
     for op in convs:
         g = geometry(op)
         tables_const = all(reader.value_of(op.operands[i]) is not None for i in range(3, 8))
