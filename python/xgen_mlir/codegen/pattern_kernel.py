@@ -97,6 +97,9 @@ class KernelSpec:
         plane = hq * wp
         maxoff = ((self.kh - 1) // st) * wp + (self.kw - 1)
         slack = max(0, st * oplane + maxoff - plane) + st * self.vl
+        if st == 1:  # read slack as extra zero rows of each plane: one pad op, not two
+            hq += -(-slack // wp)
+            plane, slack = hq * wp, 0
         self.derived = {
             "oh": oh, "ow": ow, "hq": hq, "wp": wp, "wop": wop, "stride": st, "plane": plane,
             "nchunks": nchunks, "oplane": oplane, "in_len": st * self.c * plane, "phases": st,
