@@ -29,6 +29,9 @@ of the hidden states) is the residual of the attention output's ``dense + residu
 other two projections (shared Q/K bottleneck and V) still merge. Q/K/V of BERT-style models
 go to transposes and batched matmuls, never into another matmul's epilogue, and merge.
 
+Not merged either: members narrower than ``min-width`` (N < 256 by default; measured on
+MobileBERT, see ``MergeOptions``).
+
 Numerics: exact. Every output element is computed by the same dot product as before.
 """
 
@@ -72,6 +75,12 @@ _GUARD_DEPTH = 16  # ops the epilogue guard follows from a member's result (and 
 @dataclass
 class MergeOptions:
     min_group: int = 2  # merge only groups of at least this many matmuls
+    # merge only members at least this wide (N). Thin projections are not worth it: MobileBERT's
+    # N=128 bottleneck/Q/K projections, merged, ran 31.9 ms with 798 dispatches against 30.1 ms
+    # and 774 unmerged (IREE 30.5; one process, blocks, 2026-11-21): the merged result's
+    # data-tiling encode/slice work outweighs one saved read of a small LHS. BERT-style Q/K/V
+    # (N=384 MiniLM, 768 BERT-base/DistilBERT) merge: 25 fewer dispatches, same or better time.
+    min_width: int = 256
     verbose: bool = False  # print every merge to stderr
 
 
@@ -227,7 +236,7 @@ def _merge(group: list[Member]) -> None:
 
 def merge_sibling_matmuls(module_op: ir.Operation, opts: MergeOptions | None = None) -> Counter:
     """Merge every group of siblings; returns counts (``groups``, ``matmuls`` merged,
-    ``guarded``: members the epilogue guard kept out)."""
+    ``guarded``: members the epilogue guard kept out, ``thin``: members below min-width)."""
     with module_op.context:
         opts = opts or MergeOptions()
         ev = ConstEval(module_op)
@@ -239,6 +248,15 @@ def merge_sibling_matmuls(module_op: ir.Operation, opts: MergeOptions | None = N
             if len(ops) < opts.min_group:
                 continue
             members = [m for m in (_member(op, ev) for op in ops) if m is not None]
+            thin = [m for m in members if m.weight.shape[-1] < opts.min_width]
+            if thin:
+                counts["thin"] += len(thin)
+                members = [m for m in members if m.weight.shape[-1] >= opts.min_width]
+                if opts.verbose:
+                    for m in thin:
+                        print(f"xgen-merge-sibling-matmuls: {format_location(m.op.location)}: not "
+                              f"merged (N={m.weight.shape[-1]} < min-width={opts.min_width})",
+                              file=sys.stderr)  # fmt: skip
             guarded = [m for m in members if feeds_foreign_epilogue(m, ops)]
             if guarded:
                 counts["guarded"] += len(guarded)

@@ -1,4 +1,12 @@
-// RUN: xgen-opt %s --split-input-file -p xgen-merge-sibling-matmuls | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-merge-sibling-matmuls{min-width=1}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p xgen-merge-sibling-matmuls | FileCheck %s --check-prefix=THIN
+
+// With the default min-width (256), these thin (N=2) projections are not worth merging: the
+// three matmuls of @qkv stay as they are.
+// THIN-LABEL: func.func @qkv
+// THIN-COUNT-3: linalg.matmul
+// THIN-NOT: linalg.matmul
+// THIN: return
 
 // Attention's Q/K/V: three nn.Linear projections of the same input (torch-mlir form: matmul
 // on transpose(W), then + bias). One matmul on the concatenated weights, one bias add on
