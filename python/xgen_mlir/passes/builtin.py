@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     lower_sparse_linalg,
     merge_sibling_matmuls,
     merge_sibling_transposes,
+    nhwc_convs,
     op_stats,
     raise_pattern_conv,
     set_entry_point,

@@ -34,7 +34,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cmp_to_key
 
-from .._mlir import ir, linalg, tensor
+from .._mlir import ir, tensor
 from ..irutil import ops_where
 from .generic_util import (
     body_ops,
@@ -48,6 +48,7 @@ from .generic_util import (
     map_dims,
     num_inputs,
     producer,
+    transpose,
 )
 from .registry import register_pass
 
@@ -88,13 +89,9 @@ def transpose_perm(op: ir.Operation | None) -> list[int] | None:
 
 
 def _named_transpose(source: ir.Value, perm: list[int], result_type: ir.Type) -> ir.Value:
-    ty = ir.RankedTensorType(result_type)
-    init = empty(ty.shape, ty.element_type)
-    op = linalg.TransposeOp([ty], source, init, ir.DenseI64ArrayAttr.get(perm))
-    block = op.region.blocks.append(ty.element_type, ty.element_type)
-    with ir.InsertionPoint(block):
-        linalg.YieldOp([block.arguments[0]])
-    return op.results[0]
+    value = transpose(source, perm)
+    assert value.type == result_type, (value.type, result_type)
+    return value
 
 
 def _replace(op: ir.Operation, value: ir.Value) -> None:

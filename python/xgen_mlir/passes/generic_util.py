@@ -231,3 +231,16 @@ def erase_dead_tree(values: Sequence[ir.Value]) -> None:
                 for v in operands:
                     add(v)
                 changed = True
+
+
+def transpose(source: ir.Value, perm: Sequence[int]) -> ir.Value:
+    """``linalg.transpose`` of ``source`` (result dim i = source dim perm[i]), with the body
+    region the parser would give it (the Python builder leaves it empty)."""
+    src = ir.RankedTensorType(source.type)
+    ty = ir.RankedTensorType.get([src.shape[p] for p in perm], src.element_type)
+    op = linalg.TransposeOp([ty], source, empty(ty.shape, ty.element_type),
+                            ir.DenseI64ArrayAttr.get(list(perm)))  # fmt: skip
+    block = op.region.blocks.append(ty.element_type, ty.element_type)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([block.arguments[0]])
+    return op.results[0]
