@@ -174,3 +174,39 @@ def test_rewrites_are_in_the_pipelines(target, step):
     steps = load_pipeline(target).pass_steps("main")
     assert step in steps
     assert steps.index(step) > steps.index("xgen-fold-transpose-pairs")
+
+
+class DepthwiseBlock(torch.nn.Module):
+    """MobileNetV2-style: 1x1 expand, depthwise 3x3 (stride 2), 1x1 project, BN + ReLU6."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.body = nn.Sequential(
+            nn.Conv2d(8, 32, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU6(),
+            nn.Conv2d(32, 32, 3, 2, 1, groups=32, bias=False), nn.BatchNorm2d(32), nn.ReLU6(),
+            nn.Conv2d(32, 16, 1, bias=False), nn.BatchNorm2d(16),
+        )  # fmt: skip
+        for m in self.body:
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-1, 1)
+                m.running_var.uniform_(0.5, 2)
+                m.weight.data.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def test_nhwc_convs_in_cpu_pipeline_for_depthwise_models(tmp_path):
+    """The cpu pipeline turns every conv of a model with depthwise convs into named NHWC convs
+    (batch norms folded), and the compiled model still matches PyTorch."""
+    torch.manual_seed(0)
+    model, x = DepthwiseBlock().eval(), torch.randn(1, 8, 14, 14)
+    module = xgen_mlir.compile(model, (x,), dump_ir=tmp_path)
+    after = next(p for p in sorted(tmp_path.iterdir()) if "xgen-nhwc-convs" in p.name).read_text()
+    assert "nchw" not in after
+    assert after.count("linalg.depthwise_conv_2d_nhwc_hwc") == 1
+    assert after.count("linalg.conv_2d_nhwc_hwcf") == 2
+    with torch.no_grad():
+        want = model(x).numpy()
+    check_close(module(x).numpy(), want, atol=1e-4, rtol=1e-4, what="depthwise block")

@@ -102,7 +102,7 @@ def _affine_step(user: ir.Operation, chain: ir.Value, ch_dim: int, ev: ConstEval
     return ops[0].name, chain_pos, vec.astype(np.float64)
 
 
-def _fold_one(op: ir.Operation, ev: ConstEval) -> str | None:
+def fold_one(op: ir.Operation, ev: ConstEval) -> str | None:
     """Fold the affine chain after contraction ``op``; returns what was done, or None."""
     ch_dim, w_axis = CONTRACTIONS[op.name]
     out_ty = ir.RankedTensorType(op.results[0].type)
@@ -168,7 +168,7 @@ def fold_batchnorm(module_op: ir.Operation, opts: FoldBatchNormOptions | None = 
         counts: Counter[str] = Counter()
         kinds = [PATTERN_CONV] if opts.sparse_only else list(CONTRACTIONS)
         for op in ops_named(module_op, *kinds):
-            done = _fold_one(op, ev)
+            done = fold_one(op, ev)
             if done is not None:
                 counts[op.name] += 1
                 if opts.verbose:

@@ -15,7 +15,12 @@ constant f32 weights and an accumulator init that is a constant fill or a per-ch
 broadcast. A ``tensor.pad`` producing the input that pads only H and W with a constant is
 re-created in NHWC. Not matched: non-constant weights (left to IREE), other layouts.
 
-Numerics: exact. Every output is the same sum in the same order of taps.
+The batch norm after each converted conv is folded into it first (``xgen-fold-batchnorm``'s
+rule): left as NCHW per-channel constants it keeps IREE from moving the transposes through,
+measured on EfficientNet-B0: 33.4 ms unfolded vs 11.2 ms folded.
+
+Numerics: the layout change is exact (same sums, same tap order); the batch-norm fold differs
+by float reassociation only (see that pass).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from .._mlir import ir, linalg, tensor
 from ..frontend.lowering import format_location
 from ..irutil import constant_op, ops_named
 from .consteval import ConstEval
+from .fold_batchnorm import fold_one
 from .generic_util import channel_init, erase_dead_tree, producer, transpose
 from .registry import register_pass
 
@@ -44,6 +50,9 @@ TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 @dataclass
 class NhwcOptions:
     verbose: bool = False  # print every converted conv to stderr
+    depthwise_only: bool = False  # convert only depthwise convs
+    # convert a function's convs only if it has a depthwise conv (see the module docstring)
+    only_if_depthwise: bool = False
 
 
 def _nhwc_input(x: ir.Value) -> tuple[ir.Value, list[ir.Operation]]:
@@ -102,9 +111,13 @@ def nhwc_convs(module_op: ir.Operation, opts: NhwcOptions | None = None) -> Coun
         opts = opts or NhwcOptions()
         ev = ConstEval(module_op)
         counts: Counter[str] = Counter()
-        for op in ops_named(module_op, *_CONVS):
+        names = ["linalg.depthwise_conv_2d_nchw_chw"] if opts.depthwise_only else list(_CONVS)
+        if opts.only_if_depthwise and not ops_named(module_op, "linalg.depthwise_conv_2d_nchw_chw"):
+            return counts
+        for op in ops_named(module_op, *names):
             where = format_location(op.location)
             name = op.name
+            fold_one(op, ev)  # per-channel constants in NCHW would pin transposes (see above)
             if _convert(op, ev):
                 counts[name] += 1
                 if opts.verbose:

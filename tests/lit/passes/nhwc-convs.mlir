@@ -1,0 +1,74 @@
+// RUN: xgen-opt %s --split-input-file -p 'xgen-nhwc-convs{only-if-depthwise=true}' | FileCheck %s
+
+// A depthwise block (pad, depthwise 3x3, relu, 1x1 conv with bias): both convs become named
+// NHWC ops on permuted constant weights (chw -> hwc, fchw -> hwcf), the zero pad is redone on
+// the NHWC input, the bias broadcast is built along NHWC's channel dim, and transposes wrap
+// each conv (IREE cancels the pairs between them).
+// CHECK-LABEL: func.func @depthwise_block
+// CHECK: %[[T:.*]] = linalg.transpose ins(%arg0 : tensor<1x2x5x5xf32>) {{.*}} permutation = [0, 2, 3, 1]
+// CHECK: tensor.pad %[[T]] low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: } : tensor<1x5x5x2xf32> to tensor<1x7x7x2xf32>
+// CHECK: arith.constant dense<{{\[\[\[}}0.000000e+00, 9.000000e+00], [1.000000e+00, 1.000000e+01]{{.*}}> : tensor<3x3x2xf32>
+// CHECK: linalg.depthwise_conv_2d_nhwc_hwc
+// CHECK-SAME: -> tensor<1x5x5x2xf32>
+// CHECK: linalg.transpose {{.*}} permutation = [0, 3, 1, 2]
+// CHECK: arith.cmpf ugt
+// CHECK: linalg.transpose {{.*}} permutation = [0, 2, 3, 1]
+// CHECK: arith.constant dense<{{\[\[\[\[}}0.000000e+00, 2.000000e+00, 4.000000e+00], [1.000000e+00, 3.000000e+00, 5.000000e+00]]]]> : tensor<1x1x2x3xf32>
+// CHECK: linalg.broadcast ins(%{{.*}} : tensor<3xf32>) outs(%{{.*}} : tensor<1x5x5x3xf32>) dimensions = [0, 1, 2]
+// CHECK: linalg.conv_2d_nhwc_hwcf
+// CHECK-SAME: -> tensor<1x5x5x3xf32>
+// CHECK: linalg.transpose {{.*}} permutation = [0, 3, 1, 2]
+// CHECK-NOT: nchw
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @depthwise_block(%arg0: tensor<1x2x5x5xf32>) -> tensor<1x3x5x5xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %b = arith.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %wp = arith.constant dense<[[[[0.0]], [[1.0]]], [[[2.0]], [[3.0]]], [[[4.0]], [[5.0]]]]> : tensor<3x2x1x1xf32>
+  %wd = arith.constant dense<[[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]], [[9.0, 10.0, 11.0], [12.0, 13.0, 14.0], [15.0, 16.0, 17.0]]]> : tensor<2x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x2x5x5xf32> to tensor<1x2x7x7xf32>
+  %0 = tensor.empty() : tensor<1x2x5x5xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x2x5x5xf32>) -> tensor<1x2x5x5xf32>
+  %2 = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %wd : tensor<1x2x7x7xf32>, tensor<2x3x3xf32>) outs(%1 : tensor<1x2x5x5xf32>) -> tensor<1x2x5x5xf32>
+  %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%2 : tensor<1x2x5x5xf32>) outs(%0 : tensor<1x2x5x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %6 = arith.cmpf ugt, %in, %cst : f32
+    %7 = arith.select %6, %in, %cst : f32
+    linalg.yield %7 : f32
+  } -> tensor<1x2x5x5xf32>
+  %4 = tensor.empty() : tensor<1x3x5x5xf32>
+  %bc = linalg.broadcast ins(%b : tensor<3xf32>) outs(%4 : tensor<1x3x5x5xf32>) dimensions = [0, 2, 3]
+  %5 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%3, %wp : tensor<1x2x5x5xf32>, tensor<3x2x1x1xf32>) outs(%bc : tensor<1x3x5x5xf32>) -> tensor<1x3x5x5xf32>
+  return %5 : tensor<1x3x5x5xf32>
+}
+
+// -----
+// Must not fire (only-if-depthwise): a function without depthwise convs keeps NCHW, where
+// IREE's channels-last preprocessing does better (ResNet-18 measured slower in NHWC).
+// CHECK-LABEL: func.func @dense_only
+// CHECK: linalg.conv_2d_nchw_fchw
+// CHECK-NOT: linalg.transpose
+func.func @dense_only(%arg0: tensor<1x2x5x5xf32>) -> tensor<1x3x5x5xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %wp = arith.constant dense<1.0> : tensor<3x2x1x1xf32>
+  %0 = tensor.empty() : tensor<1x3x5x5xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x3x5x5xf32>) -> tensor<1x3x5x5xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%arg0, %wp : tensor<1x2x5x5xf32>, tensor<3x2x1x1xf32>) outs(%1 : tensor<1x3x5x5xf32>) -> tensor<1x3x5x5xf32>
+  return %2 : tensor<1x3x5x5xf32>
+}
+
+// -----
+// Must not fire: weights that are not constants (a function argument) stay as they are.
+// CHECK-LABEL: func.func @runtime_weights
+// CHECK: linalg.depthwise_conv_2d_nchw_chw
+// CHECK-NOT: linalg.transpose
+func.func @runtime_weights(%arg0: tensor<1x2x5x5xf32>, %w: tensor<2x1x1xf32>) -> tensor<1x2x5x5xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %0 = tensor.empty() : tensor<1x2x5x5xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x2x5x5xf32>) -> tensor<1x2x5x5xf32>
+  %2 = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%arg0, %w : tensor<1x2x5x5xf32>, tensor<2x1x1xf32>) outs(%1 : tensor<1x2x5x5xf32>) -> tensor<1x2x5x5xf32>
+  return %2 : tensor<1x2x5x5xf32>
+}
