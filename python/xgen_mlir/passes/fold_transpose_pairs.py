@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._mlir import ir, linalg, rewrite, tensor
+from .._mlir import ir, rewrite
+from .generic_util import transpose
 from .registry import register_patterns
 
 
@@ -30,19 +31,9 @@ def _fold(op: Any, rewriter: Any) -> bool:
         rewriter.replace_op(op, [source])
         return False
     with rewriter.ip, op.location:
-        result_type = ir.RankedTensorType(op.results[0].type)
-        init = tensor.EmptyOp(result_type.shape, result_type.element_type).result
-        new = linalg.TransposeOp([result_type], source, init, ir.DenseI64ArrayAttr.get(composed))
-        # linalg.transpose carries a body region; let the builder fill it like the parser does.
-        _fill_transpose_body(new, result_type.element_type)
-    rewriter.replace_op(op, new.operation.results)
+        new = transpose(source, composed)
+    rewriter.replace_op(op, [new])
     return False
-
-
-def _fill_transpose_body(new: Any, elem: ir.Type) -> None:
-    block = new.region.blocks.append(elem, elem)
-    with ir.InsertionPoint(block):
-        linalg.YieldOp([block.arguments[0]])
 
 
 @register_patterns(

@@ -55,7 +55,7 @@ class NhwcOptions:
     only_if_depthwise: bool = False
 
 
-def _nhwc_input(x: ir.Value) -> tuple[ir.Value, list[ir.Operation]]:
+def _nhwc_input(x: ir.Value) -> ir.Value:
     """The conv's input in NHWC; a constant H/W zero pad is re-done after the transpose."""
     pad = producer(x)
     if pad is not None and pad.name == "tensor.pad":
@@ -75,8 +75,8 @@ def _nhwc_input(x: ir.Value) -> tuple[ir.Value, list[ir.Operation]]:
                 block = new.regions[0].blocks.append(*([ir.IndexType.get()] * 4))
                 with ir.InsertionPoint(block):
                     tensor.YieldOp(value)
-                return new.result, [pad]
-    return transpose(x, TO_NHWC), []
+                return new.result  # the NCHW pad dies with the conv (erase_dead_tree)
+    return transpose(x, TO_NHWC)
 
 
 def _convert(op: ir.Operation, ev: ConstEval) -> bool:
@@ -92,7 +92,7 @@ def _convert(op: ir.Operation, ev: ConstEval) -> bool:
     dilations = list(ir.DenseIntElementsAttr(op.attributes["dilations"]))
     n, f, oh, ow = out_ty.shape
     with ir.InsertionPoint(op), op.location:
-        x, dead = _nhwc_input(op.operands[0])
+        x = _nhwc_input(op.operands[0])
         w = constant_op(np.ascontiguousarray(weight.transpose(perm)), "xgen_nhwc_weight").result
         init = channel_init(bias.astype(np.float32), [n, oh, ow, f], 3, out_ty.element_type)
         conv = getattr(linalg, builder)(x, w, outs=[init], strides=strides, dilations=dilations)
@@ -101,7 +101,6 @@ def _convert(op: ir.Operation, ev: ConstEval) -> bool:
     op.results[0].replace_all_uses_with(back)
     op.erase()
     erase_dead_tree(old)
-    del dead
     return True
 
 
