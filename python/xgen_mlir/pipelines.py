@@ -13,7 +13,8 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
 * ``[iree] outputs`` [``["vmfb"]``]: also ``"static-library"`` and ``"vm-c"`` (bare metal).
 * ``[fusion]``: ``plan`` [false] lets xgen_mlir's fusion planner form the dispatch regions
   (``backend/fusion_stage.py``); ``delegate_contractions`` [true] leaves matmul/conv-rooted
-  groups to IREE.
+  groups to IREE; ``plan_data_tiling`` [true] decides per contraction whether IREE data-tiles
+  it (``fusion/data_tiling.py``; only when the flags ask for data tiling).
 * ``[runtime]``: ``devices`` [local-task, local-sync] the module runs on, ``arch`` ["host"] of
   its CPU executables (``none`` for GPU targets), ``emulator`` to run a foreign arch here.
 """
@@ -79,6 +80,7 @@ class Pipeline:
     option_values: tuple[tuple[str, str], ...] = ()  # set by with_options()
     fusion_plan: bool = False
     delegate_contractions: bool = True
+    plan_data_tiling: bool = True
 
     def with_options(self, overrides: dict[str, str] | None = None) -> Pipeline:
         """This pipeline with its ``${option}`` references resolved (defaults + overrides)."""
@@ -167,6 +169,7 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
             runtime=runtime,
             fusion_plan=bool(data.get("fusion", {}).get("plan", False)),
             delegate_contractions=bool(data.get("fusion", {}).get("delegate_contractions", True)),
+            plan_data_tiling=bool(data.get("fusion", {}).get("plan_data_tiling", True)),
         )
     except (KeyError, TypeError) as e:
         raise PipelineError(

@@ -19,6 +19,8 @@ from pathlib import Path
 from ..fusion import FusionPlan, form_dispatch_regions
 from ..runtime.inspect import iree_tool
 
+DATA_TILING_FLAG = "--iree-opt-data-tiling"
+
 
 @dataclass
 class PlannedCompile:
@@ -51,6 +53,7 @@ def compile_with_plan(
     flags: list[str],
     work: Path,
     delegate_contractions: bool = True,
+    plan_data_tiling: bool = True,
 ) -> PlannedCompile:
     import iree.compiler.ir as iree_ir
 
@@ -82,7 +85,13 @@ def compile_with_plan(
     seconds["iree_pre_fusion"] = time.perf_counter() - t
     t = time.perf_counter()
     module = iree_ir.Module.parse(pre.read_bytes(), iree_ir.Context())
-    plans = form_dispatch_regions(module, delegate_contractions=delegate_contractions)
+    data_tiling = DATA_TILING_FLAG in flags and plan_data_tiling
+    plans = form_dispatch_regions(
+        module, delegate_contractions=delegate_contractions, data_tiling=data_tiling
+    )
+    if data_tiling and not any(t.tiled for p in plans for t in p.tiling):
+        # no op carries the hint: IREE would tile them all, so drop the flag instead
+        flags = [f for f in flags if f != DATA_TILING_FLAG]
     try:
         module.operation.verify()
     except iree_ir.MLIRError as e:  # a planner bug: never hand IREE broken IR

@@ -121,8 +121,9 @@ def compile_vmfb(
                 # bug on the main flags) still gets the plan on the fallback's flags.
                 try:
                     planned = compile_with_plan(
-                        src, list(pipeline.backends), flags, tmp, pipeline.delegate_contractions
-                    )
+                        src, list(pipeline.backends), flags, tmp, pipeline.delegate_contractions,
+                        pipeline.plan_data_tiling,
+                    )  # fmt: skip
                     _warn_fallback(why, pipeline)
                     return BackendResult(
                         planned.vmfb, flags, why, time.perf_counter() - start, attempts, weights,

@@ -4,25 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from .data_tiling import TilingDecision, plan_data_tiling
 from .planner import FusionPlan, plan_block
 from .regions import wrap_in_region
 
-__all__ = ["FusionPlan", "form_dispatch_regions", "form_regions", "plan_block", "wrap_in_region"]
+__all__ = ["FusionPlan", "TilingDecision", "form_dispatch_regions", "form_regions", "plan_block",
+           "plan_data_tiling", "wrap_in_region"]  # fmt: skip
 
 FUNC_OPS = ("func.func", "util.func")
 
 
 def form_dispatch_regions(
-    module: Any, max_expand: float = 4.0, delegate_contractions: bool = True
+    module: Any,
+    max_expand: float = 4.0,
+    delegate_contractions: bool = True,
+    data_tiling: bool = False,
 ) -> list[FusionPlan]:
-    """Plan every function body of ``module`` and form its regions (``form_regions``)."""
+    """Plan every function body of ``module`` and form its regions (``form_regions``).
+
+    ``data_tiling``: also decide which contractions IREE data-tiles (``plan_data_tiling``);
+    the decisions are in each plan's ``tiling``."""
     plans = []
     for fn in module.body.operations:
         fn = fn.operation
         if fn.name not in FUNC_OPS or not len(fn.regions[0].blocks):
             continue
-        plan = plan_block(fn.regions[0].blocks[0], max_expand)
+        block = fn.regions[0].blocks[0]
+        plan = plan_block(block, max_expand)
         form_regions(plan, delegate_contractions)
+        if data_tiling:
+            plan.tiling = plan_data_tiling(block)
         plans.append(plan)
     return plans
 

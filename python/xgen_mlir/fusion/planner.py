@@ -107,6 +107,7 @@ class FusionPlan:
     nodes: list[Node]
     groups: list[Group]
     decisions: list[Decision]
+    tiling: list[Any] = field(default_factory=list)  # data_tiling.TilingDecision per contraction
 
     def detach(self) -> FusionPlan:
         """Drop the references to IR ops (kept: names, types, groups, decisions), so the plan
@@ -121,8 +122,12 @@ class FusionPlan:
     def summary(self) -> dict[str, int]:
         taken = sum(d.taken for d in self.decisions if d.direction != "seed")
         refused = sum(not d.taken for d in self.decisions)
-        return {"ops": len(self.nodes), "groups": len(self.groups), "fused": taken,
-                "refused": refused}  # fmt: skip
+        out = {"ops": len(self.nodes), "groups": len(self.groups), "fused": taken,
+               "refused": refused}  # fmt: skip
+        if self.tiling:
+            out["data_tiled"] = sum(t.tiled for t in self.tiling)
+            out["plain"] = sum(not t.tiled for t in self.tiling)
+        return out
 
 
 def _reaches_non_node(value: Any, index_of: dict[Any, int]) -> bool:

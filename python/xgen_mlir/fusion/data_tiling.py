@@ -1,0 +1,361 @@
+"""Per-contraction data-tiling decisions, instead of IREE's all-or-nothing flag.
+
+``--iree-opt-data-tiling`` packs the operands of *every* matmul-like op into tiled layouts
+(``iree_encoding``). That pays on few-row GEMMs, where IREE's plain tiling under-uses the
+vector units, but it has two costs the flag does not weigh:
+
+* the activation pack lands in the producer's dispatch. When the producer is a depthwise conv
+  (MobileNetV2's project convs), that dispatch gets 2-3x slower: 56x56x144 depthwise 0.40 ms
+  with the fused pack vs 0.14 ms without (one thread);
+* a producer with two consumers (a residual) cannot take the pack at all, so IREE adds a
+  pack dispatch of its own (MobileNetV2: 11 of its 66 dispatches).
+
+Measured on this CPU (IREE 3.13, same module with and without data tiling; MobileNetV2 on one
+thread, MobileBERT on two):
+
+========================  =========  =========  ==========
+contraction M x N x K     tiled ms   plain ms   producer
+========================  =========  =========  ==========
+MobileBERT 128x512x128    0.079      0.122      matmul
+MobileBERT 128x128x512    0.078      0.100      matmul
+MobileNetV2 49x160x960    0.212      0.585      depthwise
+MobileNetV2 1x1000x1280   0.410      0.619      pool
+MobileNetV2 196x96x576    0.215      0.200      depthwise
+MobileNetV2 3136x24x144   0.264      0.330      depthwise (+0.26 ms in it when tiled)
+MobileNetV2 196x576x96    0.216      0.216      residual (+ a pack dispatch when tiled)
+========================  =========  =========  ==========
+
+So the rule: leave tiny contractions (EfficientNet's squeeze-excite matvecs, 1x48x1152) plain;
+tile when M <= ``small_m`` (few rows) or when both N and K are >= ``big`` (a
+large GEMM, where IREE's default is kept because nothing here measured otherwise); leave the
+rest plain. IREE's ``AnnotateDataTilingHints`` pass does nothing when any op already carries
+the hint, so setting it on the chosen ops is the whole mechanism. When no op is chosen the
+caller must drop the flag (IREE would otherwise tile everything).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+HINT = "iree.opt.data_tiling"
+SMALL_M = 128
+BIG = 512
+MIN_WORK = 1 << 20  # M*N*K below this: packing costs more than it can save
+
+
+@dataclass
+class TilingDecision:
+    op: str  # op name and location, for people
+    m: int
+    n: int
+    k: int
+    tiled: bool
+    reason: str
+
+
+def decide(
+    m: int,
+    n: int,
+    k: int,
+    small_m: int = SMALL_M,
+    big: int = BIG,
+    padded: bool = False,
+    sliced: bool = False,
+    after_reduction: bool = False,
+) -> tuple[bool, str]:
+    """Whether a contraction of M x N x K should be data-tiled, and why.
+
+    ``padded``: its result is zero-padded for a convolution (through elementwise ops). Tiled,
+    the unpacked result cannot take the pad into its dispatch: one more dispatch, for no
+    measured gain (MobileNetV2's 7x7 expand convs, 49x960x160: 0.186 ms tiled, 0.197 plain).
+    ``sliced``: its input is an ``extract_slice`` (ResNet-18's stride-2 downsample convs):
+    tiled, ResNet-18 ran 2 more dispatches (34 instead of 32) to save 0.08 ms of ~25."""
+    if m * n * k < MIN_WORK:
+        return (
+            False,
+            f"tiny ({m}x{n}x{k} < {MIN_WORK} multiply-adds): packing costs more than it saves",
+        )
+    if after_reduction:
+        return False, "next to a reduction (a pool): IREE fails to compile the pack fused into it"
+    if padded and not (n >= big and k >= big):
+        return False, "its result is padded for a conv: tiled, the pad needs a dispatch of its own"
+    if sliced and not (n >= big and k >= big):
+        return False, (
+            "its input is a strided slice (a strided 1x1 conv): tiled, the pack needs a dispatch "
+            "of its own and the conv sharing the input loses its fused pad"
+        )
+    if m <= small_m:
+        return True, f"few rows (M={m} <= {small_m}): packed tiles keep the vector units busy"
+    if n >= big and k >= big:
+        return True, f"large GEMM (N={n}, K={k} >= {big}): IREE's default kept"
+    return False, (
+        f"M={m} rows with N={n}/K={k}: plain tiling is as fast, and the activation pack "
+        "would slow its producer or need a dispatch of its own"
+    )
+
+
+def _loop_sizes(op: Any, maps: list[Any]) -> dict[int, int]:
+    from iree.compiler import ir
+
+    sizes: dict[int, int] = {}
+    for value, amap in zip(op.operands, maps, strict=False):
+        ty = value.type
+        if not isinstance(ty, ir.RankedTensorType):
+            ty = ir.RankedTensorType(ty) if ir.RankedTensorType.isinstance(ty) else None
+        if ty is None:
+            continue
+        for expr, size in zip(amap.results, ty.shape, strict=False):
+            if isinstance(expr, ir.AffineDimExpr) and size >= 0:
+                sizes[expr.position] = size
+    return sizes
+
+
+def gemm_shape(op: Any) -> tuple[int, int, int] | None:
+    """(M, N, K) of a contraction IREE can data-tile, else None.
+
+    Several M (or N) loops count as one of their product: IREE collapses them (a 1x1 conv's
+    H and W) before it data-tiles. Several K loops (a KxK conv) are not tiled by IREE."""
+    from iree.compiler.dialects import linalg
+
+    from ..analysis.mapping_types import indexing_maps
+
+    view = op.opview
+    if not linalg.isa_contraction_op(view):
+        return None
+    dims = linalg.infer_contraction_dimensions(view)
+    if dims is None or len(dims.k) != 1:
+        return None
+    if len(dims.batch) > 1 or not (len(dims.m) or len(dims.n)):
+        return None
+    sizes = _loop_sizes(op, indexing_maps(op) or [])
+
+    def size(loops: Any) -> int | None:
+        vals = [sizes.get(int(d)) for d in loops]
+        return None if None in vals else prod(vals)
+
+    m, n, k = size(dims.m), size(dims.n), size(dims.k)
+    if m is None or n is None or k is None:
+        return None  # dynamic sizes: leave the decision to IREE
+    return m, n, k
+
+
+def feeds_pad(op: Any) -> bool:
+    """Whether ``op``'s result reaches a ``tensor.pad`` through single-use elementwise ops
+    (a bias/activation epilogue) and reshapes."""
+    from ..analysis.mapping_types import MappingType, classify
+
+    value = op.results[0]
+    for _ in range(8):
+        uses = list(value.uses)
+        if len(uses) != 1:
+            return False
+        user = uses[0].owner.operation
+        if user.name == "tensor.pad":
+            return True
+        reshape = user.name in ("tensor.expand_shape", "tensor.collapse_shape")
+        mapping = classify(user)
+        if not reshape and (mapping is None or mapping.type != MappingType.ONE_TO_ONE):
+            return False
+        value = user.results[0]
+    return False
+
+
+def reads_reduction(op: Any) -> bool:
+    """Whether ``op``'s first input comes (through reshapes and a one-input elementwise op)
+    from a reduction IREE does not data-tile itself (a global pool): the pack would be fused into that reduction's dispatch,
+    which IREE 3.13 fails to compile ("large vector sizes", EfficientNet-B0's classifier)."""
+    from iree.compiler import ir
+
+    from ..analysis.mapping_types import indexing_maps
+
+    value = op.operands[0]
+    for _ in range(6):
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            return False
+        if owner.name in ("tensor.expand_shape", "tensor.collapse_shape"):
+            value = owner.operands[0]
+            continue
+        if owner.name == "flow.dispatch.region":  # a region the planner formed: look inside
+            ret = owner.regions[0].blocks[0].operations[-1]
+            value = ret.operands[ir.OpResult(value).result_number]
+            continue
+        if owner.name != "linalg.generic" or indexing_maps(owner) is None:
+            return False
+        iters = [str(a) for a in ir.ArrayAttr(owner.attributes["iterator_types"])]
+        if any("reduction" in t for t in iters):
+            return gemm_shape(owner) is None
+        if len(owner.operands) != 2:  # one input, one init: the pool's divide; look through
+            return False
+        value = owner.operands[0]
+    return False
+
+
+def feeds_reduction(op: Any) -> bool:
+    """Whether ``op``'s result reaches a non-GEMM reduction (a global pool) through
+    parallel ops: tiled, the unpack lands in that reduction's dispatch, which IREE 3.13
+    fails to compile ("large vector sizes", EfficientNet-B0's last 1x1 conv)."""
+    from iree.compiler import ir
+
+    frontier, seen = [op.results[0]], 0
+    while frontier and seen < 16:
+        value = frontier.pop()
+        for use in value.uses:
+            user = use.owner.operation
+            seen += 1
+            if user.name in ("tensor.expand_shape", "tensor.collapse_shape"):
+                frontier.extend(user.results)
+                continue
+            if user.name != "linalg.generic":
+                continue
+            iters = [str(a) for a in ir.ArrayAttr(user.attributes["iterator_types"])]
+            if any("reduction" in t for t in iters):
+                if gemm_shape(user) is None:
+                    return True
+                continue
+            frontier.extend(user.results)  # elementwise (or a transposing copy): follow
+    return False
+
+
+def reads_slice(op: Any) -> bool:
+    """Whether an input of ``op`` comes straight from a ``tensor.extract_slice``."""
+    from iree.compiler import ir
+
+    for value in op.operands[:-1]:
+        owner = value.owner
+        if not isinstance(owner, ir.Block) and owner.name == "tensor.extract_slice":
+            return True
+    return False
+
+
+def _runs(amap: Any, groups: list[list[int]]) -> list[list[int]] | None:
+    """Result positions of ``amap`` grouped so each loop group is one run, or None when a
+    group is split, reordered or partly absent (then the op cannot be collapsed)."""
+    from iree.compiler import ir
+
+    dims = []
+    for expr in amap.results:
+        if not isinstance(expr, ir.AffineDimExpr):
+            return None
+        dims.append(expr.position)
+    runs, i = [], 0
+    while i < len(dims):
+        group = next((g for g in groups if dims[i] in g), None)
+        if group is None:
+            runs.append([i])
+            i += 1
+            continue
+        if dims[i : i + len(group)] != group:
+            return None
+        runs.append(list(range(i, i + len(group))))
+        i += len(group)
+    return runs
+
+
+def collapse_to_gemm(op: Any) -> Any:
+    """Rewrite a ``linalg.generic`` contraction with several M (or N) loops, such as a 1x1
+    conv over H and W, into one with a single M and N loop between reshapes; returns the new
+    op (or ``op`` itself when there is nothing to collapse or it cannot be).
+
+    Why: IREE collapses these loops itself before it data-tiles, and the new op it builds
+    drops discardable attributes, the data-tiling hint among them (measured: MobileNetV2's
+    7x7 project convs lost the hint). Collapsing first keeps the hint on the op IREE tiles."""
+    from iree.compiler import ir
+    from iree.compiler.dialects import linalg, tensor
+
+    from ..analysis.mapping_types import indexing_maps
+
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return op
+    dims = linalg.infer_contraction_dimensions(op.opview)
+    maps = indexing_maps(op)
+    out_map = maps[-1] if maps else None
+    if dims is None or out_map is None:
+        return op
+    order = {
+        e.position: i for i, e in enumerate(out_map.results) if isinstance(e, ir.AffineDimExpr)
+    }
+    groups = [sorted((int(d) for d in g), key=lambda d: order.get(d, -1)) for g in (dims.m, dims.n)]
+    groups = [g for g in groups if len(g) > 1]
+    if not groups or any(d not in order for g in groups for d in g):
+        return op
+    runs = [_runs(m, groups) for m in maps]
+    if any(r is None for r in runs):
+        return op
+    n_loops = maps[0].n_dims
+    new_index, kinds, n_new = {}, [], 0
+    iters = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    for d in range(n_loops):
+        group = next((g for g in groups if d in g), None)
+        if group is not None and d != group[0]:
+            continue
+        for member in group or [d]:
+            new_index[member] = n_new
+        kinds.append(iters[d])
+        n_new += 1
+    # groups must be adjacent loops too, or the map to the new loops is not a permutation
+    if any(g != list(range(g[0], g[0] + len(g))) for g in groups):
+        return op
+
+    def collapse(value: Any, amap: Any, run: list[list[int]]) -> tuple[Any, Any]:
+        ty = ir.RankedTensorType(value.type)
+        shape = [prod(ty.shape[i] for i in r) for r in run]
+        exprs = [ir.AffineDimExpr.get(new_index[amap.results[r[0]].position]) for r in run]
+        new_map = ir.AffineMap.get(n_new, 0, exprs)
+        if all(len(r) == 1 for r in run):
+            return value, new_map
+        new_ty = ir.RankedTensorType.get(shape, ty.element_type)
+        return tensor.CollapseShapeOp(new_ty, value, run).result, new_map
+
+    with ir.InsertionPoint(op), op.location:
+        operands, new_maps = [], []
+        for value, amap, run in zip(op.operands, maps, runs, strict=True):
+            v, m = collapse(value, amap, run)
+            operands.append(v)
+            new_maps.append(ir.AffineMapAttr.get(m))
+        n_in = len(operands) - 1
+        out_ty = ir.RankedTensorType(operands[-1].type)
+        new = linalg.GenericOp(
+            [out_ty], operands[:n_in], operands[n_in:], ir.ArrayAttr.get(new_maps),
+            ir.ArrayAttr.get([ir.Attribute.parse(k) for k in kinds]),
+        )  # fmt: skip
+        op.regions[0].blocks[0].append_to(new.regions[0])
+        old_ty = ir.RankedTensorType(op.results[0].type)
+        result = new.results[0]
+        if len(runs[-1]) != len(old_ty.shape):
+            result = tensor.ExpandShapeOp(old_ty, result, runs[-1], [], old_ty.shape).result
+    op.results[0].replace_all_uses_with(result)
+    op.erase()
+    return new.operation
+
+
+def plan_data_tiling(block: Any, small_m: int = SMALL_M, big: int = BIG) -> list[TilingDecision]:
+    """Decide every top-level contraction of ``block`` and set the hint on the tiled ones."""
+    from iree.compiler import ir
+
+    from ..frontend.lowering import format_location
+
+    decisions = []
+    for op in list(block.operations):
+        op = op.operation
+        if not op.name.startswith("linalg.") or HINT in op.attributes:
+            continue
+        shape = gemm_shape(op)
+        if shape is None:
+            continue
+        tiled, why = decide(
+            *shape,
+            small_m=small_m,
+            big=big,
+            padded=feeds_pad(op),
+            sliced=reads_slice(op),
+            after_reduction=reads_reduction(op) or feeds_reduction(op),
+        )
+        if tiled:
+            op = collapse_to_gemm(op)
+            op.attributes[HINT] = ir.UnitAttr.get(op.context)
+        where = format_location(op.location)
+        decisions.append(TilingDecision(f"{op.name} at {where}", *shape, tiled, why))
+    return decisions
