@@ -164,8 +164,9 @@ def feeds_pad(op: Any) -> bool:
 
 def reads_reduction(op: Any) -> bool:
     """Whether ``op``'s first input comes (through reshapes and a one-input elementwise op)
-    from a reduction IREE does not data-tile itself (a global pool): the pack would be fused into that reduction's dispatch,
-    which IREE 3.13 fails to compile ("large vector sizes", EfficientNet-B0's classifier)."""
+    from a reduction IREE does not data-tile itself (a global pool): the pack would be fused
+    into that reduction's dispatch, which IREE 3.13 fails to compile ("large vector sizes",
+    EfficientNet-B0's classifier)."""
     from iree.compiler import ir
 
     from ..analysis.mapping_types import indexing_maps
