@@ -83,29 +83,42 @@ def compile_with_plan(
         "before-plan",
     )  # fmt: skip
     seconds["iree_pre_fusion"] = time.perf_counter() - t
-    t = time.perf_counter()
-    module = iree_ir.Module.parse(pre.read_bytes(), iree_ir.Context())
     data_tiling = DATA_TILING_FLAG in flags and plan_data_tiling
-    plans = form_dispatch_regions(
-        module, delegate_contractions=delegate_contractions, data_tiling=data_tiling
-    )
-    if data_tiling and not any(t.tiled for p in plans for t in p.tiling):
-        # no op carries the hint: IREE would tile them all, so drop the flag instead
-        flags = [f for f in flags if f != DATA_TILING_FLAG]
-    try:
-        module.operation.verify()
-    except iree_ir.MLIRError as e:  # a planner bug: never hand IREE broken IR
-        raise FusionStageError(f"planned module does not verify: {str(e)[:500]}", "plan") from None
-    with open(planned, "wb") as f:
-        module.operation.write_bytecode(f)
-    del module
-    plans = [p.detach() for p in plans]
-    seconds["plan"] = time.perf_counter() - t
-    t = time.perf_counter()
-    _run(
-        [compile_tool, str(planned), *target, *flags, "--compile-from=global-optimization",
-         "-o", str(out)],
-        "IREE from the planned regions",
-    )  # fmt: skip
-    seconds["iree_codegen"] = time.perf_counter() - t
+    # The per-contraction data-tiling hints are an optimization: if IREE rejects the module
+    # with them (a pack fused where its codegen cannot take it), plan again without them.
+    attempts = [True, False] if data_tiling else [False]
+    for hints in attempts:
+        t = time.perf_counter()
+        module = iree_ir.Module.parse(pre.read_bytes(), iree_ir.Context())
+        plans = form_dispatch_regions(
+            module, delegate_contractions=delegate_contractions, data_tiling=hints
+        )
+        run_flags = flags
+        if hints and not any(t.tiled for p in plans for t in p.tiling):
+            # no op carries the hint: IREE would tile them all, so drop the flag instead
+            run_flags = [f for f in flags if f != DATA_TILING_FLAG]
+        try:
+            module.operation.verify()
+        except iree_ir.MLIRError as e:  # a planner bug: never hand IREE broken IR
+            msg = f"planned module does not verify: {str(e)[:500]}"
+            raise FusionStageError(msg, "plan") from None
+        with open(planned, "wb") as f:
+            module.operation.write_bytecode(f)
+        del module
+        plans = [p.detach() for p in plans]
+        seconds["plan"] = seconds.get("plan", 0.0) + time.perf_counter() - t
+        t = time.perf_counter()
+        try:
+            _run(
+                [compile_tool, str(planned), *target, *run_flags,
+                 "--compile-from=global-optimization", "-o", str(out)],
+                "IREE from the planned regions",
+            )  # fmt: skip
+        except FusionStageError:
+            if hints and len(attempts) > 1:
+                continue  # retry: same regions, IREE's own all-or-nothing data tiling
+            raise
+        finally:
+            seconds["iree_codegen"] = seconds.get("iree_codegen", 0.0) + time.perf_counter() - t
+        break
     return PlannedCompile(out.read_bytes(), plans, seconds)
