@@ -101,12 +101,9 @@ def _loop_sizes(op: Any, maps: list[Any]) -> dict[int, int]:
 
     sizes: dict[int, int] = {}
     for value, amap in zip(op.operands, maps, strict=False):
-        ty = value.type
-        if not isinstance(ty, ir.RankedTensorType):
-            ty = ir.RankedTensorType(ty) if ir.RankedTensorType.isinstance(ty) else None
-        if ty is None:
+        if not isinstance(value.type, ir.RankedTensorType):
             continue
-        for expr, size in zip(amap.results, ty.shape, strict=False):
+        for expr, size in zip(amap.results, value.type.shape, strict=False):
             if isinstance(expr, ir.AffineDimExpr) and size >= 0:
                 sizes[expr.position] = size
     return sizes
@@ -141,6 +138,19 @@ def gemm_shape(op: Any) -> tuple[int, int, int] | None:
     return m, n, k
 
 
+def _has_reduction(op: Any) -> bool:
+    from iree.compiler import ir
+
+    iters = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    return any("reduction" in t for t in iters)
+
+
+def _is_pool(op: Any) -> bool:
+    """A ``linalg.generic`` with reduction loops that is not a GEMM IREE data-tiles (a global
+    pool, even one written as a multiply-accumulate)."""
+    return op.name == "linalg.generic" and _has_reduction(op) and gemm_shape(op) is None
+
+
 def feeds_pad(op: Any) -> bool:
     """Whether ``op``'s result reaches a ``tensor.pad`` through single-use elementwise ops
     (a bias/activation epilogue) and reshapes."""
@@ -169,8 +179,6 @@ def reads_reduction(op: Any) -> bool:
     EfficientNet-B0's classifier)."""
     from iree.compiler import ir
 
-    from ..analysis.mapping_types import indexing_maps
-
     value = op.operands[0]
     for _ in range(6):
         owner = value.owner
@@ -183,12 +191,10 @@ def reads_reduction(op: Any) -> bool:
             ret = owner.regions[0].blocks[0].operations[-1]
             value = ret.operands[ir.OpResult(value).result_number]
             continue
-        if owner.name != "linalg.generic" or indexing_maps(owner) is None:
-            return False
-        iters = [str(a) for a in ir.ArrayAttr(owner.attributes["iterator_types"])]
-        if any("reduction" in t for t in iters):
-            return gemm_shape(owner) is None
-        if len(owner.operands) != 2:  # one input, one init: the pool's divide; look through
+        if _is_pool(owner):
+            return True
+        # look through a one-input elementwise op (input + init: the pool's divide) only
+        if owner.name != "linalg.generic" or len(owner.operands) != 2 or _has_reduction(owner):
             return False
         value = owner.operands[0]
     return False
@@ -198,8 +204,6 @@ def feeds_reduction(op: Any) -> bool:
     """Whether ``op``'s result reaches a non-GEMM reduction (a global pool) through
     parallel ops: tiled, the unpack lands in that reduction's dispatch, which IREE 3.13
     fails to compile ("large vector sizes", EfficientNet-B0's last 1x1 conv)."""
-    from iree.compiler import ir
-
     frontier, seen = [op.results[0]], 0
     while frontier and seen < 16:
         value = frontier.pop()
@@ -209,12 +213,9 @@ def feeds_reduction(op: Any) -> bool:
             if user.name in ("tensor.expand_shape", "tensor.collapse_shape"):
                 frontier.extend(user.results)
                 continue
-            if user.name != "linalg.generic":
-                continue
-            iters = [str(a) for a in ir.ArrayAttr(user.attributes["iterator_types"])]
-            if any("reduction" in t for t in iters):
-                if gemm_shape(user) is None:
-                    return True
+            if _is_pool(user):
+                return True
+            if user.name != "linalg.generic" or _has_reduction(user):
                 continue
             frontier.extend(user.results)  # elementwise (or a transposing copy): follow
     return False

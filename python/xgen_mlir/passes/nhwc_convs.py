@@ -94,15 +94,23 @@ def _convert(op: ir.Operation, ev: ConstEval) -> bool:
     bias = ev.per_channel_init(op.operands[2], 1)
     if weight is None or weight.dtype != np.float32 or bias is None:
         return False
-    strides = list(ir.DenseIntElementsAttr(op.attributes["strides"]))
-    dilations = list(ir.DenseIntElementsAttr(op.attributes["dilations"]))
     n, f, oh, ow = out_ty.shape
-    with ir.InsertionPoint(op), op.location:
-        x = _nhwc_input(op.operands[0])
+
+    def make(x: ir.Value, strides: list[int], dilations: list[int]) -> ir.Value:
         w = constant_op(np.ascontiguousarray(weight.transpose(perm)), "xgen_nhwc_weight").result
         init = channel_init(bias.astype(np.float32), [n, oh, ow, f], 3, out_ty.element_type)
-        conv = getattr(linalg, builder)(x, w, outs=[init], strides=strides, dilations=dilations)
-        back = transpose(conv, TO_NCHW)
+        return getattr(linalg, builder)(x, w, outs=[init], strides=strides, dilations=dilations)
+
+    return _swap_in_nhwc(op, make)
+
+
+def _swap_in_nhwc(op: ir.Operation, make) -> bool:
+    """Replace the NCHW conv/pool ``op`` by ``make(nhwc_input, strides, dilations)`` (its NHWC
+    form, built at ``op``) followed by a transpose back to NCHW; dead producers go too."""
+    strides = list(ir.DenseIntElementsAttr(op.attributes["strides"]))
+    dilations = list(ir.DenseIntElementsAttr(op.attributes["dilations"]))
+    with ir.InsertionPoint(op), op.location:
+        back = transpose(make(_nhwc_input(op.operands[0]), strides, dilations), TO_NCHW)
     old = [op.operands[0], op.operands[1], op.operands[2]]
     op.results[0].replace_all_uses_with(back)
     op.erase()
@@ -122,20 +130,13 @@ def _convert_pool(op: ir.Operation) -> bool:
     if str(out_ty.element_type) != "f32" or init_op is None or init_op.name != "linalg.fill":
         return False
     n, c, oh, ow = out_ty.shape
-    strides = list(ir.DenseIntElementsAttr(op.attributes["strides"]))
-    dilations = list(ir.DenseIntElementsAttr(op.attributes["dilations"]))
-    with ir.InsertionPoint(op), op.location:
-        x = _nhwc_input(op.operands[0])
+
+    def make(x: ir.Value, strides: list[int], dilations: list[int]) -> ir.Value:
         init = fill(init_op.operands[0], empty([n, oh, ow, c], out_ty.element_type))
-        pool = getattr(linalg, _POOLS[op.name])(
-            x, op.operands[1], outs=[init], strides=strides, dilations=dilations
-        )
-        back = transpose(pool, TO_NCHW)
-    old = [op.operands[0], op.operands[1], op.operands[2]]
-    op.results[0].replace_all_uses_with(back)
-    op.erase()
-    erase_dead_tree(old)
-    return True
+        pool = getattr(linalg, _POOLS[op.name])
+        return pool(x, op.operands[1], outs=[init], strides=strides, dilations=dilations)
+
+    return _swap_in_nhwc(op, make)
 
 
 def nhwc_convs(module_op: ir.Operation, opts: NhwcOptions | None = None) -> Counter:
@@ -144,24 +145,23 @@ def nhwc_convs(module_op: ir.Operation, opts: NhwcOptions | None = None) -> Coun
         opts = opts or NhwcOptions()
         ev = ConstEval(module_op)
         counts: Counter[str] = Counter()
+
+        def convert(op: ir.Operation, how) -> None:
+            where, name = format_location(op.location), op.name
+            if how(op):
+                counts[name] += 1
+                if opts.verbose:
+                    print(f"xgen-nhwc-convs: {where}: {name} -> NHWC", file=sys.stderr)
+
         if opts.pools:
             for op in ops_named(module_op, *_POOLS):
-                where, name = format_location(op.location), op.name
-                if _convert_pool(op):
-                    counts[name] += 1
-                    if opts.verbose:
-                        print(f"xgen-nhwc-convs: {where}: {name} -> NHWC", file=sys.stderr)
+                convert(op, _convert_pool)
         names = ["linalg.depthwise_conv_2d_nchw_chw"] if opts.depthwise_only else list(_CONVS)
         if opts.only_if_depthwise and not ops_named(module_op, "linalg.depthwise_conv_2d_nchw_chw"):
             return counts
         for op in ops_named(module_op, *names):
-            where = format_location(op.location)
-            name = op.name
             fold_one(op, ev)  # per-channel constants in NCHW would pin transposes (see above)
-            if _convert(op, ev):
-                counts[name] += 1
-                if opts.verbose:
-                    print(f"xgen-nhwc-convs: {where}: {name} -> NHWC", file=sys.stderr)
+            convert(op, lambda op: _convert(op, ev))
         return counts
 
 
