@@ -9,7 +9,8 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
 * ``[options.NAME]`` with ``default``, ``help`` and optional ``choices``: target options
   substituted into the flags as ``${NAME}``; users override them with
   ``compile(..., target_options={...})`` / ``xgen-compile --target-option NAME=VALUE``. A flag
-  that ends in ``=`` after substitution (an empty option) is dropped.
+  that ends in ``=`` after substitution (an empty option) is dropped. The value ``auto`` is
+  read off the host by the probe of that name in ``_AUTO`` (``backend/host.py``).
 * ``[iree] outputs`` [``["vmfb"]``]: also ``"static-library"`` and ``"vm-c"`` (bare metal).
 * ``[fusion]``: ``plan`` [false] lets xgen_mlir's fusion planner form the dispatch regions
   (``backend/fusion_stage.py``); ``delegate_contractions`` [true] leaves matmul/conv-rooted
@@ -65,6 +66,17 @@ class RuntimeSpec:
 _OPTION_REF = re.compile(r"\$\{(\w+)\}")
 
 
+def _auto_matmul_tile_bytes() -> str:
+    from .backend.host import matmul_tile_bytes
+
+    return matmul_tile_bytes()
+
+
+# Options whose value ``auto`` is measured on the host at compile time ('' = unknown: the flag
+# that uses it is dropped).
+_AUTO = {"matmul_tile_bytes": _auto_matmul_tile_bytes}
+
+
 @dataclass(frozen=True)
 class Pipeline:
     name: str
@@ -101,6 +113,11 @@ class Pipeline:
                     f"{', '.join(choices)}"
                 )
             values[key] = value
+        for key, value in values.items():
+            if value == "auto":
+                if key not in _AUTO:
+                    raise PipelineError(f"{self.path}: option {key} has no 'auto' probe")
+                values[key] = _AUTO[key]()
 
         def subst(text: str) -> str:
             def one(m: re.Match[str]) -> str:

@@ -59,8 +59,15 @@ def test_unknown_target_option_lists_the_known_ones():
         match="unknown target option 'featurez'; known target options: cpu, feat",
     ):
         xgen_mlir.compile(*_mlp(), target="arm64", target_options={"featurez": "+neon"})
-    with pytest.raises(errors.UnknownNameError, match="takes no options"):
+    with pytest.raises(errors.UnknownNameError, match="known target options: matmul_tile_bytes"):
         load_pipeline("cpu").with_options({"gpu": "x"})
+
+
+def test_option_of_a_target_without_options(tmp_path):
+    bare = tmp_path / "bare.toml"
+    bare.write_text('name = "bare"\nsteps = []\n[iree]\nbackends = ["llvm-cpu"]\n')
+    with pytest.raises(errors.UnknownNameError, match="takes no options"):
+        load_pipeline(bare).with_options({"gpu": "x"})
 
 
 def test_unknown_target():
