@@ -43,6 +43,14 @@ IREE_BEST = HOST + [
 
 
 SGEMM_GFLOPS = 205.0  # 2048^3 sgemm on both cores of this machine (shared/STACK.md)
+# DNNFusion's table (../shared/seeds/001): operators in its graph -> fused layers, for the
+# model nearest to ours (BERT-base stands in for MiniLM and DistilBERT; per layer compares
+# them: 12 layers there, 6 here). Its operator counts are finer than ONNX's (LayerNorm and
+# GELU split into many ops), so its ratio is compared with both of ours.
+DNNFUSION = {"gpt2_small": (2533, 254, 12), "mobilebert": (2387, 510, 24),
+             "minilm": (976, 216, 12), "distilbert": (976, 216, 12),
+             "efficientnet_b0": (309, 97, None)}  # fmt: skip
+LAYERS = {"gpt2_small": 12, "mobilebert": 24, "minilm": 6, "distilbert": 6}
 MODELS = ["mobilenet_v2", "resnet18", "efficientnet_b0", "minilm", "distilbert", "mobilebert",
           "gpt2_small"]  # the issue-4 list; bert_base on request  # fmt: skip
 KNOWN = [*MODELS, "bert_base"]
@@ -240,6 +248,13 @@ def print_table(all_records: dict[str, dict]) -> None:
               f"ratios {g.get('onnx_ops', 0) / n:.1f} / {g['linalg_ops'] / n:.1f}, "
               f"{g['gflop']:.2f} GFLOP (after rewrites {g.get('gflop_after_rewrites', 0):.2f}), "
               f"{ours.get('of_peak')} / {iree.get('of_peak')}")  # fmt: skip
+        if model in DNNFUSION:
+            ops, fused, layers = DNNFUSION[model]
+            line = f"    DNNFusion: {ops} ops -> {fused} fused layers, ratio {ops / fused:.1f}"
+            if layers and model in LAYERS:
+                line += (f"; fused layers per transformer layer {fused / layers:.1f} there, "
+                         f"dispatches per layer {n / LAYERS[model]:.1f} here")  # fmt: skip
+            print(line)
     print("\nmax |error| vs PyTorch:")
     for model, res in all_results.items():
         errs = ", ".join(
