@@ -166,3 +166,22 @@ def test_row_reductions_and_unit_slices_do_not_block_tiling():
     assert not decisions[(1, 1000, 1280)].tiled
     assert "reduction" in decisions[(1, 1000, 1280)].reason
     assert "strided slice" in decisions[(3136, 128, 64)].reason
+
+
+def test_batch_matmul_work_counts_every_head():
+    """MiniLM's attention: 12 heads of 128x32x128 (0.5M multiply-adds each) are tiled."""
+    heads = """
+func.func @f(%p: tensor<12x128x128xf32>, %v: tensor<12x128x32xf32>) -> tensor<12x128x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<12x128x32xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<12x128x32xf32>) -> tensor<12x128x32xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<12x128x128xf32>, tensor<12x128x32xf32>)
+      outs(%f : tensor<12x128x32xf32>) -> tensor<12x128x32xf32>
+  return %o : tensor<12x128x32xf32>
+}
+"""
+    with ir.Context():
+        module = ir.Module.parse(heads)
+        block = module.body.operations[0].regions[0].blocks[0]
+        (d,) = plan_data_tiling(block)
+    assert (d.batch, d.m, d.n, d.k, d.tiled) == (12, 128, 32, 128, True), d.reason

@@ -25,12 +25,16 @@ MobileNetV2 3136x24x144   0.264      0.330      depthwise (+0.26 ms in it when t
 MobileNetV2 196x576x96    0.216      0.216      residual (+ a pack dispatch when tiled)
 ========================  =========  =========  ==========
 
-So the rule: leave tiny contractions (EfficientNet's squeeze-excite matvecs, 1x48x1152) plain;
-tile when M <= ``small_m`` (few rows) or when both N and K are >= ``big`` (a
-large GEMM, where IREE's default is kept because nothing here measured otherwise); leave the
-rest plain. IREE's ``AnnotateDataTilingHints`` pass does nothing when any op already carries
-the hint, so setting it on the chosen ops is the whole mechanism. When no op is chosen the
-caller must drop the flag (IREE would otherwise tile everything).
+So the rule: leave tiny contractions (EfficientNet's squeeze-excite matvecs, 1x48x1152; a
+batch matmul's work counts all its batches) plain; tile when M <= ``small_m`` (few rows) or
+when both N and K are >= ``big`` (a large GEMM, where IREE's default is kept because nothing
+here measured otherwise); leave the rest plain. Exceptions that stay plain (``decide``): a
+result padded for a conv, a strided-slice input, and a neighbouring spatial pool (two or more
+reduced loops; a LayerNorm/softmax row reduction does not count).
+
+IREE's ``AnnotateDataTilingHints`` pass does nothing when any op already carries the hint, so
+setting it on the chosen ops is the whole mechanism. When no op is chosen the caller must drop
+the flag (IREE would otherwise tile everything).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from typing import Any
 HINT = "iree.opt.data_tiling"
 SMALL_M = 128
 BIG = 512
-MIN_WORK = 1 << 20  # M*N*K below this: packing costs more than it can save
+MIN_WORK = 1 << 20  # batch*M*N*K below this: packing costs more than it can save
 
 
 @dataclass
@@ -112,11 +116,13 @@ def _loop_sizes(op: Any, maps: list[Any]) -> dict[int, int]:
     return sizes
 
 
-def gemm_shape(op: Any) -> tuple[int, int, int] | None:
-    """(M, N, K) of a contraction IREE can data-tile, else None (the batch: ``batch_size``).
+def gemm_shape(op: Any) -> tuple[int, int, int, int] | None:
+    """(M, N, K, batch) of a contraction IREE can data-tile, else None.
 
     Several M (or N) loops count as one of their product: IREE collapses them (a 1x1 conv's
-    H and W) before it data-tiles. Several K loops (a KxK conv) are not tiled by IREE."""
+    H and W) before it data-tiles. Several K loops (a KxK conv) are not tiled by IREE. The
+    batch (1 for a plain matmul) counts in the work: MiniLM's 12 heads of 128x32x128 are 6M
+    multiply-adds, and 10x slower plain."""
     from iree.compiler.dialects import linalg
 
     from ..analysis.mapping_types import indexing_maps
@@ -135,24 +141,10 @@ def gemm_shape(op: Any) -> tuple[int, int, int] | None:
         vals = [sizes.get(int(d)) for d in loops]
         return None if None in vals else prod(vals)
 
-    m, n, k = size(dims.m), size(dims.n), size(dims.k)
-    if m is None or n is None or k is None:
+    m, n, k, batch = size(dims.m), size(dims.n), size(dims.k), size(dims.batch)
+    if m is None or n is None or k is None or batch is None:
         return None  # dynamic sizes: leave the decision to IREE
-    return m, n, k
-
-
-def batch_size(op: Any) -> int:
-    """The batch loop's size of a batch matmul (1 for a plain one): work counts every batch
-    (MiniLM's 12 heads of 128x32x128 are 6M multiply-adds, and 10x slower plain)."""
-    from iree.compiler.dialects import linalg
-
-    from ..analysis.mapping_types import indexing_maps
-
-    dims = linalg.infer_contraction_dimensions(op.opview)
-    if dims is None or not len(dims.batch):
-        return 1
-    sizes = _loop_sizes(op, indexing_maps(op) or [])
-    return prod(sizes.get(int(d), 1) for d in dims.batch)
+    return m, n, k, batch
 
 
 def _reduction_loops(op: Any) -> int:
@@ -376,20 +368,21 @@ def plan_data_tiling(block: Any, small_m: int = SMALL_M, big: int = BIG) -> list
         shape = gemm_shape(op)
         if shape is None:
             continue
+        m, n, k, batch = shape
         tiled, why = decide(
-            *shape,
+            m,
+            n,
+            k,
             small_m=small_m,
             big=big,
             padded=feeds_pad(op),
             sliced=reads_slice(op),
             after_reduction=reads_reduction(op) or feeds_reduction(op),
-            batch=batch_size(op),
+            batch=batch,
         )
         if tiled:
             op = collapse_to_gemm(op)
             op.attributes[HINT] = ir.UnitAttr.get(op.context)
         where = format_location(op.location)
-        decisions.append(
-            TilingDecision(f"{op.name} at {where}", *shape, tiled, why, batch_size(op))
-        )
+        decisions.append(TilingDecision(f"{op.name} at {where}", m, n, k, tiled, why, batch))
     return decisions
