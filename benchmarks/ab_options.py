@@ -1,0 +1,78 @@
+"""A/B of one model: xgen_mlir's `cpu` pipeline with different target options, beside plain
+IREE with its best stock flags, timed interleaved in one process (steadier than a full
+`bench_models.py` run on a shared VM, which also times ONNX Runtime and PyTorch).
+
+    .venv/bin/python benchmarks/ab_options.py gpt2_small --variant matmul_tile_bytes=
+    .venv/bin/python benchmarks/ab_options.py minilm --variant matmul_tile_bytes=1048576
+
+Each ``--variant NAME=VALUE[,NAME=VALUE]`` is one more xgen_mlir system (``NAME=`` with no
+value: the option empty, i.e. IREE's default). Prints median/min ms, GFLOP/s against the
+205 GFLOP/s sgemm rate, and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+import xgen_mlir
+from bench_models import IREE_BEST, KNOWN, SGEMM_GFLOPS, build, iree_plain_with_fallbacks, log
+from harness import time_blocks
+from xgen_mlir.analysis.flops import module_flops
+from xgen_mlir.frontend import import_model
+from xgen_mlir.passes.runner import snapshot
+
+
+def _options(text: str) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in text.split(",") if item)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("model", choices=KNOWN)
+    p.add_argument("--variant", action="append", default=[], help="NAME=VALUE[,NAME=VALUE]")
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--block", type=int, default=10)
+    p.add_argument("--json", default=None, help="output JSON (default benchmarks/results/)")
+    args = p.parse_args(argv)
+    model, inputs = build(args.model)
+    with torch.no_grad():
+        ref = model(*inputs).numpy()
+    arrays = [t.numpy() for t in inputs]
+    module = import_model(model, inputs)
+    gflop = module_flops(module.operation) / 1e9
+    log(f"{args.model}: compiling IREE best flags")
+    modules = {"IREE best flags": iree_plain_with_fallbacks(snapshot(module), IREE_BEST)[0]}
+    for label, opts in [("xgen_mlir cpu", {})] + [
+        (f"xgen_mlir cpu {v}", _options(v)) for v in args.variant
+    ]:
+        log(f"{args.model}: compiling {label}")
+        modules[label] = xgen_mlir.compile(module, target="cpu", target_options=opts)
+    rows = {}
+    for label, m in modules.items():
+        rows[label] = {"dispatches": m.dispatch_count(),
+                       "max_abs_err": float(np.abs(m(*arrays) - ref).max())}  # fmt: skip
+    timing = time_blocks({k: (lambda m=m: m(*arrays)) for k, m in modules.items()},
+                         rounds=args.rounds, block=args.block)  # fmt: skip
+    print(f"\n{args.model} ({gflop:.2f} GFLOP), {args.rounds} rounds x {args.block} calls")
+    for label, row in rows.items():
+        row.update(timing[label])
+        rate = gflop / (row["median_ms"] / 1e3)
+        row["gflops"], row["of_sgemm_rate"] = rate, rate / SGEMM_GFLOPS
+        print(f"  {label:<40} median {row['median_ms']:8.2f} ms  min {row['min_ms']:8.2f}  "
+              f"{rate:6.1f} GFLOP/s ({100 * rate / SGEMM_GFLOPS:.0f}%)  "
+              f"{row['dispatches']} dispatches  err {row['max_abs_err']:.1e}")  # fmt: skip
+    out = Path(args.json or Path(__file__).parent / "results" / f"ab-{args.model}.json")
+    out.write_text(json.dumps({"model": args.model, "gflop": gflop, "systems": rows}, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
