@@ -210,3 +210,39 @@ def test_nhwc_convs_in_cpu_pipeline_for_depthwise_models(tmp_path):
     with torch.no_grad():
         want = model(x).numpy()
     check_close(module(x).numpy(), want, atol=1e-4, rtol=1e-4, what="depthwise block")
+
+
+class SqueezeExciteBlock(torch.nn.Module):
+    """EfficientNet's MBConv tail: depthwise 3x3 + SiLU, squeeze-excite, 1x1 project."""
+
+    def __init__(self, channels: int = 32, squeeze: int = 8, out: int = 16) -> None:
+        super().__init__()
+        self.dw = nn.Conv2d(channels, channels, 3, padding=1, groups=channels)
+        self.fc1 = nn.Conv2d(channels, squeeze, 1)
+        self.fc2 = nn.Conv2d(squeeze, channels, 1)
+        self.project = nn.Conv2d(channels, out, 1, bias=False)
+
+    def forward(self, x):
+        x = torch.nn.functional.silu(self.dw(x))
+        s = torch.nn.functional.adaptive_avg_pool2d(x, 1)
+        s = torch.sigmoid(self.fc2(torch.nn.functional.silu(self.fc1(s))))
+        return self.project(x * s)
+
+
+def test_scale_to_weights_on_squeeze_excite_matches_pytorch(tmp_path):
+    """The SE multiply (16x16x32 elements) moves onto the 1x1x32x16 project weights in the cpu
+    pipeline; a 2x2 input, where the weights are the larger side, keeps its multiply."""
+    torch.manual_seed(0)
+    model = SqueezeExciteBlock().eval()
+    for hw, fires in ((16, True), (2, False)):
+        x = torch.randn(1, 32, hw, hw)
+        dump = tmp_path / str(hw)
+        module = xgen_mlir.compile(model, (x,), dump_ir=dump)
+        step = next(p for p in sorted(dump.iterdir()) if "xgen-scale-to-weights" in p.name)
+        after = step.read_text()
+        project = next(ln for ln in after.splitlines() if "tensor<1x1x32x16xf32>) outs" in ln)
+        # rewritten: the project conv's weight operand is computed (an SSA value, not %cst)
+        assert ("ins(%transposed" in project and "%cst" not in project.split("ins(")[1]) == fires
+        with torch.no_grad():
+            want = model(x).numpy()
+        check_close(module(x).numpy(), want, atol=1e-5, rtol=1e-4, what=f"SE block {hw}x{hw}")

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     nhwc_convs,
     op_stats,
     raise_pattern_conv,
+    scale_to_weights,
     set_entry_point,
     verify_iree_input,
     verify_sparse,
