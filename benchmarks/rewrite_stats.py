@@ -34,6 +34,7 @@ from xgen_mlir.passes.merge_sibling_matmuls import merge_sibling_matmuls
 from xgen_mlir.passes.merge_sibling_transposes import merge_sibling_transposes
 from xgen_mlir.passes.op_stats import count_ops
 from xgen_mlir.passes.runner import run_steps, snapshot
+from xgen_mlir.passes.scale_to_weights import scale_to_weights
 
 BEFORE = ["xgen-set-entry-point{name=main}", "xgen-fold-transpose-pairs"]
 CLEANUP = ["func.func(canonicalize),cse"]
@@ -43,12 +44,13 @@ REWRITES = {
     "xgen-merge-sibling-transposes": merge_sibling_transposes,
     "xgen-algebraic-simplify": algebraic_simplify,
     "xgen-cancel-reshapes": cancel_reshapes,
+    "xgen-scale-to-weights": scale_to_weights,
 }
 
 
 def build(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
-    if name in ("resnet18", "mobilenet_v2"):
-        model = vision.resnet18() if name == "resnet18" else vision.mobilenet_v2()
+    if name in ("resnet18", "mobilenet_v2", "efficientnet_b0"):
+        model = getattr(vision, name)()
         return model.eval(), (
             torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(0)),
         )
@@ -89,7 +91,7 @@ def measure(name: str, compile_too: bool, target: str = "cpu") -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    models = ["resnet18", "mobilenet_v2", "minilm", "bert_base", "gpt2"]
+    models = ["resnet18", "mobilenet_v2", "efficientnet_b0", "minilm", "bert_base", "gpt2"]
     ap.add_argument("--models", nargs="*", default=models)
     ap.add_argument("--no-compile", action="store_true", help="skip the numerics check")
     ap.add_argument("--json", type=Path, help="write the rows here")

@@ -167,7 +167,7 @@ def test_algebraic_simplify_unsafe_rules_only_on_request():
 @pytest.mark.parametrize(("target", "step"), [
     ("x86_64", "xgen-fold-batchnorm"),  # off on cpu: measured slower there (cpu.toml says why)
     ("cpu", "xgen-merge-sibling-matmuls"), ("cpu", "xgen-algebraic-simplify"),
-    ("cpu", "xgen-cancel-reshapes")])  # fmt: skip
+    ("cpu", "xgen-cancel-reshapes"), ("cpu", "xgen-scale-to-weights")])  # fmt: skip
 def test_rewrites_are_in_the_pipelines(target, step):
     from xgen_mlir.pipelines import load_pipeline
 
