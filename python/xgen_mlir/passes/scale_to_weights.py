@@ -106,28 +106,27 @@ def _split_scale(mul: ir.Operation, ch: int) -> tuple[ir.Value, ir.Value, list[i
     return None
 
 
-def rewrite_one(op: ir.Operation) -> str:
-    """Move the input scale of contraction ``op`` onto its weights; returns what happened."""
+def rewrite_one(op: ir.Operation) -> tuple[bool, str | None]:
+    """Move the input scale of contraction ``op`` onto its weights.
+
+    Returns (rewritten, what happened); the message is None when the input is no scale at
+    all (nothing worth reporting)."""
     in_ch, w_ch = CONTRACTIONS[op.name]
-    if op.name == "linalg.matmul" and not has_default_maps(op):
-        return "skip: matmul with transposed/broadcast operands"
     found = _scaled_input(op.operands[0])
-    if found is None:
-        return "skip: input is not a single-use elementwise op"
+    if found is None or (op.name == "linalg.matmul" and not has_default_maps(op)):
+        return False, None
     mul, perm = found
-    ch = perm[in_ch] if perm is not None else in_ch
-    split = _split_scale(mul, ch)
+    split = _split_scale(mul, perm[in_ch] if perm is not None else in_ch)
     if split is None:
-        return "skip: input is not x * s with s along the input channels only"
+        return False, None
     x, s, s_dims = split
     weight = op.operands[1]
-    w_shape = tensor_shape(weight)
-    x_shape = tensor_shape(x)
+    w_shape, x_shape = tensor_shape(weight), tensor_shape(x)
     if w_shape is None or x_shape is None:
-        return "skip: dynamic shapes"
+        return False, "left: dynamic shapes"
     if int(np.prod(w_shape)) >= int(np.prod(x_shape)):
-        return (
-            f"skip: weights ({int(np.prod(w_shape))} elements) not smaller than the "
+        return False, (
+            f"left: weights ({int(np.prod(w_shape))} elements) not smaller than the "
             f"activation ({int(np.prod(x_shape))}): scaling them would cost more"
         )
     w_ty = ir.RankedTensorType(weight.type)
@@ -151,8 +150,8 @@ def rewrite_one(op: ir.Operation) -> str:
         new_input = transpose(x, perm) if perm is not None else x
     op.operands[0] = new_input
     op.operands[1] = scaled
-    erase_dead_tree([old_input, weight])
-    return f"scale of {x_shape} moved onto weights {w_shape}"
+    erase_dead_tree([old_input])
+    return True, f"scale of {x_shape} moved onto weights {w_shape}"
 
 
 def scale_to_weights(module_op: ir.Operation, opts: ScaleToWeightsOptions | None = None) -> Counter:
@@ -161,10 +160,10 @@ def scale_to_weights(module_op: ir.Operation, opts: ScaleToWeightsOptions | None
     counts: Counter[str] = Counter()
     with module_op.context:
         for op in ops_named(module_op, *CONTRACTIONS):
-            done = rewrite_one(op)
-            if not done.startswith("skip"):
+            rewritten, done = rewrite_one(op)
+            if rewritten:
                 counts[op.name] += 1
-            if opts.verbose and "not a single-use" not in done:
+            if opts.verbose and done:
                 where = format_location(op.location)
                 print(f"xgen-scale-to-weights: {where}: {op.name}: {done}", file=sys.stderr)
     return counts
