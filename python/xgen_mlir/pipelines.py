@@ -15,7 +15,9 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
 * ``[fusion]``: ``plan`` [false] lets xgen_mlir's fusion planner form the dispatch regions
   (``backend/fusion_stage.py``); ``delegate_contractions`` [true] leaves matmul/conv-rooted
   groups to IREE; ``plan_data_tiling`` [true] decides per contraction whether IREE data-tiles
-  it (``fusion/data_tiling.py``; only when the flags ask for data tiling).
+  it (``fusion/data_tiling.py``; only when the flags ask for data tiling); ``share_pads``
+  [true] lets the other readers of a padded value read the padded buffer, so no copy is
+  needed (``fusion/pad_sharing.py``).
 * ``[runtime]``: ``devices`` [local-task, local-sync] the module runs on, ``arch`` ["host"] of
   its CPU executables (``none`` for GPU targets), ``emulator`` to run a foreign arch here.
 """
@@ -93,6 +95,7 @@ class Pipeline:
     fusion_plan: bool = False
     delegate_contractions: bool = True
     plan_data_tiling: bool = True
+    share_pads: bool = True
 
     def with_options(self, overrides: dict[str, str] | None = None) -> Pipeline:
         """This pipeline with its ``${option}`` references resolved (defaults + overrides)."""
@@ -187,6 +190,7 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
             fusion_plan=bool(data.get("fusion", {}).get("plan", False)),
             delegate_contractions=bool(data.get("fusion", {}).get("delegate_contractions", True)),
             plan_data_tiling=bool(data.get("fusion", {}).get("plan_data_tiling", True)),
+            share_pads=bool(data.get("fusion", {}).get("share_pads", True)),
         )
     except (KeyError, TypeError) as e:
         raise PipelineError(

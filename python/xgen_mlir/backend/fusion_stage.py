@@ -54,6 +54,7 @@ def compile_with_plan(
     work: Path,
     delegate_contractions: bool = True,
     plan_data_tiling: bool = True,
+    share_pads: bool = True,
 ) -> PlannedCompile:
     import iree.compiler.ir as iree_ir
 
@@ -91,7 +92,10 @@ def compile_with_plan(
         t = time.perf_counter()
         module = iree_ir.Module.parse(pre.read_bytes(), iree_ir.Context())
         plans = form_dispatch_regions(
-            module, delegate_contractions=delegate_contractions, data_tiling=hints
+            module,
+            delegate_contractions=delegate_contractions,
+            data_tiling=hints,
+            share_pads=share_pads,
         )
         run_flags = flags
         if hints and not any(t.tiled for p in plans for t in p.tiling):

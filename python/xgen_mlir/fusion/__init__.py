@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from .data_tiling import TilingDecision, plan_data_tiling
+from .pad_sharing import PadShare, share_padded_buffers
 from .planner import FusionPlan, plan_block
 from .regions import wrap_in_region
 
-__all__ = ["FusionPlan", "TilingDecision", "form_dispatch_regions", "form_regions", "plan_block",
-           "plan_data_tiling", "wrap_in_region"]  # fmt: skip
+__all__ = ["FusionPlan", "PadShare", "TilingDecision", "form_dispatch_regions", "form_regions",
+           "plan_block", "plan_data_tiling", "share_padded_buffers", "wrap_in_region"]  # fmt: skip
 
 FUNC_OPS = ("func.func", "util.func")
 
@@ -19,11 +20,13 @@ def form_dispatch_regions(
     max_expand: float = 4.0,
     delegate_contractions: bool = True,
     data_tiling: bool = False,
+    share_pads: bool = True,
 ) -> list[FusionPlan]:
     """Plan every function body of ``module`` and form its regions (``form_regions``).
 
     ``data_tiling``: also decide which contractions IREE data-tiles (``plan_data_tiling``);
-    the decisions are in each plan's ``tiling``."""
+    the decisions are in each plan's ``tiling``. ``share_pads``: padded values with other
+    readers are read from the padded buffer (``pad_sharing``); records in ``pad_shares``."""
     plans = []
     for fn in module.body.operations:
         fn = fn.operation
@@ -34,6 +37,8 @@ def form_dispatch_regions(
         form_regions(plan, delegate_contractions)
         if data_tiling:
             plan.tiling = plan_data_tiling(block)
+        if share_pads:
+            plan.pad_shares = share_padded_buffers(block)
         plans.append(plan)
     return plans
 

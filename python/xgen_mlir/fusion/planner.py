@@ -108,6 +108,7 @@ class FusionPlan:
     groups: list[Group]
     decisions: list[Decision]
     tiling: list[Any] = field(default_factory=list)  # data_tiling.TilingDecision per contraction
+    pad_shares: list[Any] = field(default_factory=list)  # pad_sharing.PadShare per multi-use pad
 
     def detach(self) -> FusionPlan:
         """Drop the references to IR ops (kept: names, types, groups, decisions), so the plan
@@ -127,6 +128,8 @@ class FusionPlan:
         if self.tiling:
             out["data_tiled"] = sum(t.tiled for t in self.tiling)
             out["plain"] = sum(not t.tiled for t in self.tiling)
+        if self.pad_shares:
+            out["pads_shared"] = sum(s.taken for s in self.pad_shares)
         return out
 
 

@@ -9,7 +9,9 @@ creation (backend/fusion_stage.py); these passes run the same code on linalg-on-
 - ``xgen-plan-fusion`` tags every planned op with ``xgen.fusion_group = N`` and prints the
   decisions to stderr with ``print=true``; ``form-regions=true`` also wraps each group in a
   ``flow.dispatch.region`` (shown as an unregistered op in torch-mlir's context), exactly as
-  the backend does, ``delegate-contractions`` as in the pipeline's ``[fusion]`` table.
+  the backend does, ``delegate-contractions`` as in the pipeline's ``[fusion]`` table;
+  ``share-pads=true`` then lets the other readers of a padded value read the padded buffer
+  (``fusion/pad_sharing.py``; its decisions print as ``pad of ...`` lines).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from .._mlir import ir
 from ..analysis import classify
-from ..fusion import form_regions, plan_block
+from ..fusion import form_regions, plan_block, share_padded_buffers
 from ..irutil import ops_named
 from .registry import register_pass
 
@@ -52,6 +54,7 @@ class PlanOptions:
     print: bool = False
     form_regions: bool = False
     delegate_contractions: bool = False
+    share_pads: bool = False
     max_expand: float = 4.0
 
 
@@ -78,7 +81,11 @@ def plan_fusion(module_op: ir.Operation, opts: PlanOptions) -> None:
         if opts.print:
             for d in plan.decisions:
                 print(_describe(plan, d), file=sys.stderr)
-        if not opts.form_regions:
-            continue
-        module_op.context.allow_unregistered_dialects = True  # flow is IREE's dialect
-        form_regions(plan, opts.delegate_contractions)
+        if opts.form_regions or opts.share_pads:
+            module_op.context.allow_unregistered_dialects = True  # flow, iree_tensor_ext: IREE's
+        if opts.form_regions:
+            form_regions(plan, opts.delegate_contractions)
+        if opts.share_pads:
+            for record in share_padded_buffers(fn.regions[0].blocks[0]):
+                if opts.print:
+                    print(record.describe(), file=sys.stderr)

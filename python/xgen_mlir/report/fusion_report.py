@@ -157,4 +157,10 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
         parts.append("<h2>Fusion plan (groups of two or more ops, and refusals)</h2>")
         parts.append(_table(["group", "type", "formed by", "ops", "refused, and why"],
                             plan_rows(plans)))  # fmt: skip
+        shares = [s for plan in plans for s in getattr(plan, "pad_shares", [])]
+        if shares:
+            parts.append("<h2>Padded values with other readers (copy removed or kept)</h2>")
+            parts.append(_table(["value from", "padded", "decision", "why"],
+                                [[s.value, s.padded_type, "shared" if s.taken else "copy kept",
+                                  s.reason] for s in shares]))  # fmt: skip
     return "\n".join(parts)
