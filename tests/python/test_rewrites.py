@@ -167,7 +167,8 @@ def test_algebraic_simplify_unsafe_rules_only_on_request():
 @pytest.mark.parametrize(("target", "step"), [
     ("x86_64", "xgen-fold-batchnorm"),  # off on cpu: measured slower there (cpu.toml says why)
     ("cpu", "xgen-merge-sibling-matmuls"), ("cpu", "xgen-algebraic-simplify"),
-    ("cpu", "xgen-cancel-reshapes"), ("cpu", "xgen-scale-to-weights")])  # fmt: skip
+    ("cpu", "xgen-cancel-reshapes"), ("cpu", "xgen-scale-to-weights"),
+    ("cpu", "xgen-fuse-gather-views")])  # fmt: skip
 def test_rewrites_are_in_the_pipelines(target, step):
     from xgen_mlir.pipelines import load_pipeline
 
@@ -246,3 +247,38 @@ def test_scale_to_weights_on_squeeze_excite_matches_pytorch(tmp_path):
         with torch.no_grad():
             want = model(x).numpy()
         check_close(module(x).numpy(), want, atol=1e-5, rtol=1e-4, what=f"SE block {hw}x{hw}")
+
+
+class TrigramEmbedding(torch.nn.Module):
+    """MobileBERT's embedding input: each token's embedding next to its neighbours' (zero past
+    the ends), then a linear layer over the 3x wider rows."""
+
+    def __init__(self, vocab: int = 50, width: int = 8, out: int = 12) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.dense = nn.Linear(3 * width, out)
+
+    def forward(self, ids):
+        e = self.embed(ids)
+        f = torch.nn.functional
+        nxt = f.pad(e[:, 1:], [0, 0, 0, 1])
+        prev = f.pad(e[:, :-1], [0, 0, 1, 0])
+        return self.dense(torch.cat([nxt, e, prev], dim=2))
+
+
+def test_fuse_gather_views_on_the_trigram_embedding(tmp_path):
+    """The concat of three shifted views of the embedding lookup becomes one gather (no
+    concat, pad or slice left after the pass), and the compiled model matches PyTorch."""
+    torch.manual_seed(0)
+    model, ids = TrigramEmbedding().eval(), torch.randint(0, 50, (1, 7))
+    module = xgen_mlir.compile(model, (ids,), dump_ir=tmp_path)
+    steps = sorted(tmp_path.iterdir())
+    step = next(i for i, p in enumerate(steps) if "xgen-fuse-gather-views" in p.name)
+    before, after = steps[step - 1].read_text(), steps[step].read_text()
+    for op in ("tensor.concat", "tensor.pad", "tensor.extract_slice %"):
+        assert op in before
+        assert op not in after, op
+    assert after.count("tensor.extract %") == 2  # the ids, then the table
+    with torch.no_grad():
+        want = model(ids).numpy()
+    check_close(module(ids).numpy(), want, atol=1e-6, rtol=1e-5, what="trigram embedding")

@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     fkw_compact,
     fold_batchnorm,
     fold_transpose_pairs,
+    fuse_gather_views,
     fusion_passes,
     lower_fkw_kernels,
     lower_sparse_linalg,
