@@ -30,6 +30,7 @@ from xgen_mlir.models import transformers_zoo, vision
 from xgen_mlir.passes.algebraic_simplify import algebraic_simplify
 from xgen_mlir.passes.cancel_reshapes import cancel_reshapes
 from xgen_mlir.passes.fold_batchnorm import fold_batchnorm
+from xgen_mlir.passes.fuse_gather_views import fuse_gather_views
 from xgen_mlir.passes.merge_sibling_matmuls import merge_sibling_matmuls
 from xgen_mlir.passes.merge_sibling_transposes import merge_sibling_transposes
 from xgen_mlir.passes.op_stats import count_ops
@@ -45,6 +46,7 @@ REWRITES = {
     "xgen-algebraic-simplify": algebraic_simplify,
     "xgen-cancel-reshapes": cancel_reshapes,
     "xgen-scale-to-weights": scale_to_weights,
+    "xgen-fuse-gather-views": lambda m: +Counter({"tensor.concat": fuse_gather_views(m)}),
 }
 
 
@@ -55,7 +57,8 @@ def build(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
             torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(0)),
         )
     builders = {"minilm": transformers_zoo.minilm, "bert_base": transformers_zoo.bert_base,
-                "gpt2": transformers_zoo.gpt2_small}  # fmt: skip
+                "gpt2": transformers_zoo.gpt2_small,
+                "mobilebert": transformers_zoo.mobilebert}  # fmt: skip
     return builders[name](seq=128)
 
 
@@ -91,7 +94,15 @@ def measure(name: str, compile_too: bool, target: str = "cpu") -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    models = ["resnet18", "mobilenet_v2", "efficientnet_b0", "minilm", "bert_base", "gpt2"]
+    models = [
+        "resnet18",
+        "mobilenet_v2",
+        "efficientnet_b0",
+        "minilm",
+        "bert_base",
+        "gpt2",
+        "mobilebert",
+    ]
     ap.add_argument("--models", nargs="*", default=models)
     ap.add_argument("--no-compile", action="store_true", help="skip the numerics check")
     ap.add_argument("--json", type=Path, help="write the rows here")
