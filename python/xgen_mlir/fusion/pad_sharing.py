@@ -81,6 +81,8 @@ def _producer(value: Any) -> Any:
 def _refusal(pad: Any, value: Any, readers: list[Any], block: Any) -> str | None:
     if len(pad.operands) != 1:
         return "dynamic padding amounts"
+    if not ir_of(pad).RankedTensorType(value.type).has_static_shape:
+        return "a dynamic shape"
     if any(d < 0 for d in _ints(pad.attributes["static_low"])):
         return "negative low padding"
     fn = pad.parent.operation
