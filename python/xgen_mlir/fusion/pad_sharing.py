@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.mapping_types import ir_of
+from .regions import defining_op, within
 
 BARRIER = "iree_tensor_ext.compute_barrier.start"
 REGION = "flow.dispatch.region"
@@ -58,7 +59,7 @@ def share_padded_buffers(block: Any) -> list[PadShare]:
         if not readers:
             continue  # single use: IREE already writes the producer's result in place
         why = _refusal(pad, value, readers, block)
-        producer = _producer(value)
+        producer = defining_op(value)
         record = PadShare(
             producer.name if producer is not None else "a function argument",
             str(pad.results[0].type),
@@ -73,11 +74,6 @@ def share_padded_buffers(block: Any) -> list[PadShare]:
     return records
 
 
-def _producer(value: Any) -> Any:
-    owner = value.owner
-    return owner.operation if hasattr(owner, "operands") else None
-
-
 def _refusal(pad: Any, value: Any, readers: list[Any], block: Any) -> str | None:
     if len(pad.operands) != 1:
         return "dynamic padding amounts"
@@ -86,7 +82,7 @@ def _refusal(pad: Any, value: Any, readers: list[Any], block: Any) -> str | None
     if any(d < 0 for d in _ints(pad.attributes["static_low"])):
         return "negative low padding"
     fn = pad.parent.operation
-    producer = _producer(value)
+    producer = defining_op(value)
     if producer is None or producer.parent is None or producer.parent.operation != fn:
         return "the value is not produced in this block (nothing writes it in place)"
     for reader in readers:
@@ -99,8 +95,8 @@ def _refusal(pad: Any, value: Any, readers: list[Any], block: Any) -> str | None
     order = {op.operation: i for i, op in enumerate(block.operations)}
     for inner in pad.regions[0].blocks[0].operations:
         for v in inner.operation.operands:
-            owner = _producer(v)
-            if owner is None or _inside(owner, pad):
+            owner = defining_op(v)
+            if owner is None or within(owner, {pad}):
                 continue
             if order.get(_top_level(owner, fn), -1) > order[producer]:
                 return "the padding value is defined after the padded value"
@@ -167,14 +163,6 @@ def _top_level(op: Any, fn: Any) -> Any:
     while op.parent is not None and op.parent.operation != fn:
         op = op.parent.operation
     return op
-
-
-def _inside(op: Any, ancestor: Any) -> bool:
-    while op.parent is not None:
-        op = op.parent.operation
-        if op == ancestor:
-            return True
-    return False
 
 
 def _ints(attr: Any) -> list[int]:

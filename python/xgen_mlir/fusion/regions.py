@@ -32,9 +32,9 @@ def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
     for o in block_ops[first : last + 1]:
         if o in members:
             continue
-        if any(_owner(v) in tainted for v in o.operands):
+        if any(defining_op(v) in tainted for v in o.operands):
             tainted.add(o)
-            if any(_within(u.owner.operation, members) for r in o.results for u in r.uses):
+            if any(within(u.owner.operation, members) for r in o.results for u in r.uses):
                 members.add(o)  # glue between members (a reshape the planner looked through)
                 ops.append(o)
             else:
@@ -43,7 +43,7 @@ def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
     escaping = []
     for o in ops:
         for r in o.results:
-            if any(not _within(u.owner.operation, members) for u in r.uses):
+            if any(not within(u.owner.operation, members) for u in r.uses):
                 escaping.append(r)
     anchor = ops[-1]
     with anchor.location, ir.InsertionPoint(anchor):
@@ -72,12 +72,13 @@ def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
     return region_op
 
 
-def _owner(value: Any) -> Any:
+def defining_op(value: Any) -> Any:
+    """The op that defines ``value`` (None for a block argument); either MLIR binding."""
     owner = value.owner
     return owner.operation if hasattr(owner, "operation") else None
 
 
-def _within(op: Any, members: set[Any]) -> bool:
+def within(op: Any, members: set[Any]) -> bool:
     """``op`` is one of ``members`` or nested inside one (e.g. in a linalg body)."""
     while op is not None:
         if op in members:
@@ -90,5 +91,5 @@ def _within(op: Any, members: set[Any]) -> bool:
 
 def _users_inside(value: Any, members: set[Any], region_op: Any) -> list[Any]:
     return [
-        u.owner.operation for u in value.uses if _within(u.owner.operation, members | {region_op})
+        u.owner.operation for u in value.uses if within(u.owner.operation, members | {region_op})
     ]

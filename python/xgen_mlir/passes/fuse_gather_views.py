@@ -155,10 +155,7 @@ def _match(concat: ir.Operation) -> tuple[ir.Operation, list[View]] | str:
     gather, why = _gather(source)
     if gather is None:
         return why
-    direct = sum(1 for v in views if not v.ops)
-    if num_uses(source) != len(views) or sum(
-        1 for u in source.uses if u.owner.operation == concat
-    ) != direct:  # fmt: skip
+    if num_uses(source) != len(views):  # each view reads it once: no other reader
         return "the gathered tensor has readers outside the concat"
     return gather, views
 
@@ -249,12 +246,10 @@ def rewrite_one(concat: ir.Operation) -> tuple[bool, str | None]:
     elem = ir.RankedTensorType(concat.results[0].type).element_type
     rank = len(shape)
     with ir.InsertionPoint(concat), concat.location:
-        # pad values defined inside a pad's body are constants: recreate them here
+        # a pad value defined inside its pad's body is a constant (_pad_value): recreate it here
         for v in views:
             owner = producer(v.pad_value) if v.pad_value is not None else None
-            if owner is not None and owner.parent is not None and owner.parent.operation in [
-                o for o in v.ops if o.name == "tensor.pad"
-            ]:  # fmt: skip
+            if owner is not None and owner.parent.operation.name == "tensor.pad":
                 v.pad_value = owner.clone().results[0]
         fused = generic(
             [],
