@@ -52,9 +52,7 @@ def share_padded_buffers(block: Any) -> list[PadShare]:
     pads = [op.operation for op in block.operations if op.operation.name == "tensor.pad"]
     records = []
     for pad in pads:
-        value = pad.operands[0] if len(pad.operands) else None
-        if value is None:
-            continue
+        value = pad.operands[0]
         readers = [u.owner.operation for u in value.uses if u.owner.operation != pad]
         if not readers:
             continue  # single use: IREE already writes the producer's result in place
