@@ -55,6 +55,7 @@ def compile_with_plan(
     delegate_contractions: bool = True,
     plan_data_tiling: bool = True,
     share_pads: bool = True,
+    conv_tiles: bool = False,
 ) -> PlannedCompile:
     import iree.compiler.ir as iree_ir
 
@@ -96,6 +97,7 @@ def compile_with_plan(
             delegate_contractions=delegate_contractions,
             data_tiling=hints,
             share_pads=share_pads,
+            conv_tiles=conv_tiles,
         )
         run_flags = flags
         if hints and not any(t.tiled for p in plans for t in p.tiling):

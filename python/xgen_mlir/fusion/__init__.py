@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from .conv_tiling import ConvTile, tile_conv_groups
 from .data_tiling import TilingDecision, plan_data_tiling
 from .pad_sharing import PadShare, share_padded_buffers
 from .planner import FusionPlan, plan_block
 from .regions import wrap_in_region
 
-__all__ = ["FusionPlan", "PadShare", "TilingDecision", "form_dispatch_regions", "form_regions",
-           "plan_block", "plan_data_tiling", "share_padded_buffers", "wrap_in_region"]  # fmt: skip
+__all__ = ["ConvTile", "FusionPlan", "PadShare", "TilingDecision", "form_dispatch_regions",
+           "form_regions", "plan_block", "plan_data_tiling", "share_padded_buffers",
+           "tile_conv_groups", "wrap_in_region"]  # fmt: skip
 
 FUNC_OPS = ("func.func", "util.func")
 
@@ -21,12 +23,15 @@ def form_dispatch_regions(
     delegate_contractions: bool = True,
     data_tiling: bool = False,
     share_pads: bool = True,
+    conv_tiles: bool = False,
 ) -> list[FusionPlan]:
     """Plan every function body of ``module`` and form its regions (``form_regions``).
 
     ``data_tiling``: also decide which contractions IREE data-tiles (``plan_data_tiling``);
     the decisions are in each plan's ``tiling``. ``share_pads``: padded values with other
-    readers are read from the padded buffer (``pad_sharing``); records in ``pad_shares``."""
+    readers are read from the padded buffer (``pad_sharing``); records in ``pad_shares``.
+    ``conv_tiles``: small-image convs get xgen_mlir's tile sizes in regions of their own
+    (``conv_tiling``; after pad sharing, whose pads they absorb); records in ``conv_tiles``."""
     plans = []
     for fn in module.body.operations:
         fn = fn.operation
@@ -39,6 +44,8 @@ def form_dispatch_regions(
             plan.tiling = plan_data_tiling(block)
         if share_pads:
             plan.pad_shares = share_padded_buffers(block)
+        if conv_tiles:
+            plan.conv_tiles = tile_conv_groups(plan)
         plans.append(plan)
     return plans
 

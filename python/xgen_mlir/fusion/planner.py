@@ -109,6 +109,7 @@ class FusionPlan:
     decisions: list[Decision]
     tiling: list[Any] = field(default_factory=list)  # data_tiling.TilingDecision per contraction
     pad_shares: list[Any] = field(default_factory=list)  # pad_sharing.PadShare per multi-use pad
+    conv_tiles: list[Any] = field(default_factory=list)  # conv_tiling.ConvTile per conv group
 
     def detach(self) -> FusionPlan:
         """Drop the references to IR ops (kept: names, types, groups, decisions), so the plan
@@ -130,6 +131,8 @@ class FusionPlan:
             out["plain"] = sum(not t.tiled for t in self.tiling)
         if self.pad_shares:
             out["pads_shared"] = sum(s.taken for s in self.pad_shares)
+        if self.conv_tiles:
+            out["convs_tiled"] = sum(t.taken for t in self.conv_tiles)
         return out
 
 

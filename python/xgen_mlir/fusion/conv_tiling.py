@@ -1,0 +1,286 @@
+"""Tile sizes for small-image convolutions, chosen by xgen_mlir and handed to IREE's codegen.
+
+IREE's CPU heuristic tiles a channels-last conv with vectors of 7-8 output pixels x 16
+channels (7-8 accumulator registers) and distributes one output row x 64 channels per
+workgroup. On a 7x7 or 14x14 image that gives each workgroup 7-14 output pixels to reuse a
+3x3xCx64 filter slice over, so the convs become filter-bandwidth bound: ResNet-18's 7x7x512
+3x3 convs ran at 114 GFLOP/s and its 14x14x256 ones at 169, against 205-220 for the same
+convs at 28x28 and 56x56 (benchmarks/profile_dispatches.py, session 8).
+
+The tiles used here (measured one conv at a time, interleaved, on this 2-core AVX-512 CPU):
+  workgroup: up to 7 output rows x the whole row x 64 channels (the filter slice is read
+    once per 49-98 pixels);
+  vector: 7 pixels x 32 channels = 14 zmm accumulators, two FMA chains per weight load;
+  reduction: 4 input channels per step.
+  7x7x512 s1: 1.80 -> 1.19 ms; 14x14x256 s1: 1.29 -> 1.11; 7x7x512 s2: 0.72 -> 0.62;
+  14x14x256 s2: 0.67 -> 0.58; 28x28 and 56x56: within 2% of IREE's own (so left to IREE).
+
+Two IREE details make this more than setting an attribute:
+- IREE folds the conv's unit batch away, and its codegen puts it back
+  (``InsertBatchDimForBatchlessConvPass``) after it has read the user's config, rebuilding
+  the op without it. So the conv is re-batched here (7-d, N = 1) inside a dispatch region
+  that the planner forms, where IREE's unit-dim folding does not reach.
+- IREE fuses a ``tensor.insert_slice`` into a fill (a ``tensor.pad`` of the conv's result for
+  the next conv) only into regions it forms itself; for ours it would copy. So a constant pad
+  that is the result's only reader becomes ``fill`` + ``insert_slice``, and the insert_slice
+  goes into the region: the conv writes straight into the padded buffer, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.mapping_types import ir_of
+from .regions import defining_op, wrap_in_region
+
+MAX_PIXELS = 196  # 14x14: above it IREE's own tiles already reach the sgemm rate (measured)
+PIPELINE = "#iree_cpu.pipeline<ConvTileAndDecomposeExpert>"
+
+_INPUT_MAP = re.compile(
+    r"^\(d0, d1, d2, d3, d4, d5\) -> \(d0(?: \* (\d+))? \+ d3, d1(?: \* (\d+))? \+ d4, d5\)$"
+)
+_FILTER_MAP = "(d0, d1, d2, d3, d4, d5) -> (d3, d4, d5, d2)"
+_OUTPUT_MAP = "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2)"
+
+
+@dataclass
+class ConvGeometry:
+    oh: int
+    ow: int
+    oc: int
+    kh: int
+    kw: int
+    ic: int
+    stride: tuple[int, int]
+
+    def __str__(self) -> str:
+        s = f" s{self.stride[0]}" if self.stride != (1, 1) else ""
+        return f"{self.oh}x{self.ow}x{self.oc} {self.kh}x{self.kw}x{self.ic}{s}"
+
+
+@dataclass
+class ConvTile:
+    """One decision: the conv, and the tiles given to IREE or why IREE keeps its own."""
+
+    conv: str
+    distribution: list[int] | None
+    vector: list[int] | None
+    reduction: list[int] | None
+    reason: str
+    pads_absorbed: int = 0
+
+    @property
+    def taken(self) -> bool:
+        return self.distribution is not None
+
+    def describe(self) -> str:
+        if not self.taken:
+            return f"conv {self.conv}: IREE's tiles: {self.reason}"
+        return (f"conv {self.conv}: tiles workgroup {self.distribution} vector {self.vector} "
+                f"reduction {self.reduction}: {self.reason}")  # fmt: skip
+
+
+def conv_geometry(op: Any) -> ConvGeometry | None:
+    """The shape of a batchless channels-last 2-D conv generic (what IREE's global
+    optimizations leave: input HxWxC, filter KHxKWxCxF, output OHxOWxF, multiply-add body);
+    None for anything else (depthwise, dilated, grouped, other bodies)."""
+    op = op.operation
+    if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
+        return None
+    kinds = [str(a) for a in op.attributes["iterator_types"]]
+    if [("reduction" in k) for k in kinds] != [False] * 3 + [True] * 3:
+        return None
+    maps = [str(m).removeprefix("affine_map<").removesuffix(">") for m in
+            op.attributes["indexing_maps"]]  # fmt: skip
+    match = _INPUT_MAP.match(maps[0])
+    if match is None or maps[1] != _FILTER_MAP or maps[2] != _OUTPUT_MAP:
+        return None
+    body = [o.operation.name for o in op.regions[0].blocks[0].operations]
+    if body != ["arith.mulf", "arith.addf", "linalg.yield"]:
+        return None
+    ir = ir_of(op)
+    out = list(ir.RankedTensorType(op.results[0].type).shape)
+    kh, kw, ic, oc = ir.RankedTensorType(op.operands[1].type).shape
+    stride = (int(match.group(1) or 1), int(match.group(2) or 1))
+    return ConvGeometry(out[0], out[1], oc, kh, kw, ic, stride)
+
+
+def choose_tiles(g: ConvGeometry, threads: int) -> tuple[list[list[int]] | None, str]:
+    """[distribution, vector, reduction] tile sizes over (n, oh, ow, oc, kh, kw, ic), or None
+    and the reason IREE's own are kept."""
+    if g.oh * g.ow > MAX_PIXELS:
+        return None, f"{g.oh}x{g.ow} output: IREE's tiles reach the sgemm rate there (measured)"
+    if g.ic % 4:
+        return None, f"{g.ic} input channels: not a multiple of the 4-channel reduction step"
+    if g.oc % 32:
+        return None, f"{g.oc} output channels: not a multiple of the 32-channel vector"
+    owt = max((d for d in range(4, 8) if g.ow % d == 0), default=None)
+    if owt is None:
+        return None, f"output width {g.ow} has no divisor in 4..7 (vector pixels)"
+    ohd = max(d for d in range(1, 8) if g.oh % d == 0)
+    ocd = 64 if g.oc % 64 == 0 else 32
+    # Enough workgroups to keep every thread busy: narrow the channel tile, then the rows.
+    while (g.oh // ohd) * (g.oc // ocd) < 2 * threads:
+        if ocd > 32:
+            ocd //= 2
+        elif ohd > 1:
+            ohd = max(d for d in range(1, ohd) if g.oh % d == 0)
+        else:
+            break
+    tiles = [[0, ohd, g.ow, ocd, 0, 0, 0], [1, 1, owt, 32, 0, 0, 0], [0, 0, 0, 0, 1, 1, 4]]
+    return tiles, f"{g.oh}x{g.ow} output: filter reuse per workgroup (IREE's: one row)"
+
+
+def host_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def tile_conv_groups(plan: Any, threads: int | None = None) -> list[ConvTile]:
+    """For every delegated group rooted at a conv that gets tiles (``choose_tiles``): re-batch
+    the conv with the tiles attached, let the region absorb its results' constant pads, and
+    wrap the group in a region (the group is no longer delegated). Returns one record per
+    conv-rooted group."""
+    threads = threads or host_threads()
+    records = []
+    for group, ops in zip(plan.groups, plan.group_ops(), strict=True):
+        if not group.delegated or not group.contractions:
+            continue
+        ops = [o.operation for o in ops]
+        convs = [(o, conv_geometry(o)) for o in ops]
+        convs = [(o, g) for o, g in convs if g is not None]
+        if len(convs) != 1:
+            continue
+        conv, geom = convs[0]
+        tiles, why = choose_tiles(geom, threads)
+        record = ConvTile(str(geom), *(tiles or [None, None, None]), why)
+        records.append(record)
+        if tiles is None:
+            continue
+        node = next(plan.nodes[i] for i in group.members if plan.nodes[i].op.operation == conv)
+        others = [o for o in ops if o != conv]
+        rebatched = _rebatch(conv, tiles)
+        node.op = rebatched[2]  # the plan keeps pointing at live IR
+        members = others + rebatched
+        slices = []
+        for op in members:
+            for result in op.results:
+                insert = _pad_as_insert_slice(result)
+                if insert is not None:
+                    slices.append(insert)
+        record.pads_absorbed = len(slices)
+        wrap_in_region(members + slices)
+        group.delegated = False
+    return records
+
+
+def compilation_info(ir: Any, tiles: list[list[int]]) -> Any:
+    dist, vec, red = (", ".join(map(str, t)) for t in tiles)
+    return ir.Attribute.parse(
+        "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
+        f"distribution = [{dist}], vector_common_parallel = [{vec}], vector_reduction = [{red}]>, "
+        f"translation_info = #iree_codegen.translation_info<pipeline = {PIPELINE}>>"
+    )
+
+
+def _rebatch(conv: Any, tiles: list[list[int]]) -> list[Any]:
+    """Replace the 6-d conv by expand_shape -> 7-d conv (N = 1, tiles attached) ->
+    collapse_shape; returns the new ops."""
+    ir = ir_of(conv)
+    x, w, init = conv.operands
+    with conv.location, ir.InsertionPoint(conv):
+        xt, ot = ir.RankedTensorType(x.type), ir.RankedTensorType(init.type)
+        x4, i4 = _expand(ir, x, xt), _expand(ir, init, ot)
+        in_map, _, _ = (str(m).removeprefix("affine_map<").removesuffix(">").split(" -> ")[1]
+                        for m in conv.attributes["indexing_maps"])  # fmt: skip
+        dims = "(d0, d1, d2, d3, d4, d5, d6) -> "
+        shifted = re.sub(r"d(\d)", lambda m: f"d{int(m.group(1)) + 1}", in_map)
+        maps = [dims + "(d0, " + shifted[1:], dims + "(d4, d5, d6, d3)", dims + "(d0, d1, d2, d3)"]
+        kinds = ["parallel"] * 4 + ["reduction"] * 3
+        affine = [ir.Attribute.parse(f"affine_map<{m}>") for m in maps]
+        attrs = {
+            "indexing_maps": ir.ArrayAttr.get(affine),
+            "iterator_types": ir.ArrayAttr.get(
+                [ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in kinds]
+            ),
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([2, 1]),
+            "compilation_info": compilation_info(ir, tiles),
+        }
+        new = ir.Operation.create("linalg.generic", results=[i4.type], operands=[x4, w, i4],
+                                  attributes=attrs, regions=1)  # fmt: skip
+        old = conv.regions[0].blocks[0]
+        block = new.regions[0].blocks.append(*[a.type for a in old.arguments])
+        mapping = dict(zip(old.arguments, block.arguments, strict=True))
+        with ir.InsertionPoint(block):
+            for op in old.operations:
+                clone = op.operation.clone()
+                for i, v in enumerate(clone.operands):
+                    if v in mapping:
+                        clone.operands[i] = mapping[v]
+                mapping.update(zip(op.results, clone.results, strict=True))
+        collapse = ir.Operation.create(
+            "tensor.collapse_shape", results=[ot], operands=[new.results[0]],
+            attributes={"reassociation": _reassociation(ir)},
+        )  # fmt: skip
+    conv.results[0].replace_all_uses_with(collapse.results[0])
+    conv.erase()
+    return [defining_op(x4), defining_op(i4), new, collapse]
+
+
+def _reassociation(ir: Any) -> Any:
+    """The unit batch joins the first dimension."""
+    return ir.Attribute.parse("[[0, 1], [2], [3]]")
+
+
+def _expand(ir: Any, value: Any, ty: Any) -> Any:
+    shape = [1, *ty.shape]
+    return ir.Operation.create(
+        "tensor.expand_shape", results=[ir.RankedTensorType.get(shape, ty.element_type)],
+        operands=[value],
+        attributes={"reassociation": _reassociation(ir),
+                    "static_output_shape": ir.DenseI64ArrayAttr.get(shape)},
+    ).results[0]  # fmt: skip
+
+
+def _pad_as_insert_slice(value: Any) -> Any | None:
+    """If ``value``'s only reader is a static ``tensor.pad`` with a constant padding value,
+    replace the pad by ``insert_slice(value, fill)`` and return the insert_slice (IREE's own
+    form of a pad, which it writes in place into the filled buffer)."""
+    uses = list(value.uses)
+    if len(uses) != 1 or uses[0].owner.operation.name != "tensor.pad":
+        return None
+    pad = uses[0].owner.operation
+    ir = ir_of(pad)
+    padded = ir.RankedTensorType(pad.results[0].type)
+    if len(pad.operands) != 1 or not padded.has_static_shape:
+        return None
+    body = [o.operation for o in pad.regions[0].blocks[0].operations]
+    constant = defining_op(body[-1].operands[0]) if len(body) == 1 else None
+    if constant is None or constant.name != "arith.constant":
+        return None
+    low = [int(v) for v in pad.attributes["static_low"]]
+    shape = list(ir.RankedTensorType(value.type).shape)
+    with pad.location, ir.InsertionPoint(pad):
+        empty = ir.Operation.create("tensor.empty", results=[padded], operands=[])
+        fill = ir.Operation.create(
+            "linalg.fill", results=[padded], operands=[constant.results[0], empty.results[0]],
+            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])}, regions=1,
+        )  # fmt: skip
+        block = fill.regions[0].blocks.append(padded.element_type, padded.element_type)
+        with ir.InsertionPoint(block):
+            ir.Operation.create("linalg.yield", operands=[block.arguments[0]])
+        insert = ir.Operation.create(
+            "tensor.insert_slice", results=[padded], operands=[value, fill.results[0]],
+            attributes={"static_offsets": ir.DenseI64ArrayAttr.get(low),
+                        "static_sizes": ir.DenseI64ArrayAttr.get(shape),
+                        "static_strides": ir.DenseI64ArrayAttr.get([1] * len(shape)),
+                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0, 0, 0])},
+        )  # fmt: skip
+    pad.results[0].replace_all_uses_with(insert.results[0])
+    pad.erase()
+    return insert
