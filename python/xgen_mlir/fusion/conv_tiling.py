@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.mapping_types import ir_of
+from ..analysis.mapping_types import MappingType, classify, ir_of
 from .regions import defining_op, wrap_in_region
 
 MAX_PIXELS = 196  # 14x14: above it IREE's own tiles already reach the sgemm rate (measured)
@@ -79,8 +79,9 @@ class ConvTile:
     def describe(self) -> str:
         if not self.taken:
             return f"conv {self.conv}: IREE's tiles: {self.reason}"
+        pads = f"; {self.pads_absorbed} pad(s) written in place" if self.pads_absorbed else ""
         return (f"conv {self.conv}: tiles workgroup {self.distribution} vector {self.vector} "
-                f"reduction {self.reduction}: {self.reason}")  # fmt: skip
+                f"reduction {self.reduction}: {self.reason}{pads}")  # fmt: skip
 
 
 def conv_geometry(op: Any) -> ConvGeometry | None:
@@ -168,11 +169,14 @@ def tile_conv_groups(plan: Any, threads: int | None = None) -> list[ConvTile]:
         node.op = rebatched[2]  # the plan keeps pointing at live IR
         members = others + rebatched
         slices = []
-        for op in members:
+        for op in list(members):
             for result in op.results:
                 insert = _pad_as_insert_slice(result)
                 if insert is not None:
                     slices.append(insert)
+                reorder = _layout_change(result, members)
+                if reorder is not None:  # IREE fuses it into its own conv dispatches too
+                    members.append(reorder)
         record.pads_absorbed = len(slices)
         wrap_in_region(members + slices)
         group.delegated = False
@@ -245,6 +249,26 @@ def _expand(ir: Any, value: Any, ty: Any) -> Any:
         attributes={"reassociation": _reassociation(ir),
                     "static_output_shape": ir.DenseI64ArrayAttr.get(shape)},
     ).results[0]  # fmt: skip
+
+
+def _layout_change(value: Any, members: list[Any]) -> Any | None:
+    """``value``'s only reader if it is an elementwise op that stores in another layout (the
+    epilogue + transpose back to NCHW at a model's output or before a flatten). The planner
+    keeps those out of contraction groups (IREE's matmul codegen rejects them), but IREE fuses
+    them into its own conv dispatches, so the region must too, or they cost a dispatch."""
+    uses = list(value.uses)
+    if len(uses) != 1:
+        return None
+    user = uses[0].owner.operation
+    if user in members or user.name not in ("linalg.generic", "linalg.transpose"):
+        return None
+    mapping = classify(user)
+    layout = (MappingType.ONE_TO_ONE, MappingType.REORGANIZE, MappingType.SHUFFLE)
+    if mapping is None or mapping.type not in layout or len(user.results) != 1:
+        return None
+    kinds = [str(a) for a in user.attributes["iterator_types"]] if "iterator_types" in \
+        user.attributes else []  # fmt: skip
+    return None if any("reduction" in k for k in kinds) else user
 
 
 def _pad_as_insert_slice(value: Any) -> Any | None:

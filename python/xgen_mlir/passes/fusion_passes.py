@@ -11,7 +11,10 @@ creation (backend/fusion_stage.py); these passes run the same code on linalg-on-
   ``flow.dispatch.region`` (shown as an unregistered op in torch-mlir's context), exactly as
   the backend does, ``delegate-contractions`` as in the pipeline's ``[fusion]`` table;
   ``share-pads=true`` then lets the other readers of a padded value read the padded buffer
-  (``fusion/pad_sharing.py``; its decisions print as ``pad of ...`` lines).
+  (``fusion/pad_sharing.py``; its decisions print as ``pad of ...`` lines);
+  ``conv-tiles=true`` (with ``form-regions``) gives small-image convs xgen_mlir's tile sizes in
+  regions of their own (``fusion/conv_tiling.py``; ``conv ...`` lines; ``threads`` stands in
+  for the host's thread count, which decides how many workgroups are enough).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 from .._mlir import ir
 from ..analysis import classify
-from ..fusion import form_regions, plan_block, share_padded_buffers
+from ..fusion import form_regions, plan_block, share_padded_buffers, tile_conv_groups
 from ..irutil import ops_named
 from .registry import register_pass
 
@@ -55,6 +58,8 @@ class PlanOptions:
     form_regions: bool = False
     delegate_contractions: bool = False
     share_pads: bool = False
+    conv_tiles: bool = False
+    threads: int = 0
     max_expand: float = 4.0
 
 
@@ -89,3 +94,7 @@ def plan_fusion(module_op: ir.Operation, opts: PlanOptions) -> None:
             for record in share_padded_buffers(fn.regions[0].blocks[0]):
                 if opts.print:
                     print(record.describe(), file=sys.stderr)
+        if opts.conv_tiles and opts.form_regions:
+            for tile in tile_conv_groups(plan, opts.threads or None):
+                if opts.print:
+                    print(tile.describe(), file=sys.stderr)

@@ -163,4 +163,12 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
             parts.append(_table(["value from", "padded", "decision", "why"],
                                 [[s.value, s.padded_type, "shared" if s.taken else "copy kept",
                                   s.reason] for s in shares]))  # fmt: skip
+        tiles = [t for plan in plans for t in getattr(plan, "conv_tiles", [])]
+        if tiles:
+            parts.append("<h2>Convolution tiles (xgen_mlir's or IREE's own)</h2>")
+            parts.append(_table(["conv (output, filter)", "workgroup", "vector", "reduction",
+                                 "pads written in place", "why"],
+                                [[t.conv, t.distribution or "IREE's", t.vector or "IREE's",
+                                  t.reduction or "IREE's", t.pads_absorbed, t.reason]
+                                 for t in tiles]))  # fmt: skip
     return "\n".join(parts)
