@@ -149,6 +149,8 @@ def tile_conv_groups(plan: Any, threads: int | None = None) -> list[ConvTile]:
     conv-rooted group."""
     threads = threads or host_threads()
     records = []
+    grouped = {o.operation for g, ops in zip(plan.groups, plan.group_ops(), strict=True)
+               if len(g.members) > 1 for o in ops}  # fmt: skip
     for group, ops in zip(plan.groups, plan.group_ops(), strict=True):
         if not group.delegated or not group.contractions:
             continue
@@ -174,7 +176,7 @@ def tile_conv_groups(plan: Any, threads: int | None = None) -> list[ConvTile]:
                 insert = _pad_as_insert_slice(result)
                 if insert is not None:
                     slices.append(insert)
-                reorder = _layout_change(result, members)
+                reorder = _layout_change(result, members, grouped)
                 if reorder is not None:  # IREE fuses it into its own conv dispatches too
                     members.append(reorder)
         record.pads_absorbed = len(slices)
@@ -251,19 +253,24 @@ def _expand(ir: Any, value: Any, ty: Any) -> Any:
     ).results[0]  # fmt: skip
 
 
-def _layout_change(value: Any, members: list[Any]) -> Any | None:
+def _layout_change(value: Any, members: list[Any], grouped: set[Any]) -> Any | None:
     """``value``'s only reader if it is an elementwise op that stores in another layout (the
     epilogue + transpose back to NCHW at a model's output or before a flatten). The planner
     keeps those out of contraction groups (IREE's matmul codegen rejects them), but IREE fuses
-    them into its own conv dispatches, so the region must too, or they cost a dispatch."""
+    them into its own conv dispatches, so the region must too, or they cost a dispatch. Not
+    when the planner grouped it with other ops (``grouped``): that group keeps it."""
     uses = list(value.uses)
     if len(uses) != 1:
         return None
     user = uses[0].owner.operation
-    if user in members or user.name not in ("linalg.generic", "linalg.transpose"):
+    if (
+        user in members
+        or user in grouped
+        or user.name not in ("linalg.generic", "linalg.transpose")
+    ):
         return None
     mapping = classify(user)
-    layout = (MappingType.ONE_TO_ONE, MappingType.REORGANIZE, MappingType.SHUFFLE)
+    layout = (MappingType.REORGANIZE, MappingType.SHUFFLE)
     if mapping is None or mapping.type not in layout or len(user.results) != 1:
         return None
     kinds = [str(a) for a in user.attributes["iterator_types"]] if "iterator_types" in \
