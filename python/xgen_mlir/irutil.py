@@ -129,3 +129,20 @@ def constant_op(array: np.ndarray, name_hint: str = "xgen") -> Any:
             memoryview(array), f"{name_hint}_{_counter[0]}", ty
         )
     return arith.ConstantOp(ty, attr)
+
+
+def clone_body(src: Any, dst: Any) -> None:
+    """Clone ``src``'s single-block body into ``dst``'s empty first region (values captured
+    from above stay captured). Works on ops of either MLIR binding (torch-mlir's or IREE's)."""
+    from .analysis.mapping_types import ir_of
+
+    block = src.regions[0].blocks[0]
+    new_block = dst.regions[0].blocks.append(*[a.type for a in block.arguments])
+    mapping = dict(zip(block.arguments, new_block.arguments, strict=True))
+    with ir_of(dst).InsertionPoint(new_block):
+        for op in block.operations:
+            clone = op.operation.clone()
+            for i, v in enumerate(clone.operands):
+                if v in mapping:
+                    clone.operands[i] = mapping[v]
+            mapping.update(zip(op.results, clone.results, strict=True))

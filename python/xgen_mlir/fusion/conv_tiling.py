@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.mapping_types import MappingType, classify, ir_of
+from ..irutil import clone_body
 from .regions import defining_op, wrap_in_region
 
 MAX_PIXELS = 196  # 14x14; at 28x28 and 56x56 IREE's own tiles were within 2% (measured)
@@ -219,16 +220,7 @@ def _rebatch(conv: Any, tiles: list[list[int]]) -> list[Any]:
         }
         new = ir.Operation.create("linalg.generic", results=[i4.type], operands=[x4, w, i4],
                                   attributes=attrs, regions=1)  # fmt: skip
-        old = conv.regions[0].blocks[0]
-        block = new.regions[0].blocks.append(*[a.type for a in old.arguments])
-        mapping = dict(zip(old.arguments, block.arguments, strict=True))
-        with ir.InsertionPoint(block):
-            for op in old.operations:
-                clone = op.operation.clone()
-                for i, v in enumerate(clone.operands):
-                    if v in mapping:
-                        clone.operands[i] = mapping[v]
-                mapping.update(zip(op.results, clone.results, strict=True))
+        clone_body(conv, new)
         collapse = ir.Operation.create(
             "tensor.collapse_shape", results=[ot], operands=[new.results[0]],
             attributes={"reassociation": _reassociation(ir)},

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .._mlir import arith, ir, linalg, tensor
-from ..irutil import constant_op
+from ..irutil import clone_body, constant_op
 
 
 def producer(value: ir.Value) -> ir.Operation | None:
@@ -172,21 +172,6 @@ def generic(
     with ir.InsertionPoint(block):
         linalg.YieldOp(build_body(list(block.arguments)))
     return op.operation
-
-
-def clone_body(src: ir.Operation, dst: ir.Operation) -> None:
-    """Clone ``src``'s single-block body into ``dst``'s empty first region (values captured
-    from above stay captured)."""
-    block = src.regions[0].blocks[0]
-    new_block = dst.regions[0].blocks.append(*[a.type for a in block.arguments])
-    mapping = dict(zip(block.arguments, new_block.arguments, strict=True))
-    with ir.InsertionPoint(new_block):
-        for op in block.operations:
-            clone = op.operation.clone()
-            for i, v in enumerate(clone.operands):
-                if v in mapping:
-                    clone.operands[i] = mapping[v]
-            mapping.update(zip(op.results, clone.results, strict=True))
 
 
 def generic_like(
