@@ -150,9 +150,9 @@ def tile_conv_groups(plan: Any, threads: int | None = None) -> list[ConvTile]:
     conv-rooted group."""
     threads = threads or host_threads()
     records = []
-    grouped = {o.operation for g, ops in zip(plan.groups, plan.group_ops(), strict=True)
-               if len(g.members) > 1 for o in ops}  # fmt: skip
-    for group, ops in zip(plan.groups, plan.group_ops(), strict=True):
+    group_ops = list(zip(plan.groups, plan.group_ops(), strict=True))
+    grouped = {o.operation for g, ops in group_ops if len(g.members) > 1 for o in ops}
+    for group, ops in group_ops:
         if not group.delegated or not group.contractions:
             continue
         ops = [o.operation for o in ops]
@@ -261,13 +261,11 @@ def _layout_change(value: Any, members: list[Any], grouped: set[Any]) -> Any | N
         or user.name not in ("linalg.generic", "linalg.transpose")
     ):
         return None
-    mapping = classify(user)
+    mapping = classify(user)  # a reduction would be Many-to-Many
     layout = (MappingType.REORGANIZE, MappingType.SHUFFLE)
     if mapping is None or mapping.type not in layout or len(user.results) != 1:
         return None
-    kinds = [str(a) for a in user.attributes["iterator_types"]] if "iterator_types" in \
-        user.attributes else []  # fmt: skip
-    return None if any("reduction" in k for k in kinds) else user
+    return user
 
 
 def _pad_as_insert_slice(value: Any) -> Any | None:
