@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 import torch
+from conftest import check_close
 
 import xgen_mlir
 from xgen_mlir.analysis import MappingType, classify
@@ -201,3 +202,31 @@ def test_small_image_convs_get_xgen_tiles(tmp_path):
     torch.testing.assert_close(planned(x), ref, atol=1e-4, rtol=1e-4)
     page = render("small", {}, planned.report.fusion_plans)
     assert "Convolution tiles" in page and "7x7x64 3x3x64 s2" in page
+
+
+def test_squeeze_excite_matvecs_share_one_dispatch_when_cheap():
+    """The SE block's squeeze and excite matvecs (+ activations and the scale) become one
+    planner region on 32 channels, one dispatch fewer than with the chain refused; on 512
+    channels recomputing the squeeze per vector tile would cost too much: two groups, left to
+    IREE. Both match PyTorch."""
+    from test_rewrites import SqueezeExciteBlock
+
+    torch.manual_seed(0)
+    counts = {}
+    for channels, squeeze in ((32, 8), (512, 128)):
+        model = SqueezeExciteBlock(channels, squeeze).eval()
+        x = torch.randn(1, channels, 16, 16)
+        compiled = xgen_mlir.compile(model, (x,))
+        with torch.no_grad():
+            want = model(x)
+        check_close(compiled(x).numpy(), want.numpy(), atol=1e-5, rtol=1e-4,
+                    what=f"SE block, {channels} channels")  # fmt: skip
+        groups = [g for g in compiled.report.fusion_plans[0].groups if g.matvecs]
+        counts[channels] = compiled.dispatch_count()
+        if channels == 32:
+            (chain,) = groups
+            assert chain.contractions == chain.matvecs == 2 and not chain.delegated
+        else:
+            assert len(groups) == 2 and all(g.contractions == 1 and g.delegated for g in groups)
+    # same block structure, one dispatch fewer where the chain is fused
+    assert counts[32] == counts[512] - 1, counts

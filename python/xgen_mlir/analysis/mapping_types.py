@@ -96,6 +96,23 @@ def indexing_maps(op: Any) -> list[Any] | None:
     return [m.value if hasattr(m, "value") else m for m in maps]
 
 
+def loop_sizes(op: Any) -> dict[int, int]:
+    """Static trip count of each loop of a structured op, read off its operand shapes
+    (loops only reached through index arithmetic, or of dynamic size, are absent)."""
+    maps = indexing_maps(op)
+    if maps is None:
+        return {}
+    ir = ir_of(op)
+    sizes: dict[int, int] = {}
+    for value, amap in zip(op.operation.operands, maps, strict=False):
+        if not isinstance(value.type, ir.RankedTensorType):
+            continue
+        for expr, size in zip(amap.results, value.type.shape, strict=False):
+            if isinstance(expr, ir.AffineDimExpr) and size >= 0:
+                sizes[expr.position] = size
+    return sizes
+
+
 def _dims(ir: Any, amap: Any) -> list[int] | None:
     """Loop dims read by a map, or None when a result is index arithmetic (d0 * 2, d0 + d1).
 

@@ -55,10 +55,14 @@ def form_regions(plan: FusionPlan, delegate_contractions: bool = True) -> None:
 
     Delegated: one-op groups (a region gains nothing over IREE's own choice) and, with
     ``delegate_contractions``, groups rooted at a matmul/conv (measured: IREE folds transposed
-    operands and data-tiling encodings into them, which a pre-formed region prevents).
+    operands and data-tiling encodings into them, which a pre-formed region prevents), except
+    a chain of matvecs (squeeze-excite), which IREE would split into one dispatch per matvec.
     """
     for group, ops in zip(plan.groups, plan.group_ops(), strict=True):
-        if (delegate_contractions and group.contractions) or len(group.members) < 2:
+        matvec_chain = group.contractions > 1 and group.matvecs == group.contractions
+        if (delegate_contractions and group.contractions and not matvec_chain) or len(
+            group.members
+        ) < 2:
             group.delegated = True
             continue
         wrap_in_region(ops)

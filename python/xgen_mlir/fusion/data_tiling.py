@@ -103,19 +103,6 @@ def decide(
     )
 
 
-def _loop_sizes(op: Any, maps: list[Any]) -> dict[int, int]:
-    from iree.compiler import ir
-
-    sizes: dict[int, int] = {}
-    for value, amap in zip(op.operands, maps, strict=False):
-        if not isinstance(value.type, ir.RankedTensorType):
-            continue
-        for expr, size in zip(amap.results, value.type.shape, strict=False):
-            if isinstance(expr, ir.AffineDimExpr) and size >= 0:
-                sizes[expr.position] = size
-    return sizes
-
-
 def gemm_shape(op: Any) -> tuple[int, int, int, int] | None:
     """(M, N, K, batch) of a contraction IREE can data-tile, else None.
 
@@ -125,7 +112,7 @@ def gemm_shape(op: Any) -> tuple[int, int, int, int] | None:
     multiply-adds, and 10x slower plain."""
     from iree.compiler.dialects import linalg
 
-    from ..analysis.mapping_types import indexing_maps
+    from ..analysis.mapping_types import loop_sizes
 
     view = op.opview
     if not linalg.isa_contraction_op(view):
@@ -135,7 +122,7 @@ def gemm_shape(op: Any) -> tuple[int, int, int, int] | None:
         return None
     if len(dims.batch) > 1 or not (len(dims.m) or len(dims.n)):
         return None
-    sizes = _loop_sizes(op, indexing_maps(op) or [])
+    sizes = loop_sizes(op)
 
     def size(loops: Any) -> int | None:
         vals = [sizes.get(int(d)) for d in loops]

@@ -8,7 +8,13 @@ seed reached become seeds themselves, in program order. Every decision is record
 reason, so a person can see why each fusion was taken or refused.
 
 Legality, beyond the table (what IREE's CPU codegen accepts, STACK.md item 5):
-- never two contraction roots (matmul/conv-like) in one group;
+- never two contraction roots (matmul/conv-like) in one group, except a chain of small
+  matvecs (vector results) whose recomputation is cheap: IREE tiles the last one as the root
+  and computes the earlier ones whole again for every vector tile of it, so the chain is taken
+  while (rows of the new matvec / ``VECTOR_ROWS``) x (multiply-adds of the earlier ones) stays
+  under ``MATVEC_RECOMPUTE_MACS``. Squeeze-excite is such a chain (pool -> squeeze matvec ->
+  SiLU -> excite matvec -> sigmoid -> scale): on narrow blocks its matvecs and the scale
+  become one dispatch instead of two;
 - the group stays convex: no path leaves the group and comes back (that would be a cycle
   between dispatches);
 - a producer joins only when all its users are in the group (no recomputation);
@@ -29,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.mapping_types import Mapping, MappingType, classify
+from ..analysis.mapping_types import Mapping, MappingType, classify, indexing_maps, loop_sizes
 
 M = MappingType
 # DNNFusion's combination table: TABLE[first][second] -> type of the fused pair, None = illegal.
@@ -65,6 +71,13 @@ _OUTSIDE = {"linalg.fill"} | _RESHAPES
 # and pads/insert_slices chained in one region fail to distribute. They stay in the graph
 # (dependencies through them matter for convexity) but never join a group.
 _UNFUSABLE = {"tensor.pad", "tensor.insert_slice", "tensor.extract_slice", "tensor.concat"}
+# Matvec chains (squeeze-excite). IREE's CPU codegen vectorizes a matvec root 8 rows at a time
+# and recomputes a fused producer matvec whole for each such tile. Measured (EfficientNet-B0,
+# busy time of the fused dispatch vs the two it replaces, 2 threads): 32..144 channels equal or
+# better, 240 channels (recompute 72K multiply-adds) 8-10 us vs 5-7 us plus a dispatch gap of
+# 6-8 us, 480 channels (576K) 50 us vs 15 us: the limit sits between the last two.
+VECTOR_ROWS = 8
+MATVEC_RECOMPUTE_MACS = 1 << 17
 
 
 @dataclass
@@ -79,6 +92,7 @@ class Node:
     indirect: set[int] = field(default_factory=set)  # producers read through tensor.extract
     used_outside: bool = False  # a result reaches an op that is not a node (return, export)
     group: int | None = None
+    matvec_macs: int = 0  # multiply-adds of a matvec (a contraction with a vector result)
 
 
 @dataclass
@@ -88,6 +102,8 @@ class Group:
     members: list[int]
     type: MappingType
     contractions: int = 0
+    matvecs: int = 0  # how many of the contractions are matvecs (``matvec_macs`` > 0)
+    matvec_macs: int = 0  # their multiply-adds
     reductions: list[int] = field(default_factory=list)
     history: list[MappingType] = field(default_factory=list)  # type after each join
     delegated: bool = False  # left for IREE's own dispatch formation
@@ -175,6 +191,23 @@ def _shape(value: Any) -> tuple[int, ...]:
     return tuple(t.shape) if hasattr(t, "shape") else ()
 
 
+def matvec_macs(op: Any, mapping: Mapping) -> int:
+    """Multiply-adds of a contraction with a vector result (at most one non-unit dim), else 0
+    (also when a loop size is unknown)."""
+    if not mapping.is_contraction or len(op.results) != 1:
+        return 0
+    if sum(d != 1 for d in _shape(op.results[0])) > 1:
+        return 0
+    maps = indexing_maps(op)
+    sizes = loop_sizes(op)
+    if not maps or len(sizes) != maps[0].n_dims:
+        return 0
+    work = 1
+    for size in sizes.values():
+        work *= size
+    return work
+
+
 def _elems(op: Any) -> int:
     total = 0
     for r in op.results:
@@ -198,6 +231,7 @@ class Planner:
             if mapping is None or op.name in _OUTSIDE:
                 continue
             node = Node(len(self.nodes), op, mapping, op.name, str(op.results[0].type))
+            node.matvec_macs = matvec_macs(op, mapping)
             index_of[op] = node.index
             self.nodes.append(node)
         # Edges, looking through reshapes/fills (free views / cloned inits) to real producers.
@@ -254,10 +288,11 @@ class Planner:
             if direction == "successor"
             else (cand.mapping.type, group.type)
         )
-        if cand.mapping.is_contraction and group.contractions:
+        matvec_chain = self._cheap_matvec_chain(group, cand)
+        if cand.mapping.is_contraction and group.contractions and not matvec_chain:
             return "two contraction roots in one dispatch (IREE CPU codegen rejects it)"
         combined = TABLE[first][second]
-        if combined is None and not self._rows_compatible(group, cand):
+        if combined is None and not (self._rows_compatible(group, cand) or matvec_chain):
             return f"{first.value} + {second.value} is not fusible (DNNFusion table)"
         if cand.mapping.root == "reduction" and group.contractions:
             return "a reduction after a contraction needs its full rows (not fusible)"
@@ -287,6 +322,15 @@ class Planner:
         if (first, second) in NEEDS_PROFILING:
             return self._cost_model(group, cand, direction)
         return None
+
+    @staticmethod
+    def _cheap_matvec_chain(group: Group, cand: Node) -> bool:
+        """``cand`` is a matvec joining a group of matvecs that it can recompute per vector
+        tile within ``MATVEC_RECOMPUTE_MACS`` (see the module docstring)."""
+        if not (cand.matvec_macs and group.contractions and group.matvecs == group.contractions):
+            return False
+        rows = max(_elems(cand.op), 1)
+        return -(-rows // VECTOR_ROWS) * group.matvec_macs <= MATVEC_RECOMPUTE_MACS
 
     def _rows_compatible(self, group: Group, cand: Node) -> bool:
         """Two plain reductions over rows of the same parallel shape (LayerNorm mean/var)."""
@@ -340,6 +384,8 @@ class Planner:
         node.group = group.index
         if node.mapping.is_contraction:
             group.contractions += 1
+            group.matvecs += node.matvec_macs > 0
+            group.matvec_macs += node.matvec_macs
         elif node.mapping.root == "reduction":
             group.reductions.append(node.index)
 
@@ -405,6 +451,8 @@ class Planner:
             node.group = None
             if node.mapping.is_contraction:
                 group.contractions -= 1
+                group.matvecs -= node.matvec_macs > 0
+                group.matvec_macs -= node.matvec_macs
             elif last in group.reductions:
                 group.reductions.remove(last)
             for d in reversed(self.decisions):
