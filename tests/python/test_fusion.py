@@ -207,8 +207,8 @@ def test_small_image_convs_get_xgen_tiles(tmp_path):
 def test_squeeze_excite_matvecs_share_one_dispatch_when_cheap():
     """The SE block's squeeze and excite matvecs (+ activations and the scale) become one
     planner region on 32 channels, one dispatch fewer than with the chain refused; on 512
-    channels recomputing the squeeze per vector tile would cost too much: two groups, left to
-    IREE. Both match PyTorch."""
+    channels recomputing the squeeze per vector tile would cost too much: two planner regions.
+    Both match PyTorch."""
     from test_rewrites import SqueezeExciteBlock
 
     torch.manual_seed(0)
@@ -227,6 +227,7 @@ def test_squeeze_excite_matvecs_share_one_dispatch_when_cheap():
             (chain,) = groups
             assert chain.contractions == chain.matvecs == 2 and not chain.delegated
         else:
-            assert len(groups) == 2 and all(g.contractions == 1 and g.delegated for g in groups)
+            assert len(groups) == 2
+            assert all(g.contractions == g.matvecs == 1 and not g.delegated for g in groups)
     # same block structure, one dispatch fewer where the chain is fused
     assert counts[32] == counts[512] - 1, counts

@@ -9,12 +9,13 @@ reason, so a person can see why each fusion was taken or refused.
 
 Legality, beyond the table (what IREE's CPU codegen accepts, STACK.md item 5):
 - never two contraction roots (matmul/conv-like) in one group, except a chain of small
-  matvecs (vector results) whose recomputation is cheap: IREE tiles the last one as the root
-  and computes the earlier ones whole again for every vector tile of it, so the chain is taken
-  while (rows of the new matvec / ``VECTOR_ROWS``) x (multiply-adds of the earlier ones) stays
-  under ``MATVEC_RECOMPUTE_MACS``. Squeeze-excite is such a chain (pool -> squeeze matvec ->
-  SiLU -> excite matvec -> sigmoid -> scale): on narrow blocks its matvecs and the scale
-  become one dispatch instead of two;
+  matvecs (vector results, at most ``SMALL_MATVEC_MACS`` each) whose recomputation is cheap:
+  IREE tiles the last one as the root and computes the earlier ones whole again for every
+  vector tile of it, so the chain is taken while (rows of the new matvec / ``VECTOR_ROWS``) x
+  (multiply-adds of the earlier ones) stays under ``MATVEC_RECOMPUTE_MACS``. Squeeze-excite
+  is such a chain (pool -> squeeze matvec -> SiLU -> excite matvec -> sigmoid -> scale): on
+  narrow blocks its matvecs and the scale become one dispatch instead of two. (Groups of small
+  matvecs get their region from the planner, not from IREE: ``form_regions``);
 - the group stays convex: no path leaves the group and comes back (that would be a cycle
   between dispatches);
 - a producer joins only when all its users are in the group (no recomputation);
@@ -78,6 +79,9 @@ _UNFUSABLE = {"tensor.pad", "tensor.insert_slice", "tensor.extract_slice", "tens
 # 6-8 us, 480 channels (576K) 50 us vs 15 us: the limit sits between the last two.
 VECTOR_ROWS = 8
 MATVEC_RECOMPUTE_MACS = 1 << 17
+# Matvecs up to this size (squeeze-excite's, at most 1152 x 48 = 55K in EfficientNet-B0) count
+# as small; a classifier head (1000 x 1280 = 1.3M) does not and stays IREE's.
+SMALL_MATVEC_MACS = 1 << 17
 
 
 @dataclass
@@ -92,7 +96,7 @@ class Node:
     indirect: set[int] = field(default_factory=set)  # producers read through tensor.extract
     used_outside: bool = False  # a result reaches an op that is not a node (return, export)
     group: int | None = None
-    matvec_macs: int = 0  # multiply-adds of a matvec (a contraction with a vector result)
+    matvec_macs: int = 0  # multiply-adds of a small matvec (see ``matvec_macs``), else 0
 
 
 @dataclass
@@ -192,8 +196,9 @@ def _shape(value: Any) -> tuple[int, ...]:
 
 
 def matvec_macs(op: Any, mapping: Mapping) -> int:
-    """Multiply-adds of a contraction with a vector result (at most one non-unit dim), else 0
-    (also when a loop size is unknown)."""
+    """Multiply-adds of a small matvec: a contraction with a vector result (at most one
+    non-unit dim) and at most ``SMALL_MATVEC_MACS`` multiply-adds; else 0 (also when a loop
+    size is unknown)."""
     if not mapping.is_contraction or len(op.results) != 1:
         return 0
     if sum(d != 1 for d in _shape(op.results[0])) > 1:
@@ -205,7 +210,7 @@ def matvec_macs(op: Any, mapping: Mapping) -> int:
     work = 1
     for size in sizes.values():
         work *= size
-    return work
+    return work if work <= SMALL_MATVEC_MACS else 0
 
 
 def _elems(op: Any) -> int:

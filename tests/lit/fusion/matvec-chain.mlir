@@ -65,14 +65,24 @@ func.func @small_squeeze_excite(%p: tensor<32xf32>, %w1: tensor<8x32xf32>, %w2: 
 // -----
 // The same on 512 channels (squeeze to 128): recomputing the 64K multiply-add squeeze for
 // each of the excite's 64 vector tiles is 4M, over the limit. The excite is refused and seeds
-// its own group; both groups hold a contraction, so both are left to IREE (no region).
+// its own group with the scale. Both groups' only contractions are small matvecs, so the
+// planner forms both regions (two dispatches, as IREE would make).
 // DECIDE: group 0: seed linalg.generic #0: fuse: seed: contraction (Many-to-Many)
 // DECIDE: group 0: successor linalg.generic #1: fuse: legal
 // DECIDE: group 0: successor linalg.generic #2: refuse: two contraction roots in one dispatch
 // DECIDE: group 1: seed linalg.generic #2: fuse: seed: contraction (Many-to-Many)
 // DECIDE: group 1: successor linalg.generic #3: fuse: legal
 // CHECK-LABEL: func.func @large_squeeze_excite
-// CHECK-NOT: flow.dispatch.region
+// CHECK: "flow.dispatch.region"() ({
+// CHECK: "reduction"
+// CHECK: arith.maximumf
+// CHECK: "flow.return"
+// CHECK: -> tensor<128xf32>
+// CHECK: "flow.dispatch.region"() ({
+// CHECK: "reduction"
+// CHECK: arith.mulf
+// CHECK: "flow.return"
+// CHECK: -> tensor<512x16xf32>
 // CHECK: return
 #v_in = affine_map<(j, i) -> (i)>
 #w = affine_map<(j, i) -> (j, i)>
@@ -115,4 +125,36 @@ func.func @large_squeeze_excite(%p: tensor<512xf32>, %w1: tensor<128x512xf32>, %
     linalg.yield %m : f32
   } -> tensor<512x16xf32>
   return %scaled : tensor<512x16xf32>
+}
+
+// -----
+// A classifier head (one row, 1024 -> 256: 262K multiply-adds) is not a small matvec: its
+// group (matvec + bias) holds a contraction and is left to IREE.
+// DECIDE: group 0: seed linalg.generic #0: fuse: seed: contraction (Many-to-Many)
+// DECIDE: group 0: successor linalg.generic #1: fuse: legal
+// CHECK-LABEL: func.func @classifier_head
+// CHECK-NOT: flow.dispatch.region
+// CHECK: return
+#v_in = affine_map<(j, i) -> (i)>
+#w = affine_map<(j, i) -> (j, i)>
+#v_out = affine_map<(j, i) -> (j)>
+#id1 = affine_map<(d0) -> (d0)>
+func.func @classifier_head(%x: tensor<1024xf32>, %w1: tensor<256x1024xf32>, %b: tensor<256xf32>) -> tensor<256xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<256xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<256xf32>) -> tensor<256xf32>
+  %mv = linalg.generic {indexing_maps = [#v_in, #w, #v_out], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %w1 : tensor<1024xf32>, tensor<256x1024xf32>) outs(%z : tensor<256xf32>) {
+  ^bb0(%a: f32, %bb: f32, %o: f32):
+    %m = arith.mulf %a, %bb : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<256xf32>
+  %biased = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%mv, %b : tensor<256xf32>, tensor<256xf32>) outs(%e : tensor<256xf32>) {
+  ^bb0(%a: f32, %bb: f32, %o: f32):
+    %s = arith.addf %a, %bb : f32
+    linalg.yield %s : f32
+  } -> tensor<256xf32>
+  return %biased : tensor<256xf32>
 }
