@@ -295,6 +295,12 @@ class Planner:
         )
         matvec_chain = self._cheap_matvec_chain(group, cand)
         if cand.mapping.is_contraction and group.contractions and not matvec_chain:
+            if cand.matvec_macs and group.matvecs == group.contractions:
+                cost = self._matvec_recompute(group, cand)
+                return (
+                    f"matvec chain: recomputing the group's matvecs per vector tile costs "
+                    f"{cost} multiply-adds (> {MATVEC_RECOMPUTE_MACS})"
+                )
             return "two contraction roots in one dispatch (IREE CPU codegen rejects it)"
         combined = TABLE[first][second]
         if combined is None and not (self._rows_compatible(group, cand) or matvec_chain):
@@ -334,8 +340,13 @@ class Planner:
         tile within ``MATVEC_RECOMPUTE_MACS`` (see the module docstring)."""
         if not (cand.matvec_macs and group.contractions and group.matvecs == group.contractions):
             return False
-        rows = max(_elems(cand.op), 1)
-        return -(-rows // VECTOR_ROWS) * group.matvec_macs <= MATVEC_RECOMPUTE_MACS
+        return Planner._matvec_recompute(group, cand) <= MATVEC_RECOMPUTE_MACS
+
+    @staticmethod
+    def _matvec_recompute(group: Group, cand: Node) -> int:
+        """Multiply-adds spent recomputing ``group``'s matvecs once per vector tile of
+        ``cand``."""
+        return -(-max(_elems(cand.op), 1) // VECTOR_ROWS) * group.matvec_macs
 
     def _rows_compatible(self, group: Group, cand: Node) -> bool:
         """Two plain reductions over rows of the same parallel shape (LayerNorm mean/var)."""

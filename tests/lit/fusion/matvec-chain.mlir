@@ -69,7 +69,7 @@ func.func @small_squeeze_excite(%p: tensor<32xf32>, %w1: tensor<8x32xf32>, %w2: 
 // planner forms both regions (two dispatches, as IREE would make).
 // DECIDE: group 0: seed linalg.generic #0: fuse: seed: contraction (Many-to-Many)
 // DECIDE: group 0: successor linalg.generic #1: fuse: legal
-// DECIDE: group 0: successor linalg.generic #2: refuse: two contraction roots in one dispatch
+// DECIDE: group 0: successor linalg.generic #2: refuse: matvec chain: recomputing the group's matvecs per vector tile costs 4194304 multiply-adds (> 131072)
 // DECIDE: group 1: seed linalg.generic #2: fuse: seed: contraction (Many-to-Many)
 // DECIDE: group 1: successor linalg.generic #3: fuse: legal
 // CHECK-LABEL: func.func @large_squeeze_excite
