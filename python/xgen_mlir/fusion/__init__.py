@@ -62,10 +62,8 @@ def form_regions(plan: FusionPlan, delegate_contractions: bool = True) -> None:
     own (EfficientNet-B0's 7x7 blocks; measured same busy time, one dispatch fewer).
     """
     for group, ops in zip(plan.groups, plan.group_ops(), strict=True):
-        small_matvecs = group.matvecs == group.contractions
-        if (delegate_contractions and group.contractions and not small_matvecs) or len(
-            group.members
-        ) < 2:
+        rooted_at_contraction = group.contractions > group.matvecs  # not only small matvecs
+        if (delegate_contractions and rooted_at_contraction) or len(group.members) < 2:
             group.delegated = True
             continue
         wrap_in_region(ops)

@@ -293,13 +293,13 @@ class Planner:
             if direction == "successor"
             else (cand.mapping.type, group.type)
         )
-        matvec_chain = self._cheap_matvec_chain(group, cand)
+        recompute = self._matvec_recompute(group, cand)
+        matvec_chain = recompute is not None and recompute <= MATVEC_RECOMPUTE_MACS
         if cand.mapping.is_contraction and group.contractions and not matvec_chain:
-            if cand.matvec_macs and group.matvecs == group.contractions:
-                cost = self._matvec_recompute(group, cand)
+            if recompute is not None:
                 return (
                     f"matvec chain: recomputing the group's matvecs per vector tile costs "
-                    f"{cost} multiply-adds (> {MATVEC_RECOMPUTE_MACS})"
+                    f"{recompute} multiply-adds (> {MATVEC_RECOMPUTE_MACS})"
                 )
             return "two contraction roots in one dispatch (IREE CPU codegen rejects it)"
         combined = TABLE[first][second]
@@ -335,17 +335,12 @@ class Planner:
         return None
 
     @staticmethod
-    def _cheap_matvec_chain(group: Group, cand: Node) -> bool:
-        """``cand`` is a matvec joining a group of matvecs that it can recompute per vector
-        tile within ``MATVEC_RECOMPUTE_MACS`` (see the module docstring)."""
+    def _matvec_recompute(group: Group, cand: Node) -> int | None:
+        """When ``cand`` is a small matvec and ``group``'s contractions are all small matvecs:
+        the multiply-adds spent recomputing them once per vector tile of ``cand`` (see the
+        module docstring). None otherwise."""
         if not (cand.matvec_macs and group.contractions and group.matvecs == group.contractions):
-            return False
-        return Planner._matvec_recompute(group, cand) <= MATVEC_RECOMPUTE_MACS
-
-    @staticmethod
-    def _matvec_recompute(group: Group, cand: Node) -> int:
-        """Multiply-adds spent recomputing ``group``'s matvecs once per vector tile of
-        ``cand``."""
+            return None
         return -(-max(_elems(cand.op), 1) // VECTOR_ROWS) * group.matvec_macs
 
     def _rows_compatible(self, group: Group, cand: Node) -> bool:
