@@ -18,7 +18,8 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
   it (``fusion/data_tiling.py``; only when the flags ask for data tiling); ``share_pads``
   [true] lets the other readers of a padded value read the padded buffer, so no copy is
   needed (``fusion/pad_sharing.py``); ``conv_tiles`` [false] gives small-image convs
-  xgen_mlir's tile sizes (``fusion/conv_tiling.py``).
+  xgen_mlir's tile sizes (``fusion/conv_tiling.py``); ``transpose_tiles`` [false] does the same
+  for transposes that write a few-element dimension innermost (``fusion/transpose_tiling.py``).
 * ``[runtime]``: ``devices`` [local-task, local-sync] the module runs on, ``arch`` ["host"] of
   its CPU executables (``none`` for GPU targets), ``emulator`` to run a foreign arch here.
 """
@@ -98,6 +99,7 @@ class Pipeline:
     plan_data_tiling: bool = True
     share_pads: bool = True
     conv_tiles: bool = False
+    transpose_tiles: bool = False
 
     def with_options(self, overrides: dict[str, str] | None = None) -> Pipeline:
         """This pipeline with its ``${option}`` references resolved (defaults + overrides)."""
@@ -194,6 +196,7 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
             plan_data_tiling=bool(data.get("fusion", {}).get("plan_data_tiling", True)),
             share_pads=bool(data.get("fusion", {}).get("share_pads", True)),
             conv_tiles=bool(data.get("fusion", {}).get("conv_tiles", False)),
+            transpose_tiles=bool(data.get("fusion", {}).get("transpose_tiles", False)),
         )
     except (KeyError, TypeError) as e:
         raise PipelineError(

@@ -56,6 +56,7 @@ def compile_with_plan(
     plan_data_tiling: bool = True,
     share_pads: bool = True,
     conv_tiles: bool = False,
+    transpose_tiles: bool = False,
 ) -> PlannedCompile:
     import iree.compiler.ir as iree_ir
 
@@ -98,6 +99,7 @@ def compile_with_plan(
             data_tiling=hints,
             share_pads=share_pads,
             conv_tiles=conv_tiles,
+            transpose_tiles=transpose_tiles,
         )
         run_flags = flags
         if hints and not any(t.tiled for p in plans for t in p.tiling):

@@ -9,10 +9,12 @@ from .data_tiling import TilingDecision, plan_data_tiling
 from .pad_sharing import PadShare, share_padded_buffers
 from .planner import FusionPlan, plan_block
 from .regions import wrap_in_region
+from .transpose_tiling import TransposeTile, tile_transposes
 
-__all__ = ["ConvTile", "FusionPlan", "PadShare", "TilingDecision", "form_dispatch_regions",
-           "form_regions", "plan_block", "plan_data_tiling", "share_padded_buffers",
-           "tile_conv_groups", "wrap_in_region"]  # fmt: skip
+__all__ = ["ConvTile", "FusionPlan", "PadShare", "TilingDecision", "TransposeTile",
+           "form_dispatch_regions", "form_regions", "plan_block", "plan_data_tiling",
+           "share_padded_buffers", "tile_conv_groups", "tile_transposes",
+           "wrap_in_region"]  # fmt: skip
 
 FUNC_OPS = ("func.func", "util.func")
 
@@ -24,6 +26,7 @@ def form_dispatch_regions(
     data_tiling: bool = False,
     share_pads: bool = True,
     conv_tiles: bool = False,
+    transpose_tiles: bool = False,
 ) -> list[FusionPlan]:
     """Plan every function body of ``module`` and form its regions (``form_regions``).
 
@@ -31,7 +34,10 @@ def form_dispatch_regions(
     the decisions are in each plan's ``tiling``. ``share_pads``: padded values with other
     readers are read from the padded buffer (``pad_sharing``); records in ``pad_shares``.
     ``conv_tiles``: small-image convs get xgen_mlir's tile sizes in regions of their own
-    (``conv_tiling``; after pad sharing, whose pads they absorb); records in ``conv_tiles``."""
+    (``conv_tiling``; after pad sharing, whose pads they absorb); records in ``conv_tiles``.
+    ``transpose_tiles``: transposes that write a few-element dimension innermost (a CNN's
+    NCHW -> NHWC entry) get xgen_mlir's tiles (``transpose_tiling``); records in
+    ``transpose_tiles``."""
     plans = []
     for fn in module.body.operations:
         fn = fn.operation
@@ -40,6 +46,8 @@ def form_dispatch_regions(
         block = fn.regions[0].blocks[0]
         plan = plan_block(block, max_expand)
         form_regions(plan, delegate_contractions)
+        if transpose_tiles:  # before the steps below erase ops the plan's nodes point at
+            plan.transpose_tiles = tile_transposes(block, plan)
         if data_tiling:
             plan.tiling = plan_data_tiling(block)
         if share_pads:

@@ -35,10 +35,11 @@ from typing import Any
 
 from ..analysis.mapping_types import MappingType, classify, ir_of
 from ..irutil import clone_body
+from .lowering import compilation_info
 from .regions import defining_op, wrap_in_region
 
 MAX_PIXELS = 196  # 14x14; at 28x28 and 56x56 IREE's own tiles were within 2% (measured)
-PIPELINE = "#iree_cpu.pipeline<ConvTileAndDecomposeExpert>"
+PIPELINE = "ConvTileAndDecomposeExpert"
 
 _INPUT_MAP = re.compile(
     r"^\(d0, d1, d2, d3, d4, d5\) -> \(d0(?: \* (\d+))? \+ d3, d1(?: \* (\d+))? \+ d4, d5\)$"
@@ -186,13 +187,10 @@ def tile_conv_groups(plan: Any, threads: int | None = None) -> list[ConvTile]:
     return records
 
 
-def compilation_info(ir: Any, tiles: list[list[int]]) -> Any:
-    dist, vec, red = (", ".join(map(str, t)) for t in tiles)
-    return ir.Attribute.parse(
-        "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
-        f"distribution = [{dist}], vector_common_parallel = [{vec}], vector_reduction = [{red}]>, "
-        f"translation_info = #iree_codegen.translation_info<pipeline = {PIPELINE}>>"
-    )
+def conv_compilation_info(ir: Any, tiles: list[list[int]]) -> Any:
+    dist, vec, red = tiles
+    return compilation_info(ir, PIPELINE, distribution=dist, vector_common_parallel=vec,
+                            vector_reduction=red)  # fmt: skip
 
 
 def _rebatch(conv: Any, tiles: list[list[int]]) -> list[Any]:
@@ -216,7 +214,7 @@ def _rebatch(conv: Any, tiles: list[list[int]]) -> list[Any]:
                 [ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in kinds]
             ),
             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([2, 1]),
-            "compilation_info": compilation_info(ir, tiles),
+            "compilation_info": conv_compilation_info(ir, tiles),
         }
         new = ir.Operation.create("linalg.generic", results=[i4.type], operands=[x4, w, i4],
                                   attributes=attrs, regions=1)  # fmt: skip

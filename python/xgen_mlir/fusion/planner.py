@@ -130,6 +130,8 @@ class FusionPlan:
     tiling: list[Any] = field(default_factory=list)  # data_tiling.TilingDecision per contraction
     pad_shares: list[Any] = field(default_factory=list)  # pad_sharing.PadShare per multi-use pad
     conv_tiles: list[Any] = field(default_factory=list)  # conv_tiling.ConvTile per conv group
+    # transpose_tiling.TransposeTile per permuting copy outside a region
+    transpose_tiles: list[Any] = field(default_factory=list)
 
     def detach(self) -> FusionPlan:
         """Drop the references to IR ops (kept: names, types, groups, decisions), so the plan
@@ -153,6 +155,8 @@ class FusionPlan:
             out["pads_shared"] = sum(s.taken for s in self.pad_shares)
         if self.conv_tiles:
             out["convs_tiled"] = sum(t.taken for t in self.conv_tiles)
+        if self.transpose_tiles:
+            out["transposes_tiled"] = sum(t.taken for t in self.transpose_tiles)
         return out
 
 

@@ -14,7 +14,9 @@ creation (backend/fusion_stage.py); these passes run the same code on linalg-on-
   (``fusion/pad_sharing.py``; its decisions print as ``pad of ...`` lines);
   ``conv-tiles=true`` (with ``form-regions``) gives small-image convs xgen_mlir's tile sizes in
   regions of their own (``fusion/conv_tiling.py``; ``conv ...`` lines; ``threads`` stands in
-  for the host's thread count, which decides how many workgroups are enough).
+  for the host's thread count, which decides how many workgroups are enough);
+  ``transpose-tiles=true`` gives transposes that write a few-element dimension innermost
+  xgen_mlir's tiles (``fusion/transpose_tiling.py``; ``transpose ...`` lines).
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ from typing import Any
 
 from .._mlir import ir
 from ..analysis import classify
-from ..fusion import form_regions, plan_block, share_padded_buffers, tile_conv_groups
+from ..fusion import (
+    form_regions,
+    plan_block,
+    share_padded_buffers,
+    tile_conv_groups,
+    tile_transposes,  # fmt: skip
+)
 from ..irutil import ops_named
 from .registry import register_pass
 
@@ -59,6 +67,7 @@ class PlanOptions:
     delegate_contractions: bool = False
     share_pads: bool = False
     conv_tiles: bool = False
+    transpose_tiles: bool = False
     threads: int = 0
     max_expand: float = 4.0
 
@@ -86,10 +95,14 @@ def plan_fusion(module_op: ir.Operation, opts: PlanOptions) -> None:
         if opts.print:
             for d in plan.decisions:
                 print(_describe(plan, d), file=sys.stderr)
-        if opts.form_regions or opts.share_pads:
+        if opts.form_regions or opts.share_pads or opts.transpose_tiles:
             module_op.context.allow_unregistered_dialects = True  # flow, iree_tensor_ext: IREE's
         if opts.form_regions:
             form_regions(plan, opts.delegate_contractions)
+        if opts.transpose_tiles:  # before pad sharing and conv tiles erase planned ops
+            for tile in tile_transposes(fn.regions[0].blocks[0], plan):
+                if opts.print:
+                    print(tile.describe(), file=sys.stderr)
         if opts.share_pads:
             for record in share_padded_buffers(fn.regions[0].blocks[0]):
                 if opts.print:

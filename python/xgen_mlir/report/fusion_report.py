@@ -171,4 +171,10 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
                                 [[t.conv, t.distribution or "IREE's", t.vector or "IREE's",
                                   t.reduction or "IREE's", t.pads_absorbed, t.reason]
                                  for t in tiles]))  # fmt: skip
+        transposes = [t for plan in plans for t in getattr(plan, "transpose_tiles", [])]
+        if transposes:
+            parts.append("<h2>Transpose tiles (xgen_mlir's or IREE's own)</h2>")
+            parts.append(_table(["transpose (input -> output)", "workgroup", "vector", "why"],
+                                [[t.transpose, t.distribution or "IREE's", t.vector or "IREE's",
+                                  t.reason] for t in transposes]))  # fmt: skip
     return "\n".join(parts)

@@ -1,0 +1,96 @@
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true transpose-tiles=true print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true transpose-tiles=true}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true}' | FileCheck %s --check-prefix=OFF
+
+// A CNN's entry: 3-channel CHW image -> HWC. Rewritten with its loops in the input's order
+// (input map the identity), carrying 3 x 16 vectors and 8-row workgroups.
+// DECIDE: transpose 3x8x32 -> 8x32x3: tiles workgroup [3, 8, 32] vector [3, 1, 16]: 3-wide innermost output: 3 x 16 vectors
+// CHECK-DAG: #[[ID:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[HWC:.+]] = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
+// CHECK-LABEL: func.func @image_entry
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[HWC]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%{{.*}} : tensor<3x8x32xf32>) outs(%{{.*}} : tensor<8x32x3xf32>)
+// CHECK-SAME: compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [3, 8, 32], vector_common_parallel = [3, 1, 16]>, translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>
+// CHECK-NEXT: ^bb0(%[[IN:.+]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: linalg.yield %[[IN]] : f32
+// OFF-LABEL: func.func @image_entry
+// OFF-NOT: compilation_info
+#chw = affine_map<(d0, d1, d2) -> (d2, d0, d1)>
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @image_entry(%x: tensor<3x8x32xf32>) -> tensor<8x32x3xf32> {
+  %e = tensor.empty() : tensor<8x32x3xf32>
+  %t = linalg.generic {indexing_maps = [#chw, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<3x8x32xf32>) outs(%e : tensor<8x32x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<8x32x3xf32>
+  return %t : tensor<8x32x3xf32>
+}
+
+// -----
+
+// 64 channels innermost: IREE's 16-lane vectors are full; it keeps its own tiles.
+// DECIDE: transpose 64x8x8 -> 8x8x64: IREE's tiles: innermost output dimension of 64 (> 4): IREE's vectors fit
+// CHECK-LABEL: func.func @wide_channels
+// CHECK-NOT: compilation_info
+#chw = affine_map<(d0, d1, d2) -> (d2, d0, d1)>
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @wide_channels(%x: tensor<64x8x8xf32>) -> tensor<8x8x64xf32> {
+  %e = tensor.empty() : tensor<8x8x64xf32>
+  %t = linalg.generic {indexing_maps = [#chw, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<64x8x8xf32>) outs(%e : tensor<8x8x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<8x8x64xf32>
+  return %t : tensor<8x8x64xf32>
+}
+
+// -----
+
+// Swapping the outer dims keeps the innermost one: each row is a contiguous copy already.
+// DECIDE: transpose 4x2x3 -> 2x4x3: IREE's tiles: same innermost dimension on both sides (a plain row copy)
+// CHECK-LABEL: func.func @outer_swap
+// CHECK-NOT: compilation_info
+#swap = affine_map<(d0, d1, d2) -> (d1, d0, d2)>
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @outer_swap(%x: tensor<4x2x3xf32>) -> tensor<2x4x3xf32> {
+  %e = tensor.empty() : tensor<2x4x3xf32>
+  %t = linalg.generic {indexing_maps = [#swap, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<4x2x3xf32>) outs(%e : tensor<2x4x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x4x3xf32>
+  return %t : tensor<2x4x3xf32>
+}
+
+// -----
+
+// Not a copy (it scales while it permutes), and a transpose the planner fused with its ReLU
+// (inside a dispatch region): neither is touched, and neither gets a record.
+// DECIDE-NOT: transpose
+// CHECK-LABEL: func.func @computes
+// CHECK-NOT: compilation_info
+#chw = affine_map<(d0, d1, d2) -> (d2, d0, d1)>
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @computes(%x: tensor<3x8x32xf32>) -> (tensor<8x32x3xf32>, tensor<8x32x3xf32>) {
+  %two = arith.constant 2.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x32x3xf32>
+  %s = linalg.generic {indexing_maps = [#chw, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<3x8x32xf32>) outs(%e : tensor<8x32x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %two : f32
+    linalg.yield %m : f32
+  } -> tensor<8x32x3xf32>
+  %t = linalg.generic {indexing_maps = [#chw, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<3x8x32xf32>) outs(%e : tensor<8x32x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<8x32x3xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%t : tensor<8x32x3xf32>) outs(%e : tensor<8x32x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.maximumf %a, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<8x32x3xf32>
+  return %s, %r : tensor<8x32x3xf32>, tensor<8x32x3xf32>
+}
