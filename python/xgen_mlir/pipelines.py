@@ -19,7 +19,8 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
   [true] lets the other readers of a padded value read the padded buffer, so no copy is
   needed (``fusion/pad_sharing.py``); ``conv_tiles`` [false] gives small-image convs
   xgen_mlir's tile sizes (``fusion/conv_tiling.py``); ``transpose_tiles`` [false] does the same
-  for transposes that write a few-element dimension innermost (``fusion/transpose_tiling.py``).
+  for transposes that write a few-element dimension innermost (``fusion/transpose_tiling.py``),
+  ``gemv_tiles`` [false] for one-row matmuls such as a classifier head (``fusion/gemv_tiling.py``).
 * ``[runtime]``: ``devices`` [local-task, local-sync] the module runs on, ``arch`` ["host"] of
   its CPU executables (``none`` for GPU targets), ``emulator`` to run a foreign arch here.
 """
@@ -100,6 +101,7 @@ class Pipeline:
     share_pads: bool = True
     conv_tiles: bool = False
     transpose_tiles: bool = False
+    gemv_tiles: bool = False
 
     def with_options(self, overrides: dict[str, str] | None = None) -> Pipeline:
         """This pipeline with its ``${option}`` references resolved (defaults + overrides)."""
@@ -197,6 +199,7 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
             share_pads=bool(data.get("fusion", {}).get("share_pads", True)),
             conv_tiles=bool(data.get("fusion", {}).get("conv_tiles", False)),
             transpose_tiles=bool(data.get("fusion", {}).get("transpose_tiles", False)),
+            gemv_tiles=bool(data.get("fusion", {}).get("gemv_tiles", False)),
         )
     except (KeyError, TypeError) as e:
         raise PipelineError(

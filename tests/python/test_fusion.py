@@ -241,6 +241,29 @@ def test_image_entry_transpose_gets_xgen_tiles(tmp_path):
     check_close(plain(x), want, atol=1e-5, rtol=1e-4, what="without the plan")
 
 
+def test_classifier_gemv_gets_xgen_tiles(tmp_path):
+    """gemv_tiling: a one-row Linear (a classifier head) gets 16-row x 16-k vector steps, IREE's
+    codegen uses them, and the result matches PyTorch; without the plan IREE keeps its own."""
+    torch.manual_seed(0)
+    model, x = torch.nn.Linear(512, 300).eval(), torch.randn(1, 512)
+    dump = tmp_path / "executables"
+    planned = xgen_mlir.compile(model, (x,), dump_executables=dump)
+    assert planned.report.fusion_note == ""
+    tiles = planned.report.fusion_plans[0].gemv_tiles
+    assert [(t.gemv, t.taken) for t in tiles] == [("1x300x512", True)], [
+        t.describe() for t in tiles
+    ]
+    ours = "vector_common_parallel = [1, 16, 0], vector_reduction = [0, 0, 16]"
+    assert ours in "".join(p.read_text() for p in dump.glob("configured_*.mlir"))
+    want = model(x).detach().numpy()
+    check_close(planned(x), want, atol=1e-5, rtol=1e-4, what="planned")
+    assert "Gemv tiles" in render("head", {}, planned.report.fusion_plans)
+    plain_dump = tmp_path / "plain"
+    plain = xgen_mlir.compile(model, (x,), fusion=False, dump_executables=plain_dump)
+    assert ours not in "".join(p.read_text() for p in plain_dump.glob("configured_*.mlir"))
+    check_close(plain(x), want, atol=1e-5, rtol=1e-4, what="without the plan")
+
+
 def test_squeeze_excite_matvecs_share_one_dispatch_when_cheap():
     """The SE block's squeeze and excite matvecs (+ activations and the scale) become one
     planner region on 32 channels, one dispatch fewer than with the chain refused; on 512

@@ -57,6 +57,7 @@ def compile_with_plan(
     share_pads: bool = True,
     conv_tiles: bool = False,
     transpose_tiles: bool = False,
+    gemv_tiles: bool = False,
 ) -> PlannedCompile:
     import iree.compiler.ir as iree_ir
 
@@ -100,6 +101,7 @@ def compile_with_plan(
             share_pads=share_pads,
             conv_tiles=conv_tiles,
             transpose_tiles=transpose_tiles,
+            gemv_tiles=gemv_tiles,
         )
         run_flags = flags
         if hints and not any(t.tiled for p in plans for t in p.tiling):

@@ -132,6 +132,7 @@ class FusionPlan:
     conv_tiles: list[Any] = field(default_factory=list)  # conv_tiling.ConvTile per conv group
     # transpose_tiling.TransposeTile per permuting copy outside a region
     transpose_tiles: list[Any] = field(default_factory=list)
+    gemv_tiles: list[Any] = field(default_factory=list)  # gemv_tiling.GemvTile per gemv
 
     def detach(self) -> FusionPlan:
         """Drop the references to IR ops (kept: names, types, groups, decisions), so the plan
@@ -157,6 +158,8 @@ class FusionPlan:
             out["convs_tiled"] = sum(t.taken for t in self.conv_tiles)
         if self.transpose_tiles:
             out["transposes_tiled"] = sum(t.taken for t in self.transpose_tiles)
+        if self.gemv_tiles:
+            out["gemvs_tiled"] = sum(t.taken for t in self.gemv_tiles)
         return out
 
 

@@ -16,7 +16,9 @@ creation (backend/fusion_stage.py); these passes run the same code on linalg-on-
   regions of their own (``fusion/conv_tiling.py``; ``conv ...`` lines; ``threads`` stands in
   for the host's thread count, which decides how many workgroups are enough);
   ``transpose-tiles=true`` gives transposes that write a few-element dimension innermost
-  xgen_mlir's tiles (``fusion/transpose_tiling.py``; ``transpose ...`` lines).
+  xgen_mlir's tiles (``fusion/transpose_tiling.py``; ``transpose ...`` lines);
+  ``gemv-tiles=true`` does the same for one-row matmuls against a row-major weight
+  (``fusion/gemv_tiling.py``; ``gemv ...`` lines).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ..fusion import (
     plan_block,
     share_padded_buffers,
     tile_conv_groups,
+    tile_gemvs,
     tile_transposes,  # fmt: skip
 )
 from ..irutil import ops_named
@@ -68,6 +71,7 @@ class PlanOptions:
     share_pads: bool = False
     conv_tiles: bool = False
     transpose_tiles: bool = False
+    gemv_tiles: bool = False
     threads: int = 0
     max_expand: float = 4.0
 
@@ -95,12 +99,16 @@ def plan_fusion(module_op: ir.Operation, opts: PlanOptions) -> None:
         if opts.print:
             for d in plan.decisions:
                 print(_describe(plan, d), file=sys.stderr)
-        if opts.form_regions or opts.share_pads or opts.transpose_tiles:
+        if opts.form_regions or opts.share_pads or opts.transpose_tiles or opts.gemv_tiles:
             module_op.context.allow_unregistered_dialects = True  # flow, iree_tensor_ext: IREE's
         if opts.form_regions:
             form_regions(plan, opts.delegate_contractions)
         if opts.transpose_tiles:  # before pad sharing and conv tiles erase planned ops
             for tile in tile_transposes(fn.regions[0].blocks[0], plan):
+                if opts.print:
+                    print(tile.describe(), file=sys.stderr)
+        if opts.gemv_tiles:
+            for tile in tile_gemvs(fn.regions[0].blocks[0]):
                 if opts.print:
                     print(tile.describe(), file=sys.stderr)
         if opts.share_pads:

@@ -177,4 +177,10 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
             parts.append(_table(["transpose (input -> output)", "workgroup", "vector", "why"],
                                 [[t.transpose, t.distribution or "IREE's", t.vector or "IREE's",
                                   t.reason] for t in transposes]))  # fmt: skip
+        gemvs = [t for plan in plans for t in getattr(plan, "gemv_tiles", [])]
+        if gemvs:
+            parts.append("<h2>Gemv tiles (xgen_mlir's or IREE's own)</h2>")
+            parts.append(_table(["gemv (M x N x K)", "workgroup", "vector", "reduction", "why"],
+                                [[t.gemv, t.distribution or "IREE's", t.vector or "IREE's",
+                                  t.reduction or "IREE's", t.reason] for t in gemvs]))  # fmt: skip
     return "\n".join(parts)
