@@ -20,7 +20,9 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
   needed (``fusion/pad_sharing.py``); ``conv_tiles`` [false] gives small-image convs
   xgen_mlir's tile sizes (``fusion/conv_tiling.py``); ``transpose_tiles`` [false] does the same
   for transposes that write a few-element dimension innermost (``fusion/transpose_tiling.py``),
-  ``gemv_tiles`` [false] for one-row matmuls such as a classifier head (``fusion/gemv_tiling.py``).
+  ``gemv_tiles`` [false] for one-row matmuls such as a classifier head (``fusion/gemv_tiling.py``),
+  ``matmul_tiles`` [false] for plain matmuls IREE vectorizes 7 rows at a time
+  (``fusion/matmul_tiling.py``).
 * ``[runtime]``: ``devices`` [local-task, local-sync] the module runs on, ``arch`` ["host"] of
   its CPU executables (``none`` for GPU targets), ``emulator`` to run a foreign arch here.
 """
@@ -102,6 +104,7 @@ class Pipeline:
     conv_tiles: bool = False
     transpose_tiles: bool = False
     gemv_tiles: bool = False
+    matmul_tiles: bool = False
 
     def with_options(self, overrides: dict[str, str] | None = None) -> Pipeline:
         """This pipeline with its ``${option}`` references resolved (defaults + overrides)."""
@@ -200,6 +203,7 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
             conv_tiles=bool(data.get("fusion", {}).get("conv_tiles", False)),
             transpose_tiles=bool(data.get("fusion", {}).get("transpose_tiles", False)),
             gemv_tiles=bool(data.get("fusion", {}).get("gemv_tiles", False)),
+            matmul_tiles=bool(data.get("fusion", {}).get("matmul_tiles", False)),
         )
     except (KeyError, TypeError) as e:
         raise PipelineError(

@@ -264,6 +264,43 @@ def test_classifier_gemv_gets_xgen_tiles(tmp_path):
     check_close(plain(x), want, atol=1e-5, rtol=1e-4, what="without the plan")
 
 
+class PointwiseAct(torch.nn.Module):
+    """A 14x14 1x1 expand conv with an activation between depthwise convs, as in an
+    EfficientNet block (with depthwise convs the convs go channels-last, weights [K, N])."""
+
+    def __init__(self, act: torch.nn.Module) -> None:
+        super().__init__()
+        self.dw = torch.nn.Conv2d(64, 64, 3, padding=1, groups=64)
+        self.conv, self.act = torch.nn.Conv2d(64, 96, 1), act
+        self.dw2 = torch.nn.Conv2d(96, 96, 3, padding=1, groups=96)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dw2(self.act(self.conv(torch.relu(self.dw(x)))))
+
+
+def test_silu_pointwise_conv_gets_xgen_tiles(tmp_path):
+    """matmul_tiling: a 196-pixel 1x1 conv under SiLU gets 14-row vector tiles (IREE's codegen
+    uses them) and matches PyTorch; the same conv under ReLU keeps IREE's tiles."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 64, 14, 14)
+    for act, taken in ((torch.nn.SiLU(), True), (torch.nn.ReLU(), False)):
+        model = PointwiseAct(act).eval()
+        dump = tmp_path / type(act).__name__
+        planned = xgen_mlir.compile(model, (x,), dump_executables=dump)
+        assert planned.report.fusion_note == ""
+        tiles = planned.report.fusion_plans[0].matmul_tiles
+        assert [(t.matmul, t.taken) for t in tiles] == [("196x96x64", taken)], [
+            t.describe() for t in tiles
+        ]
+        ours = "vector_common_parallel = [1, 14, 16, 0], vector_reduction = [0, 0, 0, 16]"
+        configured = "".join(p.read_text() for p in dump.glob("configured_*.mlir"))
+        assert (ours in configured) == taken
+        want = model(x).detach().numpy()
+        check_close(planned(x), want, atol=1e-5, rtol=1e-4, what=type(act).__name__)
+        if taken:
+            assert "Matmul tiles" in render("silu", {}, planned.report.fusion_plans)
+
+
 def test_squeeze_excite_matvecs_share_one_dispatch_when_cheap():
     """The SE block's squeeze and excite matvecs (+ activations and the scale) become one
     planner region on 32 channels, one dispatch fewer than with the chain refused; on 512

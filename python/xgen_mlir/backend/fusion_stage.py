@@ -58,6 +58,7 @@ def compile_with_plan(
     conv_tiles: bool = False,
     transpose_tiles: bool = False,
     gemv_tiles: bool = False,
+    matmul_tiles: bool = False,
 ) -> PlannedCompile:
     import iree.compiler.ir as iree_ir
 
@@ -102,6 +103,7 @@ def compile_with_plan(
             conv_tiles=conv_tiles,
             transpose_tiles=transpose_tiles,
             gemv_tiles=gemv_tiles,
+            matmul_tiles=matmul_tiles,
         )
         run_flags = flags
         if hints and not any(t.tiled for p in plans for t in p.tiling):

@@ -123,7 +123,7 @@ def compile_vmfb(
                     planned = compile_with_plan(
                         src, list(pipeline.backends), flags, tmp, pipeline.delegate_contractions,
                         pipeline.plan_data_tiling, pipeline.share_pads, pipeline.conv_tiles,
-                        pipeline.transpose_tiles, pipeline.gemv_tiles,
+                        pipeline.transpose_tiles, pipeline.gemv_tiles, pipeline.matmul_tiles,
                     )  # fmt: skip
                     _warn_fallback(why, pipeline)
                     return BackendResult(

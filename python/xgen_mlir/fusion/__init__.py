@@ -7,15 +7,18 @@ from typing import Any
 from .conv_tiling import ConvTile, tile_conv_groups
 from .data_tiling import TilingDecision, plan_data_tiling
 from .gemv_tiling import GemvTile, tile_gemvs
+from .matmul_tiling import MatmulTile, tile_matmuls
 from .pad_sharing import PadShare, share_padded_buffers
 from .planner import FusionPlan, plan_block
 from .regions import wrap_in_region
 from .transpose_tiling import TransposeTile, tile_transposes
 
-__all__ = ["ConvTile", "FusionPlan", "GemvTile", "PadShare", "TilingDecision", "TransposeTile",
-           "form_dispatch_regions", "form_regions", "plan_block", "plan_data_tiling",
-           "share_padded_buffers", "tile_conv_groups", "tile_gemvs", "tile_transposes",
-           "wrap_in_region"]  # fmt: skip
+__all__ = [
+    "ConvTile", "FusionPlan", "GemvTile", "MatmulTile", "PadShare", "TilingDecision",
+    "TransposeTile", "form_dispatch_regions", "form_regions", "plan_block", "plan_data_tiling",
+    "share_padded_buffers", "tile_conv_groups", "tile_gemvs", "tile_matmuls", "tile_transposes",
+    "wrap_in_region",
+]  # fmt: skip
 
 FUNC_OPS = ("func.func", "util.func")
 
@@ -29,6 +32,7 @@ def form_dispatch_regions(
     conv_tiles: bool = False,
     transpose_tiles: bool = False,
     gemv_tiles: bool = False,
+    matmul_tiles: bool = False,
 ) -> list[FusionPlan]:
     """Plan every function body of ``module`` and form its regions (``form_regions``).
 
@@ -41,7 +45,8 @@ def form_dispatch_regions(
     NCHW -> NHWC entry) get xgen_mlir's tiles (``transpose_tiling``); records in
     ``transpose_tiles``. ``gemv_tiles``: one-row matmuls against a row-major weight (a
     classifier head) that are not data-tiled get xgen_mlir's tiles (``gemv_tiling``); records
-    in ``gemv_tiles``."""
+    in ``gemv_tiles``. ``matmul_tiles``: plain matmuls that IREE would vectorize 7 rows at a
+    time (M = 196) get 14-row tiles (``matmul_tiling``); records in ``matmul_tiles``."""
     plans = []
     for fn in module.body.operations:
         fn = fn.operation
@@ -56,6 +61,8 @@ def form_dispatch_regions(
             plan.tiling = plan_data_tiling(block)
         if gemv_tiles:  # after the data-tiling hints: tiled ones keep IREE's packed layout
             plan.gemv_tiles = tile_gemvs(block)
+        if matmul_tiles:
+            plan.matmul_tiles = tile_matmuls(block)
         if share_pads:
             plan.pad_shares = share_padded_buffers(block)
         if conv_tiles:

@@ -133,6 +133,7 @@ class FusionPlan:
     # transpose_tiling.TransposeTile per permuting copy outside a region
     transpose_tiles: list[Any] = field(default_factory=list)
     gemv_tiles: list[Any] = field(default_factory=list)  # gemv_tiling.GemvTile per gemv
+    matmul_tiles: list[Any] = field(default_factory=list)  # matmul_tiling.MatmulTile
 
     def detach(self) -> FusionPlan:
         """Drop the references to IR ops (kept: names, types, groups, decisions), so the plan
@@ -160,6 +161,8 @@ class FusionPlan:
             out["transposes_tiled"] = sum(t.taken for t in self.transpose_tiles)
         if self.gemv_tiles:
             out["gemvs_tiled"] = sum(t.taken for t in self.gemv_tiles)
+        if self.matmul_tiles:
+            out["matmuls_tiled"] = sum(t.taken for t in self.matmul_tiles)
         return out
 
 

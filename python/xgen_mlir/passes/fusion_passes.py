@@ -18,7 +18,9 @@ creation (backend/fusion_stage.py); these passes run the same code on linalg-on-
   ``transpose-tiles=true`` gives transposes that write a few-element dimension innermost
   xgen_mlir's tiles (``fusion/transpose_tiling.py``; ``transpose ...`` lines);
   ``gemv-tiles=true`` does the same for one-row matmuls against a row-major weight
-  (``fusion/gemv_tiling.py``; ``gemv ...`` lines).
+  (``fusion/gemv_tiling.py``; ``gemv ...`` lines); ``matmul-tiles=true`` for plain matmuls
+  IREE vectorizes 7 rows at a time under a transcendental epilogue (``fusion/matmul_tiling.py``;
+  ``matmul ...`` lines).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..fusion import (
     share_padded_buffers,
     tile_conv_groups,
     tile_gemvs,
+    tile_matmuls,
     tile_transposes,  # fmt: skip
 )
 from ..irutil import ops_named
@@ -72,6 +75,7 @@ class PlanOptions:
     conv_tiles: bool = False
     transpose_tiles: bool = False
     gemv_tiles: bool = False
+    matmul_tiles: bool = False
     threads: int = 0
     max_expand: float = 4.0
 
@@ -99,7 +103,8 @@ def plan_fusion(module_op: ir.Operation, opts: PlanOptions) -> None:
         if opts.print:
             for d in plan.decisions:
                 print(_describe(plan, d), file=sys.stderr)
-        if opts.form_regions or opts.share_pads or opts.transpose_tiles or opts.gemv_tiles:
+        tiles = opts.transpose_tiles or opts.gemv_tiles or opts.matmul_tiles
+        if opts.form_regions or opts.share_pads or tiles:
             module_op.context.allow_unregistered_dialects = True  # flow, iree_tensor_ext: IREE's
         if opts.form_regions:
             form_regions(plan, opts.delegate_contractions)
@@ -109,6 +114,10 @@ def plan_fusion(module_op: ir.Operation, opts: PlanOptions) -> None:
                     print(tile.describe(), file=sys.stderr)
         if opts.gemv_tiles:
             for tile in tile_gemvs(fn.regions[0].blocks[0]):
+                if opts.print:
+                    print(tile.describe(), file=sys.stderr)
+        if opts.matmul_tiles:
+            for tile in tile_matmuls(fn.regions[0].blocks[0]):
                 if opts.print:
                     print(tile.describe(), file=sys.stderr)
         if opts.share_pads:

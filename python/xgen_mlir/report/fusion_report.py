@@ -183,4 +183,11 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
             parts.append(_table(["gemv (M x N x K)", "workgroup", "vector", "reduction", "why"],
                                 [[t.gemv, t.distribution or "IREE's", t.vector or "IREE's",
                                   t.reduction or "IREE's", t.reason] for t in gemvs]))  # fmt: skip
+        matmuls = [t for plan in plans for t in getattr(plan, "matmul_tiles", [])]
+        if matmuls:
+            parts.append("<h2>Matmul tiles (xgen_mlir's or IREE's own)</h2>")
+            head = ["matmul (M x N x K)", "workgroup", "vector", "reduction", "why"]
+            rows = [[t.matmul, t.distribution or "IREE's", t.vector or "IREE's",
+                     t.reduction or "IREE's", t.reason] for t in matmuls]  # fmt: skip
+            parts.append(_table(head, rows))
     return "\n".join(parts)

@@ -1,0 +1,109 @@
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true matmul-tiles=true print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true matmul-tiles=true}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true}' | FileCheck %s --check-prefix=OFF
+
+// A 14x14 1x1 expand conv with a SiLU epilogue, padded for the next depthwise conv
+// (EfficientNet-B0): IREE would vectorize 7 rows at a time; it gets 14 rows x 16 columns and
+// workgroups of one 14-pixel row x all of N.
+// DECIDE: matmul 196x96x64: tiles workgroup [1, 14, 96, 0] vector [1, 14, 16, 0] reduction [0, 0, 0, 16]: 14 rows x 16 columns per step (IREE's: 7 rows) under a transcendental epilogue
+// CHECK-LABEL: func.func @silu_expand
+// CHECK: linalg.generic
+// CHECK-SAME: compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [1, 14, 96, 0], vector_common_parallel = [1, 14, 16, 0], vector_reduction = [0, 0, 0, 16]>, translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>
+// CHECK: math.exp
+// OFF-LABEL: func.func @silu_expand
+// OFF-NOT: compilation_info
+#x = affine_map<(h, w, n, k) -> (h, w, k)>
+#w = affine_map<(h, w, n, k) -> (k, n)>
+#y = affine_map<(h, w, n, k) -> (h, w, n)>
+#id = affine_map<(h, w, n) -> (h, w, n)>
+func.func @silu_expand(%x: tensor<14x14x64xf32>, %w: tensor<64x96xf32>) -> tensor<16x16x96xf32> {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<14x14x96xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<14x14x96xf32>) -> tensor<14x14x96xf32>
+  %mm = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<14x14x64xf32>, tensor<64x96xf32>) outs(%acc : tensor<14x14x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<14x14x96xf32>
+  %silu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%mm : tensor<14x14x96xf32>) outs(%e : tensor<14x14x96xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    %ex = math.exp %n : f32
+    %d = arith.addf %ex, %one : f32
+    %r = arith.divf %a, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<14x14x96xf32>
+  %p = tensor.pad %silu low[1, 1, 0] high[1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index):
+    tensor.yield %zero : f32
+  } : tensor<14x14x96xf32> to tensor<16x16x96xf32>
+  return %p : tensor<16x16x96xf32>
+}
+
+// -----
+
+// Not taken: the same conv under a ReLU (IREE's 7-row tiles measured as fast), 28x28 pixels
+// (M = 784: IREE's tiles have 8 rows), and K = 24 (a partial 16-wide k step). A contraction
+// with no operand indexed (k, n), here (k, i) x (j, k), is not a matmul of this kind: no record.
+// DECIDE: matmul 196x96x64: IREE's tiles: no padded transcendental epilogue: not clearly faster, or tiles IREE drops
+// DECIDE: matmul 784x96x64: IREE's tiles: M = 784: not 14 x an odd number (IREE's 7-row tiles; measured only there)
+// DECIDE: matmul 196x96x24: IREE's tiles: N = 96, K = 24: not multiples of 16 of at least 64 (partial or short vector steps measured slower)
+// DECIDE-NOT: matmul
+// CHECK-LABEL: func.func @not_taken
+// CHECK-NOT: compilation_info
+#x = affine_map<(h, w, n, k) -> (h, w, k)>
+#w = affine_map<(h, w, n, k) -> (k, n)>
+#y = affine_map<(h, w, n, k) -> (h, w, n)>
+#id = affine_map<(h, w, n) -> (h, w, n)>
+#xt = affine_map<(i, j, k) -> (k, i)>
+#xx = affine_map<(i, j, k) -> (j, k)>
+#g = affine_map<(i, j, k) -> (i, j)>
+func.func @not_taken(%x: tensor<14x14x64xf32>, %w: tensor<64x96xf32>, %big: tensor<28x28x64xf32>, %x24: tensor<14x14x24xf32>, %w24: tensor<24x96xf32>, %m: tensor<64x64xf32>)
+    -> (tensor<14x14x96xf32>, tensor<28x28x96xf32>, tensor<14x14x96xf32>, tensor<64x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<14x14x96xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<14x14x96xf32>) -> tensor<14x14x96xf32>
+  %mm = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<14x14x64xf32>, tensor<64x96xf32>) outs(%acc : tensor<14x14x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<14x14x96xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%mm : tensor<14x14x96xf32>) outs(%e : tensor<14x14x96xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<14x14x96xf32>
+  %e2 = tensor.empty() : tensor<28x28x96xf32>
+  %acc2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<28x28x96xf32>) -> tensor<28x28x96xf32>
+  %mm2 = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%big, %w : tensor<28x28x64xf32>, tensor<64x96xf32>) outs(%acc2 : tensor<28x28x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<28x28x96xf32>
+  %mm3 = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x24, %w24 : tensor<14x14x24xf32>, tensor<24x96xf32>) outs(%acc : tensor<14x14x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<14x14x96xf32>
+  %e4 = tensor.empty() : tensor<64x64xf32>
+  %acc4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %gram = linalg.generic {indexing_maps = [#xt, #xx, #g], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%m, %m : tensor<64x64xf32>, tensor<64x64xf32>) outs(%acc4 : tensor<64x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64x64xf32>
+  return %relu, %mm2, %mm3, %gram : tensor<14x14x96xf32>, tensor<28x28x96xf32>, tensor<14x14x96xf32>, tensor<64x64xf32>
+}
