@@ -227,7 +227,7 @@ def test_image_entry_transpose_gets_xgen_tiles(tmp_path):
     planned = xgen_mlir.compile(model, (x,), dump_executables=dump)
     assert planned.report.fusion_note == ""
     tiles = planned.report.fusion_plans[0].transpose_tiles
-    taken = [(t.transpose, t.distribution, t.vector) for t in tiles if t.taken]
+    taken = [(t.op, t.distribution, t.vector) for t in tiles if t.taken]
     assert taken == [("3x16x32 -> 16x32x3", [3, 8, 32], [3, 1, 16])], [t.describe() for t in tiles]
     ours = "distribution = [3, 8, 32], vector_common_parallel = [3, 1, 16]"
     assert ours in "".join(p.read_text() for p in dump.glob("configured_*.mlir"))
@@ -250,9 +250,7 @@ def test_classifier_gemv_gets_xgen_tiles(tmp_path):
     planned = xgen_mlir.compile(model, (x,), dump_executables=dump)
     assert planned.report.fusion_note == ""
     tiles = planned.report.fusion_plans[0].gemv_tiles
-    assert [(t.gemv, t.taken) for t in tiles] == [("1x300x512", True)], [
-        t.describe() for t in tiles
-    ]
+    assert [(t.op, t.taken) for t in tiles] == [("1x300x512", True)], [t.describe() for t in tiles]
     ours = "vector_common_parallel = [1, 16, 0], vector_reduction = [0, 0, 16]"
     assert ours in "".join(p.read_text() for p in dump.glob("configured_*.mlir"))
     want = model(x).detach().numpy()
@@ -289,7 +287,7 @@ def test_silu_pointwise_conv_gets_xgen_tiles(tmp_path):
         planned = xgen_mlir.compile(model, (x,), dump_executables=dump)
         assert planned.report.fusion_note == ""
         tiles = planned.report.fusion_plans[0].matmul_tiles
-        assert [(t.matmul, t.taken) for t in tiles] == [("196x96x64", taken)], [
+        assert [(t.op, t.taken) for t in tiles] == [("196x96x64", taken)], [
             t.describe() for t in tiles
         ]
         ours = "vector_common_parallel = [1, 14, 16, 0], vector_reduction = [0, 0, 0, 16]"

@@ -6,16 +6,17 @@ from typing import Any
 
 from .conv_tiling import ConvTile, tile_conv_groups
 from .data_tiling import TilingDecision, plan_data_tiling
-from .gemv_tiling import GemvTile, tile_gemvs
-from .matmul_tiling import MatmulTile, tile_matmuls
+from .gemv_tiling import tile_gemvs
+from .lowering import TileDecision
+from .matmul_tiling import tile_matmuls
 from .pad_sharing import PadShare, share_padded_buffers
 from .planner import FusionPlan, plan_block
 from .regions import wrap_in_region
-from .transpose_tiling import TransposeTile, tile_transposes
+from .transpose_tiling import tile_transposes
 
 __all__ = [
-    "ConvTile", "FusionPlan", "GemvTile", "MatmulTile", "PadShare", "TilingDecision",
-    "TransposeTile", "form_dispatch_regions", "form_regions", "plan_block", "plan_data_tiling",
+    "ConvTile", "FusionPlan", "PadShare", "TileDecision", "TilingDecision",
+    "form_dispatch_regions", "form_regions", "plan_block", "plan_data_tiling",
     "share_padded_buffers", "tile_conv_groups", "tile_gemvs", "tile_matmuls", "tile_transposes",
     "wrap_in_region",
 ]  # fmt: skip

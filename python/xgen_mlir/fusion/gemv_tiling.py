@@ -21,12 +21,10 @@ from IREE), and without tiles of its own. Others keep IREE's tiles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.mapping_types import indexing_maps, ir_of, loop_sizes
-from .data_tiling import HINT
-from .lowering import compilation_info
+from .lowering import TileDecision, tile_contractions
 
 ROWS = 16  # weight rows per vector step (16 accumulators)
 K_STEP = 16  # reduction elements per step: one AVX-512 vector of f32
@@ -34,27 +32,6 @@ WORKGROUP_ROWS = 32
 MIN_ROWS = 256  # below this the weight is small and IREE's tiles were not measured against
 PIPELINE = "DoubleTilingExpert"
 _BODY = ("arith.mulf", "arith.addf")
-
-
-@dataclass
-class GemvTile:
-    """One decision: the gemv (M x N x K) and the tiles given to IREE, or why not."""
-
-    gemv: str
-    distribution: list[int] | None
-    vector: list[int] | None
-    reduction: list[int] | None
-    reason: str
-
-    @property
-    def taken(self) -> bool:
-        return self.distribution is not None
-
-    def describe(self) -> str:
-        if not self.taken:
-            return f"gemv {self.gemv}: IREE's tiles: {self.reason}"
-        return (f"gemv {self.gemv}: tiles workgroup {self.distribution} vector {self.vector} "
-                f"reduction {self.reduction}: {self.reason}")  # fmt: skip
 
 
 def _gemv_loops(op: Any) -> tuple[int, int, dict[int, int]] | None:
@@ -111,30 +88,15 @@ def choose_tiles(n: int, k: int, sizes: dict[int, int]) -> tuple[list[list[int]]
     ], f"{ROWS} rows x {K_STEP} k per step (IREE's: more accumulators than registers)"
 
 
-def tile_gemvs(block: Any) -> list[GemvTile]:
+def _match(op: Any) -> tuple[str, tuple[Any, ...]] | None:
+    found = _gemv_loops(op)
+    if found is None:
+        return None
+    n, k, sizes = found
+    return f"1x{sizes[n]}x{sizes[k]}", found
+
+
+def tile_gemvs(block: Any) -> list[TileDecision]:
     """Give every matching gemv in ``block`` (not in a dispatch region) the tiles of
     ``choose_tiles`` as its ``compilation_info``. One record per one-row contraction seen."""
-    records = []
-    for op in block.operations:
-        found = _gemv_loops(op)
-        if found is None:
-            continue
-        op = op.operation
-        n, k, sizes = found
-        m = 1
-        name = f"{m}x{sizes[n]}x{sizes[k]}"
-        if HINT in op.attributes:
-            records.append(GemvTile(name, None, None, None, "data-tiled: IREE packs it"))
-            continue
-        if "compilation_info" in op.attributes:
-            records.append(GemvTile(name, None, None, None, "already has tiles"))
-            continue
-        tiles, why = choose_tiles(n, k, sizes)
-        records.append(GemvTile(name, *(tiles or [None, None, None]), why))
-        if tiles is not None:
-            with op.location:  # the location gives the context
-                op.attributes["compilation_info"] = compilation_info(
-                    ir_of(op), PIPELINE, distribution=tiles[0],
-                    vector_common_parallel=tiles[1], vector_reduction=tiles[2],
-                )  # fmt: skip
-    return records
+    return tile_contractions(block, "gemv", _match, choose_tiles, PIPELINE)

@@ -31,13 +31,11 @@ whose result went straight to the output), so they are only given where they sta
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import prod
 from typing import Any
 
 from ..analysis.mapping_types import indexing_maps, ir_of, loop_sizes
-from .data_tiling import HINT
-from .lowering import compilation_info
+from .lowering import TileDecision, tile_contractions
 
 ROWS = 14  # vector rows (accumulators); IREE's heuristic gives 7 when M is 7 x an odd number
 LANES = 16
@@ -45,27 +43,6 @@ K_STEP = 16
 MIN_NK = 64
 PIPELINE = "DoubleTilingExpert"
 _BODY = ("arith.mulf", "arith.addf")
-
-
-@dataclass
-class MatmulTile:
-    """One decision: the matmul (M x N x K) and the tiles given to IREE, or why not."""
-
-    matmul: str
-    distribution: list[int] | None
-    vector: list[int] | None
-    reduction: list[int] | None
-    reason: str
-
-    @property
-    def taken(self) -> bool:
-        return self.distribution is not None
-
-    def describe(self) -> str:
-        if not self.taken:
-            return f"matmul {self.matmul}: IREE's tiles: {self.reason}"
-        return (f"matmul {self.matmul}: tiles workgroup {self.distribution} vector "
-                f"{self.vector} reduction {self.reduction}: {self.reason}")  # fmt: skip
 
 
 def _matmul_loops(op: Any) -> tuple[list[int], int, int, dict[int, int]] | None:
@@ -140,30 +117,17 @@ def choose_tiles(rows: list[int], n: int, k: int, sizes: dict[int, int], costly:
                               "under a transcendental epilogue")  # fmt: skip
 
 
-def tile_matmuls(block: Any) -> list[MatmulTile]:
+def _match(op: Any) -> tuple[str, tuple[Any, ...]] | None:
+    found = _matmul_loops(op)
+    if found is None:
+        return None
+    rows, n, k, sizes = found
+    name = f"{prod(sizes[r] for r in rows)}x{sizes[n]}x{sizes[k]}"
+    return name, (*found, _transcendental_epilogue(op.operation))
+
+
+def tile_matmuls(block: Any) -> list[TileDecision]:
     """Give every matching plain matmul in ``block`` (not in a dispatch region) the tiles of
     ``choose_tiles`` as its ``compilation_info``. One record per contraction against a
     (k, n) weight seen."""
-    records = []
-    for op in block.operations:
-        found = _matmul_loops(op)
-        if found is None:
-            continue
-        op = op.operation
-        rows, n, k, sizes = found
-        name = f"{prod(sizes[r] for r in rows)}x{sizes[n]}x{sizes[k]}"
-        if HINT in op.attributes:
-            records.append(MatmulTile(name, None, None, None, "data-tiled: IREE packs it"))
-            continue
-        if "compilation_info" in op.attributes:
-            records.append(MatmulTile(name, None, None, None, "already has tiles"))
-            continue
-        tiles, why = choose_tiles(rows, n, k, sizes, _transcendental_epilogue(op))
-        records.append(MatmulTile(name, *(tiles or [None, None, None]), why))
-        if tiles is not None:
-            with op.location:  # the location gives the context
-                op.attributes["compilation_info"] = compilation_info(
-                    ir_of(op), PIPELINE, distribution=tiles[0],
-                    vector_common_parallel=tiles[1], vector_reduction=tiles[2],
-                )  # fmt: skip
-    return records
+    return tile_contractions(block, "matmul", _match, choose_tiles, PIPELINE)

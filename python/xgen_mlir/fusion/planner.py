@@ -130,10 +130,10 @@ class FusionPlan:
     tiling: list[Any] = field(default_factory=list)  # data_tiling.TilingDecision per contraction
     pad_shares: list[Any] = field(default_factory=list)  # pad_sharing.PadShare per multi-use pad
     conv_tiles: list[Any] = field(default_factory=list)  # conv_tiling.ConvTile per conv group
-    # transpose_tiling.TransposeTile per permuting copy outside a region
+    # lowering.TileDecision per permuting copy / one-row matmul / plain matmul outside regions
     transpose_tiles: list[Any] = field(default_factory=list)
-    gemv_tiles: list[Any] = field(default_factory=list)  # gemv_tiling.GemvTile per gemv
-    matmul_tiles: list[Any] = field(default_factory=list)  # matmul_tiling.MatmulTile
+    gemv_tiles: list[Any] = field(default_factory=list)
+    matmul_tiles: list[Any] = field(default_factory=list)
 
     def detach(self) -> FusionPlan:
         """Drop the references to IR ops (kept: names, types, groups, decisions), so the plan

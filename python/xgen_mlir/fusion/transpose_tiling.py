@@ -26,37 +26,16 @@ elements and is not the input's innermost. Other transposes keep IREE's tiles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.mapping_types import indexing_maps, ir_of, loop_sizes
 from ..irutil import clone_body
-from .lowering import compilation_info
+from .lowering import TileDecision, compilation_info
 
 SMALL = 4  # widest innermost output dimension handled (image channels)
 LANES = 16  # f32 lanes of an AVX-512 vector along the input's contiguous dimension
 ROWS = 8  # rows of the next dimension out per workgroup (224 rows -> 28 workgroups)
 PIPELINE = "DoubleTilingExpert"
-
-
-@dataclass
-class TransposeTile:
-    """One decision: the transpose (input -> output type) and the tiles given to IREE."""
-
-    transpose: str
-    distribution: list[int] | None
-    vector: list[int] | None
-    reason: str
-
-    @property
-    def taken(self) -> bool:
-        return self.distribution is not None
-
-    def describe(self) -> str:
-        if not self.taken:
-            return f"transpose {self.transpose}: IREE's tiles: {self.reason}"
-        return (f"transpose {self.transpose}: tiles workgroup {self.distribution} vector "
-                f"{self.vector}: {self.reason}")  # fmt: skip
 
 
 def _permutation(amap: Any, ir: Any) -> list[int] | None:
@@ -109,7 +88,7 @@ def choose_tiles(in_perm: list[int], out_perm: list[int], sizes: dict[int, int],
     return [dist, vec], f"{small}-wide innermost output: {small} x {vec[inner_in]} vectors"
 
 
-def tile_transposes(block: Any, plan: Any = None) -> list[TransposeTile]:
+def tile_transposes(block: Any, plan: Any = None) -> list[TileDecision]:
     """Give every matching transpose in ``block`` (not in a dispatch region) the tiles of
     ``choose_tiles``, rewriting it with its loops in the input's order (``plan``'s nodes are
     pointed at the new op). One record per permuting copy seen."""
@@ -125,7 +104,7 @@ def tile_transposes(block: Any, plan: Any = None) -> list[TransposeTile]:
         types = [ir.RankedTensorType(v.type) for v in (op.operands[0], op.results[0])]
         name = " -> ".join("x".join(map(str, t.shape)) for t in types)
         tiles, why = choose_tiles(in_perm, out_perm, loop_sizes(op))
-        records.append(TransposeTile(name, *(tiles or [None, None]), why))
+        records.append(TileDecision("transpose", name, *(tiles or [None, None]), why))
         if tiles is not None:
             node = nodes.get(op)
             new = _rewrite(op, in_perm, out_perm, tiles)

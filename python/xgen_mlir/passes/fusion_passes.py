@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .._mlir import ir
@@ -103,25 +104,21 @@ def plan_fusion(module_op: ir.Operation, opts: PlanOptions) -> None:
         if opts.print:
             for d in plan.decisions:
                 print(_describe(plan, d), file=sys.stderr)
-        tiles = opts.transpose_tiles or opts.gemv_tiles or opts.matmul_tiles
-        if opts.form_regions or opts.share_pads or tiles:
+        block = fn.regions[0].blocks[0]
+        # In the backend's order (fusion.form_dispatch_regions): transposes before pad sharing
+        # and conv tiles erase ops the plan points at; gemvs and matmuls after data tiling.
+        steps = [
+            (opts.transpose_tiles, partial(tile_transposes, block, plan)),
+            (opts.gemv_tiles, partial(tile_gemvs, block)),
+            (opts.matmul_tiles, partial(tile_matmuls, block)),
+            (opts.share_pads, partial(share_padded_buffers, block)),
+        ]
+        if opts.form_regions or any(on for on, _ in steps):
             module_op.context.allow_unregistered_dialects = True  # flow, iree_tensor_ext: IREE's
         if opts.form_regions:
             form_regions(plan, opts.delegate_contractions)
-        if opts.transpose_tiles:  # before pad sharing and conv tiles erase planned ops
-            for tile in tile_transposes(fn.regions[0].blocks[0], plan):
-                if opts.print:
-                    print(tile.describe(), file=sys.stderr)
-        if opts.gemv_tiles:
-            for tile in tile_gemvs(fn.regions[0].blocks[0]):
-                if opts.print:
-                    print(tile.describe(), file=sys.stderr)
-        if opts.matmul_tiles:
-            for tile in tile_matmuls(fn.regions[0].blocks[0]):
-                if opts.print:
-                    print(tile.describe(), file=sys.stderr)
-        if opts.share_pads:
-            for record in share_padded_buffers(fn.regions[0].blocks[0]):
+        for on, step in steps:
+            for record in step() if on else []:
                 if opts.print:
                     print(record.describe(), file=sys.stderr)
         if opts.conv_tiles and opts.form_regions:

@@ -171,23 +171,14 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
                                 [[t.conv, t.distribution or "IREE's", t.vector or "IREE's",
                                   t.reduction or "IREE's", t.pads_absorbed, t.reason]
                                  for t in tiles]))  # fmt: skip
-        transposes = [t for plan in plans for t in getattr(plan, "transpose_tiles", [])]
-        if transposes:
-            parts.append("<h2>Transpose tiles (xgen_mlir's or IREE's own)</h2>")
-            parts.append(_table(["transpose (input -> output)", "workgroup", "vector", "why"],
-                                [[t.transpose, t.distribution or "IREE's", t.vector or "IREE's",
-                                  t.reason] for t in transposes]))  # fmt: skip
-        gemvs = [t for plan in plans for t in getattr(plan, "gemv_tiles", [])]
-        if gemvs:
-            parts.append("<h2>Gemv tiles (xgen_mlir's or IREE's own)</h2>")
-            parts.append(_table(["gemv (M x N x K)", "workgroup", "vector", "reduction", "why"],
-                                [[t.gemv, t.distribution or "IREE's", t.vector or "IREE's",
-                                  t.reduction or "IREE's", t.reason] for t in gemvs]))  # fmt: skip
-        matmuls = [t for plan in plans for t in getattr(plan, "matmul_tiles", [])]
-        if matmuls:
-            parts.append("<h2>Matmul tiles (xgen_mlir's or IREE's own)</h2>")
-            head = ["matmul (M x N x K)", "workgroup", "vector", "reduction", "why"]
-            rows = [[t.matmul, t.distribution or "IREE's", t.vector or "IREE's",
-                     t.reduction or "IREE's", t.reason] for t in matmuls]  # fmt: skip
-            parts.append(_table(head, rows))
+        for title, field in (("Transpose", "transpose_tiles"), ("Gemv", "gemv_tiles"),
+                             ("Matmul", "matmul_tiles")):  # fmt: skip
+            decisions = [t for plan in plans for t in getattr(plan, field, [])]
+            if decisions:
+                parts.append(f"<h2>{title} tiles (xgen_mlir's or IREE's own)</h2>")
+                rows = [[t.op, t.distribution or "IREE's", t.vector or "IREE's",
+                         t.reduction or ("IREE's" if not t.taken else "-"), t.reason]
+                        for t in decisions]  # fmt: skip
+                parts.append(_table(["op (shape)", "workgroup", "vector", "reduction", "why"],
+                                    rows))  # fmt: skip
     return "\n".join(parts)
