@@ -74,7 +74,7 @@ def _matmul_loops(op: Any) -> tuple[list[int], int, int, dict[int, int]] | None:
     return rows, n, k, sizes
 
 
-def _transcendental_epilogue(op: Any) -> bool:
+def _padded_transcendental_epilogue(op: Any) -> bool:
     """Whether ``op``'s only reader is an elementwise op computing a ``math`` function whose
     result is only read by a ``tensor.pad`` (which keeps IREE from collapsing the rows)."""
     uses = list(op.results[0].uses)
@@ -123,7 +123,7 @@ def _match(op: Any) -> tuple[str, tuple[Any, ...]] | None:
         return None
     rows, n, k, sizes = found
     name = f"{prod(sizes[r] for r in rows)}x{sizes[n]}x{sizes[k]}"
-    return name, (*found, _transcendental_epilogue(op.operation))
+    return name, (*found, _padded_transcendental_epilogue(op.operation))
 
 
 def tile_matmuls(block: Any) -> list[TileDecision]:
