@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xgen_mlir.backend.host import cache_bytes, matmul_tile_bytes
+from xgen_mlir.backend.host import cache_bytes, has_avx512, matmul_tile_bytes
 from xgen_mlir.pipelines import load_pipeline
 
 
@@ -42,3 +42,13 @@ def test_cpu_pipeline_resolves_auto_and_user_overrides():
         "matmul-tile-bytes" in f
         for f in load_pipeline("cpu").with_options({"matmul_tile_bytes": ""}).flags
     )
+
+
+def test_avx512_read_from_cpuinfo(tmp_path):
+    """The AVX-512-tuned tile rules run only where /proc/cpuinfo lists avx512f."""
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512bw\n")
+    assert has_avx512(info)
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512_vnni\n")
+    assert not has_avx512(info)
+    assert not has_avx512(tmp_path / "missing")

@@ -44,3 +44,20 @@ def matmul_tile_bytes(root: Path = _CACHES) -> str:
     Empty (flag dropped, IREE's default kept) where the L2 size is unknown."""
     l2 = cache_bytes(2, root)
     return str(l2 // 2) if l2 else ""
+
+
+_CPUINFO = Path("/proc/cpuinfo")
+
+
+def has_avx512(cpuinfo: Path = _CPUINFO) -> bool:
+    """Whether the host CPU has AVX-512 (16 f32 lanes per vector). xgen_mlir's own vector
+    tiles for transposes, gemvs and matmuls (``fusion/*_tiling.py``) were chosen and measured
+    for that width; elsewhere IREE keeps its own. False where the OS does not say."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return "avx512f" in line.split(":", 1)[-1].split()
+    return False

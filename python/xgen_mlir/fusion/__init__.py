@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..backend.host import has_avx512
 from .conv_tiling import ConvTile, tile_conv_groups
 from .data_tiling import TilingDecision, plan_data_tiling
 from .gemv_tiling import tile_gemvs
@@ -47,7 +48,10 @@ def form_dispatch_regions(
     ``transpose_tiles``. ``gemv_tiles``: one-row matmuls against a row-major weight (a
     classifier head) that are not data-tiled get xgen_mlir's tiles (``gemv_tiling``); records
     in ``gemv_tiles``. ``matmul_tiles``: plain matmuls that IREE would vectorize 7 rows at a
-    time (M = 196) get 14-row tiles (``matmul_tiling``); records in ``matmul_tiles``."""
+    time (M = 196) get 14-row tiles (``matmul_tiling``); records in ``matmul_tiles``. These
+    three were measured with AVX-512 vectors: on a host without it IREE keeps its tiles."""
+    if not has_avx512():  # the target is the host (the cpu pipeline)
+        transpose_tiles = gemv_tiles = matmul_tiles = False
     plans = []
     for fn in module.body.operations:
         fn = fn.operation
