@@ -12,6 +12,7 @@ from conftest import check_close
 import xgen_mlir
 from xgen_mlir.analysis import MappingType, classify
 from xgen_mlir.backend import fusion_stage
+from xgen_mlir.backend.host import has_avx512
 from xgen_mlir.fusion import wrap_in_region
 from xgen_mlir.report import mapping_counts, render
 
@@ -217,6 +218,11 @@ class ImageEntry(torch.nn.Module):
         return self.dw(torch.relu(self.stem(x)))
 
 
+# The transpose, gemv and matmul tile rules run on AVX-512 hosts only (the width they were
+# measured with); elsewhere the tests below check that IREE keeps its tiles.
+AVX512 = has_avx512()
+
+
 def test_image_entry_transpose_gets_xgen_tiles(tmp_path):
     """transpose_tiling: the 3-channel entry transpose gets 3 x 16 vectors and 8-row
     workgroups, IREE's codegen uses them (the configured executable shows them), and the
@@ -228,13 +234,14 @@ def test_image_entry_transpose_gets_xgen_tiles(tmp_path):
     assert planned.report.fusion_note == ""
     tiles = planned.report.fusion_plans[0].transpose_tiles
     taken = [(t.op, t.distribution, t.vector) for t in tiles if t.taken]
-    assert taken == [("3x16x32 -> 16x32x3", [3, 8, 32], [3, 1, 16])], [t.describe() for t in tiles]
+    expected = [("3x16x32 -> 16x32x3", [3, 8, 32], [3, 1, 16])] if AVX512 else []
+    assert taken == expected, [t.describe() for t in tiles]
     ours = "distribution = [3, 8, 32], vector_common_parallel = [3, 1, 16]"
-    assert ours in "".join(p.read_text() for p in dump.glob("configured_*.mlir"))
+    assert (ours in "".join(p.read_text() for p in dump.glob("configured_*.mlir"))) == AVX512
     want = model(x).detach().numpy()
     check_close(planned(x), want, atol=1e-5, rtol=1e-4, what="planned")
     page = render("entry", {}, planned.report.fusion_plans)
-    assert "Transpose tiles" in page and "3x16x32 -&gt; 16x32x3" in page
+    assert ("Transpose tiles" in page and "3x16x32 -&gt; 16x32x3" in page) == AVX512
     plain_dump = tmp_path / "plain"
     plain = xgen_mlir.compile(model, (x,), fusion=False, dump_executables=plain_dump)
     assert ours not in "".join(p.read_text() for p in plain_dump.glob("configured_*.mlir"))
@@ -245,17 +252,18 @@ def test_classifier_gemv_gets_xgen_tiles(tmp_path):
     """gemv_tiling: a one-row Linear (a classifier head) gets 16-row x 16-k vector steps, IREE's
     codegen uses them, and the result matches PyTorch; without the plan IREE keeps its own."""
     torch.manual_seed(0)
-    model, x = torch.nn.Linear(512, 300).eval(), torch.randn(1, 512)
+    model, x = torch.nn.Linear(512, 1000).eval(), torch.randn(1, 512)
     dump = tmp_path / "executables"
     planned = xgen_mlir.compile(model, (x,), dump_executables=dump)
     assert planned.report.fusion_note == ""
     tiles = planned.report.fusion_plans[0].gemv_tiles
-    assert [(t.op, t.taken) for t in tiles] == [("1x300x512", True)], [t.describe() for t in tiles]
-    ours = "vector_common_parallel = [1, 16, 0], vector_reduction = [0, 0, 16]"
-    assert ours in "".join(p.read_text() for p in dump.glob("configured_*.mlir"))
+    expected = [("1x1000x512", True)] if AVX512 else []
+    assert [(t.op, t.taken) for t in tiles] == expected, [t.describe() for t in tiles]
+    ours = "distribution = [0, 32, 0], vector_common_parallel = [1, 16, 0]"
+    assert (ours in "".join(p.read_text() for p in dump.glob("configured_*.mlir"))) == AVX512
     want = model(x).detach().numpy()
     check_close(planned(x), want, atol=1e-5, rtol=1e-4, what="planned")
-    assert "Gemv tiles" in render("head", {}, planned.report.fusion_plans)
+    assert ("Gemv tiles" in render("head", {}, planned.report.fusion_plans)) == AVX512
     plain_dump = tmp_path / "plain"
     plain = xgen_mlir.compile(model, (x,), fusion=False, dump_executables=plain_dump)
     assert ours not in "".join(p.read_text() for p in plain_dump.glob("configured_*.mlir"))
@@ -287,15 +295,14 @@ def test_silu_pointwise_conv_gets_xgen_tiles(tmp_path):
         planned = xgen_mlir.compile(model, (x,), dump_executables=dump)
         assert planned.report.fusion_note == ""
         tiles = planned.report.fusion_plans[0].matmul_tiles
-        assert [(t.op, t.taken) for t in tiles] == [("196x96x64", taken)], [
-            t.describe() for t in tiles
-        ]
-        ours = "vector_common_parallel = [1, 14, 16, 0], vector_reduction = [0, 0, 0, 16]"
+        expected = [("196x96x64", taken)] if AVX512 else []
+        assert [(t.op, t.taken) for t in tiles] == expected, [t.describe() for t in tiles]
+        ours = "distribution = [1, 14, 96, 0], vector_common_parallel = [1, 14, 16, 0]"
         configured = "".join(p.read_text() for p in dump.glob("configured_*.mlir"))
-        assert (ours in configured) == taken
+        assert (ours in configured) == (taken and AVX512)
         want = model(x).detach().numpy()
         check_close(planned(x), want, atol=1e-5, rtol=1e-4, what=type(act).__name__)
-        if taken:
+        if taken and AVX512:
             assert "Matmul tiles" in render("silu", {}, planned.report.fusion_plans)
 
 
