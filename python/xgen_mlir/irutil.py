@@ -146,3 +146,9 @@ def clone_body(src: Any, dst: Any) -> None:
                 if v in mapping:
                     clone.operands[i] = mapping[v]
             mapping.update(zip(op.results, clone.results, strict=True))
+
+
+def defining_op(value: Any) -> Any:
+    """The op that defines ``value`` (None for a block argument); either MLIR binding."""
+    owner = value.owner
+    return owner.operation if hasattr(owner, "operation") else None

@@ -22,7 +22,7 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
   for transposes that write a few-element dimension innermost (``fusion/transpose_tiling.py``),
   ``gemv_tiles`` [false] for one-row matmuls such as a classifier head (``fusion/gemv_tiling.py``),
   ``matmul_tiles`` [false] for plain matmuls IREE vectorizes 7 rows at a time
-  (``fusion/matmul_tiling.py``).
+  (``fusion/matmul_tiling.py``). All but ``plan`` are read into one ``FusionSteps``.
 * ``[runtime]``: ``devices`` [local-task, local-sync] the module runs on, ``arch`` ["host"] of
   its CPU executables (``none`` for GPU targets), ``emulator`` to run a foreign arch here.
 """
@@ -36,6 +36,28 @@ from pathlib import Path
 
 from ._paths import pipelines_dir
 from .errors import PipelineError, UnknownNameError
+
+
+@dataclass(frozen=True)
+class FusionSteps:
+    """Which of the fusion planner's optional steps run: a pipeline's ``[fusion]`` table
+    (the keys of the same names; ``data_tiling`` is ``plan_data_tiling``). The planner
+    (``fusion.form_dispatch_regions``) and the backend stage (``backend/fusion_stage.py``) take
+    it whole, so a new step is one field here and one line in the planner."""
+
+    delegate_contractions: bool = True
+    data_tiling: bool = True
+    share_pads: bool = True
+    conv_tiles: bool = False
+    transpose_tiles: bool = False
+    gemv_tiles: bool = False
+    matmul_tiles: bool = False
+
+    @classmethod
+    def from_table(cls, table: dict[str, object]) -> FusionSteps:
+        keys = {f: f for f in cls.__dataclass_fields__} | {"data_tiling": "plan_data_tiling"}
+        defaults = cls()
+        return cls(**{f: bool(table.get(key, getattr(defaults, f))) for f, key in keys.items()})
 
 
 @dataclass(frozen=True)
@@ -98,13 +120,7 @@ class Pipeline:
     runtime: RuntimeSpec = RuntimeSpec()
     option_values: tuple[tuple[str, str], ...] = ()  # set by with_options()
     fusion_plan: bool = False
-    delegate_contractions: bool = True
-    plan_data_tiling: bool = True
-    share_pads: bool = True
-    conv_tiles: bool = False
-    transpose_tiles: bool = False
-    gemv_tiles: bool = False
-    matmul_tiles: bool = False
+    fusion: FusionSteps = FusionSteps()
 
     def with_options(self, overrides: dict[str, str] | None = None) -> Pipeline:
         """This pipeline with its ``${option}`` references resolved (defaults + overrides)."""
@@ -197,13 +213,7 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
             outputs=tuple(iree.get("outputs", ["vmfb"])),
             runtime=runtime,
             fusion_plan=bool(data.get("fusion", {}).get("plan", False)),
-            delegate_contractions=bool(data.get("fusion", {}).get("delegate_contractions", True)),
-            plan_data_tiling=bool(data.get("fusion", {}).get("plan_data_tiling", True)),
-            share_pads=bool(data.get("fusion", {}).get("share_pads", True)),
-            conv_tiles=bool(data.get("fusion", {}).get("conv_tiles", False)),
-            transpose_tiles=bool(data.get("fusion", {}).get("transpose_tiles", False)),
-            gemv_tiles=bool(data.get("fusion", {}).get("gemv_tiles", False)),
-            matmul_tiles=bool(data.get("fusion", {}).get("matmul_tiles", False)),
+            fusion=FusionSteps.from_table(data.get("fusion", {})),
         )
     except (KeyError, TypeError) as e:
         raise PipelineError(

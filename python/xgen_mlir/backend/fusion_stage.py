@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..fusion import FusionPlan, form_dispatch_regions
+from ..pipelines import FusionSteps
 from ..runtime.inspect import iree_tool
+from .host import has_avx512
 
 DATA_TILING_FLAG = "--iree-opt-data-tiling"
 
@@ -52,14 +54,10 @@ def compile_with_plan(
     backends: list[str],
     flags: list[str],
     work: Path,
-    delegate_contractions: bool = True,
-    plan_data_tiling: bool = True,
-    share_pads: bool = True,
-    conv_tiles: bool = False,
-    transpose_tiles: bool = False,
-    gemv_tiles: bool = False,
-    matmul_tiles: bool = False,
+    steps: FusionSteps | None = None,
 ) -> PlannedCompile:
+    """``steps``: the pipeline's ``[fusion]`` table. The target is this host, so the tile
+    rules tuned for AVX-512 (transpose, gemv, matmul tiles) are dropped where it has none."""
     import iree.compiler.ir as iree_ir
 
     seconds: dict[str, float] = {}
@@ -88,23 +86,17 @@ def compile_with_plan(
         "before-plan",
     )  # fmt: skip
     seconds["iree_pre_fusion"] = time.perf_counter() - t
-    data_tiling = DATA_TILING_FLAG in flags and plan_data_tiling
+    steps = steps or FusionSteps()
+    if not has_avx512():
+        steps = replace(steps, transpose_tiles=False, gemv_tiles=False, matmul_tiles=False)
+    data_tiling = DATA_TILING_FLAG in flags and steps.data_tiling
     # The per-contraction data-tiling hints are an optimization: if IREE rejects the module
     # with them (a pack fused where its codegen cannot take it), plan again without them.
     attempts = [True, False] if data_tiling else [False]
     for hints in attempts:
         t = time.perf_counter()
         module = iree_ir.Module.parse(pre.read_bytes(), iree_ir.Context())
-        plans = form_dispatch_regions(
-            module,
-            delegate_contractions=delegate_contractions,
-            data_tiling=hints,
-            share_pads=share_pads,
-            conv_tiles=conv_tiles,
-            transpose_tiles=transpose_tiles,
-            gemv_tiles=gemv_tiles,
-            matmul_tiles=matmul_tiles,
-        )
+        plans = form_dispatch_regions(module, steps=replace(steps, data_tiling=hints))
         run_flags = flags
         if hints and not any(t.tiled for p in plans for t in p.tiling):
             # no op carries the hint: IREE would tile them all, so drop the flag instead

@@ -120,11 +120,8 @@ def compile_vmfb(
                 # Plan with each flag set in turn: a model that needs a fallback flag set (an IREE
                 # bug on the main flags) still gets the plan on the fallback's flags.
                 try:
-                    planned = compile_with_plan(
-                        src, list(pipeline.backends), flags, tmp, pipeline.delegate_contractions,
-                        pipeline.plan_data_tiling, pipeline.share_pads, pipeline.conv_tiles,
-                        pipeline.transpose_tiles, pipeline.gemv_tiles, pipeline.matmul_tiles,
-                    )  # fmt: skip
+                    planned = compile_with_plan(src, list(pipeline.backends), flags, tmp,
+                                                pipeline.fusion)  # fmt: skip
                     _warn_fallback(why, pipeline)
                     return BackendResult(
                         planned.vmfb, flags, why, time.perf_counter() - start, attempts, weights,

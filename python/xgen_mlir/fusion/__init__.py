@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backend.host import has_avx512
+from ..pipelines import FusionSteps
 from .conv_tiling import ConvTile, tile_conv_groups
 from .data_tiling import TilingDecision, plan_data_tiling
 from .gemv_tiling import tile_gemvs
@@ -26,32 +26,26 @@ FUNC_OPS = ("func.func", "util.func")
 
 
 def form_dispatch_regions(
-    module: Any,
-    max_expand: float = 4.0,
-    delegate_contractions: bool = True,
-    data_tiling: bool = False,
-    share_pads: bool = True,
-    conv_tiles: bool = False,
-    transpose_tiles: bool = False,
-    gemv_tiles: bool = False,
-    matmul_tiles: bool = False,
+    module: Any, max_expand: float = 4.0, steps: FusionSteps | None = None
 ) -> list[FusionPlan]:
-    """Plan every function body of ``module`` and form its regions (``form_regions``).
+    """Plan every function body of ``module``, form its regions (``form_regions``), then run
+    the optional steps ``steps`` asks for (``pipelines.FusionSteps``, a pipeline's
+    ``[fusion]`` table), each recording its decisions in the plan:
 
-    ``data_tiling``: also decide which contractions IREE data-tiles (``plan_data_tiling``);
-    the decisions are in each plan's ``tiling``. ``share_pads``: padded values with other
-    readers are read from the padded buffer (``pad_sharing``); records in ``pad_shares``.
-    ``conv_tiles``: small-image convs get xgen_mlir's tile sizes in regions of their own
-    (``conv_tiling``; after pad sharing, whose pads they absorb); records in ``conv_tiles``.
-    ``transpose_tiles``: transposes that write a few-element dimension innermost (a CNN's
-    NCHW -> NHWC entry) get xgen_mlir's tiles (``transpose_tiling``); records in
-    ``transpose_tiles``. ``gemv_tiles``: one-row matmuls against a row-major weight (a
-    classifier head) that are not data-tiled get xgen_mlir's tiles (``gemv_tiling``); records
-    in ``gemv_tiles``. ``matmul_tiles``: plain matmuls that IREE would vectorize 7 rows at a
-    time (M = 196) get 14-row tiles (``matmul_tiling``); records in ``matmul_tiles``. These
-    three were measured with AVX-512 vectors: on a host without it IREE keeps its tiles."""
-    if not has_avx512():  # the target is the host (the cpu pipeline)
-        transpose_tiles = gemv_tiles = matmul_tiles = False
+    - ``transpose_tiles``: transposes that write a few-element dimension innermost (a CNN's
+      NCHW -> NHWC entry) get xgen_mlir's tiles (``transpose_tiling``; ``transpose_tiles``).
+      First, before the steps below erase ops the plan's nodes point at;
+    - ``data_tiling``: which contractions IREE data-tiles (``plan_data_tiling``; ``tiling``);
+    - ``gemv_tiles``: one-row matmuls against a row-major weight (a classifier head) that are
+      not data-tiled get xgen_mlir's tiles (``gemv_tiling``; ``gemv_tiles``);
+    - ``matmul_tiles``: plain matmuls IREE would vectorize 7 rows at a time under a padded
+      transcendental epilogue get 14-row tiles (``matmul_tiling``; ``matmul_tiles``);
+    - ``share_pads``: padded values with other readers are read from the padded buffer
+      (``pad_sharing``; ``pad_shares``);
+    - ``conv_tiles``: small-image convs get xgen_mlir's tiles in regions of their own
+      (``conv_tiling``; after pad sharing, whose pads they absorb; ``conv_tiles``).
+    """
+    steps = steps or FusionSteps()
     plans = []
     for fn in module.body.operations:
         fn = fn.operation
@@ -59,18 +53,18 @@ def form_dispatch_regions(
             continue
         block = fn.regions[0].blocks[0]
         plan = plan_block(block, max_expand)
-        form_regions(plan, delegate_contractions)
-        if transpose_tiles:  # before the steps below erase ops the plan's nodes point at
+        form_regions(plan, steps.delegate_contractions)
+        if steps.transpose_tiles:
             plan.transpose_tiles = tile_transposes(block, plan)
-        if data_tiling:
+        if steps.data_tiling:
             plan.tiling = plan_data_tiling(block)
-        if gemv_tiles:  # after the data-tiling hints: tiled ones keep IREE's packed layout
+        if steps.gemv_tiles:  # after the data-tiling hints: tiled ones keep IREE's packed layout
             plan.gemv_tiles = tile_gemvs(block)
-        if matmul_tiles:
+        if steps.matmul_tiles:
             plan.matmul_tiles = tile_matmuls(block)
-        if share_pads:
+        if steps.share_pads:
             plan.pad_shares = share_padded_buffers(block)
-        if conv_tiles:
+        if steps.conv_tiles:
             plan.conv_tiles = tile_conv_groups(plan)
         plans.append(plan)
     return plans

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.mapping_types import MappingType, classify, ir_of
-from ..irutil import clone_body
-from .lowering import compilation_info
-from .regions import defining_op, wrap_in_region
+from ..irutil import clone_body, defining_op
+from .lowering import TileDecision, compilation_info
+from .regions import wrap_in_region
 
 MAX_PIXELS = 196  # 14x14; at 28x28 and 56x56 IREE's own tiles were within 2% (measured)
 PIPELINE = "ConvTileAndDecomposeExpert"
@@ -64,26 +64,18 @@ class ConvGeometry:
 
 
 @dataclass
-class ConvTile:
-    """One decision: the conv, and the tiles given to IREE or why IREE keeps its own."""
+class ConvTile(TileDecision):
+    """A ``TileDecision`` for a conv, plus how many of its result's pads it writes in place."""
 
-    conv: str
-    distribution: list[int] | None
-    vector: list[int] | None
-    reduction: list[int] | None
-    reason: str
     pads_absorbed: int = 0
 
     @property
-    def taken(self) -> bool:
-        return self.distribution is not None
+    def conv(self) -> str:
+        return self.op
 
     def describe(self) -> str:
-        if not self.taken:
-            return f"conv {self.conv}: IREE's tiles: {self.reason}"
         pads = f"; {self.pads_absorbed} pad(s) written in place" if self.pads_absorbed else ""
-        return (f"conv {self.conv}: tiles workgroup {self.distribution} vector {self.vector} "
-                f"reduction {self.reduction}: {self.reason}{pads}")  # fmt: skip
+        return super().describe() + pads
 
 
 def conv_geometry(op: Any) -> ConvGeometry | None:
@@ -163,7 +155,8 @@ def tile_conv_groups(plan: Any, threads: int | None = None) -> list[ConvTile]:
             continue
         conv, geom = convs[0]
         tiles, why = choose_tiles(geom, threads)
-        record = ConvTile(str(geom), *(tiles or [None, None, None]), why)
+        dist, vec, red = tiles or [None, None, None]
+        record = ConvTile("conv", str(geom), dist, vec, why, red)
         records.append(record)
         if tiles is None:
             continue

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.mapping_types import ir_of
-from .regions import defining_op, within
+from ..irutil import defining_op
+from .regions import within
 
 BARRIER = "iree_tensor_ext.compute_barrier.start"
 REGION = "flow.dispatch.region"

@@ -34,6 +34,7 @@ dispatches that use them and turns reshapes into free metadata ops.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import prod
 from typing import Any
 
 from ..analysis.mapping_types import Mapping, MappingType, classify, indexing_maps, loop_sizes
@@ -217,9 +218,7 @@ def matvec_macs(op: Any, mapping: Mapping) -> int:
     sizes = loop_sizes(op)
     if not maps or len(sizes) != maps[0].n_dims:
         return 0
-    work = 1
-    for size in sizes.values():
-        work *= size
+    work = prod(sizes.values())
     return work if work <= SMALL_MATVEC_MACS else 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.mapping_types import ir_of
+from ..irutil import defining_op
 
 
 def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
@@ -70,12 +71,6 @@ def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
         o.move_after(prev)
         prev = o
     return region_op
-
-
-def defining_op(value: Any) -> Any:
-    """The op that defines ``value`` (None for a block argument); either MLIR binding."""
-    owner = value.owner
-    return owner.operation if hasattr(owner, "operation") else None
 
 
 def within(op: Any, members: set[Any]) -> bool:

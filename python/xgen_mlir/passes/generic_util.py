@@ -15,15 +15,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .._mlir import arith, ir, linalg, tensor
-from ..irutil import clone_body, constant_op
+from ..irutil import clone_body, constant_op, defining_op
 
-
-def producer(value: ir.Value) -> ir.Operation | None:
-    """The op defining ``value`` (None for block arguments)."""
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return None
-    return owner.operation
+producer = defining_op  # the op defining a value (None for block arguments)
 
 
 def producer_named(value: ir.Value, *names: str) -> ir.Operation | None:
