@@ -21,8 +21,9 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
   xgen_mlir's tile sizes (``fusion/conv_tiling.py``); ``transpose_tiles`` [false] does the same
   for transposes that write a few-element dimension innermost (``fusion/transpose_tiling.py``),
   ``gemv_tiles`` [false] for one-row matmuls such as a classifier head (``fusion/gemv_tiling.py``),
-  ``matmul_tiles`` [false] for plain matmuls IREE vectorizes 7 rows at a time
-  (``fusion/matmul_tiling.py``). All but ``plan`` are read into one ``FusionSteps``.
+  ``matmul_tiles`` [false] for plain matmuls IREE vectorizes 7 rows at a time and for 49-row
+  ones it would data-tile (``fusion/matmul_tiling.py``). All but ``plan`` are read into one
+  ``FusionSteps``.
 * ``[runtime]``: ``devices`` [local-task, local-sync] the module runs on, ``arch`` ["host"] of
   its CPU executables (``none`` for GPU targets), ``emulator`` to run a foreign arch here.
 """

@@ -306,6 +306,50 @@ def test_silu_pointwise_conv_gets_xgen_tiles(tmp_path):
             assert "Matmul tiles" in render("silu", {}, planned.report.fusion_plans)
 
 
+class SevenPixelTail(torch.nn.Module):
+    """MobileNetV2's last stage in small: a depthwise conv, then a 1x1 conv on 7x7 pixels
+    (M = 49) whose result goes to the output (``padded=False``) or, through a ReLU, to another
+    depthwise conv (``padded=True``)."""
+
+    def __init__(self, padded: bool) -> None:
+        super().__init__()
+        self.dw = torch.nn.Conv2d(192, 192, 3, padding=1, groups=192)
+        self.conv = torch.nn.Conv2d(192, 160, 1)
+        self.dw2 = torch.nn.Conv2d(160, 160, 3, padding=1, groups=160) if padded else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(torch.relu(self.dw(x)))
+        return y if self.dw2 is None else self.dw2(torch.relu(y))
+
+
+def test_seven_pixel_pointwise_conv_gets_xgen_tiles_instead_of_data_tiling(tmp_path):
+    """matmul_tiling: a 49-pixel 1x1 conv, which data tiling would pack (few rows), is left
+    plain and gets 7-row x 16-column tiles in 49 x 16 workgroups (IREE's codegen uses them);
+    padded for the next conv it keeps IREE's tiles. Without AVX-512 the rule is off and the
+    conv is data-tiled as before. All match PyTorch."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 192, 7, 7)
+    ours = "distribution = [49, 16, 0], vector_common_parallel = [7, 16, 0]"
+    for padded in (False, True):
+        model = SevenPixelTail(padded).eval()
+        dump = tmp_path / f"padded{padded}"
+        planned = xgen_mlir.compile(model, (x,), dump_executables=dump)
+        assert planned.report.fusion_note == ""
+        plan = planned.report.fusion_plans[0]
+        taken = AVX512 and not padded
+        expected = [("49x160x192", taken)] if AVX512 else []
+        assert [(t.op, t.taken) for t in plan.matmul_tiles] == expected, [
+            t.describe() for t in plan.matmul_tiles
+        ]
+        (conv,) = [d for d in plan.tiling if (d.m, d.n, d.k) == (49, 160, 192)]
+        assert conv.tiled == (not AVX512 and not padded), conv.reason
+        assert ("xgen_mlir's tiles" in conv.reason) == taken
+        configured = "".join(p.read_text() for p in dump.glob("configured_*.mlir"))
+        assert (ours in configured) == taken
+        want = model(x).detach().numpy()
+        check_close(planned(x), want, atol=1e-5, rtol=1e-4, what=f"padded={padded}")
+
+
 def test_squeeze_excite_matvecs_share_one_dispatch_when_cheap():
     """The SE block's squeeze and excite matvecs (+ activations and the scale) become one
     planner region on 32 channels, one dispatch fewer than with the chain refused; on 512

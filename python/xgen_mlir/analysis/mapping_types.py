@@ -73,6 +73,15 @@ def linalg_of(op: Any) -> Any:
     return linalg
 
 
+def tensor_of(op: Any) -> Any:
+    """The ``tensor`` dialect module of the MLIR binding this op comes from."""
+    if type(op).__module__.startswith("iree."):
+        from iree.compiler.dialects import tensor
+    else:
+        from torch_mlir.dialects import tensor
+    return tensor
+
+
 def ir_of(op: Any) -> Any:
     """The ``ir`` module of the MLIR binding (torch-mlir's or IREE's) this op comes from."""
     if type(op).__module__.startswith("iree."):

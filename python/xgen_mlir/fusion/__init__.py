@@ -9,7 +9,7 @@ from .conv_tiling import ConvTile, tile_conv_groups
 from .data_tiling import TilingDecision, plan_data_tiling
 from .gemv_tiling import tile_gemvs
 from .lowering import TileDecision
-from .matmul_tiling import tile_matmuls
+from .matmul_tiling import takes_seven_rows, tile_matmuls
 from .pad_sharing import PadShare, share_padded_buffers
 from .planner import FusionPlan, plan_block
 from .regions import wrap_in_region
@@ -35,11 +35,13 @@ def form_dispatch_regions(
     - ``transpose_tiles``: transposes that write a few-element dimension innermost (a CNN's
       NCHW -> NHWC entry) get xgen_mlir's tiles (``transpose_tiling``; ``transpose_tiles``).
       First, before the steps below erase ops the plan's nodes point at;
-    - ``data_tiling``: which contractions IREE data-tiles (``plan_data_tiling``; ``tiling``);
+    - ``data_tiling``: which contractions IREE data-tiles (``plan_data_tiling``; ``tiling``),
+      leaving plain the 49-row ones ``matmul_tiles`` takes;
     - ``gemv_tiles``: one-row matmuls against a row-major weight (a classifier head) that are
       not data-tiled get xgen_mlir's tiles (``gemv_tiling``; ``gemv_tiles``);
     - ``matmul_tiles``: plain matmuls IREE would vectorize 7 rows at a time under a padded
-      transcendental epilogue get 14-row tiles (``matmul_tiling``; ``matmul_tiles``);
+      transcendental epilogue get 14-row tiles, and 49-row ones (a 7x7 image's 1x1 convs)
+      7-row tiles in 16-column workgroups (``matmul_tiling``; ``matmul_tiles``);
     - ``share_pads``: padded values with other readers are read from the padded buffer
       (``pad_sharing``; ``pad_shares``);
     - ``conv_tiles``: small-image convs get xgen_mlir's tiles in regions of their own
@@ -57,7 +59,9 @@ def form_dispatch_regions(
         if steps.transpose_tiles:
             plan.transpose_tiles = tile_transposes(block, plan)
         if steps.data_tiling:
-            plan.tiling = plan_data_tiling(block)
+            plan.tiling = plan_data_tiling(
+                block, xgen_tiles=takes_seven_rows if steps.matmul_tiles else None
+            )
         if steps.gemv_tiles:  # after the data-tiling hints: tiled ones keep IREE's packed layout
             plan.gemv_tiles = tile_gemvs(block)
         if steps.matmul_tiles:

@@ -240,11 +240,9 @@ def reads_slice(op: Any) -> bool:
     return False
 
 
-def _runs(amap: Any, groups: list[list[int]]) -> list[list[int]] | None:
+def _runs(ir: Any, amap: Any, groups: list[list[int]]) -> list[list[int]] | None:
     """Result positions of ``amap`` grouped so each loop group is one run, or None when a
     group is split, reordered or partly absent (then the op cannot be collapsed)."""
-    from iree.compiler import ir
-
     dims = []
     for expr in amap.results:
         if not isinstance(expr, ir.AffineDimExpr):
@@ -271,11 +269,11 @@ def collapse_to_gemm(op: Any) -> Any:
 
     Why: IREE collapses these loops itself before it data-tiles, and the new op it builds
     drops discardable attributes, the data-tiling hint among them (measured: MobileNetV2's
-    7x7 project convs lost the hint). Collapsing first keeps the hint on the op IREE tiles."""
-    from iree.compiler import ir
-    from iree.compiler.dialects import linalg, tensor
+    7x7 project convs lost the hint). Collapsing first keeps the hint on the op IREE tiles,
+    and the tiles xgen_mlir gives it (``matmul_tiling``). In IREE's or torch-mlir's bindings."""
+    from ..analysis.mapping_types import indexing_maps, ir_of, linalg_of, tensor_of
 
-    from ..analysis.mapping_types import indexing_maps
+    ir, linalg, tensor = ir_of(op), linalg_of(op), tensor_of(op)
 
     if op.name != "linalg.generic" or len(op.results) != 1:
         return op
@@ -291,7 +289,7 @@ def collapse_to_gemm(op: Any) -> Any:
     groups = [g for g in groups if len(g) > 1]
     if not groups or any(d not in order for g in groups for d in g):
         return op
-    runs = [_runs(m, groups) for m in maps]
+    runs = [_runs(ir, m, groups) for m in maps]
     if any(r is None for r in runs):
         return op
     n_loops = maps[0].n_dims
@@ -341,8 +339,11 @@ def collapse_to_gemm(op: Any) -> Any:
     return new.operation
 
 
-def plan_data_tiling(block: Any, small_m: int = SMALL_M, big: int = BIG) -> list[TilingDecision]:
-    """Decide every top-level contraction of ``block`` and set the hint on the tiled ones."""
+def plan_data_tiling(
+    block: Any, small_m: int = SMALL_M, big: int = BIG, xgen_tiles: Any = None
+) -> list[TilingDecision]:
+    """Decide every top-level contraction of ``block`` and set the hint on the tiled ones.
+    ``xgen_tiles``: a predicate for ops a tile rule of xgen_mlir takes instead (left plain)."""
     from iree.compiler import ir
 
     from ..frontend.lowering import format_location
@@ -356,6 +357,11 @@ def plan_data_tiling(block: Any, small_m: int = SMALL_M, big: int = BIG) -> list
         if shape is None:
             continue
         m, n, k, batch = shape
+        if xgen_tiles is not None and xgen_tiles(op):
+            where = format_location(op.location)
+            why = "xgen_mlir's tiles instead (matmul_tiling: faster than packing, measured)"
+            decisions.append(TilingDecision(f"{op.name} at {where}", m, n, k, False, why, batch))
+            continue
         tiled, why = decide(
             m,
             n,

@@ -19,8 +19,8 @@ creation (backend/fusion_stage.py); these passes run the same code on linalg-on-
   xgen_mlir's tiles (``fusion/transpose_tiling.py``; ``transpose ...`` lines);
   ``gemv-tiles=true`` does the same for one-row matmuls against a row-major weight
   (``fusion/gemv_tiling.py``; ``gemv ...`` lines); ``matmul-tiles=true`` for plain matmuls
-  IREE vectorizes 7 rows at a time under a transcendental epilogue (``fusion/matmul_tiling.py``;
-  ``matmul ...`` lines).
+  IREE vectorizes 7 rows at a time under a transcendental epilogue and for 49-row ones
+  (``fusion/matmul_tiling.py``; ``matmul ...`` lines).
 """
 
 from __future__ import annotations

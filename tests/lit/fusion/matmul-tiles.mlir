@@ -52,7 +52,7 @@ func.func @silu_expand(%x: tensor<14x14x64xf32>, %w: tensor<64x96xf32>) -> tenso
 // DECIDE: matmul 196x96x64: IREE's tiles: no padded transcendental epilogue: not clearly faster, or tiles IREE drops
 // DECIDE: matmul 784x96x64: IREE's tiles: M = 784: not 14 x an odd number (IREE's 7-row tiles; measured only there)
 // DECIDE: matmul 196x96x24: IREE's tiles: N = 96, K = 24: not multiples of 16 of at least 64 (partial or short vector steps measured slower)
-// DECIDE-NOT: matmul
+// DECIDE-NOT: matmul 64x
 // CHECK-LABEL: func.func @not_taken
 // CHECK-NOT: compilation_info
 #x = affine_map<(h, w, n, k) -> (h, w, k)>
@@ -106,4 +106,91 @@ func.func @not_taken(%x: tensor<14x14x64xf32>, %w: tensor<64x96xf32>, %big: tens
     linalg.yield %s : f32
   } -> tensor<64x64xf32>
   return %relu, %mm2, %mm3, %gram : tensor<14x14x96xf32>, tensor<28x28x96xf32>, tensor<14x14x96xf32>, tensor<64x64xf32>
+}
+
+// -----
+
+// A 7x7 image's 1x1 conv (M = 49 pixels, read row-major, k innermost) whose result is not
+// padded (MobileNetV2's last convs): 7 rows x 16 columns per step, workgroups of all 49 rows x
+// 16 columns, whatever the epilogue. IREE would collapse the two row loops and rebuild the op
+// without the tiles, so the op is collapsed to one row loop first; the reshapes keep the
+// result's 7x7 shape.
+// DECIDE: matmul 49x96x64: tiles workgroup [49, 16, 0] vector [7, 16, 0] reduction [0, 0, 16]: 49 rows: 7 rows x 16 columns per step, workgroups of all rows x 16 columns (not data-tiled)
+// CHECK-LABEL: func.func @seven_by_seven
+// CHECK: %[[X:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<7x7x64xf32> into tensor<49x64xf32>
+// CHECK: %[[ACC:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<7x7x96xf32> into tensor<49x96xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: ins(%[[X]], %{{.*}} : tensor<49x64xf32>, tensor<64x96xf32>) outs(%[[ACC]] : tensor<49x96xf32>)
+// CHECK-SAME: compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [49, 16, 0], vector_common_parallel = [7, 16, 0], vector_reduction = [0, 0, 16]>
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [7, 7, 96] : tensor<49x96xf32> into tensor<7x7x96xf32>
+// OFF-LABEL: func.func @seven_by_seven
+// OFF-NOT: compilation_info
+// OFF-NOT: tensor.collapse_shape
+#x = affine_map<(h, w, n, k) -> (h, w, k)>
+#w = affine_map<(h, w, n, k) -> (k, n)>
+#y = affine_map<(h, w, n, k) -> (h, w, n)>
+func.func @seven_by_seven(%x: tensor<7x7x64xf32>, %w: tensor<64x96xf32>) -> tensor<7x7x96xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<7x7x96xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<7x7x96xf32>) -> tensor<7x7x96xf32>
+  %mm = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<7x7x64xf32>, tensor<64x96xf32>) outs(%acc : tensor<7x7x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<7x7x96xf32>
+  return %mm : tensor<7x7x96xf32>
+}
+
+// -----
+
+// Not taken at 49 rows: a result padded for the next depthwise conv (IREE keeps the row
+// loops there, and its 64-column workgroups measured faster), an activation read
+// channels-first (k, h, w) (EfficientNet-B0's project convs: packing it once measured
+// faster), and N = 24 (a partial 16-wide step). Nothing is collapsed.
+// DECIDE: matmul 49x96x64: IREE's tiles: 49 rows padded for a conv: IREE's tiles (7 x 16, 64-column workgroups) measured faster than 16-column ones
+// DECIDE: matmul 49x96x64: IREE's tiles: 49 rows read channels-first (k, rows): data tiling packs them once, measured faster than these tiles
+// DECIDE: matmul 49x24x64: IREE's tiles: N = 24, K = 64: not multiples of 16 of at least 64 (partial or short vector steps measured slower)
+// CHECK-LABEL: func.func @seven_by_seven_not_taken
+// CHECK-NOT: compilation_info
+// CHECK-NOT: tensor.collapse_shape
+#x = affine_map<(h, w, n, k) -> (h, w, k)>
+#xt = affine_map<(h, w, n, k) -> (k, h, w)>
+#w = affine_map<(h, w, n, k) -> (k, n)>
+#y = affine_map<(h, w, n, k) -> (h, w, n)>
+func.func @seven_by_seven_not_taken(%x: tensor<7x7x64xf32>, %xt: tensor<64x7x7xf32>, %w: tensor<64x96xf32>, %w24: tensor<64x24xf32>)
+    -> (tensor<9x9x96xf32>, tensor<7x7x96xf32>, tensor<7x7x24xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<7x7x96xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<7x7x96xf32>) -> tensor<7x7x96xf32>
+  %mm = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<7x7x64xf32>, tensor<64x96xf32>) outs(%acc : tensor<7x7x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<7x7x96xf32>
+  %p = tensor.pad %mm low[1, 1, 0] high[1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index):
+    tensor.yield %zero : f32
+  } : tensor<7x7x96xf32> to tensor<9x9x96xf32>
+  %mmt = linalg.generic {indexing_maps = [#xt, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%xt, %w : tensor<64x7x7xf32>, tensor<64x96xf32>) outs(%acc : tensor<7x7x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<7x7x96xf32>
+  %e24 = tensor.empty() : tensor<7x7x24xf32>
+  %acc24 = linalg.fill ins(%zero : f32) outs(%e24 : tensor<7x7x24xf32>) -> tensor<7x7x24xf32>
+  %mm24 = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w24 : tensor<7x7x64xf32>, tensor<64x24xf32>) outs(%acc24 : tensor<7x7x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<7x7x24xf32>
+  return %p, %mmt, %mm24 : tensor<9x9x96xf32>, tensor<7x7x96xf32>, tensor<7x7x24xf32>
 }
