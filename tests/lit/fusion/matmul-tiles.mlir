@@ -149,10 +149,12 @@ func.func @seven_by_seven(%x: tensor<7x7x64xf32>, %w: tensor<64x96xf32>) -> tens
 // Not taken at 49 rows: a result padded for the next depthwise conv (IREE keeps the row
 // loops there, and its 64-column workgroups measured faster), an activation read
 // channels-first (k, h, w) (EfficientNet-B0's project convs: packing it once measured
-// faster), and N = 24 (a partial 16-wide step). Nothing is collapsed.
+// faster), N = 24 (a partial 16-wide step), and a large GEMM (N, K >= 512: packed weights
+// stream better). Nothing is collapsed.
 // DECIDE: matmul 49x96x64: IREE's tiles: 49 rows padded for a conv: IREE's tiles (7 x 16, 64-column workgroups) measured faster than 16-column ones
 // DECIDE: matmul 49x96x64: IREE's tiles: 49 rows read channels-first (k, rows): data tiling packs them once, measured faster than these tiles
 // DECIDE: matmul 49x24x64: IREE's tiles: N = 24, K = 64: not multiples of 16 of at least 64 (partial or short vector steps measured slower)
+// DECIDE: matmul 49x512x512: IREE's tiles: a large GEMM (N, K >= 512): packed weights measured faster (49x2048x512: 0.85 against 1.00 ms)
 // CHECK-LABEL: func.func @seven_by_seven_not_taken
 // CHECK-NOT: compilation_info
 // CHECK-NOT: tensor.collapse_shape
@@ -160,8 +162,8 @@ func.func @seven_by_seven(%x: tensor<7x7x64xf32>, %w: tensor<64x96xf32>) -> tens
 #xt = affine_map<(h, w, n, k) -> (k, h, w)>
 #w = affine_map<(h, w, n, k) -> (k, n)>
 #y = affine_map<(h, w, n, k) -> (h, w, n)>
-func.func @seven_by_seven_not_taken(%x: tensor<7x7x64xf32>, %xt: tensor<64x7x7xf32>, %w: tensor<64x96xf32>, %w24: tensor<64x24xf32>)
-    -> (tensor<9x9x96xf32>, tensor<7x7x96xf32>, tensor<7x7x24xf32>) {
+func.func @seven_by_seven_not_taken(%x: tensor<7x7x64xf32>, %xt: tensor<64x7x7xf32>, %w: tensor<64x96xf32>, %w24: tensor<64x24xf32>,
+    %xb: tensor<7x7x512xf32>, %wb: tensor<512x512xf32>) -> (tensor<9x9x96xf32>, tensor<7x7x96xf32>, tensor<7x7x24xf32>, tensor<7x7x512xf32>) {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<7x7x96xf32>
   %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<7x7x96xf32>) -> tensor<7x7x96xf32>
@@ -192,5 +194,14 @@ func.func @seven_by_seven_not_taken(%x: tensor<7x7x64xf32>, %xt: tensor<64x7x7xf
     %s = arith.addf %o, %m : f32
     linalg.yield %s : f32
   } -> tensor<7x7x24xf32>
-  return %p, %mmt, %mm24 : tensor<9x9x96xf32>, tensor<7x7x96xf32>, tensor<7x7x24xf32>
+  %eb = tensor.empty() : tensor<7x7x512xf32>
+  %accb = linalg.fill ins(%zero : f32) outs(%eb : tensor<7x7x512xf32>) -> tensor<7x7x512xf32>
+  %mmb = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%xb, %wb : tensor<7x7x512xf32>, tensor<512x512xf32>) outs(%accb : tensor<7x7x512xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<7x7x512xf32>
+  return %p, %mmt, %mm24, %mmb : tensor<9x9x96xf32>, tensor<7x7x96xf32>, tensor<7x7x24xf32>, tensor<7x7x512xf32>
 }
