@@ -39,6 +39,7 @@ the flag (IREE would otherwise tile everything).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
 from typing import Any
@@ -340,7 +341,10 @@ def collapse_to_gemm(op: Any) -> Any:
 
 
 def plan_data_tiling(
-    block: Any, small_m: int = SMALL_M, big: int = BIG, xgen_tiles: Any = None
+    block: Any,
+    small_m: int = SMALL_M,
+    big: int = BIG,
+    xgen_tiles: Callable[[Any], bool] | None = None,
 ) -> list[TilingDecision]:
     """Decide every top-level contraction of ``block`` and set the hint on the tiled ones.
     ``xgen_tiles``: a predicate for ops a tile rule of xgen_mlir takes instead (left plain)."""

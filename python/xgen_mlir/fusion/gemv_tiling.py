@@ -81,11 +81,8 @@ def choose_tiles(n: int, k: int, sizes: dict[int, int]) -> tuple[list[list[int]]
     loops = len(sizes)
     dist, vec, red = [0] * loops, [1] * loops, [0] * loops
     dist[n], vec[n], vec[k], red[k] = WORKGROUP_ROWS, ROWS, 0, K_STEP
-    return [
-        dist,
-        vec,
-        red,
-    ], f"{ROWS} rows x {K_STEP} k per step (IREE's: more accumulators than registers)"
+    why = f"{ROWS} rows x {K_STEP} k per step (IREE's: more accumulators than registers)"
+    return [dist, vec, red], why
 
 
 def _match(op: Any) -> tuple[str, tuple[Any, ...]] | None:

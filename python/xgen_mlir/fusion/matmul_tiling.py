@@ -93,7 +93,7 @@ class MatmulLoops:
     k: int
     sizes: dict[int, int]
     k_inner: bool  # the activation is read with k innermost (row-major), not (k, rows)
-    costly: bool = False  # the epilogue computes a transcendental, padded (see below)
+    costly: bool = False  # its only reader computes a transcendental, then a pad reads that
     padded: bool = False  # the result is zero-padded for a conv, through elementwise ops
 
     @property
@@ -207,29 +207,27 @@ def _seven_row_tiles(loops: MatmulLoops) -> tuple[list[list[int]] | None, str]:
     return [dist, vec, red], why
 
 
-def _loops_in_context(op: Any) -> MatmulLoops | None:
+def _in_context(op: Any, loops: MatmulLoops) -> MatmulLoops:
+    """``loops`` with what the op's readers say: a costly epilogue, a padded result."""
     from .data_tiling import feeds_pad
 
-    loops = _matmul_loops(op)
-    if loops is None:
-        return None
     op = op.operation
     return replace(loops, costly=_padded_transcendental_epilogue(op), padded=feeds_pad(op))
 
 
 def takes_seven_rows(op: Any) -> bool:
     """Whether this rule tiles ``op`` as a 49-row matmul, which data tiling then leaves plain."""
-    loops = _matmul_loops(op)  # cheap test first: most contractions are not 49-row ones
-    if loops is None or loops.m != SEVEN_ROW_M:
+    loops = _matmul_loops(op)
+    if loops is None or loops.m != SEVEN_ROW_M:  # most contractions: no need to look further
         return False
-    return _seven_row_tiles(_loops_in_context(op))[0] is not None
+    return _seven_row_tiles(_in_context(op, loops))[0] is not None
 
 
 def _match(op: Any) -> tuple[str, tuple[Any, ...]] | None:
-    loops = _loops_in_context(op)
+    loops = _matmul_loops(op)
     if loops is None:
         return None
-    return f"{loops.m}x{loops.sizes[loops.n]}x{loops.sizes[loops.k]}", (loops,)
+    return f"{loops.m}x{loops.sizes[loops.n]}x{loops.sizes[loops.k]}", (_in_context(op, loops),)
 
 
 def tile_matmuls(block: Any) -> list[TileDecision]:
