@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from xgen_mlir.runtime.waiting import yielding_to_workers
+
 FLAG_SETS = {
     "none": [],
     "defaults": ["--iree-llvmcpu-target-cpu=host"],
@@ -196,8 +198,9 @@ def end_to_end_ms(
     vmfb: Path, entry: str, device: str, arrays: list[np.ndarray], threads: int, calls: int
 ) -> dict[str, float]:
     """In-process latency through iree.runtime (how xgen_mlir runs modules): median and p10
-    over ``calls`` timed calls after warm-up. (iree-benchmark-module read ~1 ms higher per
-    call than this on MobileNetV2 here, for reasons not pinned down.)"""
+    over ``calls`` timed calls after warm-up, the caller waiting as CompiledModule's does
+    (runtime/waiting.py). iree-benchmark-module waits the ordinary way, so its per-call time
+    includes the stalls that module describes (~1 ms per call on MobileNetV2 here)."""
     import iree.runtime as rt
 
     flags = [f"--task_topology_max_group_count={threads}"] if device == "local-task" else []
@@ -212,7 +215,8 @@ def end_to_end_ms(
     ts = []
     for _ in range(calls):
         t0 = time.perf_counter()
-        out = fn(*arrays)
+        with yielding_to_workers(device == "local-task"):  # as CompiledModule waits
+            out = fn(*arrays)
         (out[0] if isinstance(out, (list, tuple)) else out).to_host()
         ts.append((time.perf_counter() - t0) * 1e3)
     ts.sort()

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import InputMismatchError, ModuleLoadError, UnknownNameError
 from .signature import Signature, parse_declaration
 from .targets import GPU_FORMATS, check_device, executable_formats, require_vulkan
+from .waiting import yielding_to_workers
 
 DEVICES = ("local-task", "local-sync", "vulkan", "cuda", "hip")
 
@@ -66,7 +67,8 @@ class CompiledModule:
                  target: str = "cpu", source: str = "<memory>",
                  parameters: str | os.PathLike[str] | bytes | None = None,
                  parameters_scope: str = "model", devices: tuple[str, ...] | None = None,
-                 artifacts: dict[str, bytes] | None = None) -> None:  # fmt: skip
+                 artifacts: dict[str, bytes] | None = None,
+                 yield_to_workers: bool = True) -> None:  # fmt: skip
         import iree.runtime as rt
 
         self.vmfb, self.entry, self.target, self.source = vmfb, entry, target, source
@@ -77,6 +79,9 @@ class CompiledModule:
             raise UnknownNameError("device", self.device, list(DEVICES))
         self._fn: Any = None
         self._ctx: Any = None
+        # The caller waits in SCHED_BATCH on the CPU task system (runtime/waiting.py); False
+        # waits the ordinary way (for A/B measurements).
+        self.yield_to_workers = yield_to_workers
         try:  # parsing needs no device: a bare VM instance reads functions and reflection
             vm_module = rt.VmModule.copy_buffer(rt.VmInstance(), vmfb)
         except (ValueError, RuntimeError) as e:
@@ -159,7 +164,8 @@ class CompiledModule:
         arrays = [_to_numpy(x, i) for i, x in enumerate(inputs)]
         self._check_inputs(arrays)
         fn = self._load()
-        results = fn(*arrays)
+        with self._waiting():
+            results = fn(*arrays)
         outs = results if isinstance(results, (tuple, list)) else (results,)
         host = [to_host(r, self._config.device) for r in outs]
         if as_torch:
@@ -215,13 +221,19 @@ class CompiledModule:
         fn = self._load()
         device = self._config.device
         for _ in range(warmup):
-            _block(fn(*arrays), device)
+            with self._waiting():
+                _block(fn(*arrays), device)
         samples = []
         for _ in range(runs):
             t0 = time.perf_counter()
-            _block(fn(*arrays), device)
+            with self._waiting():
+                _block(fn(*arrays), device)
             samples.append(time.perf_counter() - t0)
         return latency_stats(samples)
+
+    def _waiting(self) -> Any:
+        """How the caller waits for a call: see runtime/waiting.py (CPU task system only)."""
+        return yielding_to_workers(self.yield_to_workers and self.device == "local-task")
 
     def dispatch_count(self) -> int:
         """Kernel launches per call recorded in the module (fewer usually means more fusion)."""
@@ -292,9 +304,14 @@ def _to_numpy(x: Any, index: int) -> np.ndarray:
 
 
 def load(
-    path: str | os.PathLike[str], device: str | None = None, entry: str = "main"
+    path: str | os.PathLike[str],
+    device: str | None = None,
+    entry: str = "main",
+    yield_to_workers: bool = True,
 ) -> CompiledModule:
-    """Load a ``.vmfb`` written by ``CompiledModule.save`` (or by ``xgen-compile``)."""
+    """Load a ``.vmfb`` written by ``CompiledModule.save`` (or by ``xgen-compile``).
+    ``yield_to_workers=False`` waits for calls without the scheduling hint of
+    runtime/waiting.py."""
     path = Path(path)
     if not path.is_file():
         raise ModuleLoadError(f"{path}: no such file")
@@ -304,6 +321,7 @@ def load(
     if device is None:  # a GPU-only module goes to its GPU driver
         gpu = [d for d, fmt in GPU_FORMATS.items() if fmt in executable_formats(data)]
         device = gpu[0] if gpu and len(executable_formats(data)) == 1 else None
-    module = CompiledModule(data, entry=entry, device=device, source=str(path))
+    module = CompiledModule(data, entry=entry, device=device, source=str(path),
+                            yield_to_workers=yield_to_workers)  # fmt: skip
     module.check_device()  # a module for another CPU/GPU fails here, clearly, not at first call
     return module
