@@ -53,6 +53,7 @@ class FusionSteps:
     transpose_tiles: bool = False
     gemv_tiles: bool = False
     matmul_tiles: bool = False
+    depthwise_pads: bool = False
 
     @classmethod
     def from_table(cls, table: dict[str, object]) -> FusionSteps:

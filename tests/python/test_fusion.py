@@ -377,3 +377,40 @@ def test_squeeze_excite_matvecs_share_one_dispatch_when_cheap():
             assert all(g.contractions == g.matvecs == 1 and not g.delegated for g in groups)
     # same block structure, one dispatch fewer where the chain is fused
     assert counts[32] == counts[512] - 1, counts
+
+
+class InvertedResidual(torch.nn.Module):
+    """A MobileNetV2 block in small: 1x1 expand + ReLU6, a depthwise conv (3x3, or 5x5 as in
+    EfficientNet-B0) whose input is zero-padded, 1x1 project; and a dense 3x3 conv after."""
+
+    def __init__(self, k: int) -> None:
+        super().__init__()
+        self.expand = torch.nn.Conv2d(16, 64, 1)
+        self.dw = torch.nn.Conv2d(64, 64, k, padding=k // 2, groups=64)
+        self.project = torch.nn.Conv2d(64, 16, 1)
+        self.dense = torch.nn.Conv2d(16, 16, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        relu6 = torch.nn.functional.relu6
+        y = self.project(relu6(self.dw(relu6(self.expand(x)))))
+        return self.dense(y + x)
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_pads_of_3x3_depthwise_convs_go_into_their_dispatch(k, tmp_path):
+    model = InvertedResidual(k).eval()
+    x = torch.randn(1, 16, 28, 28, generator=torch.Generator().manual_seed(0))
+    compiled = xgen_mlir.compile(model, (x,), dump_executables=tmp_path)
+    assert compiled.report.fusion_note == ""
+    placed = compiled.report.fusion_plans[0].pad_placements
+    depthwise = [p for p in placed if p.reader.startswith("depthwise")]
+    assert [(p.reader, p.fused) for p in depthwise] == [(f"depthwise conv {k}x{k}", k == 3)]
+    assert not any(p.fused for p in placed if p not in depthwise), [p.describe() for p in placed]
+    # The fused pad is computed in the depthwise conv's dispatch; every other padded buffer is
+    # filled, then written in place (no dispatch pads anything).
+    padding = [f.read_text() for f in tmp_path.glob("*.mlir") if "tensor.pad" in f.read_text()]
+    assert bool(padding) == (k == 3)
+    assert all("3x3x64xf32" in text for text in padding)  # the depthwise filter's dispatch
+    assert "Zero pads" in render("dw", {}, compiled.report.fusion_plans)
+    with torch.no_grad():
+        check_close(compiled(x), model(x), atol=1e-4, rtol=1e-4, what=f"dw{k}x{k}")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..fusion import FusionPlan, form_dispatch_regions
+from ..fusion.pads import FLAG as PAD_FLAG
 from ..pipelines import FusionSteps
 from ..runtime.inspect import iree_tool
 from .host import has_avx512
@@ -101,6 +102,8 @@ def compile_with_plan(
         if hints and not any(t.tiled for p in plans for t in p.tiling):
             # no op carries the hint: IREE would tile them all, so drop the flag instead
             run_flags = [f for f in flags if f != DATA_TILING_FLAG]
+        if any(pp.fused for p in plans for pp in p.pad_placements):
+            run_flags = [*run_flags, PAD_FLAG]  # the pads left for their depthwise readers
         try:
             module.operation.verify()
         except iree_ir.MLIRError as e:  # a planner bug: never hand IREE broken IR

@@ -11,13 +11,14 @@ from .gemv_tiling import tile_gemvs
 from .lowering import TileDecision
 from .matmul_tiling import takes_seven_rows, tile_matmuls
 from .pad_sharing import PadShare, share_padded_buffers
+from .pads import PadPlacement, place_pads
 from .planner import FusionPlan, plan_block
 from .regions import wrap_in_region
 from .transpose_tiling import tile_transposes
 
 __all__ = [
-    "ConvTile", "FusionPlan", "PadShare", "TileDecision", "TilingDecision",
-    "form_dispatch_regions", "form_regions", "plan_block", "plan_data_tiling",
+    "ConvTile", "FusionPlan", "PadPlacement", "PadShare", "TileDecision", "TilingDecision",
+    "form_dispatch_regions", "form_regions", "place_pads", "plan_block", "plan_data_tiling",
     "share_padded_buffers", "tile_conv_groups", "tile_gemvs", "tile_matmuls", "tile_transposes",
     "wrap_in_region",
 ]  # fmt: skip
@@ -45,7 +46,11 @@ def form_dispatch_regions(
     - ``share_pads``: padded values with other readers are read from the padded buffer
       (``pad_sharing``; ``pad_shares``);
     - ``conv_tiles``: small-image convs get xgen_mlir's tiles in regions of their own
-      (``conv_tiling``; after pad sharing, whose pads they absorb; ``conv_tiles``).
+      (``conv_tiling``; after pad sharing, whose pads they absorb; ``conv_tiles``);
+    - ``depthwise_pads``: zero pads read only by a depthwise conv are left for IREE to compute
+      in that conv's dispatch, the others become IREE's fill + insert_slice (``pads``; last,
+      on the pads no step above placed; ``pad_placements``). The backend then adds
+      ``pads.FLAG``.
     """
     steps = steps or FusionSteps()
     plans = []
@@ -70,6 +75,8 @@ def form_dispatch_regions(
             plan.pad_shares = share_padded_buffers(block)
         if steps.conv_tiles:
             plan.conv_tiles = tile_conv_groups(plan)
+        if steps.depthwise_pads:
+            plan.pad_placements = place_pads(block)
         plans.append(plan)
     return plans
 

@@ -36,6 +36,7 @@ from typing import Any
 from ..analysis.mapping_types import MappingType, classify, ir_of
 from ..irutil import clone_body, defining_op
 from .lowering import TileDecision, compilation_info
+from .pads import pad_to_insert_slice
 from .regions import wrap_in_region
 
 MAX_PIXELS = 196  # 14x14; at 28x28 and 56x56 IREE's own tiles were within 2% (measured)
@@ -260,39 +261,9 @@ def _layout_change(value: Any, members: list[Any], grouped: set[Any]) -> Any | N
 
 
 def _pad_as_insert_slice(value: Any) -> Any | None:
-    """If ``value``'s only reader is a static ``tensor.pad`` with a constant padding value,
-    replace the pad by ``insert_slice(value, fill)`` and return the insert_slice (IREE's own
-    form of a pad, which it writes in place into the filled buffer)."""
+    """If ``value``'s only reader is a static constant ``tensor.pad``, replace it by IREE's
+    own form, ``insert_slice(value, fill)``, and return the insert_slice."""
     uses = list(value.uses)
     if len(uses) != 1 or uses[0].owner.operation.name != "tensor.pad":
         return None
-    pad = uses[0].owner.operation
-    ir = ir_of(pad)
-    padded = ir.RankedTensorType(pad.results[0].type)
-    if len(pad.operands) != 1 or not padded.has_static_shape:
-        return None
-    body = [o.operation for o in pad.regions[0].blocks[0].operations]
-    constant = defining_op(body[-1].operands[0]) if len(body) == 1 else None
-    if constant is None or constant.name != "arith.constant":
-        return None
-    low = [int(v) for v in pad.attributes["static_low"]]
-    shape = list(ir.RankedTensorType(value.type).shape)
-    with pad.location, ir.InsertionPoint(pad):
-        empty = ir.Operation.create("tensor.empty", results=[padded], operands=[])
-        fill = ir.Operation.create(
-            "linalg.fill", results=[padded], operands=[constant.results[0], empty.results[0]],
-            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])}, regions=1,
-        )  # fmt: skip
-        block = fill.regions[0].blocks.append(padded.element_type, padded.element_type)
-        with ir.InsertionPoint(block):
-            ir.Operation.create("linalg.yield", operands=[block.arguments[0]])
-        insert = ir.Operation.create(
-            "tensor.insert_slice", results=[padded], operands=[value, fill.results[0]],
-            attributes={"static_offsets": ir.DenseI64ArrayAttr.get(low),
-                        "static_sizes": ir.DenseI64ArrayAttr.get(shape),
-                        "static_strides": ir.DenseI64ArrayAttr.get([1] * len(shape)),
-                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0, 0, 0])},
-        )  # fmt: skip
-    pad.results[0].replace_all_uses_with(insert.results[0])
-    pad.erase()
-    return insert
+    return pad_to_insert_slice(uses[0].owner.operation)

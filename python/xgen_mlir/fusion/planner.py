@@ -135,6 +135,7 @@ class FusionPlan:
     transpose_tiles: list[Any] = field(default_factory=list)
     gemv_tiles: list[Any] = field(default_factory=list)
     matmul_tiles: list[Any] = field(default_factory=list)
+    pad_placements: list[Any] = field(default_factory=list)  # pads.PadPlacement per top pad
 
     def detach(self) -> FusionPlan:
         """Drop the references to IR ops (kept: names, types, groups, decisions), so the plan
@@ -164,6 +165,8 @@ class FusionPlan:
             out["gemvs_tiled"] = sum(t.taken for t in self.gemv_tiles)
         if self.matmul_tiles:
             out["matmuls_tiled"] = sum(t.taken for t in self.matmul_tiles)
+        if self.pad_placements:
+            out["pads_in_readers"] = sum(p.fused for p in self.pad_placements)
         return out
 
 

@@ -20,7 +20,9 @@ creation (backend/fusion_stage.py); these passes run the same code on linalg-on-
   ``gemv-tiles=true`` does the same for one-row matmuls against a row-major weight
   (``fusion/gemv_tiling.py``; ``gemv ...`` lines); ``matmul-tiles=true`` for plain matmuls
   IREE vectorizes 7 rows at a time under a transcendental epilogue and for 49-row ones
-  (``fusion/matmul_tiling.py``; ``matmul ...`` lines).
+  (``fusion/matmul_tiling.py``; ``matmul ...`` lines); ``depthwise-pads=true``, last, leaves
+  the zero pads read only by a depthwise conv as pads and turns the others into fill +
+  insert_slice (``fusion/pads.py``; ``pad -> ...`` lines).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .._mlir import ir
 from ..analysis import classify
 from ..fusion import (
     form_regions,
+    place_pads,
     plan_block,
     share_padded_buffers,
     tile_conv_groups,
@@ -77,6 +80,7 @@ class PlanOptions:
     transpose_tiles: bool = False
     gemv_tiles: bool = False
     matmul_tiles: bool = False
+    depthwise_pads: bool = False
     threads: int = 0
     max_expand: float = 4.0
 
@@ -125,3 +129,6 @@ def plan_fusion(module_op: ir.Operation, opts: PlanOptions) -> None:
             for tile in tile_conv_groups(plan, opts.threads or None):
                 if opts.print:
                     print(tile.describe(), file=sys.stderr)
+        for placement in place_pads(block) if opts.depthwise_pads else []:
+            if opts.print:
+                print(placement.describe(), file=sys.stderr)

@@ -163,6 +163,14 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
             parts.append(_table(["value from", "padded", "decision", "why"],
                                 [[s.value, s.padded_type, "shared" if s.taken else "copy kept",
                                   s.reason] for s in shares]))  # fmt: skip
+        placed = [p for plan in plans for p in getattr(plan, "pad_placements", [])]
+        if placed:
+            parts.append(
+                "<h2>Zero pads: in the reader's dispatch, or filled and written in place</h2>"
+            )
+            parts.append(_table(["padded", "read by", "where", "why"],
+                                [[p.padded_type, p.reader, "reader's dispatch" if p.fused
+                                  else "fill + in place", p.reason] for p in placed]))  # fmt: skip
         tiles = [t for plan in plans for t in getattr(plan, "conv_tiles", [])]
         if tiles:
             parts.append("<h2>Convolution tiles (xgen_mlir's or IREE's own)</h2>")
