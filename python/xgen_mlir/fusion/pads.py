@@ -14,7 +14,9 @@ dense 3x3 convs, whose tiles re-read their padded windows many times (ResNet-18 
 for all pads: p10 20.2 -> 22.4 ms), nor for 5x5 depthwise convs (EfficientNet-B0's: 0.90 ->
 1.49 ms per call in all). So ``place_pads`` leaves for IREE to fuse only the pads whose one
 reader is a 3x3 depthwise conv, and turns every other one into IREE's own fill + insert_slice
-form here, on which the flag has no effect. The result is bit-identical either way.
+form here, on which the flag has no effect. Also turned: a pad of a matmul that got
+xgen_mlir's tiles (``matmul_tiling``): IREE keeps them only while the result is written into
+the padded buffer. The result is bit-identical either way.
 """
 
 from __future__ import annotations
@@ -73,6 +75,11 @@ def place_pads(block: Any) -> list[PadPlacement]:
         reader = users[0].name if len(users) == 1 else f"{len(users)} readers"
         if len(users) == 1 and is_depthwise_conv(users[0]):
             kh, kw = ir_of(pad).RankedTensorType(users[0].operands[1].type).shape[:2]
+            if (kh, kw) == (3, 3) and _has_xgen_tiles(pad.operands[0]):
+                pad_to_insert_slice(pad)
+                why = "its producer has xgen_mlir's tiles: IREE keeps them only if written in place"
+                records.append(PadPlacement(padded, "depthwise conv 3x3", False, why))
+                continue
             if (kh, kw) == (3, 3):
                 records.append(PadPlacement(padded, "depthwise conv 3x3", True,
                                             "reads little per output: zeros per tile beat a "
@@ -97,6 +104,17 @@ def place_pads(block: Any) -> list[PadPlacement]:
             )
         )
     return records
+
+
+def _has_xgen_tiles(value: Any, depth: int = 3) -> bool:
+    """``value`` comes, through at most ``depth`` linalg ops (an epilogue), from an op that
+    carries xgen_mlir's tile sizes (``compilation_info``, set by ``matmul_tiling``)."""
+    op = defining_op(value)
+    if op is None or not op.name.startswith("linalg."):
+        return False
+    if "compilation_info" in op.attributes:
+        return True
+    return depth > 1 and any(_has_xgen_tiles(v, depth - 1) for v in op.operands)
 
 
 def pad_to_insert_slice(pad: Any) -> Any | None:
