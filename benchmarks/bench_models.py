@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
-from harness import time_blocks
+from harness import time_blocks, write_json
 from xgen_mlir.frontend import import_model
 from xgen_mlir.models import transformers_zoo, vision
 from xgen_mlir.runtime import CompiledModule
@@ -284,12 +284,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.json
         else (Path(__file__).parent / "results" / f"models-{dt.date.today().isoformat()}.json")
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"date": dt.datetime.now().isoformat(timespec="seconds"), "host": platform.node(),
             "cpus": os.cpu_count(), "torch": torch.__version__, "rounds": args.rounds,
             "block": args.block, "threads": args.threads}  # fmt: skip
-    out.write_text(json.dumps({"meta": meta, "results": all_results}, indent=2))
-    print(f"\nwrote {out}")
+    write_json(out, meta, all_results)
     return 0
 
 

@@ -1,10 +1,10 @@
 """How a call waits: one xgen_mlir module per model, called with the plain wait and with the
 batch wait (python/xgen_mlir/runtime/waiting.py), next to ONNX Runtime, all in one process.
 
-Calls run in alternating blocks; every call is timed on its own, so the table shows the spread
-(p10 / median / mean / p90) as well as the middle, and the calling thread's CPU time per call
-(the plain wait's spin shows up there). The two waits run the same module, so their results
-are compared bit for bit.
+Calls run in alternating blocks (``harness.time_blocks``); every call is timed on its own, so
+the table shows the spread (p10 / median / mean / p90) as well as the middle, and the calling
+thread's CPU time per call (the plain wait's spin shows up there). The two waits run the same
+module, so their results are compared bit for bit.
 
     python benchmarks/bench_waiting.py --models mobilenet_v2 resnet18 --rounds 10
 """
@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import platform
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,33 +23,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
 from bench_models import KNOWN, build, log, onnxruntime_session
+from harness import time_blocks, write_json
 
 SYSTEMS = ("plain wait", "batch wait", "ONNX Runtime")
-
-
-def per_call(systems: dict, rounds: int, block: int) -> dict[str, dict[str, float]]:
-    """Time every call; blocks of ``block`` calls, systems in rotating order each round."""
-    names = list(systems)
-    ms: dict[str, list[float]] = {n: [] for n in names}
-    cpu = dict.fromkeys(names, 0.0)
-    for name in names:
-        for _ in range(3):
-            systems[name]()
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            c0 = time.thread_time()
-            for _ in range(block):
-                t0 = time.perf_counter()
-                systems[name]()
-                ms[name].append((time.perf_counter() - t0) * 1e3)
-            cpu[name] += time.thread_time() - c0
-    out = {}
-    for name, v in ms.items():
-        a = np.array(v)
-        out[name] = {"p10_ms": float(np.percentile(a, 10)), "median_ms": float(np.median(a)),
-                     "mean_ms": float(a.mean()), "p90_ms": float(np.percentile(a, 90)),
-                     "caller_cpu_ms": cpu[name] * 1e3 / len(v), "calls": len(v)}  # fmt: skip
-    return out
 
 
 def bench_model(name: str, rounds: int, block: int, threads: int) -> dict:
@@ -70,7 +44,7 @@ def bench_model(name: str, rounds: int, block: int, threads: int) -> dict:
     systems = {"plain wait": lambda: plain(*arrays), "batch wait": lambda: batch(*arrays),
                "ONNX Runtime": ort_run}  # fmt: skip
     log(f"{name}: timing {len(systems)} systems ({rounds} rounds x {block} calls)")
-    return per_call(systems, rounds, block)
+    return time_blocks(systems, rounds=rounds, block=block)
 
 
 def _cell(t: dict[str, float]) -> str:
@@ -92,12 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     for m, r in results.items():
         cells = [_cell(r[s]) for s in SYSTEMS]
         print(f"{m:16s}" + "".join(f"{c:>36s}" for c in cells))
-    out = Path(args.json or Path(__file__).parent / "results" / "waiting.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"date": dt.date.today().isoformat(), "machine": platform.platform(),
             "rounds": args.rounds, "block": args.block}  # fmt: skip
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
-    print(f"wrote {out}")
+    write_json(Path(args.json or Path(__file__).parent / "results" / "waiting.json"), meta, results)
     return 0
 
 

@@ -2,14 +2,17 @@
 
 Alternating single calls of two systems was unstable here; blocks are not: warm up every
 system, then for several rounds time a block of calls of each system, rotating which system
-goes first, and report the median over all timed calls.
+goes first, and report the median over all timed calls (and the spread: p10/p90, and the
+calling thread's CPU time per call, which shows a caller that spins while it waits).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def time_blocks(
@@ -20,28 +23,43 @@ def time_blocks(
     warmup: int = 3,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Median/min/mean latency in ms of each system's zero-argument callable."""
+    """Median/min/mean/p10/p90 latency in ms of each system's zero-argument callable, and the
+    caller's CPU ms per call."""
     names = list(systems)
     for name in names:
         for _ in range(warmup):
             systems[name]()
     samples: dict[str, list[float]] = {n: [] for n in names}
+    cpu = dict.fromkeys(names, 0.0)
     for r in range(rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             fn = systems[name]
+            c0 = time.thread_time()
             for _ in range(block):
                 t0 = time.perf_counter()
                 fn()
                 samples[name].append(time.perf_counter() - t0)
+            cpu[name] += time.thread_time() - c0
         if progress:
             progress(f"round {r + 1}/{rounds} done")
-    return {
-        n: {
+    out = {}
+    for n, s in samples.items():
+        deciles = statistics.quantiles(s, n=10) if len(s) > 1 else s * 9
+        out[n] = {
             "median_ms": statistics.median(s) * 1e3,
             "min_ms": min(s) * 1e3,
             "mean_ms": statistics.fmean(s) * 1e3,
+            "p10_ms": deciles[0] * 1e3,
+            "p90_ms": deciles[-1] * 1e3,
+            "caller_cpu_ms": cpu[n] * 1e3 / len(s),
             "runs": len(s),
         }
-        for n, s in samples.items()
-    }
+    return out
+
+
+def write_json(out: Path, meta: dict, results: dict) -> None:
+    """``{"meta": ..., "results": ...}`` to ``out`` (folders created), and say where."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    print(f"\nwrote {out}")

@@ -66,44 +66,34 @@ def is_depthwise_conv(op: Any) -> bool:
 
 
 def place_pads(block: Any) -> list[PadPlacement]:
-    """Decide every constant, static pad at ``block``'s top level (see the module docstring);
-    pads inside dispatch regions are already placed by the steps that formed them."""
+    """Decide every pad at ``block``'s top level (see the module docstring); pads inside
+    dispatch regions are already placed by the steps that formed them."""
     records = []
     for pad in [op.operation for op in block.operations if op.operation.name == "tensor.pad"]:
         padded = str(pad.results[0].type)
-        users = [u.owner.operation for u in pad.results[0].uses]
-        reader = users[0].name if len(users) == 1 else f"{len(users)} readers"
-        if len(users) == 1 and is_depthwise_conv(users[0]):
-            kh, kw = ir_of(pad).RankedTensorType(users[0].operands[1].type).shape[:2]
-            if (kh, kw) == (3, 3) and _has_xgen_tiles(pad.operands[0]):
-                pad_to_insert_slice(pad)
-                why = "its producer has xgen_mlir's tiles: IREE keeps them only if written in place"
-                records.append(PadPlacement(padded, "depthwise conv 3x3", False, why))
-                continue
-            if (kh, kw) == (3, 3):
-                records.append(PadPlacement(padded, "depthwise conv 3x3", True,
-                                            "reads little per output: zeros per tile beat a "
-                                            "whole-buffer fill (measured)"))  # fmt: skip
-                continue
-            if pad_to_insert_slice(pad) is not None:
-                records.append(PadPlacement(padded, f"depthwise conv {kh}x{kw}", False,
-                                            "wider windows: fused pads made EfficientNet-B0's "
-                                            "5x5 convs 65% slower"))  # fmt: skip
-                continue
-        if pad_to_insert_slice(pad) is None:
-            records.append(PadPlacement(padded, reader, False, "not a static constant pad: "
-                                        "left to IREE"))  # fmt: skip
-            continue
-        records.append(
-            PadPlacement(
-                padded,
-                reader,
-                False,
-                "not read by a depthwise conv alone "
-                "(fused pads made ResNet-18's dense convs 10% slower)",
-            )
-        )
+        reader, fuse, why = _placement(pad)
+        if not fuse and pad_to_insert_slice(pad) is None:
+            why = "not a static constant pad: left to IREE"
+        records.append(PadPlacement(padded, reader, fuse, why))
     return records
+
+
+def _placement(pad: Any) -> tuple[str, bool, str]:
+    """(who reads ``pad``, whether it stays a pad for its reader's dispatch, why)."""
+    users = [u.owner.operation for u in pad.results[0].uses]
+    if len(users) != 1 or not is_depthwise_conv(users[0]):
+        reader = users[0].name if len(users) == 1 else f"{len(users)} readers"
+        return (reader, False, "not read by a depthwise conv alone (fused pads made ResNet-18's "
+                "dense convs 10% slower)")  # fmt: skip
+    kh, kw = ir_of(pad).RankedTensorType(users[0].operands[1].type).shape[:2]
+    reader = f"depthwise conv {kh}x{kw}"
+    if (kh, kw) != (3, 3):
+        why = "wider windows: fused pads made EfficientNet-B0's 5x5 convs 65% slower"
+    elif _has_xgen_tiles(pad.operands[0]):
+        why = "its producer has xgen_mlir's tiles: IREE keeps them only if written in place"
+    else:
+        return reader, True, "reads little per output: zeros per tile beat a whole-buffer fill"
+    return reader, False, why
 
 
 def _has_xgen_tiles(value: Any, depth: int = 3) -> bool:
