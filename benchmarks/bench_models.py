@@ -179,6 +179,8 @@ def bench_model(name: str, rounds: int, block: int, threads: int, defaults: bool
                                 "fallback": ours.report.fallback_used,
                                 "fusion_note": ours.report.fusion_note,
                                 "fusion": [p.summary() for p in ours.report.fusion_plans],
+                                "shared_packs": (ours.report.shared_packs.describe()
+                                                 if ours.report.shared_packs else None),
                                 "dispatches": ours.dispatch_count()}  # fmt: skip
     systems["xgen_mlir cpu"] = lambda: ours(*arrays)
     log(f"{name}: exporting to ONNX for ONNX Runtime")

@@ -62,6 +62,7 @@ class CompileReport:
     fallback_used: str | None = None
     fusion_plans: list[Any] = field(default_factory=list)  # fusion.FusionPlan per function
     fusion_note: str = ""  # why no plan was used, when the target asked for one
+    shared_packs: Any = None  # backend.shared_packs.SharedPacks, when that step ran
 
 
 def compile(
@@ -122,6 +123,7 @@ def compile(
     report.stage_seconds["iree-compile"] = time.perf_counter() - t0
     report.iree_flags, report.fallback_used = result.flags, result.fallback_used
     report.fusion_plans, report.fusion_note = result.fusion_plans, result.fusion_note
+    report.shared_packs = result.shared_packs
     report.stage_seconds.update({f"iree:{k}": v for k, v in result.stage_seconds.items()})
     if opts.verbose:
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in report.stage_seconds.items())

@@ -54,6 +54,7 @@ class FusionSteps:
     gemv_tiles: bool = False
     matmul_tiles: bool = False
     depthwise_pads: bool = False
+    shared_packs: bool = False  # a backend step (backend/shared_packs.py), not a planner one
 
     @classmethod
     def from_table(cls, table: dict[str, object]) -> FusionSteps:

@@ -21,6 +21,8 @@ from ..fusion.pads import FLAG as PAD_FLAG
 from ..pipelines import FusionSteps
 from ..runtime.inspect import iree_tool
 from .host import has_avx512
+from .shared_packs import FLAG as SHARED_PACKS_FLAG
+from .shared_packs import SharedPacks, merge_duplicate_outputs
 
 DATA_TILING_FLAG = "--iree-opt-data-tiling"
 
@@ -30,6 +32,7 @@ class PlannedCompile:
     vmfb: bytes
     plans: list[FusionPlan]
     seconds: dict[str, float]
+    shared_packs: SharedPacks | None = None  # None: the step was off or nothing is data-tiled
 
 
 class FusionStageError(Exception):
@@ -115,12 +118,16 @@ def compile_with_plan(
         plans = [p.detach() for p in plans]
         seconds["plan"] = seconds.get("plan", 0.0) + time.perf_counter() - t
         t = time.perf_counter()
+        shared = None
         try:
-            _run(
-                [compile_tool, str(planned), *target, *run_flags,
-                 "--compile-from=global-optimization", "-o", str(out)],
-                "IREE from the planned regions",
-            )  # fmt: skip
+            if steps.shared_packs and DATA_TILING_FLAG in run_flags:
+                shared = _resume_with_shared_packs(compile_tool, planned, target, run_flags, out)
+            if shared is None or not shared.fused:
+                _run(
+                    [compile_tool, str(planned), *target, *run_flags,
+                     "--compile-from=global-optimization", "-o", str(out)],
+                    "IREE from the planned regions",
+                )  # fmt: skip
         except FusionStageError:
             if hints and len(attempts) > 1:
                 continue  # retry: same regions, IREE's own all-or-nothing data tiling
@@ -128,4 +135,38 @@ def compile_with_plan(
         finally:
             seconds["iree_codegen"] = seconds.get("iree_codegen", 0.0) + time.perf_counter() - t
         break
-    return PlannedCompile(out.read_bytes(), plans, seconds)
+    return PlannedCompile(out.read_bytes(), plans, seconds, shared)
+
+
+def _resume_with_shared_packs(
+    compile_tool: str, planned: Path, target: list[str], flags: list[str], out: Path
+) -> SharedPacks:
+    """IREE from the planned regions with multi-reader packs fused into their producers
+    (``shared_packs``): up to the end of dispatch creation, duplicate outputs merged, then on.
+    When IREE rejects it, the packs stay dispatches of their own (the caller compiles again
+    without the flag) and the record says why."""
+    import iree.compiler.ir as iree_ir
+
+    created = planned.with_name("dispatches.mlirbc")
+    flags = [*flags, SHARED_PACKS_FLAG]
+    try:
+        _run(
+            [compile_tool, str(planned), *target, *flags, "--compile-from=global-optimization",
+             "--compile-to=dispatch-creation", "--emit-mlir-bytecode", "-o", str(created)],
+            "IREE's dispatch creation with multi-reader packs fused",
+        )  # fmt: skip
+        module = iree_ir.Module.parse(created.read_bytes(), iree_ir.Context())
+        merged = merge_duplicate_outputs(module)
+        with open(created, "wb") as f:
+            module.operation.write_bytecode(f)
+        del module
+        _run(
+            [compile_tool, str(created), *target, *flags, "--compile-from=dispatch-creation",
+             "-o", str(out)],
+            "IREE from dispatches with multi-reader packs fused",
+        )  # fmt: skip
+    except FusionStageError as e:
+        return SharedPacks(False, why=str(e).splitlines()[0][:300])
+    finally:
+        created.unlink(missing_ok=True)
+    return SharedPacks(True, merged)

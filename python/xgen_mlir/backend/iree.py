@@ -35,6 +35,7 @@ class BackendResult:
     fusion_plans: list[Any] = field(default_factory=list)  # xgen_mlir's plan, when it was used
     fusion_note: str = ""  # why the plan was not used, when it was not
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    shared_packs: Any = None  # shared_packs.SharedPacks, when that step ran
 
 
 def _trim(text: str, limit: int = 40) -> str:
@@ -125,7 +126,7 @@ def compile_vmfb(
                     _warn_fallback(why, pipeline)
                     return BackendResult(
                         planned.vmfb, flags, why, time.perf_counter() - start, attempts, weights,
-                        planned.plans, "", planned.seconds,
+                        planned.plans, "", planned.seconds, planned.shared_packs,
                     )  # fmt: skip
                 except FusionStageError as e:
                     attempts.append(str(e)[:2000])

@@ -121,6 +121,9 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
     disp = [(k, v["dispatches"], "#4e79a7") for k, v in systems.items() if "dispatches" in v]
     if disp:
         parts.append("<h2>Dispatches per call</h2>" + _bars(disp))
+        for k, v in systems.items():
+            if v.get("shared_packs"):  # what the backend did with multi-reader packs
+                parts.append(f"<p>{html.escape(k)}: {html.escape(v['shared_packs'])}</p>")
     if systems:
         parts.append("<h2>Latency (median ms, lower is better)</h2>")
         parts.append(

@@ -1,0 +1,88 @@
+"""Packs of multi-reader activations fused into their producers (backend/shared_packs.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import check_close
+
+import xgen_mlir
+from xgen_mlir._paths import pipelines_dir
+from xgen_mlir.report import render
+
+pytest.importorskip("iree.compiler")
+
+
+class ResidualFFN(torch.nn.Module):
+    """A residual stream as in MobileBERT: each block's output feeds the next block's matmul
+    and the next residual add, so its pack for the matmul has a second reader."""
+
+    def __init__(self, width: int = 128, blocks: int = 3) -> None:
+        super().__init__()
+        self.inp = torch.nn.Linear(width, width)
+        self.up = torch.nn.ModuleList(torch.nn.Linear(width, 2 * width) for _ in range(blocks))
+        self.down = torch.nn.ModuleList(torch.nn.Linear(2 * width, width) for _ in range(blocks))
+        self.q = torch.nn.Linear(width, width)
+        self.k = torch.nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.inp(x))
+        for up, down in zip(self.up, self.down, strict=True):
+            h = h + down(torch.relu(up(h)))
+        return self.q(h) * self.k(h)  # one activation, two matmul readers (Q and K)
+
+
+def _without_shared_packs(tmp_path: Path) -> str:
+    text = (pipelines_dir() / "cpu.toml").read_text()
+    assert "shared_packs = true" in text
+    path = tmp_path / "cpu_separate_packs.toml"
+    path.write_text(text.replace("shared_packs = true", "shared_packs = false"))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def model_and_input() -> tuple[torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    return ResidualFFN().eval(), torch.randn(128, 128)
+
+
+def test_multi_reader_packs_join_their_producers(model_and_input, tmp_path):
+    model, x = model_and_input
+    fused = xgen_mlir.compile(model, (x,))
+    separate = xgen_mlir.compile(model, (x,), target=_without_shared_packs(tmp_path))
+    packs = fused.report.shared_packs
+    assert packs is not None and packs.fused, packs
+    assert packs.merged_outputs >= 1  # Q and K read one packed activation
+    assert "in their producers' dispatches" in packs.describe()
+    record = {"systems": {"xgen_mlir cpu": {"median_ms": 1.0, "dispatches": 10,
+                                            "shared_packs": packs.describe()}}}  # fmt: skip
+    assert "duplicate outputs merged" in render("residual-ffn", record)
+    assert separate.report.shared_packs is None
+    # every block output's pack (3 residuals + the Q/K input) was a dispatch of its own
+    assert fused.dispatch_count() <= separate.dispatch_count() - 4, (
+        fused.dispatch_count(),
+        separate.dispatch_count(),
+    )
+    with torch.no_grad():
+        ref = model(x)
+    check_close(fused(x), ref, atol=1e-4, rtol=1e-4, what="shared packs")
+    check_close(separate(x), ref, atol=1e-4, rtol=1e-4, what="separate packs")
+
+
+def test_rejected_shared_packs_fall_back_to_separate_dispatches(model_and_input, monkeypatch):
+    """Without the merge, IREE's codegen rejects the fused packs: the backend must compile
+    again with the packs as dispatches of their own, and say why."""
+    import xgen_mlir.backend.fusion_stage as stage
+
+    monkeypatch.setattr(stage, "merge_duplicate_outputs", lambda module: 0)
+    model, x = model_and_input
+    compiled = xgen_mlir.compile(model, (x,))
+    packs = compiled.report.shared_packs
+    assert packs is not None and not packs.fused
+    assert "multi-reader packs fused" in packs.why, packs.why
+    assert "separate dispatches" in packs.describe()
+    assert compiled.report.fallback_used is None and compiled.report.fusion_note == ""
+    with torch.no_grad():
+        check_close(compiled(x), model(x), atol=1e-4, rtol=1e-4, what="fallback")
