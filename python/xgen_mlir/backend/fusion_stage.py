@@ -6,7 +6,8 @@ propagated transposes, hoisted constants), then its own pre-fusion clean-up
 (``iree-dispatch-creation-preprocessing-pipeline``: elementwise fusion, reshape movement);
 our planner wraps its groups in ``flow.dispatch.region`` ops (IREE's bindings, bytecode in and
 out), and IREE resumes from there (``--compile-from=global-optimization``), forming regions
-only for the ops we delegated to it.
+only for the ops we delegated to it. With ``[fusion] shared_packs`` IREE stops once more, after
+dispatch creation, for the duplicate-output merge of ``shared_packs.py``.
 """
 
 from __future__ import annotations
