@@ -30,6 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
 from harness import time_blocks, write_json
+from xgen_mlir.analysis.flops import module_flops
 from xgen_mlir.frontend import import_model
 from xgen_mlir.models import transformers_zoo, vision
 from xgen_mlir.runtime import CompiledModule
@@ -141,7 +142,10 @@ def onnxruntime_session(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]
     return (lambda: sess.run(None, feed)[0]), onnx_nodes
 
 
-def bench_model(name: str, rounds: int, block: int, threads: int, defaults: bool) -> dict:
+def bench_model(name: str, rounds: int, block: int, threads: int, defaults: bool,
+                variants: list[dict[str, str]] | None = None) -> dict:  # fmt: skip
+    """``variants``: target-option sets, each compiled and timed as one more xgen_mlir system
+    (e.g. the opt-in ``winograd=true``) next to the default one."""
     log(f"{name}: building model")
     model, inputs = build(name)
     torch.set_num_threads(threads)
@@ -171,7 +175,6 @@ def bench_model(name: str, rounds: int, block: int, threads: int, defaults: bool
     log(f"{name}: compiling xgen_mlir cpu")
     t0 = time.perf_counter()
     ours = xgen_mlir.compile(module, target="cpu")
-    from xgen_mlir.analysis.flops import module_flops
 
     info["gflop_after_rewrites"] = module_flops(module.operation) / 1e9
     results["xgen_mlir cpu"] = {"compile_s": time.perf_counter() - t0 + import_s,
@@ -183,6 +186,22 @@ def bench_model(name: str, rounds: int, block: int, threads: int, defaults: bool
                                                  if ours.report.shared_packs else None),
                                 "dispatches": ours.dispatch_count()}  # fmt: skip
     systems["xgen_mlir cpu"] = lambda: ours(*arrays)
+    for options in variants or []:
+        label = "xgen_mlir cpu (" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")"
+        log(f"{name}: compiling {label}")
+        with tempfile.NamedTemporaryFile(suffix=".mlirbc") as f:
+            f.write(linalg)
+            f.flush()
+            variant_module = import_model(f.name)
+        t0 = time.perf_counter()
+        mod = xgen_mlir.compile(variant_module, target="cpu", target_options=options)
+        results[label] = {"compile_s": time.perf_counter() - t0,
+                          "max_abs_err": float(np.abs(mod(*arrays) - ref).max()),
+                          "gflop_after_rewrites": module_flops(variant_module.operation) / 1e9,
+                          "fallback": mod.report.fallback_used,
+                          "fusion_note": mod.report.fusion_note,
+                          "dispatches": mod.dispatch_count()}  # fmt: skip
+        systems[label] = lambda mod=mod: mod(*arrays)
     log(f"{name}: exporting to ONNX for ONNX Runtime")
     try:
         run_ort, info["onnx_ops"] = onnxruntime_session(model, inputs, threads)
@@ -225,8 +244,14 @@ def bench_model(name: str, rounds: int, block: int, threads: int, defaults: bool
 
 def print_table(all_records: dict[str, dict]) -> None:
     all_results = {m: r["systems"] for m, r in all_records.items()}
-    systems = ["xgen_mlir cpu", "IREE best flags", "ONNX Runtime", "torch.compile", "PyTorch eager"]
-    head = f"{'model':<14}" + "".join(f"{s:>17}" for s in systems) + f"{'xgen vs IREE best':>19}"
+    variants = sorted(
+        {s for r in all_results.values() for s in r if s.startswith("xgen_mlir cpu (")}
+    )
+    systems = ["xgen_mlir cpu", *variants, "IREE best flags", "ONNX Runtime", "torch.compile",
+               "PyTorch eager"]  # fmt: skip
+    width = {s: max(17, len(s) + 2) for s in systems}
+    head = f"{'model':<14}" + "".join(f"{s:>{width[s]}}" for s in systems)
+    head += f"{'xgen vs IREE best':>19}"
     print("\nmedian latency, ms (batch 1, fp32; lower is better)")
     print(head)
     print("-" * len(head))
@@ -234,7 +259,8 @@ def print_table(all_records: dict[str, dict]) -> None:
         cells = []
         for s in systems:
             r = res.get(s, {})
-            cells.append(f"{r['median_ms']:17.2f}" if "median_ms" in r else f"{'n/a':>17}")
+            w = width[s]
+            cells.append(f"{r['median_ms']:{w}.2f}" if "median_ms" in r else f"{'n/a':>{w}}")
         ratio = res["IREE best flags"]["median_ms"] / res["xgen_mlir cpu"]["median_ms"]
         print(f"{model:<14}" + "".join(cells) + f"{ratio:18.2f}x")
     print("\ngraph: PyTorch ops, ONNX ops, linalg ops, dispatches xgen / IREE best, "
@@ -273,11 +299,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block", type=int, default=10)
     p.add_argument("--threads", type=int, default=2, help="threads for PyTorch/ONNX Runtime")
     p.add_argument("--json", default=None, help="output JSON (default benchmarks/results/)")
+    p.add_argument(
+        "--target-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="also time xgen_mlir with this cpu target option (e.g. winograd=true); "
+        "repeat for several, comma-separate to combine",
+    )
     args = p.parse_args(argv)  # fmt: skip
+    variants = [dict(kv.split("=", 1) for kv in opt.split(",")) for opt in args.target_option]
     all_results = {}
     for name in args.models:
         all_results[name] = bench_model(name, args.rounds, args.block, args.threads,
-                                        args.defaults)  # fmt: skip
+                                        args.defaults, variants)  # fmt: skip
         partial = Path(__file__).parent / "results" / "models-partial.json"
         partial.write_text(json.dumps(all_results, indent=2))  # survives a later crash
     print_table(all_results)

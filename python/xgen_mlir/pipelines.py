@@ -7,7 +7,7 @@ in passes, never here.
 Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
 
 * ``[options.NAME]`` with ``default``, ``help`` and optional ``choices``: target options
-  substituted into the flags as ``${NAME}``; users override them with
+  substituted into the flags and pass steps as ``${NAME}``; users override them with
   ``compile(..., target_options={...})`` / ``xgen-compile --target-option NAME=VALUE``. A flag
   that ends in ``=`` after substitution (an empty option) is dropped. The value ``auto`` is
   read off the host by the probe of that name in ``_AUTO`` (``backend/host.py``).
@@ -160,13 +160,17 @@ class Pipeline:
             return _OPTION_REF.sub(one, text)
 
         flags = tuple(f for f in (subst(f) for f in self.flags) if not f.endswith("="))
+        steps = tuple(replace(s, pass_text=subst(s.pass_text)) for s in self.steps)
         arch = subst(self.runtime.arch)
         runtime = RuntimeSpec(self.runtime.devices, arch, subst(self.runtime.emulator))
-        return replace(self, flags=flags, runtime=runtime,
+        return replace(self, flags=flags, steps=steps, runtime=runtime,
                        option_values=tuple(sorted(values.items())))  # fmt: skip
 
     def pass_steps(self, entry: str = "main") -> list[str]:
-        return [s.pass_text.replace("$entry", entry) for s in self.steps]
+        """The steps' pass texts; ``${option}`` references take their defaults unless
+        ``with_options`` resolved them already."""
+        resolved = self if self.option_values or not self.options else self.with_options()
+        return [s.pass_text.replace("$entry", entry) for s in resolved.steps]
 
     def pass_pipeline_text(self, entry: str = "main") -> str:
         return ",".join(self.pass_steps(entry))

@@ -19,4 +19,5 @@ from . import (  # noqa: F401
     set_entry_point,
     verify_iree_input,
     verify_sparse,
+    winograd_convs,
 )

@@ -223,3 +223,18 @@ def transpose(source: ir.Value, perm: Sequence[int]) -> ir.Value:
     with ir.InsertionPoint(block):
         linalg.YieldOp([block.arguments[0]])
     return op.results[0]
+
+
+def pad_high(x: ir.Value, extra: Sequence[int]) -> ir.Value:
+    """``x`` (NHWC) with ``extra[0]`` zero rows and ``extra[1]`` zero columns after H and W."""
+    if not any(extra):
+        return x
+    src = ir.RankedTensorType(x.type)
+    n, h, w, c = src.shape
+    ty = ir.RankedTensorType.get([n, h + extra[0], w + extra[1], c], src.element_type)
+    zero = arith.ConstantOp(src.element_type, ir.FloatAttr.get(src.element_type, 0.0)).result
+    pad = tensor.PadOp(ty, x, [], [], [0, 0, 0, 0], [0, extra[0], extra[1], 0])
+    block = pad.regions[0].blocks.append(*([ir.IndexType.get()] * 4))
+    with ir.InsertionPoint(block):
+        tensor.YieldOp(zero)
+    return pad.result

@@ -36,7 +36,15 @@ from ..frontend.lowering import format_location
 from ..irutil import constant_op, ops_named
 from .consteval import ConstEval
 from .fold_batchnorm import fold_one
-from .generic_util import channel_init, empty, erase_dead_tree, fill, producer, transpose
+from .generic_util import (
+    channel_init,
+    empty,
+    erase_dead_tree,
+    fill,
+    pad_high,
+    producer,
+    transpose,
+)
 from .registry import register_pass
 
 _CONVS = {
@@ -61,8 +69,15 @@ class NhwcOptions:
     pools: bool = True
 
 
-def _nhwc_input(x: ir.Value) -> ir.Value:
-    """The conv's input in NHWC; a constant H/W zero pad is re-done after the transpose."""
+def _is_zero(value: ir.Value) -> bool:
+    op = producer(value)
+    return (op is not None and op.name == "arith.constant"
+            and str(op.attributes["value"]).startswith("0.0"))  # fmt: skip
+
+
+def nhwc_input(x: ir.Value, extra_high: tuple[int, int] = (0, 0)) -> ir.Value:
+    """The conv's input in NHWC; a constant H/W zero pad is re-done after the transpose.
+    ``extra_high``: zero rows and columns to add after H and W (Winograd's last tiles)."""
     pad = producer(x)
     if pad is not None and pad.name == "tensor.pad":
         low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
@@ -71,18 +86,21 @@ def _nhwc_input(x: ir.Value) -> ir.Value:
         dynamic = len(pad.operands) > 1
         if not dynamic and low[:2] == [0, 0] and high[:2] == [0, 0] and len(ops) == 1:
             value = ops[0].operands[0]
-            if not isinstance(value.owner, ir.Block):  # a constant from outside, not an index
+            constant = not isinstance(value.owner, ir.Block)  # from outside, not an index
+            if constant and (not any(extra_high) or _is_zero(value)):
                 src = transpose(pad.operands[0], TO_NHWC)
                 src_ty = ir.RankedTensorType(src.type)
-                out_shape = [src_ty.shape[i] + low[p] + high[p] for i, p in enumerate(TO_NHWC)]
+                high = [high[p] for p in TO_NHWC]
+                high[1:3] = [high[1] + extra_high[0], high[2] + extra_high[1]]
+                low = [low[p] for p in TO_NHWC]
+                out_shape = [s + lo + hi for s, lo, hi in zip(src_ty.shape, low, high, strict=True)]
                 out_ty = ir.RankedTensorType.get(out_shape, src_ty.element_type)
-                new = tensor.PadOp(out_ty, src, [], [], [low[p] for p in TO_NHWC],
-                                   [high[p] for p in TO_NHWC])  # fmt: skip
+                new = tensor.PadOp(out_ty, src, [], [], low, high)
                 block = new.regions[0].blocks.append(*([ir.IndexType.get()] * 4))
                 with ir.InsertionPoint(block):
                     tensor.YieldOp(value)
                 return new.result  # the NCHW pad dies with the conv (erase_dead_tree)
-    return transpose(x, TO_NHWC)
+    return pad_high(transpose(x, TO_NHWC), extra_high)
 
 
 def _convert(op: ir.Operation, ev: ConstEval) -> bool:
@@ -110,7 +128,7 @@ def _swap_in_nhwc(op: ir.Operation, make) -> bool:
     strides = list(ir.DenseIntElementsAttr(op.attributes["strides"]))
     dilations = list(ir.DenseIntElementsAttr(op.attributes["dilations"]))
     with ir.InsertionPoint(op), op.location:
-        back = transpose(make(_nhwc_input(op.operands[0]), strides, dilations), TO_NCHW)
+        back = transpose(make(nhwc_input(op.operands[0]), strides, dilations), TO_NCHW)
     old = [op.operands[0], op.operands[1], op.operands[2]]
     op.results[0].replace_all_uses_with(back)
     op.erase()

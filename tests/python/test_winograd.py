@@ -1,0 +1,104 @@
+"""Winograd F(4x4, 3x3) convolutions (xgen-winograd-convs), the cpu target's opt-in
+``winograd`` option: which convs it rewrites, numerics against PyTorch and against a float64
+reference, and that the default pipeline leaves convs alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import check_close, compile_and_check
+from torch import nn
+
+import xgen_mlir
+from xgen_mlir.analysis.flops import module_flops
+from xgen_mlir.errors import PipelineError
+from xgen_mlir.frontend import import_model
+from xgen_mlir.models import vision
+from xgen_mlir.passes.winograd_convs import WinogradOptions, winograd_convs
+from xgen_mlir.pipelines import load_pipeline
+
+WINOGRAD = {"target_options": {"winograd": "true"}}
+
+
+def test_resnet18_rewrites_the_large_3x3_convs_and_matches_pytorch():
+    """ResNet-18 at 224: the 10 stride-1 3x3 convs of the 56x56, 28x28 and 14x14 stages are
+    rewritten (196, 49 and 16 output tiles); the 7x7 stage's (4 tiles) and the stride-2 ones
+    stay direct. The multiply count of the model drops by more than a third."""
+    model, x = vision.resnet18(), vision.random_input("resnet18")
+    module = import_model(model, (x,))
+    before = module_flops(module.operation)
+    counts = winograd_convs(module.operation, WinogradOptions())
+    assert counts == {"linalg.conv_2d_nchw_fchw": 10}
+    assert module_flops(module.operation) < 0.65 * before
+    with torch.no_grad():
+        want = model(x)
+    got = xgen_mlir.compile(module, target="cpu", **WINOGRAD)(x)
+    check_close(got.numpy(), want.numpy(), atol=1e-4, rtol=1e-4, what="resnet18 (winograd)")
+    assert torch.equal(got.topk(5).indices, want.topk(5).indices)
+
+
+class _ConvBlock(nn.Module):
+    """conv3x3(bias) -> relu -> conv3x3 -> + input: a residual block on a 30x30 image, so the
+    4x4 output tiles do not divide the output (30 = 7 * 4 + 2)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(8, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x))) + x
+
+
+def test_ragged_output_and_bias_match_pytorch():
+    torch.manual_seed(0)
+    model = _ConvBlock().eval()
+    x = torch.randn(1, 8, 30, 30)
+    module = import_model(model, (x,))
+    assert winograd_convs(module.operation, WinogradOptions()) == {"linalg.conv_2d_nchw_fchw": 2}
+    compile_and_check(model, (x,), atol=1e-5, rtol=1e-4, **WINOGRAD)
+
+
+def _conv_nhwc_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Valid 3x3 conv of NHWC ``x`` with HWCF ``w`` in float64."""
+    n, h, wd, _ = x.shape
+    out = np.zeros((n, h - 2, wd - 2, w.shape[3]))
+    for i in range(3):
+        for j in range(3):
+            out += x[:, i : i + h - 2, j : j + wd - 2, :].astype(np.float64) @ w[i, j]
+    return out
+
+
+def test_nhwc_conv_from_mlir_input_matches_float64_reference(tmp_path):
+    """A linalg.conv_2d_nhwc_hwcf given as MLIR (the path ONNX-style NHWC convs take): the
+    error against a float64 reference stays within 1e-5 of the output's scale."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((3, 3, 16, 32)).astype(np.float32) * 0.1
+    hex_w = "0x" + w.tobytes().hex().upper()
+    src = tmp_path / "conv.mlir"
+    xt, wt, yt = "tensor<1x26x26x16xf32>", "tensor<3x3x16x32xf32>", "tensor<1x24x24x32xf32>"
+    attrs = "{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}"
+    src.write_text(f"""
+func.func @main(%x: {xt}) -> {yt} {{
+  %c0 = arith.constant 0.0 : f32
+  %w = arith.constant dense<"{hex_w}"> : {wt}
+  %e = tensor.empty() : {yt}
+  %f = linalg.fill ins(%c0 : f32) outs(%e : {yt}) -> {yt}
+  %y = linalg.conv_2d_nhwc_hwcf {attrs} ins(%x, %w : {xt}, {wt}) outs(%f : {yt}) -> {yt}
+  return %y : {yt}
+}}
+""")
+    x = rng.standard_normal((1, 26, 26, 16)).astype(np.float32)
+    got = xgen_mlir.compile(str(src), target="cpu", **WINOGRAD)(x)
+    want = _conv_nhwc_reference(x, w)
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+
+
+def test_off_by_default_and_the_option_is_checked():
+    steps = [s for s in load_pipeline("cpu").pass_steps() if "winograd" in s]
+    assert steps == ["xgen-winograd-convs{enable=false}"]
+    on = load_pipeline("cpu").with_options({"winograd": "true"}).pass_steps()
+    assert "xgen-winograd-convs{enable=true}" in on
+    with pytest.raises(PipelineError, match="winograd='yes' is not one of false, true"):
+        load_pipeline("cpu").with_options({"winograd": "yes"})
