@@ -1,31 +1,34 @@
-"""xgen-winograd-convs: 3x3 stride-1 convolutions as Winograd F(4x4, 3x3) (opt-in).
+"""xgen-winograd-convs: 3x3 stride-1 convolutions as Winograd F(4x4, 3x3) or F(2x2, 3x3)
+(opt-in).
 
-Why: a strength reduction of the conv itself. Each 4x4 output tile of a 3x3 conv needs 36
-multiplies per (input, output) channel pair instead of 144: the tile's 6x6 input patch and the
-3x3 filter are taken to a transformed domain (``V = Bt d B``, ``U = G g Gt``), multiplied
-there elementwise, which over the input channels is one batched GEMM ``[36, tiles, C] x [36,
-C, F]``, and brought back (``Y = At M A``). The filter transform runs here, in float64, once
-(the weights are constants); the input and output transforms are linalg.generics.
+Why: a strength reduction of the conv itself. Each m x m output tile of a 3x3 conv needs
+(m+2)^2 multiplies per (input, output) channel pair instead of 9 m^2 (36 instead of 144 for
+m = 4, 16 instead of 36 for m = 2): the tile's input patch and the filter are taken to a
+transformed domain (``V = Bt d B``, ``U = G g Gt``), multiplied there elementwise, which over
+the input channels is one batched GEMM ``[(m+2)^2, tiles, C] x [(m+2)^2, C, F]``, and brought
+back (``Y = At M A``). The filter transform runs here, in float64, once (the weights are
+constants); the input and output transforms are linalg.generics.
 
-Measured on this project's 2-core AVX-512 VM, one conv each, IREE llvm-cpu (prototype, per
-dispatch): 56x56x64 -> 64 1.16 -> ~0.72 ms, 28x28x128 -> 128 1.07 -> ~0.67 ms, 14x14x256 ->
-256 1.17 -> ~0.78 ms; 7x7x512 -> 512 got slower (a 4-row GEMM streaming 37 MB of transformed
-weights), hence ``min-tiles``: a conv is rewritten only when it has at least that many 4x4
-output tiles.
+Which tile: F(4x4) when the output has at least ``min-tiles`` 4x4 tiles, else F(2x2) when it
+has that many 2x2 tiles, else the conv stays direct. Few tiles make the GEMM a few-row one that
+streams the (m+2)^2/9 times larger transformed filter: measured on this project's 2-core
+AVX-512 VM, ResNet-18's 7x7x512 convs took 1.65 ms as F(4x4) (4 tiles) against ~1.45 ms
+direct and ~1.0 ms as F(2x2) (16 tiles). Per conv in the model (direct -> Winograd, ms):
+56x56x64 1.11 -> ~0.55, 28x28x128 1.07 -> ~0.55, 14x14x256 1.17 -> ~0.75, 7x7x512 1.45 -> ~1.1.
 
 Numerics: exact in real arithmetic, not in float. The transforms multiply by constants such
 as 1/6 and sum up to 36 terms, so results differ from the direct conv by more than float
-reassociation (measured: max |error| 3e-4 on outputs of magnitude 19, against 3e-5 for the
-direct conv, both against a float64 reference). Inf or NaN in one input pixel spreads to the
-whole 4x4 output tile. Hence the cpu pipeline runs it only when the user opts in
-(``target_options={"winograd": "true"}``).
+reassociation (measured on one 14x14x256 conv: max |error| 3e-4 on outputs of magnitude 19,
+against 3e-5 for the direct conv, both against a float64 reference). Inf or NaN in one input
+pixel spreads to its whole output tile. Hence the cpu pipeline runs this pass only when the
+user opts in (``target_options={"winograd": "true"}``).
 
 What it matches: ``linalg.conv_2d_nchw_fchw`` and ``linalg.conv_2d_nhwc_hwcf`` with a 3x3
 constant f32 filter, unit strides and dilations, static shapes, and an accumulator init that
 is a constant fill or a per-channel broadcast (the bias). Everything else is left alone.
 
-Transform matrices: the Cook-Toom construction on the points 0, 1, -1, 2, -2 and infinity
-(the choice with the smallest constants for a 6-point transform).
+Transform matrices: the Cook-Toom construction on the points 0, 1, -1, 2, -2, infinity
+(F(4x4)) and 0, 1, -1, infinity (F(2x2)), the choices with the smallest constants.
 """
 
 from __future__ import annotations
@@ -52,21 +55,49 @@ from .generic_util import (
 from .nhwc_convs import TO_NCHW, nhwc_input
 from .registry import register_pass
 
-M_OUT, R = 4, 3  # output tile, filter size
-A_IN = M_OUT + R - 1  # input tile: 6
+R = 3  # filter size
 
-# Bt (6x6), G (6x3), At (4x6) of F(4x4, 3x3).
-BT = np.array(
-    [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
-     [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], np.float64
-)  # fmt: skip
-G = np.array(
-    [[6, 0, 0], [-4, -4, -4], [-4, 4, -4], [1, 2, 4], [1, -2, 4], [0, 0, 24]], np.float64
-) / np.array([[24], [24], [24], [24], [24], [24]])  # 1/4, -1/6, 1/24, 1/12, ... (24ths)
-AT = np.array(
-    [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
-    np.float64,
+
+@dataclass(frozen=True)
+class Transform:
+    """F(m x m, 3x3): ``bt`` (a x a), ``g`` (a x 3), ``at`` (m x a), a = m + 2."""
+
+    m: int
+    bt: np.ndarray
+    g: np.ndarray
+    at: np.ndarray
+
+    @property
+    def a(self) -> int:
+        return self.m + R - 1
+
+
+F4 = Transform(
+    4,
+    np.array(
+        [
+            [4, 0, -5, 0, 1, 0],
+            [0, -4, -4, 1, 1, 0],
+            [0, 4, -4, -1, 1, 0],
+            [0, -2, -1, 2, 1, 0],
+            [0, 2, -1, -2, 1, 0],
+            [0, 4, 0, -5, 0, 1],
+        ],
+        np.float64,
+    ),
+    np.array([[6, 0, 0], [-4, -4, -4], [-4, 4, -4], [1, 2, 4], [1, -2, 4], [0, 0, 24]]) / 24.0,
+    np.array(
+        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+        np.float64,
+    ),
 )
+F2 = Transform(
+    2,
+    np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64),
+    np.array([[2, 0, 0], [1, 1, 1], [1, -1, 1], [0, 0, 2]]) / 2.0,
+    np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64),
+)
+TRANSFORMS = (F4, F2)  # tried in this order: the larger tile saves more multiplies
 
 _CONVS = {"linalg.conv_2d_nchw_fchw": True, "linalg.conv_2d_nhwc_hwcf": False}  # name -> NCHW?
 
@@ -78,10 +109,10 @@ class WinogradOptions:
     verbose: bool = False  # print every rewritten conv to stderr
 
 
-def filter_transform(weight_hwcf: np.ndarray) -> np.ndarray:
-    """``U[a*6+b, c, f] = (G g Gt)[a, b]`` per (c, f), in float64, rounded once to f32."""
-    u = np.einsum("ai,ijcf,bj->abcf", G, weight_hwcf.astype(np.float64), G)
-    return np.ascontiguousarray(u.reshape(A_IN * A_IN, *u.shape[2:]), np.float32)
+def filter_transform(weight_hwcf: np.ndarray, t: Transform = F4) -> np.ndarray:
+    """``U[a*A+b, c, f] = (G g Gt)[a, b]`` per (c, f), in float64, rounded once to f32."""
+    u = np.einsum("ai,ijcf,bj->abcf", t.g, weight_hwcf.astype(np.float64), t.g)
+    return np.ascontiguousarray(u.reshape(t.a * t.a, *u.shape[2:]), np.float32)
 
 
 def _dim(i: int) -> ir.AffineExpr:
@@ -139,50 +170,51 @@ def _columns(matrix: np.ndarray) -> list[ir.Value]:
             for k in range(matrix.shape[1])]  # fmt: skip
 
 
-def _winograd_nhwc(x: ir.Value, u: np.ndarray, bias: np.ndarray, out_hw: tuple[int, int],
-                   f32: ir.Type) -> ir.Value:  # fmt: skip
-    """The conv of the padded NHWC input ``x`` ([N, 4Th+2, 4Tw+2, C]) as transforms and one
+def _winograd_nhwc(x: ir.Value, t: Transform, u: np.ndarray, bias: np.ndarray,
+                   out_hw: tuple[int, int], f32: ir.Type) -> ir.Value:  # fmt: skip
+    """The conv of the padded NHWC input ``x`` ([N, mTh+2, mTw+2, C]) as transforms and one
     batched GEMM; returns [N, Ho, Wo, F] with ``bias`` added."""
     n, hp, wp, c = ir.RankedTensorType(x.type).shape
-    th, tw = (hp - 2) // M_OUT, (wp - 2) // M_OUT
+    m_out, a_in = t.m, t.a
+    th, tw = (hp - 2) // m_out, (wp - 2) // m_out
     f = u.shape[2]
     zero = arith.ConstantOp(f32, ir.FloatAttr.get(f32, 0.0)).result
-    bt_cols, at_cols = _columns(BT), _columns(AT)
+    bt_cols, at_cols = _columns(t.bt), _columns(t.at)
 
     # Every step reads its operand through strided/offset slices, so all indexing maps are
     # projected permutations (what linalg's vectorizer needs; a map such as 4*th + i makes
     # IREE emit scalar loops: measured 0.25 ms for the 56x56x64 input step, scalar FMAs).
     # V1[n, a, th, w, c] = sum_i Bt[a, i] * x[n, 4th + i, w, c]
     loops = _map(5, [_dim(0), _dim(2), _dim(3), _dim(4)])
-    rows = [(_slice(x, [0, i, 0, 0], [n, th, wp, c], [1, M_OUT, 1, 1]), loops) for i in range(A_IN)]
-    v1 = _taps(rows, bt_cols, 1, empty([n, A_IN, th, wp, c], f32))
+    rows = [(_slice(x, [0, i, 0, 0], [n, th, wp, c], [1, m_out, 1, 1]), loops) for i in range(a_in)]
+    v1 = _taps(rows, bt_cols, 1, empty([n, a_in, th, wp, c], f32))
     # V[a, b, n, th, tw, c] = sum_j Bt[b, j] * V1[n, a, th, 4tw + j, c]
     loops = _map(6, [_dim(2), _dim(0), _dim(3), _dim(4), _dim(5)])
-    cols = [(_slice(v1, [0, 0, 0, j, 0], [n, A_IN, th, tw, c], [1, 1, 1, M_OUT, 1]), loops)
-            for j in range(A_IN)]  # fmt: skip
-    v = _taps(cols, bt_cols, 1, empty([A_IN, A_IN, n, th, tw, c], f32))
+    cols = [(_slice(v1, [0, 0, 0, j, 0], [n, a_in, th, tw, c], [1, 1, 1, m_out, 1]), loops)
+            for j in range(a_in)]  # fmt: skip
+    v = _taps(cols, bt_cols, 1, empty([a_in, a_in, n, th, tw, c], f32))
     tiles = n * th * tw
-    v = tensor.CollapseShapeOp(ir.RankedTensorType.get([A_IN * A_IN, tiles, c], f32), v,
+    v = tensor.CollapseShapeOp(ir.RankedTensorType.get([a_in * a_in, tiles, c], f32), v,
                                [[0, 1], [2, 3, 4], [5]]).result  # fmt: skip
     # M[ab, t, f] = sum_c V[ab, t, c] * U[ab, c, f]
     u_val = constant_op(u, "xgen_winograd_filter").result
-    acc = fill(zero, empty([A_IN * A_IN, tiles, f], f32))
+    acc = fill(zero, empty([a_in * a_in, tiles, f], f32))
     m = linalg.batch_matmul(v, u_val, outs=[acc])
-    expanded = [A_IN, A_IN, n, th, tw, f]
+    expanded = [a_in, a_in, n, th, tw, f]
     m = tensor.ExpandShapeOp(ir.RankedTensorType.get(expanded, f32), m,
                              [[0, 1], [2, 3, 4], [5]], [], expanded).result  # fmt: skip
     # Y1[p, b, n, th, tw, f] = sum_a At[p, a] * M[a, b, n, th, tw, f]
     loops = _map(6, [_dim(i) for i in range(1, 6)])
-    rows = [(_slice(m, [a, 0, 0, 0, 0, 0], [1, A_IN, n, th, tw, f], [1] * 6, drop=0), loops)
-            for a in range(A_IN)]  # fmt: skip
-    y1 = _taps(rows, at_cols, 0, empty([M_OUT, A_IN, n, th, tw, f], f32))
+    rows = [(_slice(m, [a, 0, 0, 0, 0, 0], [1, a_in, n, th, tw, f], [1] * 6, drop=0), loops)
+            for a in range(a_in)]  # fmt: skip
+    y1 = _taps(rows, at_cols, 0, empty([m_out, a_in, n, th, tw, f], f32))
     # Y[n, th, p, tw, q, f] = bias[f] + sum_b At[q, b] * Y1[p, b, n, th, tw, f]
     loops = _map(6, [_dim(2), _dim(0), _dim(1), _dim(3), _dim(5)])
-    cols = [(_slice(y1, [0, b, 0, 0, 0, 0], [M_OUT, 1, n, th, tw, f], [1] * 6, drop=1), loops)
-            for b in range(A_IN)]  # fmt: skip
-    init = channel_init(bias.astype(np.float32), [n, th, M_OUT, tw, M_OUT, f], 5, f32)
+    cols = [(_slice(y1, [0, b, 0, 0, 0, 0], [m_out, 1, n, th, tw, f], [1] * 6, drop=1), loops)
+            for b in range(a_in)]  # fmt: skip
+    init = channel_init(bias.astype(np.float32), [n, th, m_out, tw, m_out, f], 5, f32)
     y = _taps(cols, at_cols, 4, init, accumulate=True)
-    full = [n, th * M_OUT, tw * M_OUT, f]
+    full = [n, th * m_out, tw * m_out, f]
     y = tensor.CollapseShapeOp(ir.RankedTensorType.get(full, f32), y,
                                [[0], [1, 2], [3, 4], [5]]).result  # fmt: skip
     ho, wo = out_hw
@@ -207,19 +239,21 @@ def _rewrite(op: ir.Operation, ev: ConstEval, min_tiles: int) -> bool:
     if (kh, kw) != (R, R) or strides != [1, 1] or dilations != [1, 1]:
         return False
     n, ho, wo = (out_ty.shape[0], *out_ty.shape[2:]) if nchw else tuple(out_ty.shape[:3])
-    th, tw = -(-ho // M_OUT), -(-wo // M_OUT)
-    if n * th * tw < min_tiles:
+    fits = [t for t in TRANSFORMS if n * -(-ho // t.m) * -(-wo // t.m) >= min_tiles]
+    if not fits:
         return False
+    t = fits[0]
+    th, tw = -(-ho // t.m), -(-wo // t.m)
     weight = ev.value(op.operands[1])
     bias = ev.per_channel_init(op.operands[2], 1 if nchw else 3)
     if weight is None or weight.dtype != np.float32 or bias is None:
         return False
     hwcf = weight.transpose(2, 3, 1, 0) if nchw else weight
-    extra = (th * M_OUT + 2 - (ho + 2), tw * M_OUT + 2 - (wo + 2))  # rows/cols past the input
+    extra = (th * t.m - ho, tw * t.m - wo)  # rows/cols past the input
     f32 = out_ty.element_type
     with ir.InsertionPoint(op), op.location:
         x = nhwc_input(op.operands[0], extra) if nchw else pad_high(op.operands[0], extra)
-        y = _winograd_nhwc(x, filter_transform(hwcf), bias, (ho, wo), f32)
+        y = _winograd_nhwc(x, t, filter_transform(hwcf, t), bias, (ho, wo), f32)
         if nchw:
             y = transpose(y, TO_NCHW)
     old = list(op.operands)
@@ -242,13 +276,13 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
             if _rewrite(op, ev, opts.min_tiles):
                 counts[name] += 1
                 if opts.verbose:
-                    print(f"xgen-winograd-convs: {where}: {name} -> F(4x4,3x3)", file=sys.stderr)
+                    print(f"xgen-winograd-convs: {where}: {name} -> Winograd", file=sys.stderr)
     return counts
 
 
 @register_pass(
     "xgen-winograd-convs",
-    "3x3 stride-1 convs with constant filters -> Winograd F(4x4,3x3): transforms + batched GEMM.",
+    "3x3 stride-1 convs, constant filters -> Winograd F(4x4/2x2, 3x3): transforms + batched GEMM.",
     WinogradOptions,
 )
 def _pass(module_op: ir.Operation, opts: WinogradOptions | None) -> None:

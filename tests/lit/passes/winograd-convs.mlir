@@ -23,8 +23,13 @@
 // CHECK: tensor.collapse_shape {{.*}} into tensor<1x8x8x3xf32>
 // CHECK: linalg.transpose {{.*}} permutation = [0, 3, 1, 2]
 // CHECK-NOT: linalg.conv_2d
+// With the default min-tiles (16) the 8x8 output has too few 4x4 tiles (4) but enough 2x2
+// ones (16): F(2x2, 3x3), 4x4 input tiles read at stride 2, 16 transformed positions.
 // DEFAULT-LABEL: func.func @nchw_bias
-// DEFAULT: linalg.conv_2d_nchw_fchw
+// DEFAULT: tensor.extract_slice %{{.*}}[0, 3, 0, 0] [1, 4, 10, 2] [1, 2, 1, 1]
+// DEFAULT: linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<16x16x2xf32>, tensor<16x2x3xf32>)
+// DEFAULT: tensor.collapse_shape {{.*}} : tensor<1x4x2x4x2x3xf32> into tensor<1x8x8x3xf32>
+// DEFAULT-NOT: linalg.conv_2d
 // OFF-LABEL: func.func @nchw_bias
 // OFF: linalg.conv_2d_nchw_fchw
 func.func @nchw_bias(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x3x8x8xf32> {
@@ -53,6 +58,7 @@ func.func @nchw_bias(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x3x8x8xf32> {
 // CHECK: linalg.batch_matmul {{.*}} -> tensor<36x4x1xf32>
 // CHECK: tensor.extract_slice {{.*}}[0, 0, 0, 0] [1, 6, 6, 1] [1, 1, 1, 1] : tensor<1x8x8x1xf32> to tensor<1x6x6x1xf32>
 // CHECK-NOT: linalg.conv_2d
+// Under the default min-tiles neither tiling has 16 tiles (4 and 9): left alone.
 // DEFAULT-LABEL: func.func @nhwc_ragged
 // DEFAULT: linalg.conv_2d_nhwc_hwcf
 func.func @nhwc_ragged(%arg0: tensor<1x8x8x1xf32>) -> tensor<1x6x6x1xf32> {
@@ -66,7 +72,7 @@ func.func @nhwc_ragged(%arg0: tensor<1x8x8x1xf32>) -> tensor<1x6x6x1xf32> {
 
 // -----
 
-// 16 output tiles (16x16): enough for the default min-tiles.
+// 16 output tiles of 4x4 (16x16): F(4x4, 3x3) at the default min-tiles.
 // DEFAULT-LABEL: func.func @sixteen_tiles
 // DEFAULT: linalg.batch_matmul {{.*}} -> tensor<36x16x1xf32>
 // DEFAULT-NOT: linalg.conv_2d
