@@ -103,3 +103,16 @@ def test_off_by_default_and_the_option_is_checked():
     assert "xgen-winograd-convs{enable=true}" in on
     with pytest.raises(PipelineError, match="winograd='yes' is not one of false, true"):
         load_pipeline("cpu").with_options({"winograd": "yes"})
+
+
+def test_report_shows_the_variants_flops():
+    from xgen_mlir.report import render
+
+    record = {
+        "graph": {"gflop": 3.64, "gflop_after_rewrites": 3.64, "mapping_types": {}},
+        "systems": {"xgen_mlir cpu (winograd=true)": {"median_ms": 15.3,
+                                                      "gflop_after_rewrites": 1.77}},
+    }  # fmt: skip
+    page = render("resnet18", record)
+    flops = page.split("FLOPs before/after graph rewriting")[1].split("<h2>")[0]
+    assert "xgen_mlir cpu (winograd=true)" in flops and "1.77" in flops
