@@ -52,13 +52,23 @@ def test_light_squeezenet_with_random_weights_matches_onnxruntime(tmp_path):
     check_close(got, want, atol=1e-5, rtol=1e-4, what="squeezenet vs ORT")
 
 
-def test_resnet18_exported_to_onnx_matches_onnxruntime(tmp_path):
+@pytest.mark.parametrize("winograd", [False, True])
+def test_resnet18_exported_to_onnx_matches_onnxruntime(tmp_path, winograd):
+    """Also with the opt-in Winograd convs: the ONNX import's convs accumulate onto a splat
+    zero constant (not a linalg.fill), which the rewrite must recognize (13 convs)."""
     model, x = vision.resnet18(), vision.random_input("resnet18")
     path = tmp_path / "resnet18.onnx"
     torch.onnx.export(model, (x,), str(path), input_names=["image"], opset_version=17,
                       dynamo=False)  # fmt: skip
     want = _ort(str(path), {"image": x.numpy()})
-    module = xgen_mlir.compile(onnx.load(str(path)))  # a ModelProto works as well as a path
+    options = {}
+    if winograd:
+        options = {"target_options": {"winograd": "true"}}
+        from xgen_mlir.frontend import import_model
+        from xgen_mlir.passes.winograd_convs import winograd_convs
+
+        assert winograd_convs(import_model(str(path)).operation) == {"linalg.conv_2d_nchw_fchw": 13}
+    module = xgen_mlir.compile(onnx.load(str(path)), **options)  # a ModelProto works too
     check_close(module(x.numpy()), want, atol=1e-4, rtol=1e-4, what="resnet18 vs ORT")
 
 

@@ -74,11 +74,17 @@ class ConstEval:
 
     def per_channel_init(self, init: ir.Value, ch_dim: int) -> np.ndarray | None:
         """The per-channel constant a contraction accumulates onto (its ``outs``): a constant
-        ``linalg.fill``, or a ``linalg.broadcast`` of a constant vector along ``ch_dim``;
-        float64, one entry per channel. None for anything else."""
+        ``linalg.fill``, a splat ``arith.constant`` (ONNX imports' zero init), or a
+        ``linalg.broadcast`` of a constant vector along ``ch_dim``; float64, one entry per
+        channel. None for anything else."""
         op = producer(init)
         shape = ir.RankedTensorType(init.type).shape
         if op is None:
+            return None
+        if op.name == "arith.constant":
+            attr = op.attributes["value"]
+            if isinstance(attr, ir.DenseElementsAttr) and attr.is_splat:
+                return np.full(shape[ch_dim], float(ir.FloatAttr(attr.get_splat_value()).value))
             return None
         if op.name == "linalg.fill":
             scalar = self.value(op.operands[0])

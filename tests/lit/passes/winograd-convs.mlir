@@ -87,6 +87,21 @@ func.func @sixteen_tiles(%arg0: tensor<1x18x18x1xf32>) -> tensor<1x16x16x1xf32> 
 
 // -----
 
+// ONNX imports accumulate onto a splat constant instead of a linalg.fill: same rewrite.
+// CHECK-LABEL: func.func @splat_init
+// CHECK: linalg.batch_matmul {{.*}} -> tensor<36x1x1xf32>
+// CHECK-NOT: linalg.conv_2d
+// DEFAULT-LABEL: func.func @splat_init
+// DEFAULT: linalg.conv_2d_nchw_fchw
+func.func @splat_init(%arg0: tensor<1x1x6x6xf32>) -> tensor<1x1x4x4xf32> {
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %z = arith.constant dense<0.000000e+00> : tensor<1x1x4x4xf32>
+  %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%arg0, %w : tensor<1x1x6x6xf32>, tensor<1x1x3x3xf32>) outs(%z : tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  return %0 : tensor<1x1x4x4xf32>
+}
+
+// -----
+
 // Must not fire: a stride-2 conv, a 1x1 conv, a filter that is not a constant, a dilated conv.
 // CHECK-LABEL: func.func @not_winograd
 // DEFAULT-LABEL: func.func @not_winograd
