@@ -227,30 +227,31 @@ def _winograd_nhwc(x: ir.Value, t: Transform, u: np.ndarray, bias: np.ndarray,
     return y
 
 
-def _rewrite(op: ir.Operation, ev: ConstEval, min_tiles: int) -> bool:
+def _rewrite(op: ir.Operation, ev: ConstEval, min_tiles: int) -> str | None:
+    """Rewrite ``op`` if it matches; returns what it became (for people), else None."""
     nchw = _CONVS[op.name]
     out_ty = ir.RankedTensorType(op.results[0].type)
     in_ty = ir.RankedTensorType(op.operands[0].type)
     if str(out_ty.element_type) != "f32" or not (
         out_ty.has_static_shape and in_ty.has_static_shape
     ):
-        return False
+        return None
     strides = list(ir.DenseIntElementsAttr(op.attributes["strides"]))
     dilations = list(ir.DenseIntElementsAttr(op.attributes["dilations"]))
     w_shape = ir.RankedTensorType(op.operands[1].type).shape
     kh, kw = (w_shape[2], w_shape[3]) if nchw else (w_shape[0], w_shape[1])
     if (kh, kw) != (R, R) or strides != [1, 1] or dilations != [1, 1]:
-        return False
+        return None
     n, ho, wo = (out_ty.shape[0], *out_ty.shape[2:]) if nchw else tuple(out_ty.shape[:3])
     fits = [t for t in TRANSFORMS if n * -(-ho // t.m) * -(-wo // t.m) >= min_tiles]
     if not fits:
-        return False
+        return None
     t = fits[0]
     th, tw = -(-ho // t.m), -(-wo // t.m)
     weight = ev.value(op.operands[1])
     bias = ev.per_channel_init(op.operands[2], 1 if nchw else 3)
     if weight is None or weight.dtype != np.float32 or bias is None:
-        return False
+        return None
     hwcf = weight.transpose(2, 3, 1, 0) if nchw else weight
     extra = (th * t.m - ho, tw * t.m - wo)  # rows/cols past the input
     f32 = out_ty.element_type
@@ -263,7 +264,7 @@ def _rewrite(op: ir.Operation, ev: ConstEval, min_tiles: int) -> bool:
     op.results[0].replace_all_uses_with(y)
     op.erase()
     erase_dead_tree(old)
-    return True
+    return f"Winograd F({t.m}x{t.m}, 3x3), {n * th * tw} tiles"
 
 
 def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None) -> Counter:
@@ -276,10 +277,11 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
         ev = ConstEval(module_op)
         for op in ops_named(module_op, *_CONVS):
             where, name = format_location(op.location), op.name
-            if _rewrite(op, ev, opts.min_tiles):
+            became = _rewrite(op, ev, opts.min_tiles)
+            if became:
                 counts[name] += 1
                 if opts.verbose:
-                    print(f"xgen-winograd-convs: {where}: {name} -> Winograd", file=sys.stderr)
+                    print(f"xgen-winograd-convs: {where}: {name} -> {became}", file=sys.stderr)
     return counts
 
 
