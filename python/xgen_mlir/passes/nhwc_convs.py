@@ -71,8 +71,10 @@ class NhwcOptions:
 
 def _is_zero(value: ir.Value) -> bool:
     op = producer(value)
-    return (op is not None and op.name == "arith.constant"
-            and str(op.attributes["value"]).startswith("0.0"))  # fmt: skip
+    if op is None or op.name != "arith.constant":
+        return False
+    attr = op.attributes["value"]
+    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0
 
 
 def nhwc_input(x: ir.Value, extra_high: tuple[int, int] = (0, 0)) -> ir.Value:

@@ -102,6 +102,47 @@ func.func @splat_init(%arg0: tensor<1x1x6x6xf32>) -> tensor<1x1x4x4xf32> {
 
 // -----
 
+// NCHW with a ragged 6x6 output: the zero pad is redone in NHWC with the two extra rows and
+// columns folded into it (high 1 + 2). A pad of another value keeps its own pad (transposed)
+// and gets a separate zero pad for the extra rows: the extra rows must be zeros.
+// CHECK-LABEL: func.func @nchw_ragged
+// CHECK: tensor.pad %{{.*}} low[0, 1, 1, 0] high[0, 3, 3, 0]
+// CHECK-NOT: tensor.pad
+// CHECK: linalg.batch_matmul
+// CHECK-LABEL: func.func @nchw_ragged_one_pad
+// CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: linalg.transpose
+// CHECK: tensor.pad %{{.*}} low[0, 0, 0, 0] high[0, 2, 2, 0]
+// CHECK: tensor.yield %{{.*}} : f32
+// CHECK: linalg.batch_matmul
+func.func @nchw_ragged(%arg0: tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x1x6x6xf32> to tensor<1x1x8x8xf32>
+  %0 = tensor.empty() : tensor<1x1x6x6xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x1x8x8xf32>, tensor<1x1x3x3xf32>) outs(%1 : tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32>
+  return %2 : tensor<1x1x6x6xf32>
+}
+func.func @nchw_ragged_one_pad(%arg0: tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %w = arith.constant dense<1.0> : tensor<1x1x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %one : f32
+  } : tensor<1x1x6x6xf32> to tensor<1x1x8x8xf32>
+  %0 = tensor.empty() : tensor<1x1x6x6xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x1x8x8xf32>, tensor<1x1x3x3xf32>) outs(%1 : tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32>
+  return %2 : tensor<1x1x6x6xf32>
+}
+
+// -----
+
 // Must not fire: a stride-2 conv, a 1x1 conv, a filter that is not a constant, a dilated conv.
 // CHECK-LABEL: func.func @not_winograd
 // DEFAULT-LABEL: func.func @not_winograd
