@@ -108,7 +108,7 @@ _CONVS = {"linalg.conv_2d_nchw_fchw": True, "linalg.conv_2d_nhwc_hwcf": False}  
 @dataclass
 class WinogradOptions:
     enable: bool = True  # the pipeline's opt-in switch (target option `winograd`)
-    min_tiles: int = 16  # rewrite only convs with at least this many 4x4 output tiles
+    min_tiles: int = 16  # rewrite only convs with this many output tiles (4x4, else 2x2)
     verbose: bool = False  # print every rewritten conv to stderr
 
 
@@ -135,10 +135,11 @@ def _taps(inputs: list[tuple[ir.Value, ir.AffineMap]], coeffs: list[ir.Value], c
     """One all-parallel generic: ``out = sum_k x_k * coeff_k[loop coeff_dim]`` (plus ``init``'s
     value when ``accumulate``).
 
-    Each transform step is a 1-D transform along one axis of the tile: six reads of the same
-    tensor at six tap offsets, weighted by one column of the transform matrix. Written as
-    parallel loops (not a reduction) so IREE vectorizes it along the channels like any
-    elementwise op and can fuse it with its elementwise neighbours."""
+    Each transform step is a 1-D transform along one axis of the tile: reads of the same
+    tensor at (m+2) tap offsets (each a slice), weighted by one column of the transform
+    matrix. Written as parallel loops (not a reduction), so IREE vectorizes it along the
+    channels like any elementwise op; IREE can put the elementwise ops after the conv
+    (bias, batch norm, ReLU) into the output transform's last dispatch."""
     rank = len(ir.RankedTensorType(init.type).shape)
     cmap = _map(rank, [_dim(coeff_dim)])
     maps = (
@@ -153,9 +154,8 @@ def _taps(inputs: list[tuple[ir.Value, ir.AffineMap]], coeffs: list[ir.Value], c
             acc = term if acc is None else arith.AddFOp(acc, term).result
         return [acc]
 
-    return generic([v for v, _ in inputs] + coeffs, maps, init, ["parallel"] * rank, build).results[
-        0
-    ]
+    op = generic([v for v, _ in inputs] + coeffs, maps, init, ["parallel"] * rank, build)
+    return op.results[0]
 
 
 def _slice(
