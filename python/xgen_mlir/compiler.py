@@ -63,6 +63,8 @@ class CompileReport:
     fusion_plans: list[Any] = field(default_factory=list)  # fusion.FusionPlan per function
     fusion_note: str = ""  # why no plan was used, when the target asked for one
     shared_packs: Any = None  # backend.shared_packs.SharedPacks, when that step ran
+    # What our graph rewrites did, per pass: {"xgen-winograd-convs": {"...": 13}, ...}
+    rewrites: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def compile(
@@ -92,8 +94,8 @@ def compile(
 
     t0 = time.perf_counter()
     dump_dir = Path(opts.dump_ir) if opts.dump_ir else None
-    run_steps(module, pipeline.pass_steps(opts.entry), what=f"pipeline '{pipeline.name}'",
-              dump_dir=dump_dir)  # fmt: skip
+    report.rewrites = run_steps(module, pipeline.pass_steps(opts.entry),
+                                what=f"pipeline '{pipeline.name}'", dump_dir=dump_dir)  # fmt: skip
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

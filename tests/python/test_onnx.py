@@ -67,7 +67,8 @@ def test_resnet18_exported_to_onnx_matches_onnxruntime(tmp_path, winograd):
         from xgen_mlir.frontend import import_model
         from xgen_mlir.passes.winograd_convs import winograd_convs
 
-        assert winograd_convs(import_model(str(path)).operation) == {"linalg.conv_2d_nchw_fchw": 13}
+        counts = winograd_convs(import_model(str(path)).operation)
+        assert sum(counts.values()) == 13
     module = xgen_mlir.compile(onnx.load(str(path)), **options)  # a ModelProto works too
     check_close(module(x.numpy()), want, atol=1e-4, rtol=1e-4, what="resnet18 vs ORT")
 

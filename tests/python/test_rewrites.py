@@ -208,6 +208,11 @@ def test_nhwc_convs_in_cpu_pipeline_for_depthwise_models(tmp_path):
     assert "nchw" not in after
     assert after.count("linalg.depthwise_conv_2d_nhwc_hwc") == 1
     assert after.count("linalg.conv_2d_nhwc_hwcf") == 2
+    # the compile report counts the same rewrites, per pass
+    assert module.report.rewrites["xgen-nhwc-convs"] == {
+        "linalg.depthwise_conv_2d_nchw_chw": 1,
+        "linalg.conv_2d_nchw_fchw": 2,
+    }
     with torch.no_grad():
         want = model(x).numpy()
     check_close(module(x).numpy(), want, atol=1e-4, rtol=1e-4, what="depthwise block")

@@ -30,7 +30,8 @@ def test_resnet18_rewrites_the_large_3x3_convs_and_matches_pytorch():
     module = import_model(model, (x,))
     before = module_flops(module.operation)
     counts = winograd_convs(module.operation, WinogradOptions())
-    assert counts == {"linalg.conv_2d_nchw_fchw": 13}
+    assert counts == {"linalg.conv_2d_nchw_fchw as F(4x4, 3x3)": 10,
+                      "linalg.conv_2d_nchw_fchw as F(2x2, 3x3)": 3}  # fmt: skip
     assert module_flops(module.operation) < 0.5 * before
     with torch.no_grad():
         want = model(x)
@@ -56,9 +57,11 @@ def test_ragged_output_and_bias_match_pytorch():
     torch.manual_seed(0)
     model = _ConvBlock().eval()
     x = torch.randn(1, 8, 30, 30)
-    module = import_model(model, (x,))
-    assert winograd_convs(module.operation, WinogradOptions()) == {"linalg.conv_2d_nchw_fchw": 2}
-    compile_and_check(model, (x,), atol=1e-5, rtol=1e-4, **WINOGRAD)
+    compiled = compile_and_check(model, (x,), atol=1e-5, rtol=1e-4, **WINOGRAD)
+    # 30x30: 8 x 8 tiles of 4x4, both convs; the compile report says so
+    assert compiled.report.rewrites["xgen-winograd-convs"] == {
+        "linalg.conv_2d_nchw_fchw as F(4x4, 3x3)": 2
+    }
 
 
 def _conv_nhwc_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -97,6 +100,9 @@ func.func @main(%x: {xt}) -> {yt} {{
 
 
 def test_off_by_default_and_the_option_is_checked():
+    torch.manual_seed(0)
+    model, x = _ConvBlock().eval(), torch.randn(1, 8, 30, 30)
+    assert "xgen-winograd-convs" not in xgen_mlir.compile(model, (x,)).report.rewrites
     steps = [s for s in load_pipeline("cpu").pass_steps() if "winograd" in s]
     assert steps == ["xgen-winograd-convs{enable=false}"]
     on = load_pipeline("cpu").with_options({"winograd": "true"}).pass_steps()

@@ -435,5 +435,5 @@ def algebraic_simplify(module_op: ir.Operation, opts: SimplifyOptions | None = N
     "Algebraic rewrites of elementwise generics (identities, distributivity, DNNFusion's table).",
     SimplifyOptions,
 )
-def _pass(module_op: ir.Operation, opts: SimplifyOptions | None) -> None:
-    algebraic_simplify(module_op, opts)
+def _pass(module_op: ir.Operation, opts: SimplifyOptions | None) -> Counter:
+    return algebraic_simplify(module_op, opts)

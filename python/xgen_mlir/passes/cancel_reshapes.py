@@ -312,5 +312,5 @@ def cancel_reshapes(module_op: ir.Operation, opts: CancelOptions | None = None) 
     "transposes, unit-dim transposes).",
     CancelOptions,
 )
-def _pass(module_op: ir.Operation, opts: CancelOptions | None) -> None:
-    cancel_reshapes(module_op, opts)
+def _pass(module_op: ir.Operation, opts: CancelOptions | None) -> Counter:
+    return cancel_reshapes(module_op, opts)

@@ -182,5 +182,5 @@ def fold_batchnorm(module_op: ir.Operation, opts: FoldBatchNormOptions | None = 
     "Fold per-channel constant affine chains (eval-mode batch norm) into conv/matmul weights.",
     FoldBatchNormOptions,
 )
-def _pass(module_op: ir.Operation, opts: FoldBatchNormOptions | None) -> None:
-    fold_batchnorm(module_op, opts)
+def _pass(module_op: ir.Operation, opts: FoldBatchNormOptions | None) -> Counter:
+    return fold_batchnorm(module_op, opts)

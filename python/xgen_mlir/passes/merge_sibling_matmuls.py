@@ -302,5 +302,5 @@ def _same_block_and_k(group: list[Member]) -> list[Member]:
     "Merge matmuls sharing one LHS and constant RHS (Q/K/V) into one on concatenated weights.",
     MergeOptions,
 )
-def _pass(module_op: ir.Operation, opts: MergeOptions | None) -> None:
-    merge_sibling_matmuls(module_op, opts)
+def _pass(module_op: ir.Operation, opts: MergeOptions | None) -> Counter:
+    return merge_sibling_matmuls(module_op, opts)

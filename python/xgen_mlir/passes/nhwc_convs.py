@@ -190,5 +190,5 @@ def nhwc_convs(module_op: ir.Operation, opts: NhwcOptions | None = None) -> Coun
     "NCHW convs with constant weights -> named NHWC convs (+ transposes IREE cancels).",
     NhwcOptions,
 )
-def _pass(module_op: ir.Operation, opts: NhwcOptions | None) -> None:
-    nhwc_convs(module_op, opts)
+def _pass(module_op: ir.Operation, opts: NhwcOptions | None) -> Counter:
+    return nhwc_convs(module_op, opts)

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .._mlir import ir, passmanager, rewrite
 from ..errors import PipelineError, UnknownNameError
 
-PassFn = Callable[[ir.Operation, Any], None]
+# A Python pass may return what it rewrote ({what: count}); the runner reports it per pass.
+PassFn = Callable[[ir.Operation, Any], Mapping[str, int] | None]
 PatternFn = Callable[["rewrite.RewritePatternSet", Any], None]
 
 
@@ -142,7 +143,9 @@ def _wrap_python(info: PassInfo, opts: Any) -> Callable[[ir.Operation, Any], Non
     def run(op: ir.Operation, pass_: Any) -> None:
         try:
             with op.context:
-                info.fn(op, opts)
+                done = info.fn(op, opts)
+            if isinstance(done, Mapping) and any(done.values()):
+                _STATS.append((info.name, {str(k): int(v) for k, v in done.items() if v}))
         except PassFailure as e:
             _FAILURES.append(f"{info.name}: {e}")
             pass_.signal_pass_failure()
@@ -161,6 +164,7 @@ def _wrap_patterns(info: PassInfo, opts: Any) -> Callable[[ir.Operation, Any], N
 
 
 _FAILURES: list[str] = []  # messages of Python passes that failed during the last run
+_STATS: list[tuple[str, dict[str, int]]] = []  # what Python passes rewrote, in run order
 
 
 def add_step(pm: passmanager.PassManager, step: str) -> None:
@@ -194,3 +198,14 @@ def take_failures() -> list[str]:
     msgs = list(_FAILURES)
     _FAILURES.clear()
     return msgs
+
+
+def take_stats() -> dict[str, dict[str, int]]:
+    """What each Python pass reported rewriting since the last call, summed per pass."""
+    out: dict[str, dict[str, int]] = {}
+    for name, counts in _STATS:
+        merged = out.setdefault(name, {})
+        for k, v in counts.items():
+            merged[k] = merged.get(k, 0) + v
+    _STATS.clear()
+    return out

@@ -16,7 +16,7 @@ from pathlib import Path
 from .._mlir import ir
 from ..errors import PipelineError
 from ..frontend.lowering import captured_diagnostics
-from .registry import build_pass_manager, split_pipeline, take_failures
+from .registry import build_pass_manager, split_pipeline, take_failures, take_stats
 
 # Above this size a reproducer is written as bytecode (text of big weights is huge and slow).
 _TEXT_REPRO_LIMIT = 8 << 20
@@ -60,13 +60,16 @@ def run_steps(
     what: str = "pipeline",
     dump_dir: Path | None = None,
     repro_dir: Path | None = None,
-) -> None:
-    """Run ``steps`` in order on ``module`` (in place); raise PipelineError on failure."""
+) -> dict[str, dict[str, int]]:
+    """Run ``steps`` in order on ``module`` (in place); raise PipelineError on failure.
+    Returns what our Python passes reported rewriting, per pass (``{pass: {what: count}}``)."""
     ctx = module.context
     flat = [s for step in steps for s in split_pipeline(step)]
     pipeline_text = ",".join(flat)
     groups = [[s] for s in flat] if dump_dir else [flat]
     input_snapshot = snapshot(module)
+    take_stats()  # drop anything a run outside this one left behind
+    rewrites: dict[str, dict[str, int]] = {}
     if dump_dir:
         Path(dump_dir).mkdir(parents=True, exist_ok=True)
         dump_module(module, Path(dump_dir) / "00-input.mlir")
@@ -79,6 +82,10 @@ def run_steps(
             except (ir.MLIRError, RuntimeError) as e:
                 failed = e
         py_failures = take_failures()
+        for name, counts in take_stats().items():
+            merged = rewrites.setdefault(name, {})
+            for k, v in counts.items():
+                merged[k] = merged.get(k, 0) + v
         if failed is not None:
             path = save_reproducer(input_snapshot, module, repro_dir)
             cmd = f"xgen-opt {shlex.quote(str(path))} --pass-pipeline={shlex.quote(pipeline_text)}"
@@ -89,3 +96,4 @@ def run_steps(
             )
         if dump_dir:
             dump_module(module, Path(dump_dir) / f"{i:02d}-{_slug(group[0])}.mlir")
+    return rewrites

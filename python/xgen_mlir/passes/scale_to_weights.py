@@ -175,5 +175,5 @@ def scale_to_weights(module_op: ir.Operation, opts: ScaleToWeightsOptions | None
     "the (smaller) weights.",
     ScaleToWeightsOptions,
 )
-def _pass(module_op: ir.Operation, opts: ScaleToWeightsOptions | None) -> None:
-    scale_to_weights(module_op, opts)
+def _pass(module_op: ir.Operation, opts: ScaleToWeightsOptions | None) -> Counter:
+    return scale_to_weights(module_op, opts)

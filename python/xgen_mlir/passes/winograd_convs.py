@@ -227,8 +227,8 @@ def _winograd_nhwc(x: ir.Value, t: Transform, u: np.ndarray, bias: np.ndarray,
     return y
 
 
-def _rewrite(op: ir.Operation, ev: ConstEval, min_tiles: int) -> str | None:
-    """Rewrite ``op`` if it matches; returns what it became (for people), else None."""
+def _rewrite(op: ir.Operation, ev: ConstEval, min_tiles: int) -> tuple[Transform, int] | None:
+    """Rewrite ``op`` if it matches; returns the transform used and the tile count."""
     nchw = _CONVS[op.name]
     out_ty = ir.RankedTensorType(op.results[0].type)
     in_ty = ir.RankedTensorType(op.operands[0].type)
@@ -264,11 +264,11 @@ def _rewrite(op: ir.Operation, ev: ConstEval, min_tiles: int) -> str | None:
     op.results[0].replace_all_uses_with(y)
     op.erase()
     erase_dead_tree(old)
-    return f"Winograd F({t.m}x{t.m}, 3x3), {n * th * tw} tiles"
+    return t, n * th * tw
 
 
 def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None) -> Counter:
-    """Rewrite every matching conv; returns counts by op name."""
+    """Rewrite every matching conv; returns counts by op name and tile."""
     opts = opts or WinogradOptions()
     counts: Counter[str] = Counter()
     if not opts.enable:
@@ -277,11 +277,13 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
         ev = ConstEval(module_op)
         for op in ops_named(module_op, *_CONVS):
             where, name = format_location(op.location), op.name
-            became = _rewrite(op, ev, opts.min_tiles)
-            if became:
-                counts[name] += 1
+            done = _rewrite(op, ev, opts.min_tiles)
+            if done:
+                t, tiles = done
+                counts[f"{name} as F({t.m}x{t.m}, 3x3)"] += 1
                 if opts.verbose:
-                    print(f"xgen-winograd-convs: {where}: {name} -> {became}", file=sys.stderr)
+                    print(f"xgen-winograd-convs: {where}: {name} -> Winograd F({t.m}x{t.m}, 3x3), "
+                          f"{tiles} tiles", file=sys.stderr)  # fmt: skip
     return counts
 
 
@@ -290,5 +292,5 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
     "3x3 stride-1 convs, constant filters -> Winograd F(4x4/2x2, 3x3): transforms + batched GEMM.",
     WinogradOptions,
 )
-def _pass(module_op: ir.Operation, opts: WinogradOptions | None) -> None:
-    winograd_convs(module_op, opts)
+def _pass(module_op: ir.Operation, opts: WinogradOptions | None) -> Counter:
+    return winograd_convs(module_op, opts)
