@@ -84,7 +84,9 @@ class ConstEval:
         if op.name == "arith.constant":
             attr = op.attributes["value"]
             if isinstance(attr, ir.DenseElementsAttr) and attr.is_splat:
-                return np.full(shape[ch_dim], float(ir.FloatAttr(attr.get_splat_value()).value))
+                splat = attr.get_splat_value()
+                if isinstance(splat, ir.FloatAttr):
+                    return np.full(shape[ch_dim], float(splat.value))
             return None
         if op.name == "linalg.fill":
             scalar = self.value(op.operands[0])

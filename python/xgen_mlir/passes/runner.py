@@ -68,8 +68,7 @@ def run_steps(
     pipeline_text = ",".join(flat)
     groups = [[s] for s in flat] if dump_dir else [flat]
     input_snapshot = snapshot(module)
-    take_stats()  # drop anything a run outside this one left behind
-    rewrites: dict[str, dict[str, int]] = {}
+    take_stats()  # drop anything a failed or outside run left behind
     if dump_dir:
         Path(dump_dir).mkdir(parents=True, exist_ok=True)
         dump_module(module, Path(dump_dir) / "00-input.mlir")
@@ -82,10 +81,6 @@ def run_steps(
             except (ir.MLIRError, RuntimeError) as e:
                 failed = e
         py_failures = take_failures()
-        for name, counts in take_stats().items():
-            merged = rewrites.setdefault(name, {})
-            for k, v in counts.items():
-                merged[k] = merged.get(k, 0) + v
         if failed is not None:
             path = save_reproducer(input_snapshot, module, repro_dir)
             cmd = f"xgen-opt {shlex.quote(str(path))} --pass-pipeline={shlex.quote(pipeline_text)}"
@@ -96,4 +91,4 @@ def run_steps(
             )
         if dump_dir:
             dump_module(module, Path(dump_dir) / f"{i:02d}-{_slug(group[0])}.mlir")
-    return rewrites
+    return take_stats()  # summed per pass over every group
