@@ -254,6 +254,28 @@ def test_scale_to_weights_on_squeeze_excite_matches_pytorch(tmp_path):
         check_close(module(x).numpy(), want, atol=1e-5, rtol=1e-4, what=f"SE block {hw}x{hw}")
 
 
+def test_squeeze_excite_runs_channels_last(tmp_path):
+    """After xgen-nhwc-convs, the SE block's SiLU sits between a transpose to NCHW and the
+    project conv's transpose back, and its pool reads the NCHW value too. The second
+    xgen-cancel-reshapes step runs the SiLU NHWC and the pool reads the NHWC value through a
+    permuted map, so only the model's entry and exit transposes stay."""
+    torch.manual_seed(0)
+    model, x = SqueezeExciteBlock().eval(), torch.randn(1, 32, 16, 16)
+    module = xgen_mlir.compile(model, (x,), dump_ir=tmp_path)
+    steps = sorted(tmp_path.iterdir())
+    second = [p for p in steps if "xgen-cancel-reshapes" in p.name][1]
+    before = steps[steps.index(second) - 1].read_text()
+    after = second.read_text()
+    assert before.count("linalg.transpose ") > 2
+    assert after.count("linalg.transpose ") == 2  # NCHW -> NHWC in, NHWC -> NCHW out
+    assert "affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>" in after  # the pool's NHWC read
+    counts = module.report.rewrites["xgen-cancel-reshapes"]
+    assert counts["transpose-with-pooled-reads-sandwich"] == 1
+    with torch.no_grad():
+        want = model(x).numpy()
+    check_close(module(x).numpy(), want, atol=1e-5, rtol=1e-4, what="SE block, channels last")
+
+
 class TrigramEmbedding(torch.nn.Module):
     """MobileBERT's embedding input: each token's embedding next to its neighbours' (zero past
     the ends), then a linear layer over the 3x wider rows."""

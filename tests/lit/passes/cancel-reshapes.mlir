@@ -234,3 +234,100 @@ func.func @region_leaks(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<1x4x8xf
   %c = tensor.collapse_shape %g [[0, 1], [2]] : tensor<1x4x8xf32> into tensor<4x8xf32>
   return %c, %t : tensor<4x8xf32>, tensor<1x4x8xf32>
 }
+
+// -----
+// A squeeze-excite block after NHWC convs: transpose to NCHW, SiLU, back to NHWC for the
+// project conv; the SiLU's output is also pooled over H and W. The SiLU runs NHWC and the
+// pool reads the NHWC value through a permuted map (channel = source dim 3 = loop d1). The
+// pool comes before the closing transpose in the IR: the moved ops are placed where the
+// originals were, so it still sees them defined.
+// CHECK: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
+// CHECK-LABEL: func.func @transpose_sandwich_pooled
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[S:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<1x4x4x8xf32>) outs(%{{.*}} : tensor<1x4x4x8xf32>)
+// CHECK: math.exp
+// CHECK: %[[M:.*]] = linalg.generic {{.*}} ins(%arg0, %[[S]] : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>)
+// CHECK: %[[P:.*]] = linalg.generic {indexing_maps = [#[[NHWC]], #{{.*}}], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%[[M]] : tensor<1x4x4x8xf32>) outs(%{{.*}} : tensor<1x8xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[M]], %[[P]]
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#pool = affine_map<(d0, d1, d2, d3) -> (d0, d1)>
+func.func @transpose_sandwich_pooled(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x4x4xf32>
+  %t = linalg.transpose ins(%x : tensor<1x4x4x8xf32>) outs(%e : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %s = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%t : tensor<1x8x4x4xf32>) outs(%e : tensor<1x8x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    %x1 = math.exp %n : f32
+    linalg.yield %x1 : f32
+  } -> tensor<1x8x4x4xf32>
+  %m = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%t, %s : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) outs(%e : tensor<1x8x4x4xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %p = arith.mulf %in, %in2 : f32
+    linalg.yield %p : f32
+  } -> tensor<1x8x4x4xf32>
+  %pe = tensor.empty() : tensor<1x8xf32>
+  %pz = linalg.fill ins(%zero : f32) outs(%pe : tensor<1x8xf32>) -> tensor<1x8xf32>
+  %pool = linalg.generic {indexing_maps = [#id4, #pool], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%m : tensor<1x8x4x4xf32>) outs(%pz : tensor<1x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<1x8xf32>
+  %e2 = tensor.empty() : tensor<1x4x4x8xf32>
+  %back = linalg.transpose ins(%m : tensor<1x8x4x4xf32>) outs(%e2 : tensor<1x4x4x8xf32>) permutation = [0, 2, 3, 1]
+  return %back, %pool : tensor<1x4x4x8xf32>, tensor<1x8xf32>
+}
+
+// -----
+// Must not fire: the value also escapes to an elementwise op (it would read the source
+// layout through a permuted map and write the other layout: a transpose of its own).
+// CHECK-LABEL: func.func @transpose_sandwich_elementwise_escape
+// CHECK: linalg.transpose {{.*}} permutation = [0, 3, 1, 2]
+// CHECK: linalg.transpose {{.*}} permutation = [0, 2, 3, 1]
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @transpose_sandwich_elementwise_escape(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x8x4x4xf32>) {
+  %e = tensor.empty() : tensor<1x8x4x4xf32>
+  %t = linalg.transpose ins(%x : tensor<1x4x4x8xf32>) outs(%e : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %s = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%t : tensor<1x8x4x4xf32>) outs(%e : tensor<1x8x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %x1 = math.exp %in : f32
+    linalg.yield %x1 : f32
+  } -> tensor<1x8x4x4xf32>
+  %u = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x8x4x4xf32>) outs(%e : tensor<1x8x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %x1 = math.sqrt %in : f32
+    linalg.yield %x1 : f32
+  } -> tensor<1x8x4x4xf32>
+  %e2 = tensor.empty() : tensor<1x4x4x8xf32>
+  %back = linalg.transpose ins(%s : tensor<1x8x4x4xf32>) outs(%e2 : tensor<1x4x4x8xf32>) permutation = [0, 2, 3, 1]
+  return %back, %u : tensor<1x4x4x8xf32>, tensor<1x8x4x4xf32>
+}
+
+// -----
+// Must not fire: a reshape sandwich whose value is pooled outside (a reshape cannot be
+// folded into the pool's map).
+// CHECK-LABEL: func.func @reshape_sandwich_pooled
+// CHECK: tensor.expand_shape
+// CHECK: tensor.collapse_shape
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#rows = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @reshape_sandwich_pooled(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<1x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %a = tensor.expand_shape %x [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  %e = tensor.empty() : tensor<1x4x8xf32>
+  %t = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<1x4x8xf32>) outs(%e : tensor<1x4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = math.tanh %in : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x8xf32>
+  %pe = tensor.empty() : tensor<1x4xf32>
+  %pz = linalg.fill ins(%zero : f32) outs(%pe : tensor<1x4xf32>) -> tensor<1x4xf32>
+  %pool = linalg.generic {indexing_maps = [#id3, #rows], iterator_types = ["parallel", "parallel", "reduction"]} ins(%t : tensor<1x4x8xf32>) outs(%pz : tensor<1x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4xf32>
+  %c = tensor.collapse_shape %t [[0, 1], [2]] : tensor<1x4x8xf32> into tensor<4x8xf32>
+  return %c, %pool : tensor<4x8xf32>, tensor<1x4xf32>
+}
