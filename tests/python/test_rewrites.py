@@ -168,7 +168,7 @@ def test_algebraic_simplify_unsafe_rules_only_on_request():
     ("x86_64", "xgen-fold-batchnorm"),  # off on cpu: measured slower there (cpu.toml says why)
     ("cpu", "xgen-merge-sibling-matmuls"), ("cpu", "xgen-algebraic-simplify"),
     ("cpu", "xgen-cancel-reshapes"), ("cpu", "xgen-scale-to-weights"),
-    ("cpu", "xgen-fuse-gather-views")])  # fmt: skip
+    ("cpu", "xgen-fuse-gather-views"), ("cpu", "xgen-split-reductions")])  # fmt: skip
 def test_rewrites_are_in_the_pipelines(target, step):
     from xgen_mlir.pipelines import load_pipeline
 
@@ -274,6 +274,29 @@ def test_squeeze_excite_runs_channels_last(tmp_path):
     with torch.no_grad():
         want = model(x).numpy()
     check_close(module(x).numpy(), want, atol=1e-5, rtol=1e-4, what="SE block, channels last")
+
+
+class PooledFeatures(torch.nn.Module):
+    """SiLU, then a global average pool: 64x64 pixels summed for each of 32 channels."""
+
+    def forward(self, x):
+        return torch.nn.functional.adaptive_avg_pool2d(torch.nn.functional.silu(x), 1)
+
+
+def test_split_reductions_on_a_global_pool(tmp_path):
+    """The cpu pipeline sums the 4096 pixels of each channel in 16 chunks of 4 rows, then the
+    chunks; the result matches PyTorch (float reassociation only). A 16x16 image (256 pixels
+    per channel) is left alone."""
+    torch.manual_seed(0)
+    model = PooledFeatures().eval()
+    for hw, fires in ((64, True), (16, False)):
+        x = torch.randn(1, 32, hw, hw)
+        module = xgen_mlir.compile(model, (x,))
+        done = module.report.rewrites.get("xgen-split-reductions", {})
+        assert done == ({"sum split in 16": 1} if fires else {}), done
+        with torch.no_grad():
+            want = model(x).numpy()
+        check_close(module(x).numpy(), want, atol=1e-6, rtol=1e-5, what=f"pool {hw}x{hw}")
 
 
 class TrigramEmbedding(torch.nn.Module):

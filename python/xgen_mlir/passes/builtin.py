@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     raise_pattern_conv,
     scale_to_weights,
     set_entry_point,
+    split_reductions,
     verify_iree_input,
     verify_sparse,
     winograd_convs,
