@@ -1,11 +1,12 @@
 """What it costs a core to read data the other core just wrote (why two threads scale less
 than one would hope on this VM).
 
-IREE's task system hands out a dispatch's workgroups from a shared atomic counter, one at a
-time when there are few of them (``runtime/src/iree/task/task.c``,
-``iree_task_dispatch_shard_execute``), starting from a randomly chosen worker. So which core
-computes which tile of a tensor changes from one dispatch to the next, and about half of what
-a dispatch reads was written by the other core. ONNX Runtime's thread pool splits loops
+IREE's CPU runtime hands out a dispatch's workgroups from a shared counter the workers advance,
+one tile per claim when there are fewer than 8 per worker
+(``runtime/src/iree/hal/drivers/local_task/block_processor.c``,
+``iree_hal_cmd_execute_dispatch_tiles``). So which core computes which tile of a tensor changes
+from one dispatch to the next, and about half of what a dispatch reads was written by the other
+core. ONNX Runtime's thread pool splits loops
 statically, so a thread tends to read what it wrote.
 
 This measures both cases with a small C/OpenMP program (gcc): two threads write ``b = 1.5 a``,
