@@ -131,3 +131,37 @@ def test_graph_name_with_spaces_becomes_main(tmp_path):
     module = xgen_mlir.compile(path)
     out = module.save(tmp_path / "neg.vmfb")
     assert xgen_mlir.load(out)(np.array([1, 2, 3], np.float32)).tolist() == [-1, -2, -3]
+
+
+class _SqueezeExcite(torch.nn.Module):
+    """EfficientNet's MBConv tail: depthwise 3x3 + SiLU, squeeze-excite, 1x1 project."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.dw = nn.Conv2d(32, 32, 3, padding=1, groups=32)
+        self.fc1, self.fc2 = nn.Conv2d(32, 8, 1), nn.Conv2d(8, 32, 1)
+        self.project = nn.Conv2d(32, 16, 1, bias=False)
+
+    def forward(self, x):
+        f = torch.nn.functional
+        x = f.silu(self.dw(x))
+        s = torch.sigmoid(self.fc2(f.silu(self.fc1(f.adaptive_avg_pool2d(x, 1)))))
+        return self.project(x * s)
+
+
+def test_squeeze_excite_from_onnx_runs_channels_last(tmp_path):
+    """ONNX imports pool the SiLU output with a named pool behind its own transpose back to
+    NHWC (two closing transposes): xgen-cancel-reshapes removes both, and the global pool
+    (64x64 pixels per channel) is split like a plain sum. Matches ONNX Runtime."""
+    torch.manual_seed(0)
+    model, x = _SqueezeExcite().eval(), torch.randn(1, 32, 64, 64)
+    path = tmp_path / "se.onnx"
+    torch.onnx.export(model, (x,), str(path), opset_version=17, dynamo=False)
+    module = xgen_mlir.compile(path, dump_ir=tmp_path / "ir")
+    steps = sorted((tmp_path / "ir").iterdir())
+    second = [p for p in steps if "xgen-cancel-reshapes" in p.name][1]
+    assert second.read_text().count("linalg.transpose ") == 2  # model entry and exit
+    assert module.report.rewrites["xgen-split-reductions"] == {"sum split in 16": 1}
+    want = _ort(str(path), {_data_input(onnx.load(str(path))): x.numpy()})
+    check_close(module(x.numpy()), want, atol=1e-5, rtol=1e-4, what="SE block from ONNX")

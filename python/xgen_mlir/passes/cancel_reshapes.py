@@ -136,9 +136,10 @@ def _region_before(
     Backward from ``closing``'s input through elementwise ops of the same shape; then forward
     from a candidate opening within them. The region must be closed: every result of it (and
     the opening's) is used only inside it, ``closing`` taking the last -- except, for a
-    transpose, by reductions that can read the source layout through a permuted map (the
-    escaping reads, as (op, operand number)): a squeeze-excite block pools the value that its
-    project conv reads."""
+    transpose, by other transposes back (more closing ops) and by reductions that can read the
+    source layout through a permuted map (the escaping reads, as (op, operand number)): a
+    squeeze-excite block pools the value that its project conv reads (ONNX imports pool it
+    with a named pool behind its own transpose back)."""
     shape = ir.RankedTensorType(closing.operands[0].type).shape
     back: set[ir.Operation] = set()
     openings: list[ir.Operation] = []
@@ -173,13 +174,20 @@ def _region_before(
                 user = use.owner.operation
                 if user in inside:
                     continue
-                if opening.name in _RESHAPES or not _takes_permuted_read(user, use.operand_number):
+                if opening.name in _RESHAPES:
+                    break
+                closes = transpose_perm(user) is not None and _inverse(opening, user)
+                if not (closes or _takes_permuted_read(user, use.operand_number)):
                     break
                 escaping.append((user, use.operand_number))
             else:
                 continue
             break
         else:
+            if any(
+                transpose_perm(u) is not None and closing.is_before_in_block(u) for u, _ in escaping
+            ):
+                continue  # the last closing op rewrites them all (the callers walk in IR order)
             return sorted(region, key=cmp_to_key(_ir_order)), opening, escaping
     return None
 
@@ -244,10 +252,19 @@ def cancel_sandwich(op: ir.Operation) -> str | None:
             init = inits[str(elem)]
             copy = generic_like(r, [new_value.get(v, v) for v in ins], maps, init)
             new_value[r.results[0]] = copy.results[0]
+    closings = [op]
     for user, number in escaping:
-        _read_permuted(user, number, new_value[user.operands[number]], rename)
-    _replace(op, new_value[op.operands[0]])
-    if escaping:
+        if transpose_perm(user) is not None:  # another transpose back: one more closing op
+            closings.append(user)
+        else:
+            _read_permuted(user, number, new_value[user.operands[number]], rename)
+    roots = []  # erased together once every closing is gone (they may share producers)
+    for closing in closings:
+        roots.extend(list(closing.operands))
+        closing.results[0].replace_all_uses_with(new_value[closing.operands[0]])
+        closing.erase()
+    erase_dead_tree(roots)
+    if len(closings) < len(escaping) + 1:
         return "transpose-with-pooled-reads"
     return "transpose" if rename is not None else "reshape"
 

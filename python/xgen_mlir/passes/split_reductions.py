@@ -21,7 +21,9 @@ into ``S x (N/S)``, ``S`` the largest divisor of ``N`` up to ``max-split``; no s
 chunks. With more outputs IREE's own workgroups do well enough: a 56x56x144 pool took 0.029 ms
 as it was and 0.052 split, while 56x56x96 went 0.041 -> 0.020 and 112x112x32 0.10-0.13 ->
 0.027 (one thread, standalone). Not matched: other combiners (max, product: not measured),
-reductions read through windows or broadcasts.
+reductions read through windows or broadcasts. A sum pool whose window is the whole image
+(``linalg.pooling_nhwc_sum`` / ``pooling_nchw_sum``, what ONNX's GlobalAveragePool becomes) is
+the same sum and is split the same way.
 
 Numerics: float reassociation only (each output is the sum of its chunk sums).
 """
@@ -85,7 +87,13 @@ def _plan(op: ir.Operation, opts: SplitReductionsOptions) -> tuple[int, int] | N
         return None  # the input must be read through a permutation of all loops
     if map_dims(out_map) is None:
         return None
-    shape = tensor_shape(op.operands[0])
+    return _split_plan(tensor_shape(op.operands[0]), reads, kinds, opts)
+
+
+def _split_plan(
+    shape: list[int] | None, reads: list[int], kinds: list[str], opts: SplitReductionsOptions
+) -> tuple[int, int] | None:
+    """Input dim ``k`` is read by loop ``reads[k]``; split or not (see the module doc)."""
     if shape is None or any(s < 0 for s in shape):
         return None
     reduced = [k for k, loop in enumerate(reads) if kinds[loop] == "reduction"]
@@ -100,6 +108,53 @@ def _plan(op: ir.Operation, opts: SplitReductionsOptions) -> tuple[int, int] | N
     if elems < opts.min_elems or outputs > opts.max_outputs or split < 4:
         return None
     return dim, split
+
+
+# A global sum pool as a sum over loops (n, c, h, w): which loop reads each input dim, and the
+# output map's results (loop or constant 0 for the 1x1 image).
+_GLOBAL_POOLS = {
+    "linalg.pooling_nhwc_sum": ([0, 2, 3, 1], [0, None, None, 1]),
+    "linalg.pooling_nchw_sum": ([0, 1, 2, 3], [0, 1, None, None]),
+}
+_POOL_KINDS = ["parallel", "parallel", "reduction", "reduction"]
+
+
+def _global_pool(op: ir.Operation) -> bool:
+    """A sum pool whose window is the whole image (ONNX's GlobalAveragePool after
+    xgen-nhwc-convs): the same sum as a reduction over H and W."""
+    if op.name not in _GLOBAL_POOLS:
+        return False
+    shape, window = tensor_shape(op.operands[0]), tensor_shape(op.operands[1])
+    out = tensor_shape(op.results[0])
+    elem = ir.RankedTensorType(op.results[0].type).element_type
+    if shape is None or window is None or out is None or not isinstance(elem, ir.F32Type):
+        return False
+    hw = [1, 2] if op.name == "linalg.pooling_nhwc_sum" else [2, 3]
+    dilations = list(ir.DenseIntElementsAttr(op.attributes["dilations"]))
+    return (
+        window == [shape[i] for i in hw] and [out[i] for i in hw] == [1, 1] and dilations == [1, 1]
+    )
+
+
+def _pool_as_sum(op: ir.Operation) -> ir.Operation:
+    """Replace global pool ``op`` by the equivalent sum generic (returned)."""
+    reads, out_dims = _GLOBAL_POOLS[op.name]
+    zero = ir.AffineConstantExpr.get(0)
+    out_map = [zero if d is None else ir.AffineDimExpr.get(d) for d in out_dims]
+    with ir.InsertionPoint(op), op.location:
+        new = generic(
+            [op.operands[0]],
+            [
+                ir.AffineMap.get(4, 0, [ir.AffineDimExpr.get(r) for r in reads]),
+                ir.AffineMap.get(4, 0, out_map),
+            ],
+            op.operands[2],
+            _POOL_KINDS,
+            _add_body,
+        )
+    op.results[0].replace_all_uses_with(new.results[0])
+    op.erase()
+    return new
 
 
 def _add_body(args: list[ir.Value]) -> list[ir.Value]:
@@ -166,8 +221,16 @@ def split_reductions(
     opts = opts or SplitReductionsOptions()
     counts: Counter[str] = Counter()
     with module_op.context:
-        for op in ops_named(module_op, "linalg.generic"):
-            plan = _plan(op, opts)
+        for op in ops_named(module_op, "linalg.generic", *_GLOBAL_POOLS):
+            if op.name in _GLOBAL_POOLS:
+                if not _global_pool(op):
+                    continue
+                reads = _GLOBAL_POOLS[op.name][0]
+                plan = _split_plan(tensor_shape(op.operands[0]), reads, _POOL_KINDS, opts)
+                if plan is not None:
+                    op = _pool_as_sum(op)
+            else:
+                plan = _plan(op, opts)
             if plan is None:
                 continue
             dim, split = plan

@@ -331,3 +331,39 @@ func.func @reshape_sandwich_pooled(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, ten
   %c = tensor.collapse_shape %t [[0, 1], [2]] : tensor<1x4x8xf32> into tensor<4x8xf32>
   return %c, %pool : tensor<4x8xf32>, tensor<1x4xf32>
 }
+
+// -----
+// The ONNX form of the squeeze-excite block: the pool is a named NHWC pool behind its own
+// transpose back, so the SiLU has two closing transposes (the pool's comes first in the IR).
+// Both go; the pool and the project side read the NHWC SiLU output.
+// CHECK-LABEL: func.func @transpose_sandwich_two_closings
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[M:.*]] = linalg.generic {{.*}} ins(%arg0, %{{.*}} : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>)
+// CHECK: linalg.pooling_nhwc_sum {{.*}} ins(%[[M]], %{{.*}} : tensor<1x4x4x8xf32>, tensor<4x4xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[M]]
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @transpose_sandwich_two_closings(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x1x1x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x4x4xf32>
+  %t = linalg.transpose ins(%x : tensor<1x4x4x8xf32>) outs(%e : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %s = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%t : tensor<1x8x4x4xf32>) outs(%e : tensor<1x8x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %x1 = math.exp %in : f32
+    linalg.yield %x1 : f32
+  } -> tensor<1x8x4x4xf32>
+  %m = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%t, %s : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) outs(%e : tensor<1x8x4x4xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %p = arith.mulf %in, %in2 : f32
+    linalg.yield %p : f32
+  } -> tensor<1x8x4x4xf32>
+  %e1 = tensor.empty() : tensor<1x4x4x8xf32>
+  %tp = linalg.transpose ins(%m : tensor<1x8x4x4xf32>) outs(%e1 : tensor<1x4x4x8xf32>) permutation = [0, 2, 3, 1]
+  %win = tensor.empty() : tensor<4x4xf32>
+  %pe = tensor.empty() : tensor<1x1x1x8xf32>
+  %pz = linalg.fill ins(%zero : f32) outs(%pe : tensor<1x1x1x8xf32>) -> tensor<1x1x1x8xf32>
+  %pool = linalg.pooling_nhwc_sum {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%tp, %win : tensor<1x4x4x8xf32>, tensor<4x4xf32>) outs(%pz : tensor<1x1x1x8xf32>) -> tensor<1x1x1x8xf32>
+  %e2 = tensor.empty() : tensor<1x4x4x8xf32>
+  %back = linalg.transpose ins(%m : tensor<1x8x4x4xf32>) outs(%e2 : tensor<1x4x4x8xf32>) permutation = [0, 2, 3, 1]
+  return %back, %pool : tensor<1x4x4x8xf32>, tensor<1x1x1x8xf32>
+}

@@ -108,3 +108,28 @@ func.func @prime_rows(%x: tensor<4099x8xf32>, %init: tensor<8xf32>) -> tensor<8x
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// -----
+// ONNX's GlobalAveragePool after xgen-nhwc-convs: a named NHWC sum pool whose window is the
+// whole 112x112 image. It is the same sum, and is split the same way.
+// CHECK-LABEL: func.func @global_named_pool
+// CHECK-NOT: linalg.pooling_nhwc_sum
+// CHECK: tensor.expand_shape %arg0 {{\[\[}}0], [1, 2], [3], [4]] output_shape [1, 16, 7, 112, 32]
+// CHECK: iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} {{.*}} outs(%{{.*}} : tensor<16x1x1x1x32xf32>)
+// CHECK: iterator_types = ["reduction", "parallel", "parallel", "parallel", "parallel"]} {{.*}} outs(%{{.*}} : tensor<1x1x1x32xf32>)
+func.func @global_named_pool(%x: tensor<1x112x112x32xf32>, %z: tensor<1x1x1x32xf32>) -> tensor<1x1x1x32xf32> {
+  %win = tensor.empty() : tensor<112x112xf32>
+  %p = linalg.pooling_nhwc_sum {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %win : tensor<1x112x112x32xf32>, tensor<112x112xf32>) outs(%z : tensor<1x1x1x32xf32>) -> tensor<1x1x1x32xf32>
+  return %p : tensor<1x1x1x32xf32>
+}
+
+// -----
+// Must not fire: a 2x2 sum pool (a window, not the whole image).
+// CHECK-LABEL: func.func @windowed_pool
+// CHECK: linalg.pooling_nhwc_sum
+// CHECK-NOT: linalg.generic
+func.func @windowed_pool(%x: tensor<1x112x112x32xf32>, %z: tensor<1x56x56x32xf32>) -> tensor<1x56x56x32xf32> {
+  %win = tensor.empty() : tensor<2x2xf32>
+  %p = linalg.pooling_nhwc_sum {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %win : tensor<1x112x112x32xf32>, tensor<2x2xf32>) outs(%z : tensor<1x56x56x32xf32>) -> tensor<1x56x56x32xf32>
+  return %p : tensor<1x56x56x32xf32>
+}
