@@ -36,6 +36,7 @@ from xgen_mlir.passes.merge_sibling_transposes import merge_sibling_transposes
 from xgen_mlir.passes.op_stats import count_ops
 from xgen_mlir.passes.runner import run_steps, snapshot
 from xgen_mlir.passes.scale_to_weights import scale_to_weights
+from xgen_mlir.passes.split_reductions import split_reductions
 
 BEFORE = ["xgen-set-entry-point{name=main}", "xgen-fold-transpose-pairs"]
 CLEANUP = ["func.func(canonicalize),cse"]
@@ -47,6 +48,7 @@ REWRITES = {
     "xgen-cancel-reshapes": cancel_reshapes,
     "xgen-scale-to-weights": scale_to_weights,
     "xgen-fuse-gather-views": lambda m: +Counter({"tensor.concat": fuse_gather_views(m)}),
+    "xgen-split-reductions": split_reductions,
 }
 
 
