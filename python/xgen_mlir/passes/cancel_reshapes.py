@@ -252,19 +252,20 @@ def cancel_sandwich(op: ir.Operation) -> str | None:
             init = inits[str(elem)]
             copy = generic_like(r, [new_value.get(v, v) for v in ins], maps, init)
             new_value[r.results[0]] = copy.results[0]
-    closings = [op]
+    closings, pooled = [op], False
     for user, number in escaping:
         if transpose_perm(user) is not None:  # another transpose back: one more closing op
             closings.append(user)
         else:
             _read_permuted(user, number, new_value[user.operands[number]], rename)
+            pooled = True
     roots = []  # erased together once every closing is gone (they may share producers)
     for closing in closings:
         roots.extend(list(closing.operands))
         closing.results[0].replace_all_uses_with(new_value[closing.operands[0]])
         closing.erase()
     erase_dead_tree(roots)
-    if len(closings) < len(escaping) + 1:
+    if pooled:
         return "transpose-with-pooled-reads"
     return "transpose" if rename is not None else "reshape"
 

@@ -179,12 +179,8 @@ def split_one(op: ir.Operation, dim: int, split: int) -> None:
         groups = [[i] for i in range(dim)] + [[dim, dim + 1]]
         groups += [[i + 1] for i in range(dim + 1, len(shape))]
         new_shape = [*shape[:dim], split, shape[dim] // split, *shape[dim + 1 :]]
-        i64 = ir.IntegerType.get_signless(64)
-        reassociation = ir.ArrayAttr.get(
-            [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups]
-        )
         split_x = tensor.ExpandShapeOp(
-            ir.RankedTensorType.get(new_shape, elem), x, reassociation, [], new_shape
+            ir.RankedTensorType.get(new_shape, elem), x, groups, [], new_shape
         ).result
         x_exprs = [d(r) for r in reads[:dim]] + [chunk, d(reads[dim])]
         x_exprs += [d(r) for r in reads[dim + 1 :]]
