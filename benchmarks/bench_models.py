@@ -123,14 +123,20 @@ def iree_plain_with_fallbacks(module_bytes: bytes, flags: list[str]):
     raise RuntimeError("plain IREE failed with every flag set")
 
 
-def onnxruntime_session(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], threads: int):
-    import onnxruntime as ort
-
+def export_onnx(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> tuple[Path, list[str]]:
+    """The model as ONNX (opset 17, TorchScript exporter) in a temp dir; its input names."""
     path = Path(tempfile.mkdtemp()) / "model.onnx"
     names = [f"input{i}" for i in range(len(inputs))]
     with torch.no_grad():
         torch.onnx.export(model, inputs, str(path), input_names=names, opset_version=17,
                           dynamo=False)  # fmt: skip
+    return path, names
+
+
+def onnxruntime_session(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], threads: int):
+    import onnxruntime as ort
+
+    path, names = export_onnx(model, inputs)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

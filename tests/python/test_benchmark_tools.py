@@ -1,0 +1,78 @@
+"""The profiling tools under benchmarks/: ONNX Runtime's per-node profile, its pairing with
+our per-dispatch profile, and the scheduling policy of the profiled child process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import ort_node_profile  # noqa: E402
+import profile_dispatches  # noqa: E402
+
+
+def _node(op: str, ms: float, name: str) -> dict:
+    return {"node": name, "op": op, "ms": ms}
+
+
+def _dispatch(kind: str, ms: float, key: str) -> dict:
+    return {"kind": kind, "ms": ms, "key": key}
+
+
+def test_pairs_compute_nodes_with_compute_dispatches_in_order():
+    nodes = [_node("Conv", 0.4, "c0"), _node("Flatten", 0.01, "f"), _node("Gemm", 0.2, "g")]
+    ours = {"rows": [_dispatch("transpose", 0.03, "t"),
+                     _dispatch("conv (dense)", 0.3, "d_conv"),
+                     _dispatch("fc / gemv (M=1)", 0.1, "d_fc")]}  # fmt: skip
+    paired = ort_node_profile.pair(nodes, ours)
+    assert [(n["node"], r["key"]) for n, r in paired] == [("c0", "d_conv"), ("g", "d_fc")]
+
+
+def test_does_not_pair_lists_of_different_length():
+    nodes = [_node("Conv", 0.4, "c0"), _node("Conv", 0.2, "c1")]
+    ours = {"rows": [_dispatch("matmul (1x1 conv, fc, linear)", 0.3, "d")]}
+    why = ort_node_profile.pair(nodes, ours)
+    assert isinstance(why, str) and "2 ORT compute nodes against 1" in why
+
+
+def test_profiles_an_onnx_file_and_pairs_it(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(8, 4, 1)).eval()  # fmt: skip
+    path = tmp_path / "m.onnx"
+    with torch.no_grad():
+        torch.onnx.export(model, (torch.randn(1, 3, 16, 16),), str(path), opset_version=17,
+                          dynamo=False)  # fmt: skip
+    ours = tmp_path / "ours.json"
+    ours.write_text(json.dumps({"device": "local-task", "threads": 1, "rows": [
+        _dispatch("conv (dense)", 0.01, "main_dispatch_0_conv"),
+        _dispatch("matmul (1x1 conv, fc, linear)", 0.01, "main_dispatch_1_matmul")]}))  # fmt: skip
+    out = tmp_path / "ort.json"
+    rc = ort_node_profile.main([str(path), "--threads", "1", "--iters", "3", "--calls", "5",
+                                "--against", str(ours), "--json", str(out)])  # fmt: skip
+    assert rc == 0
+    result = json.loads(out.read_text())
+    assert result["node_sum_ms"] > 0 and result["end_to_end_ms"]["calls"] == 5
+    assert sum(1 for n in result["nodes"] if n["op"] in ort_node_profile.COMPUTE) == 2
+    assert [p["dispatch"] for p in result["paired"]] == ["main_dispatch_0_conv",
+                                                         "main_dispatch_1_matmul"]  # fmt: skip
+
+
+def test_missing_onnx_file_is_reported(tmp_path):
+    with pytest.raises(SystemExit, match="no such file"):
+        ort_node_profile.main([str(tmp_path / "absent.onnx")])
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies only")
+def test_profiled_child_runs_as_a_batch_thread():
+    probe = "import os; print(os.sched_getscheduler(0))"
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       preexec_fn=profile_dispatches._as_batch_thread, check=True)  # fmt: skip
+    assert int(r.stdout) == os.SCHED_BATCH
