@@ -133,14 +133,23 @@ def export_onnx(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> tup
     return path, names
 
 
-def onnxruntime_session(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], threads: int):
+def ort_session(path: Path, threads: int, profile_dir: str | None = None):
+    """ONNX Runtime on the CPU, all graph optimizations, ``threads`` intra-op threads; with
+    ``profile_dir``, its per-node profiler on, writing there (not to the working directory)."""
     import onnxruntime as ort
 
-    path, names = export_onnx(model, inputs)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    if profile_dir:
+        opts.enable_profiling = True
+        opts.profile_file_prefix = str(Path(profile_dir) / "ort")
+    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+
+def onnxruntime_session(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], threads: int):
+    path, names = export_onnx(model, inputs)
+    sess = ort_session(path, threads)
     feed = {n: t.numpy() for n, t in zip(names, inputs, strict=True)}
     import onnx
 

@@ -31,23 +31,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_models import KNOWN, build, export_onnx
+from bench_models import KNOWN, build, export_onnx, ort_session
 
 COMPUTE = ("Conv", "FusedConv", "NchwcConv", "Gemm", "MatMul", "FusedMatMul", "FusedGemm")
 OUR_COMPUTE = ("matmul", "conv", "depthwise", "fc / gemv")  # profile_dispatches kinds
 WARMUP = 5
-
-
-def session(path: Path, threads: int, profile_dir: str | None):
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if profile_dir:  # ORT writes its profile to the working directory unless told otherwise
-        opts.enable_profiling = True
-        opts.profile_file_prefix = str(Path(profile_dir) / "ort")
-    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
 
 def run_times(sess, feed: dict, calls: int) -> dict[str, float]:
@@ -130,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         path, names = export_onnx(model, inputs)
         feed = {n: t.numpy() for n, t in zip(names, inputs, strict=True)}
 
-    e2e = run_times(session(path, a.threads, None), feed, a.calls)
+    e2e = run_times(ort_session(path, a.threads), feed, a.calls)
     with tempfile.TemporaryDirectory() as tmp:
-        nodes = node_times(session(path, a.threads, tmp), feed, a.iters)
+        nodes = node_times(ort_session(path, a.threads, tmp), feed, a.iters)
     total = sum(n["ms"] for n in nodes)
 
     print(f"\n{a.model}  ONNX Runtime, {a.threads} thread(s), median of {a.iters} profiled runs")
