@@ -4,6 +4,12 @@ Alternating single calls of two systems was unstable here; blocks are not: warm 
 system, then for several rounds time a block of calls of each system, rotating which system
 goes first, and report the median over all timed calls (and the spread: p10/p90, and the
 calling thread's CPU time per call, which shows a caller that spins while it waits).
+
+Between blocks the harness sleeps ``settle_s`` (10 ms): ONNX Runtime's intra-op threads spin
+after a run before they sleep, and measured on this VM (session 17) the first MobileNetV2 call
+of xgen_mlir straight after a block of ONNX Runtime calls took 7.2 ms against 5.6 for the
+next ones; 1 ms of idle was enough to remove that. Without the pause, whichever system follows
+ONNX Runtime in the rotation pays for its spinning.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ def time_blocks(
     block: int = 10,
     warmup: int = 3,
     progress: Callable[[str], None] | None = None,
+    settle_s: float = 0.01,
 ) -> dict[str, dict[str, float]]:
     """Median/min/mean/p10/p90 latency in ms of each system's zero-argument callable, and the
     caller's CPU ms per call."""
@@ -35,6 +42,7 @@ def time_blocks(
         order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             fn = systems[name]
+            time.sleep(settle_s)  # let the previous system's threads stop spinning
             c0 = time.thread_time()
             for _ in range(block):
                 t0 = time.perf_counter()

@@ -15,6 +15,7 @@ import torch
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
+import harness  # noqa: E402
 import ort_node_profile  # noqa: E402
 import profile_dispatches  # noqa: E402
 
@@ -76,3 +77,17 @@ def test_profiled_child_runs_as_a_batch_thread():
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                        preexec_fn=profile_dispatches._as_batch_thread, check=True)  # fmt: skip
     assert int(r.stdout) == os.SCHED_BATCH
+
+
+def test_time_blocks_rotates_and_settles_before_every_block(monkeypatch):
+    """Each block follows a pause (another runtime's spinning threads must not be billed to
+    the next system), and the first system of a round rotates."""
+    events: list[str] = []
+    monkeypatch.setattr(harness.time, "sleep", lambda s: events.append(f"sleep {s}"))
+    systems = {"a": lambda: events.append("a"), "b": lambda: events.append("b")}
+    out = harness.time_blocks(systems, rounds=2, block=2, warmup=1, settle_s=0.25)
+    timed = events[2:]  # after one warm-up call each
+    assert timed == ["sleep 0.25", "a", "a", "sleep 0.25", "b", "b",
+                     "sleep 0.25", "b", "b", "sleep 0.25", "a", "a"]  # fmt: skip
+    assert out["a"]["runs"] == out["b"]["runs"] == 4
+    assert out["a"]["min_ms"] <= out["a"]["median_ms"] <= out["a"]["p90_ms"] + 1e-9
