@@ -59,6 +59,16 @@ head conv 49x1280x320 0.40-0.48 -> 0.27-0.33 ms. Not taken:
   squeeze-excite scale): data-tiled, its pack is written once by the producer; with these
   tiles the 49x192x1152 convs ran 0.17-0.18 ms against 0.16.
 
+**Narrow outputs (N = 24, 40, 56: a multiple of 8, not of 16).** IREE vectorizes N with
+16-wide vectors, so N = 24 is one full and one half-empty vector per step. Here: 8 rows x 8
+columns per step (eight 8-wide accumulators, no partial vector), workgroups of 64 rows x all
+of N, when M is a multiple of 64, the activation is read row-major and the result is not
+padded for a conv. MobileNetV2's 56x56 project convs (3136x24 from K = 96 or 144) are the
+case; measured (``profile_dispatches.py``, two threads, a chain of four 3136x24x96 + bias /
+3136x96x24 + ReLU6 pairs with constant weights, two rounds, ms per project conv): IREE's
+8 x 16 steps 0.108-0.114, 8 x 8 0.093-0.096, 16 x 8 0.097-0.099, 4 x 8 0.114-0.120, 8 x 24
+0.20-0.23; 128- or 256-row workgroups (a partial last one) 0.19-0.22; 32-row ones 0.088-0.096.
+
 Where the result is not padded, IREE would collapse the two row loops and rebuild the op
 without the tiles; the op is collapsed to one row loop first (``collapse_to_gemm``), so the
 tiles it gets are the ones IREE keeps.
@@ -79,6 +89,9 @@ SEVEN = 7
 LANES = 16
 K_STEP = 16
 MIN_NK = 64
+NARROW = 8  # vector columns for N = 8 (mod 16): no partial 16-wide vector
+NARROW_MAX_N = 56
+NARROW_ROWS = 64  # rows per workgroup (M must be a multiple: a partial one measured 2x slower)
 BIG = 512  # N and K both this large: a big GEMM, whose packed weights stream better
 PIPELINE = "DoubleTilingExpert"
 _BODY = ("arith.mulf", "arith.addf")
@@ -163,6 +176,8 @@ def choose_tiles(loops: MatmulLoops) -> tuple[list[list[int]] | None, str]:
     inner = rows[-1]
     if m == SEVEN_ROW_M:
         return _seven_row_tiles(loops)
+    if _is_narrow(loops):
+        return _narrow_tiles(loops)
     if m % ROWS or m % 8 == 0:
         return None, f"M = {m}: not 14 x an odd number (IREE's 7-row tiles; measured only there)"
     if sizes[inner] % ROWS:
@@ -207,6 +222,37 @@ def _seven_row_tiles(loops: MatmulLoops) -> tuple[list[list[int]] | None, str]:
     return [dist, vec, red], why
 
 
+def _is_narrow(loops: MatmulLoops) -> bool:
+    n = loops.sizes[loops.n]
+    return n % LANES != 0 and n % NARROW == 0 and n <= NARROW_MAX_N
+
+
+def _narrow_tiles(loops: MatmulLoops) -> tuple[list[list[int]] | None, str]:
+    sizes, n = loops.sizes, loops.sizes[loops.n]
+    if loops.m % NARROW_ROWS:
+        return None, f"N = {n}, M = {loops.m}: M is not a multiple of {NARROW_ROWS} rows"
+    if not loops.k_inner or loops.padded:
+        return None, f"N = {n}: activation read channels-first, or result padded for a conv"
+    if len(loops.rows) != 1:
+        return None, f"N = {n}: {len(loops.rows)} row loops (IREE would rebuild the op)"
+    n_loops = len(sizes)
+    dist, vec, red = [0] * n_loops, [0] * n_loops, [0] * n_loops
+    dist[loops.rows[0]], vec[loops.rows[0]] = NARROW_ROWS, NARROW
+    dist[loops.n], vec[loops.n] = n, NARROW
+    red[loops.k] = K_STEP
+    return [dist, vec, red], (f"N = {n}: {NARROW} rows x {NARROW} columns per step (IREE's: "
+                              f"16-wide, half empty), {NARROW_ROWS}-row workgroups")  # fmt: skip
+
+
+def takes_narrow(op: Any) -> bool:
+    """Whether the narrow-N rule tiles ``op`` once its row loops are collapsed into one."""
+    loops = _matmul_loops(op)
+    if loops is None or not _is_narrow(loops):
+        return False
+    loops = _in_context(op, loops)
+    return loops.m % NARROW_ROWS == 0 and loops.k_inner and not loops.padded
+
+
 def _in_context(op: Any, loops: MatmulLoops) -> MatmulLoops:
     """``loops`` with what the op's readers say: a costly epilogue, a padded result."""
     from .data_tiling import feeds_pad
@@ -236,8 +282,8 @@ def tile_matmuls(block: Any) -> list[TileDecision]:
     (k, n) weight seen."""
     from .data_tiling import HINT, collapse_to_gemm
 
-    for op in list(block.operations):  # 49-row ops IREE would collapse: collapse them first
+    for op in list(block.operations):  # ops IREE would collapse: collapse them first
         op = op.operation
-        if HINT not in op.attributes and takes_seven_rows(op):
+        if HINT not in op.attributes and (takes_seven_rows(op) or takes_narrow(op)):
             collapse_to_gemm(op)
     return tile_contractions(block, "matmul", _match, choose_tiles, PIPELINE)

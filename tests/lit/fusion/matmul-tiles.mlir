@@ -205,3 +205,61 @@ func.func @seven_by_seven_not_taken(%x: tensor<7x7x64xf32>, %xt: tensor<64x7x7xf
   } -> tensor<7x7x512xf32>
   return %p, %mmt, %mm24, %mmb : tensor<9x9x96xf32>, tensor<7x7x96xf32>, tensor<7x7x24xf32>, tensor<7x7x512xf32>
 }
+
+// -----
+
+// A 56x56 1x1 project conv to 24 channels (MobileNetV2's; N = 24: one full and one half-empty
+// 16-wide vector per step with IREE's tiles): 8 rows x 8 columns per step in 64-row
+// workgroups, on the op collapsed to one row loop. Not taken: the same conv on a 28x28 image
+// (M = 784, not a multiple of 64 rows), and one whose result is padded for a conv.
+// DECIDE: matmul 3136x24x96: tiles workgroup [64, 24, 0] vector [8, 8, 0] reduction [0, 0, 16]: N = 24: 8 rows x 8 columns per step (IREE's: 16-wide, half empty), 64-row workgroups
+// DECIDE: matmul 784x24x96: IREE's tiles: N = 24, M = 784: M is not a multiple of 64 rows
+// DECIDE: matmul 3136x40x96: IREE's tiles: N = 40: {{.*}}result padded for a conv
+// CHECK-LABEL: func.func @narrow_project
+// CHECK: %[[X:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<56x56x96xf32> into tensor<3136x96xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[X]]
+// CHECK-SAME: compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [64, 24, 0], vector_common_parallel = [8, 8, 0], vector_reduction = [0, 0, 16]>
+// CHECK: tensor.expand_shape {{.*}} into tensor<56x56x24xf32>
+// CHECK-NOT: compilation_info
+// OFF-LABEL: func.func @narrow_project
+// OFF-NOT: compilation_info
+#x = affine_map<(h, w, n, k) -> (h, w, k)>
+#w = affine_map<(h, w, n, k) -> (k, n)>
+#y = affine_map<(h, w, n, k) -> (h, w, n)>
+func.func @narrow_project(%x: tensor<56x56x96xf32>, %w: tensor<96x24xf32>, %small: tensor<28x28x96xf32>, %w40: tensor<96x40xf32>)
+    -> (tensor<56x56x24xf32>, tensor<28x28x24xf32>, tensor<58x58x40xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<56x56x24xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<56x56x24xf32>) -> tensor<56x56x24xf32>
+  %mm = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<56x56x96xf32>, tensor<96x24xf32>) outs(%acc : tensor<56x56x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<56x56x24xf32>
+  %e2 = tensor.empty() : tensor<28x28x24xf32>
+  %acc2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<28x28x24xf32>) -> tensor<28x28x24xf32>
+  %mm2 = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%small, %w : tensor<28x28x96xf32>, tensor<96x24xf32>) outs(%acc2 : tensor<28x28x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<28x28x24xf32>
+  %e3 = tensor.empty() : tensor<56x56x40xf32>
+  %acc3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<56x56x40xf32>) -> tensor<56x56x40xf32>
+  %mm3 = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w40 : tensor<56x56x96xf32>, tensor<96x40xf32>) outs(%acc3 : tensor<56x56x40xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<56x56x40xf32>
+  %pad = tensor.pad %mm3 low[1, 1, 0] high[1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index):
+    tensor.yield %zero : f32
+  } : tensor<56x56x40xf32> to tensor<58x58x40xf32>
+  return %mm, %mm2, %pad : tensor<56x56x24xf32>, tensor<28x28x24xf32>, tensor<58x58x40xf32>
+}
