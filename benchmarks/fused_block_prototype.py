@@ -1,0 +1,308 @@
+"""Would one kernel per MobileNetV2 inverted-residual block beat IREE's three dispatches?
+
+A feasibility study for fusing Many-to-Many chains IREE's codegen cannot put in one dispatch
+(one contraction root each: STACK.md item 5): 1x1 expand conv + ReLU6, 3x3 depthwise conv +
+ReLU6, 1x1 project conv (+ the residual), NHWC, batch 1, fp32. The generated C kernel (GCC
+vector extensions, AVX-512 with ``-march=native``) works on bands of ``R`` output rows: for
+each block of 16 expanded channels it expands the band's input rows into a small stack
+buffer, runs the depthwise conv on them and adds their share of the project conv into the
+output band, so the expanded tensor (4.8 MB for MobileNetV2's block 2) never goes to memory.
+Bands are independent (the rows between two bands are expanded by both), so a dispatch's
+workgroups would be bands. Not wired into the compiler yet: this measures whether it pays.
+
+Prints numerics against a float64 numpy reference and the time on one thread and on two
+(OpenMP, dynamic band schedule, as IREE hands out workgroups); writes JSON.
+
+    python benchmarks/fused_block_prototype.py             # MobileNetV2 blocks 2 and 3
+    python benchmarks/fused_block_prototype.py --block 56 56 24 144 24 1 --rows 14
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime as dt
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # its idle threads would spin in the timings
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from harness import write_json
+
+# (H, W, Cin, Ce, Cout, stride), band rows: MobileNetV2's block 2 (112x112x16 -> 96 -> s2 ->
+# 24) and block 3 (56x56x24 -> 144 -> 24, residual)
+BLOCKS = {
+    "mnv2 block 2": ((112, 112, 16, 96, 24, 2), 4),
+    "mnv2 block 3": ((56, 56, 24, 144, 24, 1), 14),
+}
+
+
+def _project(nv16, t8, P):
+    """y[p, :] += sum_c dt[p][c] * wpc[c, :] for P pixels: all accumulators in one c loop."""
+    vecs = [("v16", "v16u", 16 * j) for j in range(nv16)] + (
+        [("v8", "v8u", 16 * nv16)] if t8 else []
+    )
+    decl = "\n".join(f"      {vt} acc{j}[{P}];" for j, (vt, vu, off) in enumerate(vecs))
+    init = "\n".join(
+        f"        acc{j}[p] = *({vu}*)(yp0 + p * COUT + {off});"
+        for j, (vt, vu, off) in enumerate(vecs)
+    )
+    loads = "\n".join(
+        f"        const {vt} w{j} = *(const {vu}*)(wpc + c * COUT + {off});"
+        for j, (vt, vu, off) in enumerate(vecs)
+    )
+    fmas = "\n".join(f"          acc{j}[p] += dt[p][c] * w{j};" for j in range(len(vecs)))
+    stores = "\n".join(
+        f"        *({vu}*)(yp0 + p * COUT + {off}) = acc{j}[p];"
+        for j, (vt, vu, off) in enumerate(vecs)
+    )
+    return f"""{decl}
+      #pragma GCC unroll 8
+      for (int p = 0; p < {P}; ++p) {{
+{init}
+      }}
+      #pragma GCC unroll 16
+      for (int c = 0; c < 16; ++c) {{
+{loads}
+        #pragma GCC unroll 8
+        for (int p = 0; p < {P}; ++p) {{
+{fmas}
+        }}
+      }}
+      #pragma GCC unroll 8
+      for (int p = 0; p < {P}; ++p) {{
+{stores}
+      }}"""
+
+
+def generate(sym, H, W, Cin, Ce, Cout, s, R, residual, PE=8, P=4):
+    """C source: ``sym(..., band)`` runs one band of R output rows, ``sym_all`` every band,
+    ``sym_par`` every band on OpenMP threads (with -fopenmp). PE: pixels per expand step, P:
+    output pixels per depthwise/project step (register blocks)."""
+    Ho, Wo = (H - 1) // s + 1, (W - 1) // s + 1
+    assert Ce % 16 == 0 and Cout % 8 == 0 and Ho % R == 0 and Wo % P == 0
+    NR = s * (R - 1) + 3  # expanded input rows a band needs
+    WP = W + 2
+    nv16, t8 = Cout // 16, (Cout % 16) // 8
+    res = " + x[((oy0 + r) * W + ox) * CIN + n]" if residual else ""
+    return f"""#include <stddef.h>
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4)));
+typedef int vi16 __attribute__((vector_size(64)));
+#define SEL(m, a, b) ((v16)(((m) & (vi16)(a)) | (~(m) & (vi16)(b))))
+#define H {H}
+#define W {W}
+#define CIN {Cin}
+#define CE {Ce}
+#define COUT {Cout}
+#define S {s}
+#define R {R}
+#define HO {Ho}
+#define WO {Wo}
+#define NR {NR}
+#define WP {WP}
+#define PE {PE}
+#define P {P}
+static inline v16 relu6(v16 v) {{
+  const v16 z = {{0}}; const v16 six = z + 6.0f;
+  v = SEL(v < z, z, v);   /* NaN compares false: stays NaN, as torch's clamp */
+  return SEL(v > six, six, v);
+}}
+
+static void run_band(const float* restrict x, const float* restrict we, const float* restrict be,
+                     const float* restrict wd, const float* restrict bd, const float* restrict wp,
+                     const float* restrict bp, float* restrict y, size_t band) {{
+  float e[NR][WP][16] __attribute__((aligned(64)));
+  float dt[P][16] __attribute__((aligned(64)));
+  const size_t oy0 = band * R;
+  const long iy0 = (long)oy0 * S - 1;
+  for (size_t r = 0; r < R; ++r)
+    for (size_t ox = 0; ox < WO; ++ox) {{
+      float* yp = y + ((oy0 + r) * WO + ox) * COUT;
+      for (size_t n = 0; n < COUT; ++n) yp[n] = bp[n]{res};
+    }}
+  for (size_t cb = 0; cb < CE; cb += 16) {{
+    const v16 bev = *(const v16u*)(be + cb);
+    v16 wev[CIN];
+    for (size_t k = 0; k < CIN; ++k) wev[k] = *(const v16u*)(we + k * CE + cb);
+    for (size_t r = 0; r < NR; ++r) {{
+      const long iy = iy0 + (long)r;
+      v16* er = (v16*)e[r];
+      const v16 zero = {{0}};
+      er[0] = zero; er[WP - 1] = zero;
+      if (iy < 0 || iy >= H) {{ for (size_t i = 1; i < WP - 1; ++i) er[i] = zero; continue; }}
+      const float* xr = x + (size_t)iy * W * CIN;
+      size_t ix = 0;
+      for (; ix + PE <= W; ix += PE) {{
+        v16 a[PE];
+        #pragma GCC unroll 16
+        for (int p = 0; p < PE; ++p) a[p] = bev;
+        const float* xp = xr + ix * CIN;
+        #pragma GCC unroll 4
+        for (size_t k = 0; k < CIN; ++k) {{
+          const v16 wk = wev[k];
+          #pragma GCC unroll 16
+          for (int p = 0; p < PE; ++p) a[p] += xp[p * CIN + k] * wk;
+        }}
+        #pragma GCC unroll 16
+        for (int p = 0; p < PE; ++p) er[ix + 1 + p] = relu6(a[p]);
+      }}
+      for (; ix < W; ++ix) {{
+        v16 a0 = bev; const float* xp = xr + ix * CIN;
+        for (size_t k = 0; k < CIN; ++k) a0 += xp[k] * wev[k];
+        er[ix + 1] = relu6(a0);
+      }}
+    }}
+    v16 wdv[9];
+    for (size_t t = 0; t < 9; ++t) wdv[t] = *(const v16u*)(wd + t * CE + cb);
+    const v16 bdv = *(const v16u*)(bd + cb);
+    const float* wpc = wp + cb * COUT;
+    for (size_t r = 0; r < R; ++r) {{
+      float* yr = y + (oy0 + r) * WO * COUT;
+      for (size_t ox0 = 0; ox0 < WO; ox0 += P) {{
+        v16 a[P];
+        #pragma GCC unroll 8
+        for (int p = 0; p < P; ++p) a[p] = bdv;
+        #pragma GCC unroll 3
+        for (int ky = 0; ky < 3; ++ky) {{
+          const v16* er = (const v16*)e[S * r + ky] + S * ox0;
+          #pragma GCC unroll 3
+          for (int kx = 0; kx < 3; ++kx) {{
+            const v16 wk = wdv[ky * 3 + kx];
+            #pragma GCC unroll 8
+            for (int p = 0; p < P; ++p) a[p] += er[S * p + kx] * wk;
+          }}
+        }}
+        #pragma GCC unroll 8
+        for (int p = 0; p < P; ++p) *(v16*)dt[p] = relu6(a[p]);
+        float* yp0 = yr + ox0 * COUT;
+{_project(nv16, t8, P)}
+      }}
+    }}
+  }}
+}}
+
+void {sym}(const float* x, const float* we, const float* be, const float* wd, const float* bd,
+           const float* wp, const float* bp, float* y, size_t band) {{
+  run_band(x, we, be, wd, bd, wp, bp, y, band);
+}}
+void {sym}_all(const float* x, const float* we, const float* be, const float* wd, const float* bd,
+               const float* wp, const float* bp, float* y) {{
+  for (size_t b = 0; b < HO / R; ++b) run_band(x, we, be, wd, bd, wp, bp, y, b);
+}}
+#ifdef _OPENMP
+void {sym}_par(const float* x, const float* we, const float* be, const float* wd, const float* bd,
+               const float* wp, const float* bp, float* y) {{
+  #pragma omp parallel for schedule(dynamic, 1)
+  for (size_t b = 0; b < HO / R; ++b) run_band(x, we, be, wd, bd, wp, bp, y, b);
+}}
+#endif
+"""
+
+
+def build(shape: tuple[int, ...], rows: int, work: Path, openmp: bool = True) -> ctypes.CDLL:
+    h, w, cin, ce, cout, s = shape
+    src = generate("blk", h, w, cin, ce, cout, s, rows, residual=s == 1 and cin == cout)
+    c_file, so = work / "blk.c", work / f"blk-{h}x{w}x{cin}x{ce}x{cout}s{s}r{rows}.so"
+    c_file.write_text(src)
+    flags = ["-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-shared", "-fPIC"]
+    subprocess.run(["gcc", *flags, *(["-fopenmp"] if openmp else []), str(c_file), "-o", str(so)],
+                   check=True)  # fmt: skip
+    return ctypes.CDLL(str(so))
+
+
+def operands(shape: tuple[int, ...], seed: int = 0) -> list[np.ndarray]:
+    h, w, cin, ce, cout, _s = shape
+    rng = np.random.default_rng(seed)
+    f = np.float32
+    return [rng.standard_normal((h, w, cin)).astype(f),
+            (rng.standard_normal((cin, ce)) / np.sqrt(cin)).astype(f),
+            (rng.standard_normal(ce) * 0.1).astype(f),
+            (rng.standard_normal((3, 3, ce)) / 3).astype(f),
+            (rng.standard_normal(ce) * 0.1).astype(f),
+            (rng.standard_normal((ce, cout)) / np.sqrt(ce)).astype(f),
+            (rng.standard_normal(cout) * 0.1).astype(f)]  # fmt: skip
+
+
+def reference(shape: tuple[int, ...], ops: list[np.ndarray]) -> np.ndarray:
+    """The block in float64: relu6(x We + be) -> pad 1 -> depthwise (stride s) -> relu6 ->
+    Wp + bp (+ x)."""
+    h, w, cin, _ce, cout, s = shape
+    x, we, be, wd, bd, wp, bp = (a.astype(np.float64) for a in ops)
+    ho, wo = (h - 1) // s + 1, (w - 1) // s + 1
+    e = np.pad(np.clip(x @ we + be, 0, 6), ((1, 1), (1, 1), (0, 0)))
+    d = sum(e[ky : ky + s * (ho - 1) + 1 : s, kx : kx + s * (wo - 1) + 1 : s] * wd[ky, kx]
+            for ky in range(3) for kx in range(3))  # fmt: skip
+    y = np.clip(d + bd, 0, 6) @ wp + bp
+    return y + x if s == 1 and cin == cout else y
+
+
+def run(lib: ctypes.CDLL, fn: str, shape: tuple[int, ...], ops: list[np.ndarray]) -> np.ndarray:
+    h, w, _cin, _ce, cout, s = shape
+    y = np.zeros(((h - 1) // s + 1, (w - 1) // s + 1, cout), np.float32)
+    getattr(lib, fn)(*(a.ctypes.data_as(ctypes.c_void_p) for a in [*ops, y]))
+    return y
+
+
+def time_ms(lib: ctypes.CDLL, fn: str, shape: tuple[int, ...], ops: list[np.ndarray],
+            reps: int) -> tuple[float, float]:  # fmt: skip
+    run(lib, fn, shape, ops)
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        run(lib, fn, shape, ops)
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(ts)), float(np.min(ts))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--block", type=int, nargs=6, metavar=("H", "W", "CIN", "CE", "COUT", "S"))
+    ap.add_argument("--rows", type=int, default=4, help="output rows per band (with --block)")
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument(
+        "--json",
+        type=Path,
+        default=Path(__file__).parent / "results" / "fused-block-prototype.json",
+    )
+    args = ap.parse_args()
+    if shutil.which("gcc") is None:
+        sys.exit("needs gcc (with OpenMP) on PATH")
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    blocks = {"custom": (tuple(args.block), args.rows)} if args.block else BLOCKS
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (shape, band) in blocks.items():
+            lib = build(shape, band, Path(tmp))
+            ops = operands(shape)
+            err = float(np.abs(run(lib, "blk_all", shape, ops) - reference(shape, ops)).max())
+            one = time_ms(lib, "blk_all", shape, ops, args.reps)
+            os.environ["OMP_NUM_THREADS"] = "2"
+            two = time_ms(lib, "blk_par", shape, ops, args.reps)
+            rows.append({"block": name, "shape": list(shape), "band_rows": band, "max_abs_err": err,
+                         "one_thread_ms": one[0], "one_thread_min_ms": one[1],
+                         "two_threads_ms": two[0], "two_threads_min_ms": two[1]})  # fmt: skip
+    print(
+        f"{'block':14s} {'H W Cin Ce Cout s':22s} {'R':>3s} {'max err':>9s} "
+        f"{'1 thread ms (min)':>18s} {'2 threads ms (min)':>19s}"
+    )
+    for r in rows:
+        print(
+            f"{r['block']:14s} {' '.join(map(str, r['shape'])):22s} {r['band_rows']:3d} "
+            f"{r['max_abs_err']:9.1e} {r['one_thread_ms']:8.3f} ({r['one_thread_min_ms']:.3f})"
+            f" {r['two_threads_ms']:9.3f} ({r['two_threads_min_ms']:.3f})"
+        )
+    write_json(args.json, {"date": dt.datetime.now().isoformat(timespec="seconds")}, {"rows": rows})
+
+
+if __name__ == "__main__":
+    main()
