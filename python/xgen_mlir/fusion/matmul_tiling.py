@@ -227,12 +227,20 @@ def _is_narrow(loops: MatmulLoops) -> bool:
     return n % LANES != 0 and n % NARROW == 0 and n <= NARROW_MAX_N
 
 
+def _narrow_refusal(loops: MatmulLoops) -> str | None:
+    """Why the narrow-N rule leaves a narrow op to IREE (whatever its row loops), or None."""
+    n = loops.sizes[loops.n]
+    if loops.m % NARROW_ROWS:
+        return f"N = {n}, M = {loops.m}: M is not a multiple of {NARROW_ROWS} rows"
+    if not loops.k_inner or loops.padded:
+        return f"N = {n}: activation read channels-first, or result padded for a conv"
+    return None
+
+
 def _narrow_tiles(loops: MatmulLoops) -> tuple[list[list[int]] | None, str]:
     sizes, n = loops.sizes, loops.sizes[loops.n]
-    if loops.m % NARROW_ROWS:
-        return None, f"N = {n}, M = {loops.m}: M is not a multiple of {NARROW_ROWS} rows"
-    if not loops.k_inner or loops.padded:
-        return None, f"N = {n}: activation read channels-first, or result padded for a conv"
+    if (why := _narrow_refusal(loops)) is not None:
+        return None, why
     if len(loops.rows) != 1:
         return None, f"N = {n}: {len(loops.rows)} row loops (IREE would rebuild the op)"
     n_loops = len(sizes)
@@ -249,8 +257,7 @@ def takes_narrow(op: Any) -> bool:
     loops = _matmul_loops(op)
     if loops is None or not _is_narrow(loops):
         return False
-    loops = _in_context(op, loops)
-    return loops.m % NARROW_ROWS == 0 and loops.k_inner and not loops.padded
+    return _narrow_refusal(_in_context(op, loops)) is None
 
 
 def _in_context(op: Any, loops: MatmulLoops) -> MatmulLoops:
