@@ -49,20 +49,17 @@ def _project(nv16, t8, P):
     vecs = [("v16", "v16u", 16 * j) for j in range(nv16)] + (
         [("v8", "v8u", 16 * nv16)] if t8 else []
     )
-    decl = "\n".join(f"      {vt} acc{j}[{P}];" for j, (vt, vu, off) in enumerate(vecs))
-    init = "\n".join(
-        f"        acc{j}[p] = *({vu}*)(yp0 + p * COUT + {off});"
-        for j, (vt, vu, off) in enumerate(vecs)
-    )
-    loads = "\n".join(
-        f"        const {vt} w{j} = *(const {vu}*)(wpc + c * COUT + {off});"
-        for j, (vt, vu, off) in enumerate(vecs)
-    )
-    fmas = "\n".join(f"          acc{j}[p] += dt[p][c] * w{j};" for j in range(len(vecs)))
-    stores = "\n".join(
-        f"        *({vu}*)(yp0 + p * COUT + {off}) = acc{j}[p];"
-        for j, (vt, vu, off) in enumerate(vecs)
-    )
+
+    def each(line: str) -> str:  # one C line per output vector (acc{j}: its accumulators)
+        return "\n".join(
+            line.format(j=j, vt=vt, vu=vu, off=off, P=P) for j, (vt, vu, off) in enumerate(vecs)
+        )
+
+    decl = each("      {vt} acc{j}[{P}];")
+    init = each("        acc{j}[p] = *({vu}*)(yp0 + p * COUT + {off});")
+    loads = each("        const {vt} w{j} = *(const {vu}*)(wpc + c * COUT + {off});")
+    fmas = each("          acc{j}[p] += dt[p][c] * w{j};")
+    stores = each("        *({vu}*)(yp0 + p * COUT + {off}) = acc{j}[p];")
     return f"""{decl}
       #pragma GCC unroll 8
       for (int p = 0; p < {P}; ++p) {{
