@@ -35,6 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harness import write_json
+from xgen_mlir.codegen.inverted_residual import BlockSpec, pick_pixels
+from xgen_mlir.codegen.inverted_residual import generate as generate_block
 
 # (H, W, Cin, Ce, Cout, stride), band rows: MobileNetV2's block 2 (112x112x16 -> 96 -> s2 ->
 # 24) and block 3 (56x56x24 -> 144 -> 24, residual)
@@ -44,163 +46,21 @@ BLOCKS = {
 }
 
 
-def _project(nv16, t8, P):
-    """y[p, :] += sum_c dt[p][c] * wpc[c, :] for P pixels: all accumulators in one c loop."""
-    vecs = [("v16", "v16u", 16 * j) for j in range(nv16)] + (
-        [("v8", "v8u", 16 * nv16)] if t8 else []
-    )
-
-    def each(line: str) -> str:  # one C line per output vector (acc{j}: its accumulators)
-        return "\n".join(
-            line.format(j=j, vt=vt, vu=vu, off=off, P=P) for j, (vt, vu, off) in enumerate(vecs)
-        )
-
-    decl = each("      {vt} acc{j}[{P}];")
-    init = each("        acc{j}[p] = *({vu}*)(yp0 + p * COUT + {off});")
-    loads = each("        const {vt} w{j} = *(const {vu}*)(wpc + c * COUT + {off});")
-    fmas = each("          acc{j}[p] += dt[p][c] * w{j};")
-    stores = each("        *({vu}*)(yp0 + p * COUT + {off}) = acc{j}[p];")
-    return f"""{decl}
-      #pragma GCC unroll 8
-      for (int p = 0; p < {P}; ++p) {{
-{init}
-      }}
-      #pragma GCC unroll 16
-      for (int c = 0; c < 16; ++c) {{
-{loads}
-        #pragma GCC unroll 8
-        for (int p = 0; p < {P}; ++p) {{
-{fmas}
-        }}
-      }}
-      #pragma GCC unroll 8
-      for (int p = 0; p < {P}; ++p) {{
-{stores}
-      }}"""
-
-
-def generate(sym, H, W, Cin, Ce, Cout, s, R, residual, PE=8, P=4):
-    """C source: ``sym(..., band)`` runs one band of R output rows, ``sym_all`` every band,
-    ``sym_par`` every band on OpenMP threads (with -fopenmp). PE: pixels per expand step, P:
-    output pixels per depthwise/project step (register blocks)."""
-    Ho, Wo = (H - 1) // s + 1, (W - 1) // s + 1
-    assert Ce % 16 == 0 and Cout % 8 == 0 and Ho % R == 0 and Wo % P == 0
-    NR = s * (R - 1) + 3  # expanded input rows a band needs
-    WP = W + 2
-    nv16, t8 = Cout // 16, (Cout % 16) // 8
-    res = " + x[((oy0 + r) * W + ox) * CIN + n]" if residual else ""
-    return f"""#include <stddef.h>
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4)));
-typedef float v8 __attribute__((vector_size(32)));
-typedef float v8u __attribute__((vector_size(32), aligned(4)));
-typedef int vi16 __attribute__((vector_size(64)));
-#define SEL(m, a, b) ((v16)(((m) & (vi16)(a)) | (~(m) & (vi16)(b))))
-#define H {H}
-#define W {W}
-#define CIN {Cin}
-#define CE {Ce}
-#define COUT {Cout}
-#define S {s}
-#define R {R}
-#define HO {Ho}
-#define WO {Wo}
-#define NR {NR}
-#define WP {WP}
-#define PE {PE}
-#define P {P}
-static inline v16 relu6(v16 v) {{
-  const v16 z = {{0}}; const v16 six = z + 6.0f;
-  v = SEL(v < z, z, v);   /* NaN compares false: stays NaN, as torch's clamp */
-  return SEL(v > six, six, v);
-}}
-
-static void run_band(const float* restrict x, const float* restrict we, const float* restrict be,
-                     const float* restrict wd, const float* restrict bd, const float* restrict wp,
-                     const float* restrict bp, float* restrict y, size_t band) {{
-  float e[NR][WP][16] __attribute__((aligned(64)));
-  float dt[P][16] __attribute__((aligned(64)));
-  const size_t oy0 = band * R;
-  const long iy0 = (long)oy0 * S - 1;
-  for (size_t r = 0; r < R; ++r)
-    for (size_t ox = 0; ox < WO; ++ox) {{
-      float* yp = y + ((oy0 + r) * WO + ox) * COUT;
-      for (size_t n = 0; n < COUT; ++n) yp[n] = bp[n]{res};
-    }}
-  for (size_t cb = 0; cb < CE; cb += 16) {{
-    const v16 bev = *(const v16u*)(be + cb);
-    v16 wev[CIN];
-    for (size_t k = 0; k < CIN; ++k) wev[k] = *(const v16u*)(we + k * CE + cb);
-    for (size_t r = 0; r < NR; ++r) {{
-      const long iy = iy0 + (long)r;
-      v16* er = (v16*)e[r];
-      const v16 zero = {{0}};
-      er[0] = zero; er[WP - 1] = zero;
-      if (iy < 0 || iy >= H) {{ for (size_t i = 1; i < WP - 1; ++i) er[i] = zero; continue; }}
-      const float* xr = x + (size_t)iy * W * CIN;
-      size_t ix = 0;
-      for (; ix + PE <= W; ix += PE) {{
-        v16 a[PE];
-        #pragma GCC unroll 16
-        for (int p = 0; p < PE; ++p) a[p] = bev;
-        const float* xp = xr + ix * CIN;
-        #pragma GCC unroll 4
-        for (size_t k = 0; k < CIN; ++k) {{
-          const v16 wk = wev[k];
-          #pragma GCC unroll 16
-          for (int p = 0; p < PE; ++p) a[p] += xp[p * CIN + k] * wk;
-        }}
-        #pragma GCC unroll 16
-        for (int p = 0; p < PE; ++p) er[ix + 1 + p] = relu6(a[p]);
-      }}
-      for (; ix < W; ++ix) {{
-        v16 a0 = bev; const float* xp = xr + ix * CIN;
-        for (size_t k = 0; k < CIN; ++k) a0 += xp[k] * wev[k];
-        er[ix + 1] = relu6(a0);
-      }}
-    }}
-    v16 wdv[9];
-    for (size_t t = 0; t < 9; ++t) wdv[t] = *(const v16u*)(wd + t * CE + cb);
-    const v16 bdv = *(const v16u*)(bd + cb);
-    const float* wpc = wp + cb * COUT;
-    for (size_t r = 0; r < R; ++r) {{
-      float* yr = y + (oy0 + r) * WO * COUT;
-      for (size_t ox0 = 0; ox0 < WO; ox0 += P) {{
-        v16 a[P];
-        #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) a[p] = bdv;
-        #pragma GCC unroll 3
-        for (int ky = 0; ky < 3; ++ky) {{
-          const v16* er = (const v16*)e[S * r + ky] + S * ox0;
-          #pragma GCC unroll 3
-          for (int kx = 0; kx < 3; ++kx) {{
-            const v16 wk = wdv[ky * 3 + kx];
-            #pragma GCC unroll 8
-            for (int p = 0; p < P; ++p) a[p] += er[S * p + kx] * wk;
-          }}
-        }}
-        #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) *(v16*)dt[p] = relu6(a[p]);
-        float* yp0 = yr + ox0 * COUT;
-{_project(nv16, t8, P)}
-      }}
-    }}
-  }}
-}}
-
-void {sym}(const float* x, const float* we, const float* be, const float* wd, const float* bd,
-           const float* wp, const float* bp, float* y, size_t band) {{
-  run_band(x, we, be, wd, bd, wp, bp, y, band);
-}}
-void {sym}_all(const float* x, const float* we, const float* be, const float* wd, const float* bd,
-               const float* wp, const float* bp, float* y) {{
-  for (size_t b = 0; b < HO / R; ++b) run_band(x, we, be, wd, bd, wp, bp, y, b);
+def generate(shape: tuple[int, ...], rows: int) -> str:
+    """The compiler's kernel (``codegen/inverted_residual.py``) plus two entry points:
+    ``blk_all`` runs every band, ``blk_par`` every band on OpenMP threads (with -fopenmp)."""
+    h, w, cin, ce, cout, s = shape
+    spec = BlockSpec("blk", h, w, cin, ce, cout, s, rows, pixels=pick_pixels((w - 1) // s + 1),
+                     residual=s == 1 and cin == cout)
+    n = spec.bands
+    return generate_block(spec) + f"""
+void blk_all(const float* x, const float* w, float* y) {{
+  for (size_t b = 0; b < {n}; ++b) run_band(x, w, y, b);
 }}
 #ifdef _OPENMP
-void {sym}_par(const float* x, const float* we, const float* be, const float* wd, const float* bd,
-               const float* wp, const float* bp, float* y) {{
+void blk_par(const float* x, const float* w, float* y) {{
   #pragma omp parallel for schedule(dynamic, 1)
-  for (size_t b = 0; b < HO / R; ++b) run_band(x, we, be, wd, bd, wp, bp, y, b);
+  for (size_t b = 0; b < {n}; ++b) run_band(x, w, y, b);
 }}
 #endif
 """
@@ -208,7 +68,7 @@ void {sym}_par(const float* x, const float* we, const float* be, const float* wd
 
 def build(shape: tuple[int, ...], rows: int, work: Path, openmp: bool = True) -> ctypes.CDLL:
     h, w, cin, ce, cout, s = shape
-    src = generate("blk", h, w, cin, ce, cout, s, rows, residual=s == 1 and cin == cout)
+    src = generate(shape, rows)
     c_file, so = work / "blk.c", work / f"blk-{h}x{w}x{cin}x{ce}x{cout}s{s}r{rows}.so"
     c_file.write_text(src)
     flags = ["-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-shared", "-fPIC"]
@@ -249,7 +109,8 @@ def reference(shape: tuple[int, ...], ops: list[np.ndarray]) -> np.ndarray:
 def run(lib: ctypes.CDLL, fn: str, shape: tuple[int, ...], ops: list[np.ndarray]) -> np.ndarray:
     h, w, _cin, _ce, cout, s = shape
     y = np.zeros(((h - 1) // s + 1, (w - 1) // s + 1, cout), np.float32)
-    getattr(lib, fn)(*(a.ctypes.data_as(ctypes.c_void_p) for a in [*ops, y]))
+    packed = np.concatenate([a.ravel() for a in ops[1:]])  # the kernel's packed weights
+    getattr(lib, fn)(*(a.ctypes.data_as(ctypes.c_void_p) for a in [ops[0], packed, y]))
     return y
 
 

@@ -152,3 +152,22 @@ def defining_op(value: Any) -> Any:
     """The op that defines ``value`` (None for a block argument); either MLIR binding."""
     owner = value.owner
     return owner.operation if hasattr(owner, "operation") else None
+
+
+def splice_functions(module_op: ir.Operation, text: str) -> None:
+    """Parse ``text`` (functions) in the module's context and move them to the module's top."""
+    snippet = ir.Module.parse(text, module_op.context)
+    body = module_op.regions[0].blocks[0]
+    for op in list(snippet.body.operations):
+        op.operation.move_before(body.operations[0])
+
+
+def find_func(module_op: ir.Operation, name: str) -> Any:
+    """The top-level ``func.func @name`` of the module (KeyError if none)."""
+    for op in module_op.regions[0].blocks[0].operations:
+        if (
+            op.operation.name == "func.func"
+            and ir.StringAttr(op.attributes["sym_name"]).value == name
+        ):
+            return op.operation
+    raise KeyError(name)

@@ -1,4 +1,5 @@
-"""The fused inverted-residual kernel of benchmarks/fused_block_prototype.py computes the block
+"""The fused inverted-residual kernel (codegen/inverted_residual.py, built by
+benchmarks/fused_block_prototype.py) computes the block
 (expand + ReLU6, depthwise + ReLU6, project, residual) as numpy does, at both strides, on
 shapes with partial expand-pixel steps and a half (8-wide) project vector."""
 
@@ -29,6 +30,11 @@ def test_kernel_matches_float64_reference(tmp_path, shape, rows):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_refuses_shapes_it_does_not_tile():
-    with pytest.raises(AssertionError):
-        proto.generate("k", 12, 12, 16, 40, 24, 1, 5, residual=False)  # Ce not a multiple of 16
+@pytest.mark.parametrize(
+    ("shape", "rows", "why"),
+    [((12, 12, 16, 40, 24, 1), 3, "40 expanded channels"), ((12, 12, 16, 32, 24, 1), 5, "divide"),
+     ((12, 12, 16, 32, 20, 1), 3, "20 output channels"), ((12, 12, 16, 32, 24, 3), 3, "stride 3")],
+)  # fmt: skip
+def test_refuses_shapes_it_does_not_tile(shape, rows, why):
+    with pytest.raises(ValueError, match=why):
+        proto.generate(shape, rows)

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 from .._mlir import ir
+from ..codegen import dispatch
 from ..codegen.pattern_kernel import SUPPORTED_STRIDES, KernelSpec, generate
 from ..codegen.toolchain import Toolchain, compile_object
 from ..dialects.sparse import FKW_CONV, geometry, patterns_of
-from ..irutil import ConstantReader, ops_named
+from ..irutil import ConstantReader, find_func, ops_named, splice_functions
 from .generic_util import (
     body,
     body_ops,
@@ -98,39 +98,13 @@ func.func private @{spec.symbol}({kin}, {kw_t}, {kb}) -> {kout}
 
 
 def executable_text(spec: KernelSpec, obj_path: str, wlen: int, object_format: str) -> str:
-    """The stream.executable that links the kernel object into an IREE dispatch."""
+    """The stream.executable that links the kernel object into an IREE dispatch: one
+    workgroup per (filter group, pixel tile)."""
     d = spec.derived
-    full, f = d["in_len"] + d["slack"], spec.f
-    sym = spec.symbol
-    m_in, m_w, m_b, m_o = (f"memref<{n}xf32>" for n in (full, wlen, f, d["out_len"]))
-    return f"""
-stream.executable private @{sym}_ex attributes {{
-  hal.executable.objects = #hal.executable.objects<{{
-    #hal.executable.target<"llvm-cpu", "{object_format}", {{}}> = [#hal.executable.object<{{path = "{obj_path}"}}>]
-  }}>
-}} {{
-  stream.executable.export public @{sym} workgroups() -> (index, index, index) {{
-    %gx = arith.constant {d["groups"]} : index
-    %gy = arith.constant {d["ntiles"]} : index
-    %one = arith.constant 1 : index
-    stream.return %gx, %gy, %one : index, index, index
-  }}
-  builtin.module {{
-    func.func private @{sym}_impl({m_in}, {m_w}, {m_b}, {m_o}, index, index) attributes {{hal.import.static}}
-    func.func @{sym}(%b0: !stream.binding, %b1: !stream.binding, %b2: !stream.binding, %b3: !stream.binding) {{
-      %c0 = arith.constant 0 : index
-      %gx = stream.dispatch.workgroup.id[0] : index
-      %gy = stream.dispatch.workgroup.id[1] : index
-      %in = stream.binding.subspan %b0[%c0] : !stream.binding -> {m_in}
-      %w = stream.binding.subspan %b1[%c0] : !stream.binding -> {m_w}
-      %b = stream.binding.subspan %b2[%c0] : !stream.binding -> {m_b}
-      %o = stream.binding.subspan %b3[%c0] : !stream.binding -> {m_o}
-      func.call @{sym}_impl(%in, %w, %b, %o, %gx, %gy) : ({m_in}, {m_w}, {m_b}, {m_o}, index, index) -> ()
-      return
-    }}
-  }}
-}}
-"""
+    return dispatch.executable_text(
+        spec.symbol, obj_path, object_format, [d["in_len"] + d["slack"], wlen, spec.f],
+        d["out_len"], (d["groups"], d["ntiles"], 1), ids=2,
+    )  # fmt: skip
 
 
 def kernel_spec(
@@ -148,14 +122,6 @@ def kernel_spec(
 
 
 _next_id = [0]
-
-
-def _splice(module_op: ir.Operation, text: str) -> None:
-    """Parse ``text`` (functions) in the module's context and move them into the module."""
-    snippet = ir.Module.parse(text, module_op.context)
-    body = module_op.regions[0].blocks[0]
-    for op in list(snippet.body.operations):
-        op.operation.move_before(body.operations[0])
 
 
 @register_pass(
@@ -187,8 +153,8 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
         spec.relu = relu is not None
         obj = compile_object(generate(spec), toolchain, symbol)
         wlen = spec.derived["weights"]
-        _splice(module_op, wrapper_text(spec, f"{symbol}_call", wlen))
-        decl = _find_func(module_op, symbol)
+        splice_functions(module_op, wrapper_text(spec, f"{symbol}_call", wlen))
+        decl = find_func(module_op, symbol)
         decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(
             executable_text(spec, str(obj), wlen, opts.object_format)
         )
@@ -251,12 +217,3 @@ def relu_consumer(value: ir.Value) -> ir.Operation | None:
         return user if ok else None
     return None
 
-
-def _find_func(module_op: ir.Operation, name: str) -> Any:
-    for op in module_op.regions[0].blocks[0].operations:
-        if (
-            op.operation.name == "func.func"
-            and ir.StringAttr(op.attributes["sym_name"]).value == name
-        ):
-            return op.operation
-    raise KeyError(name)

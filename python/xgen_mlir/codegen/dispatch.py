@@ -1,0 +1,62 @@
+"""The ``stream.executable`` text that links a generated C object into an IREE dispatch.
+
+Every generated kernel is called the same way: its operands and its one result are flat f32
+buffers (``memref<Nxf32>``, passed to C as base, aligned pointer, offset, size, stride), then
+the workgroup ids it uses. The workgroup count is fixed at compile time. The text is parsed
+later, in IREE's own MLIR context (``backend/extern_kernels.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def executable_text(
+    symbol: str,
+    obj_path: str,
+    object_format: str,
+    operand_lengths: Sequence[int],
+    result_length: int,
+    grid: tuple[int, int, int],
+    ids: int,
+) -> str:
+    """``stream.executable @<symbol>_ex`` exporting ``@<symbol>``, which calls the object's
+    ``<symbol>_impl(operands..., result, workgroup id 0..ids-1)`` on a ``grid`` of
+    workgroups."""
+    lengths = [*operand_lengths, result_length]
+    types = [f"memref<{n}xf32>" for n in lengths]
+    bindings = ", ".join(f"%b{i}: !stream.binding" for i in range(len(lengths)))
+    subspans = "\n".join(
+        f"      %m{i} = stream.binding.subspan %b{i}[%c0] : !stream.binding -> {t}"
+        for i, t in enumerate(types)
+    )
+    id_ops = "\n".join(
+        f"      %g{i} = stream.dispatch.workgroup.id[{i}] : index" for i in range(ids)
+    )
+    args = ", ".join([f"%m{i}" for i in range(len(lengths))] + [f"%g{i}" for i in range(ids)])
+    sig = ", ".join(types + ["index"] * ids)
+    gx, gy, gz = grid
+    return f"""
+stream.executable private @{symbol}_ex attributes {{
+  hal.executable.objects = #hal.executable.objects<{{
+    #hal.executable.target<"llvm-cpu", "{object_format}", {{}}> = [#hal.executable.object<{{path = "{obj_path}"}}>]
+  }}>
+}} {{
+  stream.executable.export public @{symbol} workgroups() -> (index, index, index) {{
+    %gx = arith.constant {gx} : index
+    %gy = arith.constant {gy} : index
+    %gz = arith.constant {gz} : index
+    stream.return %gx, %gy, %gz : index, index, index
+  }}
+  builtin.module {{
+    func.func private @{symbol}_impl({sig}) attributes {{hal.import.static}}
+    func.func @{symbol}({bindings}) {{
+      %c0 = arith.constant 0 : index
+{id_ops}
+{subspans}
+      func.call @{symbol}_impl({args}) : ({sig}) -> ()
+      return
+    }}
+  }}
+}}
+"""

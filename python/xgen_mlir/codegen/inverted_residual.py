@@ -1,0 +1,264 @@
+"""C for one fused inverted-residual block (MobileNetV2's expand -> depthwise -> project).
+
+IREE's codegen puts one contraction root in a dispatch (STACK.md item 5), so a block's 1x1
+expand conv, 3x3 depthwise conv and 1x1 project conv are three dispatches, and the expanded
+tensor goes to memory twice (4.8 MB in MobileNetV2's block 2): the depthwise conv between the
+two 1x1 convs is then memory-bound and does not scale to a second core. This kernel keeps that
+tensor in a stack buffer instead. It works on bands of ``rows`` output rows (one IREE
+workgroup each); for each block of 16 expanded channels it expands the band's input rows
+(plus the halo the depthwise conv reads) into the buffer, applies the activation, runs the
+depthwise conv and its activation, and adds that block's share of the project conv into the
+output band. Bands are independent (rows between two bands are expanded by both).
+
+NHWC, batch 1, fp32, GCC vector extensions (16-float vectors; AVX-512 with -march=native).
+One packed weight array: ``we[cin][ce] be[ce] wd[3][3][ce] bd[ce] wp[ce][cout] bp[cout]``.
+The activations are C statements on the vector ``v`` (the pass translates the IR's
+elementwise ops, so NaN and -0 behave as the model's ops say). Sums run in a different order
+than IREE's (float reassociation only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+VL = 16  # floats per vector
+STACK_BUDGET = 80 * 1024  # bytes of expanded rows per band (IREE workers have 128 KiB stacks)
+
+# torch-mlir's ReLU6 (clamp 0..6): x > 0 ? x : 0 (NaN -> 0), then 6 < x ? 6 : x.
+TORCH_RELU6 = (
+    "v = SEL(v > SPLAT(0.0f), v, SPLAT(0.0f));",
+    "v = SEL(SPLAT(6.0f) < v, SPLAT(6.0f), v);",
+)
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    symbol: str
+    h: int
+    w: int
+    cin: int
+    ce: int  # expanded channels
+    cout: int
+    stride: int  # of the depthwise conv (1 or 2); 3x3, zero padding 1
+    rows: int  # output rows per band (one workgroup); divides the output height
+    act_expand: tuple[str, ...] = TORCH_RELU6
+    act_depthwise: tuple[str, ...] = TORCH_RELU6
+    pixels: int = 4  # output pixels per depthwise/project register block
+    residual: bool = False  # add the block's input to the output (stride 1, cin == cout)
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        return (self.h - 1) // self.stride + 1, (self.w - 1) // self.stride + 1
+
+    @property
+    def bands(self) -> int:
+        return self.out_hw[0] // self.rows
+
+    @property
+    def halo_rows(self) -> int:
+        """Expanded input rows one band needs."""
+        return self.stride * (self.rows - 1) + 3
+
+    @property
+    def offsets(self) -> dict[str, int]:
+        """Offsets (floats) of each weight array in the packed weights, and the total."""
+        sizes = [("we", self.cin * self.ce), ("be", self.ce), ("wd", 9 * self.ce),
+                 ("bd", self.ce), ("wp", self.ce * self.cout), ("bp", self.cout)]  # fmt: skip
+        out, at = {}, 0
+        for name, n in sizes:
+            out[name] = at
+            at += n
+        out["total"] = at
+        return out
+
+
+def unsupported(h: int, w: int, cin: int, ce: int, cout: int, stride: int) -> str | None:
+    """Why the kernel cannot take this block, or None."""
+    if stride not in (1, 2):
+        return f"depthwise stride {stride} (kernel does 1 and 2)"
+    if ce % VL:
+        return f"{ce} expanded channels (needs a multiple of {VL})"
+    if cout % 8:
+        return f"{cout} output channels (needs a multiple of 8)"
+    wo = (w - 1) // stride + 1
+    if pick_pixels(wo) is None:
+        return f"output width {wo} (needs a multiple of 2)"
+    return None
+
+
+def pick_pixels(wo: int) -> int | None:
+    return next((p for p in (4, 2) if wo % p == 0), None)
+
+
+def pick_rows(h: int, w: int, stride: int, min_bands: int = 4) -> int:
+    """Output rows per band: the most whose expanded rows fit ``STACK_BUDGET`` (fewer rows
+    expanded twice), keeping at least ``min_bands`` bands to share among threads."""
+    ho = (h - 1) // stride + 1
+    best = 1
+    for rows in range(1, ho + 1):
+        fits = (stride * (rows - 1) + 3) * (w + 2) * VL * 4 <= STACK_BUDGET
+        if ho % rows == 0 and fits and ho // rows >= min(min_bands, ho):
+            best = rows
+    return best
+
+
+def _project(nv16: int, t8: int, pixels: int) -> str:
+    """y[p, :] += sum_c dt[p][c] * wpc[c, :] for the register block's pixels."""
+    vecs = [("v16", "v16u", VL * j) for j in range(nv16)] + (
+        [("v8", "v8u", VL * nv16)] if t8 else []
+    )
+
+    def each(line: str) -> str:  # one C line per output vector (acc{j}: its accumulators)
+        return "\n".join(line.format(j=j, vt=vt, vu=vu, off=off, P=pixels)
+                         for j, (vt, vu, off) in enumerate(vecs))  # fmt: skip
+
+    decl = each("      {vt} acc{j}[{P}];")
+    init = each("        acc{j}[p] = *({vu}*)(yp0 + p * COUT + {off});")
+    loads = each("        const {vt} w{j} = *(const {vu}*)(wpc + c * COUT + {off});")
+    fmas = each("          acc{j}[p] += dt[p][c] * w{j};")
+    stores = each("        *({vu}*)(yp0 + p * COUT + {off}) = acc{j}[p];")
+    return f"""{decl}
+      #pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) {{
+{init}
+      }}
+      #pragma GCC unroll 16
+      for (int c = 0; c < 16; ++c) {{
+{loads}
+        #pragma GCC unroll 8
+        for (int p = 0; p < P; ++p) {{
+{fmas}
+        }}
+      }}
+      #pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) {{
+{stores}
+      }}"""
+
+
+def generate(spec: BlockSpec, expand_pixels: int = 8) -> str:
+    """C source: ``run_band(x, w, y, band)`` and the IREE entry ``<symbol>_impl`` (memref
+    arguments as IREE passes them, then the workgroup id: one band)."""
+    why = unsupported(spec.h, spec.w, spec.cin, spec.ce, spec.cout, spec.stride)
+    ho, wo = spec.out_hw
+    if why or ho % spec.rows or wo % spec.pixels:
+        raise ValueError(f"{spec.symbol}: {why or 'rows/pixels do not divide the output'}")
+    if spec.residual and (spec.stride != 1 or spec.cin != spec.cout):
+        raise ValueError(f"{spec.symbol}: a residual needs stride 1 and cin == cout")
+    off = spec.offsets
+    res = " + x[((oy0 + r) * W + ox) * CIN + n]" if spec.residual else ""
+    nv16, t8 = spec.cout // VL, (spec.cout % VL) // 8
+
+    def act(name: str, stmts: tuple[str, ...]) -> str:
+        body = "\n".join(f"  {s}" for s in stmts)
+        return f"static inline v16 {name}(v16 v) {{\n{body}\n  return v;\n}}"
+
+    return f"""/* generated by xgen_mlir for {spec.symbol}: inverted-residual block {spec.h}x{spec.w}x{spec.cin}
+   -> {spec.ce} -> dw3x3 s{spec.stride} -> {spec.cout}{' + x' if spec.residual else ''}, {spec.rows} output rows per band */
+#include <stddef.h>
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4)));
+typedef int vi16 __attribute__((vector_size(64)));
+#define SEL(m, a, b) ((v16)(((m) & (vi16)(a)) | (~(m) & (vi16)(b))))
+#define SPLAT(c) ((v16){{0}} + (c))
+#define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
+#define H {spec.h}
+#define W {spec.w}
+#define CIN {spec.cin}
+#define CE {spec.ce}
+#define COUT {spec.cout}
+#define S {spec.stride}
+#define R {spec.rows}
+#define WO {wo}
+#define NR {spec.halo_rows}
+#define WP {spec.w + 2}
+#define PE {expand_pixels}
+#define P {spec.pixels}
+{act("act_e", spec.act_expand)}
+{act("act_d", spec.act_depthwise)}
+
+static void run_band(const float* restrict x, const float* restrict wts, float* restrict y,
+                     size_t band) {{
+  const float* restrict we = wts + {off["we"]};
+  const float* restrict be = wts + {off["be"]};
+  const float* restrict wd = wts + {off["wd"]};
+  const float* restrict bd = wts + {off["bd"]};
+  const float* restrict wp = wts + {off["wp"]};
+  const float* restrict bp = wts + {off["bp"]};
+  float e[NR][WP][16] __attribute__((aligned(64)));
+  float dt[P][16] __attribute__((aligned(64)));
+  const size_t oy0 = band * R;
+  const long iy0 = (long)oy0 * S - 1;
+  for (size_t r = 0; r < R; ++r)
+    for (size_t ox = 0; ox < WO; ++ox) {{
+      float* yp = y + ((oy0 + r) * WO + ox) * COUT;
+      for (size_t n = 0; n < COUT; ++n) yp[n] = bp[n]{res};
+    }}
+  for (size_t cb = 0; cb < CE; cb += 16) {{
+    const v16 bev = *(const v16u*)(be + cb);
+    v16 wev[CIN];
+    for (size_t k = 0; k < CIN; ++k) wev[k] = *(const v16u*)(we + k * CE + cb);
+    for (size_t r = 0; r < NR; ++r) {{
+      const long iy = iy0 + (long)r;
+      v16* er = (v16*)e[r];
+      const v16 zero = {{0}};
+      er[0] = zero; er[WP - 1] = zero;
+      if (iy < 0 || iy >= H) {{ for (size_t i = 1; i < WP - 1; ++i) er[i] = zero; continue; }}
+      const float* xr = x + (size_t)iy * W * CIN;
+      size_t ix = 0;
+      for (; ix + PE <= W; ix += PE) {{
+        v16 a[PE];
+        #pragma GCC unroll 16
+        for (int p = 0; p < PE; ++p) a[p] = bev;
+        const float* xp = xr + ix * CIN;
+        #pragma GCC unroll 4
+        for (size_t k = 0; k < CIN; ++k) {{
+          const v16 wk = wev[k];
+          #pragma GCC unroll 16
+          for (int p = 0; p < PE; ++p) a[p] += xp[p * CIN + k] * wk;
+        }}
+        #pragma GCC unroll 16
+        for (int p = 0; p < PE; ++p) er[ix + 1 + p] = act_e(a[p]);
+      }}
+      for (; ix < W; ++ix) {{
+        v16 a0 = bev; const float* xp = xr + ix * CIN;
+        for (size_t k = 0; k < CIN; ++k) a0 += xp[k] * wev[k];
+        er[ix + 1] = act_e(a0);
+      }}
+    }}
+    v16 wdv[9];
+    for (size_t t = 0; t < 9; ++t) wdv[t] = *(const v16u*)(wd + t * CE + cb);
+    const v16 bdv = *(const v16u*)(bd + cb);
+    const float* wpc = wp + cb * COUT;
+    for (size_t r = 0; r < R; ++r) {{
+      float* yr = y + (oy0 + r) * WO * COUT;
+      for (size_t ox0 = 0; ox0 < WO; ox0 += P) {{
+        v16 a[P];
+        #pragma GCC unroll 8
+        for (int p = 0; p < P; ++p) a[p] = bdv;
+        #pragma GCC unroll 3
+        for (int ky = 0; ky < 3; ++ky) {{
+          const v16* er = (const v16*)e[S * r + ky] + S * ox0;
+          #pragma GCC unroll 3
+          for (int kx = 0; kx < 3; ++kx) {{
+            const v16 wk = wdv[ky * 3 + kx];
+            #pragma GCC unroll 8
+            for (int p = 0; p < P; ++p) a[p] += er[S * p + kx] * wk;
+          }}
+        }}
+        #pragma GCC unroll 8
+        for (int p = 0; p < P; ++p) *(v16*)dt[p] = act_d(a[p]);
+        float* yp0 = yr + ox0 * COUT;
+{_project(nv16, t8, spec.pixels)}
+      }}
+    }}
+  }}
+}}
+
+void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), MEMREF(float, y),
+                        size_t gx) {{
+  run_band(x + x_off, w + w_off, y + y_off, gx);
+}}
+"""
