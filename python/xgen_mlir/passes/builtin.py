@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     fold_batchnorm,
     fold_transpose_pairs,
     fuse_gather_views,
+    fuse_inverted_residuals,
     fusion_passes,
     lower_fkw_kernels,
     lower_sparse_linalg,

@@ -216,4 +216,3 @@ def relu_consumer(value: ir.Value) -> ir.Operation | None:
         )
         return user if ok else None
     return None
-
