@@ -49,11 +49,11 @@ BLOCKS = {
 def generate(shape: tuple[int, ...], rows: int) -> str:
     """The compiler's kernel (``codegen/inverted_residual.py``) plus two entry points:
     ``blk_all`` runs every band, ``blk_par`` every band on OpenMP threads (with -fopenmp)."""
-    h, w, cin, ce, cout, s = shape
-    spec = BlockSpec("blk", h, w, cin, ce, cout, s, rows, pixels=pick_pixels((w - 1) // s + 1),
-                     residual=s == 1 and cin == cout)
+    _h, w, cin, _ce, cout, s = shape
+    pixels = pick_pixels((w - 1) // s + 1) or 1
+    spec = BlockSpec("blk", *shape, rows, pixels=pixels, residual=s == 1 and cin == cout)
     n = spec.bands
-    return generate_block(spec) + f"""
+    entries = f"""
 void blk_all(const float* x, const float* w, float* y) {{
   for (size_t b = 0; b < {n}; ++b) run_band(x, w, y, b);
 }}
@@ -64,6 +64,7 @@ void blk_par(const float* x, const float* w, float* y) {{
 }}
 #endif
 """
+    return generate_block(spec) + entries
 
 
 def build(shape: tuple[int, ...], rows: int, work: Path, openmp: bool = True) -> ctypes.CDLL:
