@@ -59,7 +59,10 @@ def test_unknown_target_option_lists_the_known_ones():
         match="unknown target option 'featurez'; known target options: cpu, feat",
     ):
         xgen_mlir.compile(*_mlp(), target="arm64", target_options={"featurez": "+neon"})
-    with pytest.raises(errors.UnknownNameError, match="known target options: matmul_tile_bytes"):
+    with pytest.raises(
+        errors.UnknownNameError,
+        match="known target options: inverted_residual_min_bytes, matmul_tile_bytes, winograd",
+    ):
         load_pipeline("cpu").with_options({"gpu": "x"})
 
 
