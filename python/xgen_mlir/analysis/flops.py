@@ -3,7 +3,9 @@
 For a structured op the loop ranges come from its indexing maps and operand shapes; the
 arithmetic ops in its body (``arith``/``math``, not casts or selects) are counted once per
 iteration. Named ops without a body we can read (matmul, conv) count 2 per iteration (one
-multiply, one add). Reports compare this number before and after graph rewriting.
+multiply, one add). Reports compare this number before and after graph rewriting. A call of a
+generated kernel counts what its declaration's ``xgen.flops`` says (the FLOPs of the ops the
+kernel replaced, counted here before they went).
 """
 
 from __future__ import annotations
@@ -62,14 +64,28 @@ def op_flops(op: Any) -> int:
     return iterations * per
 
 
+FLOPS_ATTR = "xgen.flops"
+
+
 def module_flops(module_op: Any) -> int:
-    """Sum of ``op_flops`` over every op of the module (nested bodies are not double counted)."""
+    """Sum of ``op_flops`` over every op of the module (nested bodies are not double counted),
+    plus the ``xgen.flops`` of each generated kernel called."""
+    ir = ir_of(module_op)
     total = 0
+    kernels = {}
+    for f in module_op.regions[0].blocks[0].operations:
+        if f.operation.name == "func.func" and FLOPS_ATTR in f.operation.attributes:
+            name = ir.StringAttr(f.operation.attributes["sym_name"]).value
+            kernels[name] = ir.IntegerAttr(f.operation.attributes[FLOPS_ATTR]).value
 
     def visit(op: Any) -> Any:
         nonlocal total
-        total += op_flops(op)
-        return ir_of(op).WalkResult.ADVANCE
+        if op.operation.name == "func.call":
+            callee = ir.FlatSymbolRefAttr(op.operation.attributes["callee"]).value
+            total += kernels.get(callee, 0)
+        else:
+            total += op_flops(op)
+        return ir.WalkResult.ADVANCE
 
     module_op.walk(visit)
     return total

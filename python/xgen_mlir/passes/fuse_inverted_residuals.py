@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import func, ir
+from ..analysis.flops import FLOPS_ATTR, op_flops
 from ..codegen import dispatch
 from ..codegen.inverted_residual import BlockSpec, pick_pixels, pick_rows, unsupported
 from ..codegen.inverted_residual import generate as generate_block
@@ -141,9 +142,11 @@ def activation_c(op: ir.Operation, chain: ir.Value, ev: ConstEval) -> str:
     raise NoMatch("an activation without a yield")
 
 
-def _activations(value: ir.Value, ev: ConstEval) -> tuple[ir.Value, list[str]]:
-    """Walk up from ``value`` through single-use elementwise activations: the value they
-    start from and their C statements, first applied first."""
+def _activations(
+    value: ir.Value, ev: ConstEval, ops: list[ir.Operation]
+) -> tuple[ir.Value, list[str]]:
+    """Walk up from ``value`` through single-use elementwise activations (appended to
+    ``ops``): the value they start from and their C statements, first applied first."""
     stmts: list[str] = []
     while True:
         op = producer(value)
@@ -155,6 +158,7 @@ def _activations(value: ir.Value, ev: ConstEval) -> tuple[ir.Value, list[str]]:
         if chain is None:
             raise NoMatch("an elementwise op that does not map the tensor onto itself")
         stmts.append(activation_c(op, chain, ev))
+        ops.append(op)
         value = chain
 
 
@@ -210,6 +214,7 @@ class Block:
     weights: list[np.ndarray]  # we, be, wd, bd, wp, bp
     act_expand: list[str]
     act_depthwise: list[str]
+    ops: list[ir.Operation]  # the ops the kernel replaces
 
 
 def reads_depthwise(conv: ir.Operation) -> bool:
@@ -231,7 +236,8 @@ def reads_depthwise(conv: ir.Operation) -> bool:
 def match_block(project: ir.Operation, ev: ConstEval) -> Block:
     """The block ending at ``project`` (a 1x1 conv), or NoMatch."""
     wp, bp = _conv_1x1(project, ev, "project")
-    src, act_d = _activations(project.operands[0], ev)
+    ops = [project]
+    src, act_d = _activations(project.operands[0], ev, ops)
     dw = producer(src)
     if dw is None or dw.name != "linalg.depthwise_conv_2d_nhwc_hwc":
         raise NoMatch("the project conv's input is not a depthwise conv (through activations)")
@@ -251,7 +257,8 @@ def match_block(project: ir.Operation, ev: ConstEval) -> Block:
     assert pad is not None
     if num_uses(dw.operands[0]) != 1:
         raise NoMatch("the padded tensor has other uses")
-    src, act_e = _activations(pad.operands[0], ev)
+    ops += [dw, pad]
+    src, act_e = _activations(pad.operands[0], ev, ops)
     expand = producer(src)
     we, be = _conv_1x1(expand, ev, "expand")
     assert expand is not None
@@ -270,7 +277,7 @@ def match_block(project: ir.Operation, ev: ConstEval) -> Block:
     if why:
         raise NoMatch(why)
     weights = [we, be, wd, bd, wp, bp]
-    return Block(x, (h, w, cin, ce, cout, s), weights, act_e, act_d)
+    return Block(x, (h, w, cin, ce, cout, s), weights, act_e, act_d, [*ops, expand])
 
 
 def _t(shape: list[int]) -> str:
@@ -321,7 +328,10 @@ def fuse_block(module_op: ir.Operation, project: ir.Operation, block: Block, sym
     text = dispatch.executable_text(symbol, str(obj), object_format,
                                     [h * w * cin, packed.size], ho * wo * cout,
                                     (spec.bands, 1, 1), ids=1)  # fmt: skip
-    find_func(module_op, symbol).attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(text)
+    decl = find_func(module_op, symbol)
+    decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(text)
+    flops = sum(op_flops(op) for op in block.ops)  # what the kernel computes, for reports
+    decl.attributes[FLOPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), flops)
     with ir.InsertionPoint(project), project.location:
         wts = constant_op(packed, "xgen_block_weights").result
         call = func.CallOp([project.results[0].type], ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
