@@ -12,20 +12,23 @@ from torch import nn
 
 import xgen_mlir
 
-FUSE_ALL = {"target_options": {"inverted_residual_min_bytes": "0"}}
+FUSE_ALL = {"target_options": {"inverted_residual_min_bytes": "0",
+                               "inverted_residual_no_expand": "true"}}  # fmt: skip
 FUSE_NONE = {"target_options": {"inverted_residual_min_bytes": str(1 << 40)}}
 
 
 class InvertedResidual(nn.Module):
-    """MobileNetV2's block: expand 1x1 + BN + ReLU6, depthwise 3x3 + BN + ReLU6, project 1x1 +
-    BN (+ the input, at stride 1 with as many channels out as in)."""
+    """MobileNetV2's block: expand 1x1 + BN + ReLU6 (none if ``ce`` is 0: its first block),
+    depthwise 3x3 + BN + ReLU6, project 1x1 + BN (+ the input, at stride 1 with as many channels
+    out as in)."""
 
     def __init__(self, cin: int, ce: int, cout: int, stride: int) -> None:
         super().__init__()
         self.residual = stride == 1 and cin == cout
+        expand = [nn.Conv2d(cin, ce, 1, bias=False), nn.BatchNorm2d(ce), nn.ReLU6()] if ce else []
+        ce = ce or cin
         self.body = nn.Sequential(
-            nn.Conv2d(cin, ce, 1, bias=False), nn.BatchNorm2d(ce), nn.ReLU6(),
-            nn.Conv2d(ce, ce, 3, stride, 1, groups=ce, bias=False), nn.BatchNorm2d(ce),
+            *expand, nn.Conv2d(ce, ce, 3, stride, 1, groups=ce, bias=False), nn.BatchNorm2d(ce),
             nn.ReLU6(), nn.Conv2d(ce, cout, 1, bias=False), nn.BatchNorm2d(cout),
         )  # fmt: skip
 
@@ -48,7 +51,7 @@ def _model(cin: int, ce: int, cout: int, stride: int) -> nn.Module:
 
 @pytest.mark.parametrize(
     ("cin", "ce", "cout", "stride", "hw"),
-    [(16, 96, 24, 2, 16), (24, 144, 24, 1, 12), (32, 64, 40, 1, 10)],
+    [(16, 96, 24, 2, 16), (24, 144, 24, 1, 12), (32, 64, 40, 1, 10), (32, 0, 16, 1, 12)],
 )
 def test_fused_block_matches_pytorch(cin, ce, cout, stride, hw):
     m = _model(cin, ce, cout, stride)

@@ -1,5 +1,6 @@
 // RUN: rm -rf %t.cache
-// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-fuse-inverted-residuals{min-expanded-bytes=0}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-fuse-inverted-residuals{min-expanded-bytes=0 without-expand=true}" | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p "xgen-fuse-inverted-residuals{min-expanded-bytes=0}" | FileCheck %s --check-prefix=EXPAND
 // RUN: cat %t.cache/kernels/*.c | FileCheck %s --check-prefix=SRC
 // RUN: xgen-opt %s --split-input-file -p xgen-fuse-inverted-residuals | FileCheck %s --check-prefix=SMALL
 
@@ -77,6 +78,8 @@ func.func @fires_stride1(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>) {
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #sc = affine_map<(d0, d1, d2, d3) -> ()>
 // Stride 2: 8x8 in, 4x4 out.
+// EXPAND-LABEL: func.func @fires_stride2(
+// EXPAND: call @xgen_inverted_residual_1_call(%arg0,
 // CHECK-LABEL: func.func @fires_stride2(
 // CHECK: call @xgen_inverted_residual_1_call(%arg0,
 // CHECK-NOT: linalg.depthwise
@@ -192,10 +195,20 @@ func.func @pad_not_zero(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>) {
 // -----
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #sc = affine_map<(d0, d1, d2, d3) -> ()>
-// Must not fire: the expanded tensor is also returned.
+// The expanded tensor is also returned: the expand conv and its activation stay, the
+// kernel starts at the activation's result (no expand step: 16 channels in, no we/be).
+// Only with without-expand=true:
+// EXPAND-LABEL: func.func @expanded_has_other_use(
+// EXPAND-NOT: call
+// EXPAND: linalg.depthwise_conv_2d_nhwc_hwc
+// CHECK-LABEL: func.func private @xgen_inverted_residual_1(tensor<256xf32>, tensor<296xf32>)
 // CHECK-LABEL: func.func @expanded_has_other_use(
-// CHECK-NOT: call
-// CHECK: linalg.depthwise_conv_2d_nhwc_hwc
+// CHECK: %[[E:.*]] = linalg.conv_2d_nhwc_hwcf
+// CHECK: %[[A:.*]] = linalg.generic
+// CHECK: %[[A6:.*]] = linalg.generic
+// CHECK-NOT: linalg.depthwise
+// CHECK: %[[Y:.*]] = call @xgen_inverted_residual_1_call(%[[A6]],
+// CHECK: return %[[Y]], %[[E]]
 func.func @expanded_has_other_use(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x4x4x16xf32>) {
   %we = arith.constant dense<0.25> : tensor<1x1x8x16xf32>
   %wd = arith.constant dense<0.5> : tensor<3x3x16xf32>
@@ -250,11 +263,17 @@ func.func @expanded_has_other_use(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf3
 // -----
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #sc = affine_map<(d0, d1, d2, d3) -> ()>
-// Must not fire: an activation the kernel does not translate (math.exp).
+// An activation the kernel does not translate (math.exp) stays with the expand conv; the
+// kernel starts after it. Only with without-expand=true:
+// EXPAND-LABEL: func.func @exp_activation(
+// EXPAND-NOT: call
+// EXPAND: linalg.depthwise_conv_2d_nhwc_hwc
 // CHECK-LABEL: func.func @exp_activation(
-// CHECK-NOT: call
+// CHECK: linalg.conv_2d_nhwc_hwcf
+// CHECK: %[[X:.*]] = linalg.generic
 // CHECK: math.exp
-// CHECK: linalg.depthwise_conv_2d_nhwc_hwc
+// CHECK: call @xgen_inverted_residual_1_call(%[[X]],
+// CHECK-NOT: linalg.depthwise
 func.func @exp_activation(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>) {
   %we = arith.constant dense<0.25> : tensor<1x1x8x16xf32>
   %wd = arith.constant dense<0.5> : tensor<3x3x16xf32>
