@@ -15,8 +15,7 @@ import io
 from pathlib import Path
 
 from .._mlir import ir
-
-EXECUTABLE_ATTR = "xgen.executable"
+from ..codegen.dispatch import EXECUTABLE_ATTR
 
 
 def collect_executables(module: ir.Module) -> dict[str, str]:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# The attribute of a kernel's func.func declaration that carries its executable's text.
+EXECUTABLE_ATTR = "xgen.executable"
+
 
 def executable_text(
     symbol: str,

@@ -41,6 +41,18 @@ class Toolchain:
         return shutil.which(self.cc) is not None
 
 
+@dataclass
+class ToolchainOptions:
+    """The pass options of every pass that compiles generated C into IREE dispatches."""
+
+    cc: str = "gcc"
+    cflags: str = "-march=native"  # comma separated (pass options split on spaces)
+    object_format: str = "embedded-elf-x86_64"  # IREE executable format the object links into
+
+    def toolchain(self) -> Toolchain:
+        return Toolchain(self.cc, tuple(f for f in self.cflags.split(",") if f))
+
+
 def cache_dir() -> Path:
     root = os.environ.get("XGEN_CACHE_DIR") or Path.home() / ".cache" / "xgen_mlir"
     path = Path(root) / "kernels"

@@ -44,9 +44,10 @@ import numpy as np
 from .._mlir import func, ir
 from ..analysis.flops import FLOPS_ATTR, op_flops
 from ..codegen import dispatch
+from ..codegen.dispatch import EXECUTABLE_ATTR
 from ..codegen.inverted_residual import BlockSpec, pick_pixels, pick_rows, unsupported
 from ..codegen.inverted_residual import generate as generate_block
-from ..codegen.toolchain import Toolchain, compile_object
+from ..codegen.toolchain import Toolchain, ToolchainOptions, compile_object
 from ..frontend.lowering import format_location
 from ..irutil import constant_op, find_func, ops_named, splice_functions
 from .consteval import ConstEval
@@ -63,14 +64,9 @@ from .generic_util import (
 )
 from .registry import register_pass
 
-EXECUTABLE_ATTR = "xgen.executable"
-
 
 @dataclass
-class FuseOptions:
-    cc: str = "gcc"
-    cflags: str = "-march=native"  # comma separated (pass options split on spaces)
-    object_format: str = "embedded-elf-x86_64"
+class FuseOptions(ToolchainOptions):
     min_expanded_bytes: int = 1 << 20  # fuse blocks whose expanded tensor is at least this
     # also fuse depthwise + project where there is no expand conv to take in (see the docstring)
     without_expand: bool = False
@@ -376,7 +372,7 @@ def fuse_inverted_residuals(module_op: ir.Operation, opts: FuseOptions | None = 
     """Fuse every matching block; returns counts of fused blocks and of the reasons others
     that reached a depthwise conv were not."""
     opts = opts or FuseOptions()
-    toolchain = Toolchain(opts.cc, tuple(f for f in opts.cflags.split(",") if f))
+    toolchain = opts.toolchain()
     counts: Counter[str] = Counter()
     with module_op.context:
         ev = ConstEval(module_op)

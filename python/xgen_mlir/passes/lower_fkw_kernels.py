@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from .._mlir import ir
 from ..codegen import dispatch
+from ..codegen.dispatch import EXECUTABLE_ATTR
 from ..codegen.pattern_kernel import SUPPORTED_STRIDES, KernelSpec, generate
-from ..codegen.toolchain import Toolchain, compile_object
+from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..dialects.sparse import FKW_CONV, geometry, patterns_of
 from ..irutil import ConstantReader, find_func, ops_named, splice_functions
 from .generic_util import (
@@ -35,14 +36,9 @@ from .generic_util import (
 from .lower_sparse_linalg import lower_fkw_to_linalg
 from .registry import PassFailure, register_pass
 
-EXECUTABLE_ATTR = "xgen.executable"
-
 
 @dataclass
-class KernelOptions:
-    cc: str = "gcc"
-    cflags: str = "-march=native"  # comma separated (pass options split on spaces)
-    object_format: str = "embedded-elf-x86_64"  # IREE executable format the object links into
+class KernelOptions(ToolchainOptions):
     vl: int = 16  # floats per vector register
     px: int = 1  # pixel vectors per accumulator row
     tile: int = 8  # pixel chunks per workgroup
@@ -131,7 +127,7 @@ _next_id = [0]
 )
 def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> None:
     opts = opts or KernelOptions()
-    toolchain = Toolchain(opts.cc, tuple(f for f in opts.cflags.split(",") if f))
+    toolchain = opts.toolchain()
     reader = ConstantReader(module_op)
     convs = ops_named(module_op, FKW_CONV)
     if convs and not toolchain.available():
