@@ -7,6 +7,7 @@ so recompiling a model reuses them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -53,6 +54,21 @@ class ToolchainOptions:
         return Toolchain(self.cc, tuple(f for f in self.cflags.split(",") if f))
 
 
+@functools.cache
+def _host_cpu() -> str:
+    """This CPU's model and feature flags: ``-march=native`` objects are cached per CPU, so a
+    cache shared between machines (a network home) never hands one an object built for
+    instructions it lacks."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        import platform
+
+        return platform.processor() or platform.machine()
+    keep = ("model name", "flags", "Features", "isa", "CPU part")
+    return "\n".join(sorted({ln for ln in lines if ln.split(":", 1)[0].strip() in keep}))
+
+
 def cache_dir() -> Path:
     root = os.environ.get("XGEN_CACHE_DIR") or Path.home() / ".cache" / "xgen_mlir"
     path = Path(root) / "kernels"
@@ -68,7 +84,8 @@ def compile_object(source: str, toolchain: Toolchain, name: str) -> Path:
             "(install it, e.g. `apt-get install gcc`, or compile without pattern codegen)"
         )
     flags = [*FREESTANDING, *toolchain.cflags, *toolchain.extra]
-    key = hashlib.sha256("\0".join([toolchain.cc, *flags, source]).encode()).hexdigest()[:24]
+    host = _host_cpu() if any("=native" in f for f in flags) else ""
+    key = hashlib.sha256("\0".join([toolchain.cc, *flags, host, source]).encode()).hexdigest()[:24]
     obj = cache_dir() / f"{name}-{key}.o"
     if obj.exists():
         return obj
