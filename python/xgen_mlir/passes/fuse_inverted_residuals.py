@@ -47,7 +47,7 @@ from ..codegen import dispatch
 from ..codegen.dispatch import EXECUTABLE_ATTR
 from ..codegen.inverted_residual import BlockSpec, pick_pixels, pick_rows, unsupported
 from ..codegen.inverted_residual import generate as generate_block
-from ..codegen.toolchain import Toolchain, ToolchainOptions, compile_object
+from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..frontend.lowering import format_location
 from ..irutil import constant_op, find_func, ops_named, splice_functions
 from .consteval import ConstEval
@@ -147,6 +147,12 @@ def activation_c(op: ir.Operation, chain: ir.Value, ev: ConstEval) -> str:
     raise NoMatch("an activation without a yield")
 
 
+def _tensor_input(op: ir.Operation, value: ir.Value) -> ir.Value | None:
+    """The input of elementwise ``op`` (which produces ``value``) that carries the tensor on:
+    the first of ``value``'s type."""
+    return next((v for v in op.operands[: num_inputs(op)] if v.type == value.type), None)
+
+
 def _activations(
     value: ir.Value, ev: ConstEval, ops: list[ir.Operation]
 ) -> tuple[ir.Value, list[str]]:
@@ -159,7 +165,7 @@ def _activations(
             return value, stmts[::-1]
         if num_uses(value) != 1:
             raise NoMatch("an activation whose result has other uses")
-        chain = next((v for v in op.operands[: num_inputs(op)] if v.type == value.type), None)
+        chain = _tensor_input(op, value)
         if chain is None:
             raise NoMatch("an elementwise op that does not map the tensor onto itself")
         stmts.append(activation_c(op, chain, ev))
@@ -233,7 +239,7 @@ def reads_depthwise(conv: ir.Operation) -> bool:
             return op is not None
         if op.name != "linalg.generic" or not is_elementwise(op):
             return False
-        value = next((v for v in op.operands[: num_inputs(op)] if v.type == value.type), None)
+        value = _tensor_input(op, value)
         if value is None:
             return False
     return False
@@ -338,7 +344,7 @@ def _symbol(module_op: ir.Operation, n: int) -> str:
 
 
 def fuse_block(module_op: ir.Operation, project: ir.Operation, block: Block, symbol: str,
-               toolchain: Toolchain, object_format: str) -> BlockSpec:  # fmt: skip
+               opts: ToolchainOptions) -> BlockSpec:  # fmt: skip
     """Replace the block ending at ``project`` by a call of its generated kernel."""
     h, w, cin, ce, cout, s = block.shape
     rows = pick_rows(h, w, s)
@@ -347,10 +353,10 @@ def fuse_block(module_op: ir.Operation, project: ir.Operation, block: Block, sym
                      expand=block.expand)  # fmt: skip
     packed = np.concatenate([a.astype(np.float32).ravel() for a in block.weights])
     assert packed.size == spec.offsets["total"]
-    obj = compile_object(generate_block(spec), toolchain, symbol)
+    obj = compile_object(generate_block(spec), opts.toolchain(), symbol)
     ho, wo = spec.out_hw
     splice_functions(module_op, wrapper_text(spec, packed.size))
-    text = dispatch.executable_text(symbol, str(obj), object_format,
+    text = dispatch.executable_text(symbol, str(obj), opts.object_format,
                                     [h * w * cin, packed.size], ho * wo * cout,
                                     (spec.bands, 1, 1), ids=1)  # fmt: skip
     decl = find_func(module_op, symbol)
@@ -393,8 +399,8 @@ def fuse_inverted_residuals(module_op: ir.Operation, opts: FuseOptions | None = 
                 counts[f"not fused: C compiler '{opts.cc}' not found"] += 1
                 continue
             where = format_location(project.location)
-            spec = fuse_block(module_op, project, block, _symbol(module_op, counts["blocks fused"] + 1),
-                              toolchain, opts.object_format)  # fmt: skip
+            symbol = _symbol(module_op, counts["blocks fused"] + 1)
+            spec = fuse_block(module_op, project, block, symbol, opts)
             counts["blocks fused"] += 1
             if opts.verbose:
                 print(f"xgen-fuse-inverted-residuals: {where}: {spec.h}x{spec.w}x{spec.cin} -> "
