@@ -119,7 +119,7 @@ def _project(nv16: int, t8: int, pixels: int) -> str:
     decl = each("      {vt} acc{j}[{P}];")
     init = each("        acc{j}[p] = *({vu}*)(yp0 + p * COUT + {off});")
     loads = each("        const {vt} w{j} = *(const {vu}*)(wpc + c * COUT + {off});")
-    fmas = each("          acc{j}[p] += dt[p][c] * w{j};")
+    fmas = each("          acc{j}[p] += dp[p][c] * w{j};")
     stores = each("        *({vu}*)(yp0 + p * COUT + {off}) = acc{j}[p];")
     return f"""{decl}
       #pragma GCC unroll 8
@@ -195,7 +195,7 @@ static void run_band(const float* restrict x, const float* restrict wts, float* 
   const float* restrict wp = wts + {off["wp"]};
   const float* restrict bp = wts + {off["bp"]};
   float e[NR][WP][16] __attribute__((aligned(64)));
-  float dt[P][16] __attribute__((aligned(64)));
+  float dt[WO][16] __attribute__((aligned(64)));
   const size_t oy0 = band * R;
   const long iy0 = (long)oy0 * S - 1;
   for (size_t r = 0; r < R; ++r)
@@ -247,7 +247,7 @@ static void run_band(const float* restrict x, const float* restrict wts, float* 
     const float* wpc = wp + cb * COUT;
     for (size_t r = 0; r < R; ++r) {{
       float* yr = y + (oy0 + r) * WO * COUT;
-      for (size_t ox0 = 0; ox0 < WO; ox0 += P) {{
+      for (size_t ox0 = 0; ox0 < WO; ox0 += P) {{  /* depthwise conv of the row */
         v16 a[P];
         #pragma GCC unroll 8
         for (int p = 0; p < P; ++p) a[p] = bdv;
@@ -262,7 +262,11 @@ static void run_band(const float* restrict x, const float* restrict wts, float* 
           }}
         }}
         #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) *(v16*)dt[p] = act_d(a[p]);
+        for (int p = 0; p < P; ++p) *(v16*)dt[ox0 + p] = act_d(a[p]);
+      }}
+      /* its share of the project conv: the row's stores have retired before these loads */
+      for (size_t ox0 = 0; ox0 < WO; ox0 += P) {{
+        const float (*dp)[16] = dt + ox0;
         float* yp0 = yr + ox0 * COUT;
 {_project(nv16, t8, spec.pixels)}
       }}
