@@ -15,6 +15,9 @@ constant filter (the expand), elementwise activations, a zero ``tensor.pad`` of 
 ``linalg.depthwise_conv_2d_nhwc_hwc`` 3x3 with stride 1 or 2 and constant filter,
 activations, and a 1x1 ``linalg.conv_2d_nhwc_hwcf`` (the project); batch 1, f32, static
 shapes, per-channel constant biases (the accumulator inits), every intermediate with one use.
+Where the project's result (through transposes) is only added to the block's input, element
+for element in whatever layout the add works (torch-mlir adds the NCHW views), that add is
+taken in as well: the kernel starts its output from bias + input, and the add disappears.
 An activation is a ``linalg.generic`` on the tensor and scalar constants whose body uses
 ``arith.cmpf``/``select``/``addf``/``subf``/``mulf``/``divf``/``negf``; it is translated op
 by op into C (ordered and unordered comparisons as the IR says), so NaN and -0 come out as
@@ -50,6 +53,7 @@ from ..codegen.inverted_residual import generate as generate_block
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..frontend.lowering import format_location
 from ..irutil import constant_op, find_func, ops_named, splice_functions
+from .cancel_reshapes import transpose_perm
 from .consteval import ConstEval
 from .generic_util import (
     body,
@@ -58,9 +62,11 @@ from .generic_util import (
     indexing_maps,
     is_elementwise,
     is_identity,
+    map_dims,
     num_inputs,
     num_uses,
     producer,
+    transpose,
 )
 from .registry import register_pass
 
@@ -227,6 +233,13 @@ class Block:
     act_depthwise: list[str]
     ops: list[ir.Operation]  # the ops the kernel replaces
     expand: bool  # False: no expand conv; the depthwise conv reads x
+    residual: ir.Operation | None = None  # the add of x that ends the block, taken in too
+    residual_perm: list[int] | None = None  # the add's layout: its dim i is NHWC dim perm[i]
+
+    @property
+    def end(self) -> ir.Operation:
+        """The op whose result the kernel's result replaces."""
+        return self.residual or self.ops[0]
 
 
 def reads_depthwise(conv: ir.Operation) -> bool:
@@ -286,7 +299,67 @@ def match_block(project: ir.Operation, ev: ConstEval, without_expand: bool = Fal
     if why:
         raise NoMatch(why)
     weights = [*expand_weights, wd, bd, wp, bp]
-    return Block(x, (h, w, cin, ce, cout, s), weights, act_e, act_d, ops, bool(expand_weights))
+    add = residual_add(project, x) if s == 1 and cin == cout else None
+    return Block(x, (h, w, cin, ce, cout, s), weights, act_e, act_d, ops, bool(expand_weights),
+                 *(add or (None, None)))  # fmt: skip
+
+
+def _root(value: ir.Value, dims: list[int]) -> tuple[ir.Value, list[int], list[ir.Value]]:
+    """Follow ``value`` (its dim k read at loop dim ``dims[k]``) up through transposes: the
+    first value that is not a transpose's result, the loop dim each of its dims is read at,
+    and the transposed values passed on the way."""
+    passed = []
+    while (perm := transpose_perm(producer(value))) is not None:
+        src = producer(value).operands[0]
+        new = [0] * len(perm)
+        for i, p in enumerate(perm):  # transpose: result dim i is source dim perm[i]
+            new[p] = dims[i]
+        passed.append(value)
+        value, dims = src, new
+    return value, dims, passed
+
+
+def residual_add(project: ir.Operation, x: ir.Value) -> tuple[ir.Operation, list[int]] | None:
+    """The elementwise ``addf`` of ``project``'s result and the block input ``x`` that ends a
+    residual block, and the permutation that takes the kernel's NHWC result to the add's
+    layout; or None. Transposes are followed on both sides (torch-mlir adds the NCHW views:
+    the add may read either tensor through transposes and maps, and write NCHW); they must
+    agree element for element, and those between project and add must have no other use."""
+    y = project.results[0]
+    user = y
+    while num_uses(user) == 1:  # project -> (transposes) -> add
+        op = next(iter(user.uses)).owner.operation
+        if transpose_perm(op) is None:
+            break
+        user = op.results[0]
+    if num_uses(user) != 1:
+        return None
+    add = next(iter(user.uses)).owner.operation
+    if not is_elementwise(add) or num_inputs(add) != 2 or len(add.operands) != 3:
+        return None
+    ops, args = body_ops(add), list(body(add).arguments)
+    if [o.name for o in ops] != ["arith.addf", "linalg.yield"]:
+        return None
+    if ops[1].operands[0] != ops[0].results[0] or set(ops[0].operands) != set(args[:2]):
+        return None
+    x_root, x_dims, _ = _root(x, list(range(4)))  # x_dims[k]: the x dim of root dim k
+    loops: dict[str, list[int]] = {}
+    for value, amap in zip(add.operands[:2], indexing_maps(add)[:2], strict=True):
+        dims = map_dims(amap)
+        if dims is None or None in dims or len(dims) != 4:
+            return None
+        root, at, passed = _root(value, dims)
+        if root == y and "y" not in loops and all(num_uses(v) == 1 for v in passed):
+            loops["y"] = at  # at[j]: the loop dim that reads y's dim j
+        elif root == x_root and "x" not in loops:
+            lx = [0] * 4
+            for k, xd in enumerate(x_dims):
+                lx[xd] = at[k]
+            loops["x"] = lx
+    if loops.get("x") is None or loops.get("x") != loops.get("y"):
+        return None
+    ly = loops["y"]
+    return add, [ly.index(i) for i in range(4)]  # add dim i is y dim perm[i]
 
 
 def _expand(
@@ -343,14 +416,15 @@ def _symbol(module_op: ir.Operation, n: int) -> str:
         n += 1
 
 
-def fuse_block(module_op: ir.Operation, project: ir.Operation, block: Block, symbol: str,
+def fuse_block(module_op: ir.Operation, block: Block, symbol: str,
                opts: ToolchainOptions) -> BlockSpec:  # fmt: skip
-    """Replace the block ending at ``project`` by a call of its generated kernel."""
+    """Replace the block (its project conv, or the residual add after it) by a call of its
+    generated kernel."""
     h, w, cin, ce, cout, s = block.shape
     rows = pick_rows(h, w, s)
     spec = BlockSpec(symbol, h, w, cin, ce, cout, s, rows, tuple(block.act_expand),
                      tuple(block.act_depthwise), pick_pixels((w - 1) // s + 1) or 1,
-                     expand=block.expand)  # fmt: skip
+                     residual=block.residual is not None, expand=block.expand)  # fmt: skip
     packed = np.concatenate([a.astype(np.float32).ravel() for a in block.weights])
     assert packed.size == spec.offsets["total"]
     obj = compile_object(generate_block(spec), opts.toolchain(), symbol)
@@ -361,15 +435,21 @@ def fuse_block(module_op: ir.Operation, project: ir.Operation, block: Block, sym
                                     (spec.bands, 1, 1), ids=1)  # fmt: skip
     decl = find_func(module_op, symbol)
     decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(text)
-    flops = sum(op_flops(op) for op in block.ops)  # what the kernel computes, for reports
+    replaced = block.ops + ([block.residual] if block.residual else [])
+    flops = sum(op_flops(op) for op in replaced)  # what the kernel computes, for reports
     decl.attributes[FLOPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), flops)
-    with ir.InsertionPoint(project), project.location:
+    end = block.end
+    with ir.InsertionPoint(end), end.location:
         wts = constant_op(packed, "xgen_block_weights").result
-        call = func.CallOp([project.results[0].type], ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
+        call = func.CallOp([block.ops[0].results[0].type], ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
                            [block.x, wts])  # fmt: skip
-    project.results[0].replace_all_uses_with(call.results[0])
-    old = list(project.operands)
-    project.erase()
+        result = call.results[0]
+        perm = block.residual_perm
+        if perm is not None and perm != sorted(perm):  # the add wrote another layout
+            result = transpose(result, perm)
+    end.results[0].replace_all_uses_with(result)
+    old = list(end.operands)
+    end.erase()
     erase_dead_tree(old)
     return spec
 
@@ -400,11 +480,13 @@ def fuse_inverted_residuals(module_op: ir.Operation, opts: FuseOptions | None = 
                 continue
             where = format_location(project.location)
             symbol = _symbol(module_op, counts["blocks fused"] + 1)
-            spec = fuse_block(module_op, project, block, symbol, opts)
+            spec = fuse_block(module_op, block, symbol, opts)
             counts["blocks fused"] += 1
+            if spec.residual:
+                counts["of them with their residual add"] += 1
             if opts.verbose:
                 print(f"xgen-fuse-inverted-residuals: {where}: {spec.h}x{spec.w}x{spec.cin} -> "
-                      f"{spec.ce} -> dw s{spec.stride} -> {spec.cout} as {spec.symbol}, "
+                      f"{spec.ce} -> dw s{spec.stride} -> {spec.cout}{' + x' * spec.residual} as {spec.symbol}, "
                       f"{spec.bands} bands of {spec.rows} rows", file=sys.stderr)  # fmt: skip
     if any(k.startswith("not fused: C compiler") for k in counts):
         print(f"xgen-fuse-inverted-residuals: warning: C compiler '{opts.cc}' not found; "

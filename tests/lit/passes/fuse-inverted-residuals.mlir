@@ -317,3 +317,215 @@ func.func @exp_activation(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>) {
   %pr = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%a2, %wp : tensor<1x4x4x16xf32>, tensor<1x1x16x8xf32>) outs(%pb : tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
   return %pr : tensor<1x4x4x8xf32>
 }
+
+// -----
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#sc = affine_map<(d0, d1, d2, d3) -> ()>
+#nchw_swapped = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3, d2)>
+// A residual block as torch-mlir gives it: the NCHW input is transposed for the block, the
+// project's result transposed back and added to it. The add is taken into the kernel (it
+// adds the input to its output); the kernel's NHWC result is transposed to the add's layout.
+// CHECK-LABEL: func.func @residual_nchw(
+// CHECK: %[[X:.*]] = linalg.transpose ins(%arg0 {{.*}} permutation = [0, 2, 3, 1]
+// CHECK: %[[Y:.*]] = call @xgen_inverted_residual_1_call(%[[X]],
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[Y]] {{.*}} permutation = [0, 3, 1, 2]
+// CHECK-NOT: arith.addf
+// CHECK: return %[[T]]
+func.func @residual_nchw(%xn: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
+  %xe = tensor.empty() : tensor<1x4x4x8xf32>
+  %x = linalg.transpose ins(%xn : tensor<1x8x4x4xf32>) outs(%xe : tensor<1x4x4x8xf32>) permutation = [0, 2, 3, 1]
+  %we = arith.constant dense<0.25> : tensor<1x1x8x16xf32>
+  %wd = arith.constant dense<0.5> : tensor<3x3x16xf32>
+  %wp = arith.constant dense<0.125> : tensor<1x1x16x8xf32>
+  %b = arith.constant 0.1 : f32
+  %zero = arith.constant 0.0 : f32
+  %padv = arith.constant 0.0 : f32
+  %zero_t = arith.constant dense<0.0> : tensor<f32>
+  %six_t = arith.constant dense<6.0> : tensor<f32>
+  %e0 = tensor.empty() : tensor<1x4x4x16xf32>
+  %eb = linalg.fill ins(%b : f32) outs(%e0 : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %ex = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %we : tensor<1x4x4x8xf32>, tensor<1x1x8x16xf32>) outs(%eb : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %a1e = tensor.empty() : tensor<1x4x4x16xf32>
+  %a1a = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %zero_t : tensor<1x4x4x16xf32>, tensor<f32>) outs(%a1e : tensor<1x4x4x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %m = arith.cmpf ogt, %in, %c : f32
+    %r = arith.select %m, %in, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %a1 = linalg.generic {indexing_maps = [#sc, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%six_t, %a1a : tensor<f32>, tensor<1x4x4x16xf32>) outs(%a1e : tensor<1x4x4x16xf32>) {
+  ^bb0(%c: f32, %in: f32, %out: f32):
+    %m = arith.cmpf olt, %c, %in : f32
+    %r = arith.select %m, %c, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %pd = tensor.pad %a1 low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %padv : f32
+  } : tensor<1x4x4x16xf32> to tensor<1x6x6x16xf32>
+  %d0 = tensor.empty() : tensor<1x4x4x16xf32>
+  %db = linalg.fill ins(%b : f32) outs(%d0 : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %dw = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%pd, %wd : tensor<1x6x6x16xf32>, tensor<3x3x16xf32>) outs(%db : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %a2e = tensor.empty() : tensor<1x4x4x16xf32>
+  %a2a = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dw, %zero_t : tensor<1x4x4x16xf32>, tensor<f32>) outs(%a2e : tensor<1x4x4x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %m = arith.cmpf ogt, %in, %c : f32
+    %r = arith.select %m, %in, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %a2 = linalg.generic {indexing_maps = [#sc, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%six_t, %a2a : tensor<f32>, tensor<1x4x4x16xf32>) outs(%a2e : tensor<1x4x4x16xf32>) {
+  ^bb0(%c: f32, %in: f32, %out: f32):
+    %m = arith.cmpf olt, %c, %in : f32
+    %r = arith.select %m, %c, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %p0 = tensor.empty() : tensor<1x4x4x8xf32>
+  %pb = linalg.fill ins(%zero : f32) outs(%p0 : tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %pr = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%a2, %wp : tensor<1x4x4x16xf32>, tensor<1x1x16x8xf32>) outs(%pb : tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %te = tensor.empty() : tensor<1x8x4x4xf32>
+  %pt = linalg.transpose ins(%pr : tensor<1x4x4x8xf32>) outs(%te : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %re = tensor.empty() : tensor<1x8x4x4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%xn, %pt : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) outs(%re : tensor<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b2: f32, %out: f32):
+    %s = arith.addf %a, %b2 : f32
+    linalg.yield %s : f32
+  } -> tensor<1x8x4x4xf32>
+  return %r : tensor<1x8x4x4xf32>
+}
+
+// -----
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#sc = affine_map<(d0, d1, d2, d3) -> ()>
+#nchw_swapped = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3, d2)>
+// Must not take the add in: it adds another tensor (the block stays fused, the add stays).
+// CHECK-LABEL: func.func @residual_other_tensor(
+// CHECK: call @xgen_inverted_residual_1_call(
+// CHECK: arith.addf
+func.func @residual_other_tensor(%xn: tensor<1x8x4x4xf32>, %other: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
+  %xe = tensor.empty() : tensor<1x4x4x8xf32>
+  %x = linalg.transpose ins(%xn : tensor<1x8x4x4xf32>) outs(%xe : tensor<1x4x4x8xf32>) permutation = [0, 2, 3, 1]
+  %we = arith.constant dense<0.25> : tensor<1x1x8x16xf32>
+  %wd = arith.constant dense<0.5> : tensor<3x3x16xf32>
+  %wp = arith.constant dense<0.125> : tensor<1x1x16x8xf32>
+  %b = arith.constant 0.1 : f32
+  %zero = arith.constant 0.0 : f32
+  %padv = arith.constant 0.0 : f32
+  %zero_t = arith.constant dense<0.0> : tensor<f32>
+  %six_t = arith.constant dense<6.0> : tensor<f32>
+  %e0 = tensor.empty() : tensor<1x4x4x16xf32>
+  %eb = linalg.fill ins(%b : f32) outs(%e0 : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %ex = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %we : tensor<1x4x4x8xf32>, tensor<1x1x8x16xf32>) outs(%eb : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %a1e = tensor.empty() : tensor<1x4x4x16xf32>
+  %a1a = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %zero_t : tensor<1x4x4x16xf32>, tensor<f32>) outs(%a1e : tensor<1x4x4x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %m = arith.cmpf ogt, %in, %c : f32
+    %r = arith.select %m, %in, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %a1 = linalg.generic {indexing_maps = [#sc, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%six_t, %a1a : tensor<f32>, tensor<1x4x4x16xf32>) outs(%a1e : tensor<1x4x4x16xf32>) {
+  ^bb0(%c: f32, %in: f32, %out: f32):
+    %m = arith.cmpf olt, %c, %in : f32
+    %r = arith.select %m, %c, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %pd = tensor.pad %a1 low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %padv : f32
+  } : tensor<1x4x4x16xf32> to tensor<1x6x6x16xf32>
+  %d0 = tensor.empty() : tensor<1x4x4x16xf32>
+  %db = linalg.fill ins(%b : f32) outs(%d0 : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %dw = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%pd, %wd : tensor<1x6x6x16xf32>, tensor<3x3x16xf32>) outs(%db : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %a2e = tensor.empty() : tensor<1x4x4x16xf32>
+  %a2a = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dw, %zero_t : tensor<1x4x4x16xf32>, tensor<f32>) outs(%a2e : tensor<1x4x4x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %m = arith.cmpf ogt, %in, %c : f32
+    %r = arith.select %m, %in, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %a2 = linalg.generic {indexing_maps = [#sc, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%six_t, %a2a : tensor<f32>, tensor<1x4x4x16xf32>) outs(%a2e : tensor<1x4x4x16xf32>) {
+  ^bb0(%c: f32, %in: f32, %out: f32):
+    %m = arith.cmpf olt, %c, %in : f32
+    %r = arith.select %m, %c, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %p0 = tensor.empty() : tensor<1x4x4x8xf32>
+  %pb = linalg.fill ins(%zero : f32) outs(%p0 : tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %pr = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%a2, %wp : tensor<1x4x4x16xf32>, tensor<1x1x16x8xf32>) outs(%pb : tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %te = tensor.empty() : tensor<1x8x4x4xf32>
+  %pt = linalg.transpose ins(%pr : tensor<1x4x4x8xf32>) outs(%te : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %re = tensor.empty() : tensor<1x8x4x4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%other, %pt : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) outs(%re : tensor<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b2: f32, %out: f32):
+    %s = arith.addf %a, %b2 : f32
+    linalg.yield %s : f32
+  } -> tensor<1x8x4x4xf32>
+  return %r : tensor<1x8x4x4xf32>
+}
+
+// -----
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#sc = affine_map<(d0, d1, d2, d3) -> ()>
+#nchw_swapped = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3, d2)>
+// Must not take the add in: it reads the input with H and W swapped, not element for element.
+// CHECK-LABEL: func.func @residual_hw_swapped(
+// CHECK: call @xgen_inverted_residual_1_call(
+// CHECK: arith.addf
+func.func @residual_hw_swapped(%xn: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
+  %xe = tensor.empty() : tensor<1x4x4x8xf32>
+  %x = linalg.transpose ins(%xn : tensor<1x8x4x4xf32>) outs(%xe : tensor<1x4x4x8xf32>) permutation = [0, 2, 3, 1]
+  %we = arith.constant dense<0.25> : tensor<1x1x8x16xf32>
+  %wd = arith.constant dense<0.5> : tensor<3x3x16xf32>
+  %wp = arith.constant dense<0.125> : tensor<1x1x16x8xf32>
+  %b = arith.constant 0.1 : f32
+  %zero = arith.constant 0.0 : f32
+  %padv = arith.constant 0.0 : f32
+  %zero_t = arith.constant dense<0.0> : tensor<f32>
+  %six_t = arith.constant dense<6.0> : tensor<f32>
+  %e0 = tensor.empty() : tensor<1x4x4x16xf32>
+  %eb = linalg.fill ins(%b : f32) outs(%e0 : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %ex = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %we : tensor<1x4x4x8xf32>, tensor<1x1x8x16xf32>) outs(%eb : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %a1e = tensor.empty() : tensor<1x4x4x16xf32>
+  %a1a = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %zero_t : tensor<1x4x4x16xf32>, tensor<f32>) outs(%a1e : tensor<1x4x4x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %m = arith.cmpf ogt, %in, %c : f32
+    %r = arith.select %m, %in, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %a1 = linalg.generic {indexing_maps = [#sc, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%six_t, %a1a : tensor<f32>, tensor<1x4x4x16xf32>) outs(%a1e : tensor<1x4x4x16xf32>) {
+  ^bb0(%c: f32, %in: f32, %out: f32):
+    %m = arith.cmpf olt, %c, %in : f32
+    %r = arith.select %m, %c, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %pd = tensor.pad %a1 low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %padv : f32
+  } : tensor<1x4x4x16xf32> to tensor<1x6x6x16xf32>
+  %d0 = tensor.empty() : tensor<1x4x4x16xf32>
+  %db = linalg.fill ins(%b : f32) outs(%d0 : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %dw = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%pd, %wd : tensor<1x6x6x16xf32>, tensor<3x3x16xf32>) outs(%db : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %a2e = tensor.empty() : tensor<1x4x4x16xf32>
+  %a2a = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dw, %zero_t : tensor<1x4x4x16xf32>, tensor<f32>) outs(%a2e : tensor<1x4x4x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %m = arith.cmpf ogt, %in, %c : f32
+    %r = arith.select %m, %in, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %a2 = linalg.generic {indexing_maps = [#sc, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%six_t, %a2a : tensor<f32>, tensor<1x4x4x16xf32>) outs(%a2e : tensor<1x4x4x16xf32>) {
+  ^bb0(%c: f32, %in: f32, %out: f32):
+    %m = arith.cmpf olt, %c, %in : f32
+    %r = arith.select %m, %c, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x16xf32>
+  %p0 = tensor.empty() : tensor<1x4x4x8xf32>
+  %pb = linalg.fill ins(%zero : f32) outs(%p0 : tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %pr = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%a2, %wp : tensor<1x4x4x16xf32>, tensor<1x1x16x8xf32>) outs(%pb : tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %te = tensor.empty() : tensor<1x8x4x4xf32>
+  %pt = linalg.transpose ins(%pr : tensor<1x4x4x8xf32>) outs(%te : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %re = tensor.empty() : tensor<1x8x4x4xf32>
+  %r = linalg.generic {indexing_maps = [#nchw_swapped, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%xn, %pt : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) outs(%re : tensor<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b2: f32, %out: f32):
+    %s = arith.addf %a, %b2 : f32
+    linalg.yield %s : f32
+  } -> tensor<1x8x4x4xf32>
+  return %r : tensor<1x8x4x4xf32>
+}
