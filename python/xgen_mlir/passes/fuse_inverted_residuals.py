@@ -53,20 +53,23 @@ from ..codegen.inverted_residual import generate as generate_block
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..frontend.lowering import format_location
 from ..irutil import constant_op, find_func, ops_named, splice_functions
-from .cancel_reshapes import transpose_perm
 from .consteval import ConstEval
 from .generic_util import (
-    body,
     body_ops,
     erase_dead_tree,
-    indexing_maps,
     is_elementwise,
-    is_identity,
-    map_dims,
-    num_inputs,
     num_uses,
     producer,
     transpose,
+)
+from .kernel_match import (
+    NoMatch,
+    activations_up,
+    attr_ints,
+    conv_1x1,
+    residual_add,
+    static_f32,
+    tensor_input,
 )
 from .registry import register_pass
 
@@ -77,132 +80,6 @@ class FuseOptions(ToolchainOptions):
     # also fuse depthwise + project where there is no expand conv to take in (see the docstring)
     without_expand: bool = False
     verbose: bool = False  # print every fused block to stderr
-
-
-class NoMatch(Exception):
-    """The op is not (the end of) a block this pass fuses; the message says why."""
-
-
-# arith.cmpf predicate -> C on GCC vectors (comparisons are ordered: false on NaN)
-_CMP = {
-    1: "({a} == {b})", 2: "({a} > {b})", 3: "({a} >= {b})", 4: "({a} < {b})",
-    5: "({a} <= {b})", 6: "(({a} < {b}) | ({a} > {b}))", 7: "(({a} == {a}) & ({b} == {b}))",
-    8: "~(({a} < {b}) | ({a} > {b}))", 9: "~({a} <= {b})", 10: "~({a} < {b})",
-    11: "~({a} >= {b})", 12: "~({a} > {b})", 13: "({a} != {b})",
-    14: "~(({a} == {a}) & ({b} == {b}))",
-}  # fmt: skip
-_BINARY = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
-
-
-def _splat(x: float) -> str:
-    if not np.isfinite(x):
-        raise NoMatch(f"non-finite constant {x} in an activation")
-    return f"SPLAT({float(np.float32(x)).hex()}f)"
-
-
-def activation_c(op: ir.Operation, chain: ir.Value, ev: ConstEval) -> str:
-    """One C statement applying elementwise ``op`` (whose tensor input is ``chain``) to the
-    vector ``v``; NoMatch if its body has an op this does not translate."""
-    if op.name != "linalg.generic" or not is_elementwise(op) or len(op.results) != 1:
-        raise NoMatch(f"{op.name} is not an elementwise activation")
-    ins, maps = list(op.operands[: num_inputs(op)]), indexing_maps(op)
-    args = list(body(op).arguments)
-    names: dict[ir.Value, str] = {args[-1]: ""}  # the output's block argument must stay unused
-    for operand, amap, arg in zip(ins, maps, args, strict=False):
-        if operand == chain and is_identity(amap):
-            names[arg] = "v"
-            continue
-        value = ev.value(operand)
-        if value is None or value.size != 1:
-            raise NoMatch("an activation input that is neither the tensor nor a scalar constant")
-        names[arg] = _splat(float(value.reshape(())))
-    if "v" not in names.values() or op.results[0].type != chain.type:
-        raise NoMatch("an elementwise op that does not map the tensor onto itself")
-    lines = []
-    for i, bop in enumerate(body_ops(op)):
-        if bop.name == "linalg.yield":
-            out = names.get(bop.operands[0])
-            if not out:
-                raise NoMatch("an activation that yields its output argument")
-            return "{ " + " ".join(lines) + f" v = {out}; }}"
-        if bop.name == "arith.constant":
-            attr = bop.attributes["value"]
-            if not isinstance(attr, ir.FloatAttr):
-                raise NoMatch("a non-float constant in an activation")
-            names[bop.results[0]] = _splat(ir.FloatAttr(attr).value)
-            continue
-        operands = [names.get(v) for v in bop.operands]
-        if not all(operands):  # captured from outside, or the output argument
-            raise NoMatch(f"{bop.name} reads a value the kernel does not have")
-        if bop.name == "arith.cmpf":
-            pred = ir.IntegerAttr(bop.attributes["predicate"]).value
-            if pred not in _CMP:
-                raise NoMatch(f"arith.cmpf predicate {pred}")
-            expr, kind = _CMP[pred].format(a=operands[0], b=operands[1]), "vi16"
-        elif bop.name == "arith.select":
-            expr, kind = f"SEL({operands[0]}, {operands[1]}, {operands[2]})", "v16"
-        elif bop.name in _BINARY:
-            expr, kind = f"({operands[0]} {_BINARY[bop.name]} {operands[1]})", "v16"
-        elif bop.name == "arith.negf":
-            expr, kind = f"(-{operands[0]})", "v16"
-        else:
-            raise NoMatch(f"{bop.name} in an activation (the kernel translates cmpf, select, "
-                          "addf, subf, mulf, divf, negf)")  # fmt: skip
-        names[bop.results[0]] = f"t{i}"
-        lines.append(f"const {kind} t{i} = {expr};")
-    raise NoMatch("an activation without a yield")
-
-
-def _tensor_input(op: ir.Operation, value: ir.Value) -> ir.Value | None:
-    """The input of elementwise ``op`` (which produces ``value``) that carries the tensor on:
-    the first of ``value``'s type."""
-    return next((v for v in op.operands[: num_inputs(op)] if v.type == value.type), None)
-
-
-def _activations(
-    value: ir.Value, ev: ConstEval, ops: list[ir.Operation]
-) -> tuple[ir.Value, list[str]]:
-    """Walk up from ``value`` through single-use elementwise activations (appended to
-    ``ops``): the value they start from and their C statements, first applied first."""
-    stmts: list[str] = []
-    while True:
-        op = producer(value)
-        if op is None or op.name != "linalg.generic":
-            return value, stmts[::-1]
-        if num_uses(value) != 1:
-            raise NoMatch("an activation whose result has other uses")
-        chain = _tensor_input(op, value)
-        if chain is None:
-            raise NoMatch("an elementwise op that does not map the tensor onto itself")
-        stmts.append(activation_c(op, chain, ev))
-        ops.append(op)
-        value = chain
-
-
-def _static_f32(value: ir.Value) -> list[int]:
-    ty = ir.RankedTensorType(value.type)
-    if str(ty.element_type) != "f32" or not ty.has_static_shape:
-        raise NoMatch(f"{ty} is not a static f32 tensor")
-    return list(ty.shape)
-
-
-def _attr_ints(op: ir.Operation, name: str) -> list[int]:
-    return list(ir.DenseIntElementsAttr(op.attributes[name]))
-
-
-def _conv_1x1(op: ir.Operation | None, ev: ConstEval, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """The [cin, cout] weights and [cout] bias of a 1x1 NHWC conv with constant filter."""
-    if op is None or op.name != "linalg.conv_2d_nhwc_hwcf":
-        raise NoMatch(f"the {what} is not a linalg.conv_2d_nhwc_hwcf")
-    w = ev.value(op.operands[1])
-    if w is None or w.dtype != np.float32 or w.shape[:2] != (1, 1):
-        raise NoMatch(f"the {what} conv's filter is not a constant 1x1 f32 filter")
-    if _attr_ints(op, "strides") != [1, 1] or _attr_ints(op, "dilations") != [1, 1]:
-        raise NoMatch(f"the {what} conv is strided or dilated")
-    bias = ev.per_channel_init(op.operands[2], 3)
-    if bias is None:
-        raise NoMatch(f"the {what} conv's accumulator is not a per-channel constant")
-    return w.reshape(w.shape[2:]), bias
 
 
 def _zero_pad_1(op: ir.Operation | None) -> None:
@@ -252,7 +129,7 @@ def reads_depthwise(conv: ir.Operation) -> bool:
             return op is not None
         if op.name != "linalg.generic" or not is_elementwise(op):
             return False
-        value = _tensor_input(op, value)
+        value = tensor_input(op, value)
         if value is None:
             return False
     return False
@@ -261,9 +138,9 @@ def reads_depthwise(conv: ir.Operation) -> bool:
 def match_block(project: ir.Operation, ev: ConstEval, without_expand: bool = False) -> Block:
     """The block ending at ``project`` (a 1x1 conv), or NoMatch; with ``without_expand`` also
     one with no expand conv."""
-    wp, bp = _conv_1x1(project, ev, "project")
+    wp, bp = conv_1x1(project, ev, "project")
     ops = [project]
-    src, act_d = _activations(project.operands[0], ev, ops)
+    src, act_d = activations_up(project.operands[0], ev, ops)
     dw = producer(src)
     if dw is None or dw.name != "linalg.depthwise_conv_2d_nhwc_hwc":
         raise NoMatch("the project conv's input is not a depthwise conv (through activations)")
@@ -272,8 +149,8 @@ def match_block(project: ir.Operation, ev: ConstEval, without_expand: bool = Fal
     wd = ev.value(dw.operands[1])
     if wd is None or wd.dtype != np.float32 or wd.shape[:2] != (3, 3):
         raise NoMatch("the depthwise filter is not a constant 3x3 f32 filter")
-    stride = _attr_ints(dw, "strides")
-    if stride[0] != stride[1] or _attr_ints(dw, "dilations") != [1, 1]:
+    stride = attr_ints(dw, "strides")
+    if stride[0] != stride[1] or attr_ints(dw, "dilations") != [1, 1]:
         raise NoMatch(f"depthwise strides {stride} or its dilation")
     bd = ev.per_channel_init(dw.operands[2], 3)
     if bd is None:
@@ -287,8 +164,8 @@ def match_block(project: ir.Operation, ev: ConstEval, without_expand: bool = Fal
     x, expand_weights, act_e = _expand(pad.operands[0], ev, ops)
     if not expand_weights and not without_expand:
         raise NoMatch("no expand conv (single-use, 1x1, constant) before the depthwise conv")
-    n, h, w, cin = _static_f32(x)
-    _static_f32(project.results[0])
+    n, h, w, cin = static_f32(x)
+    static_f32(project.results[0])
     if n != 1:
         raise NoMatch(f"batch {n} (the kernel does batch 1)")
     ce, cout = wd.shape[2], wp.shape[1]
@@ -299,67 +176,9 @@ def match_block(project: ir.Operation, ev: ConstEval, without_expand: bool = Fal
     if why:
         raise NoMatch(why)
     weights = [*expand_weights, wd, bd, wp, bp]
-    add = residual_add(project, x) if s == 1 and cin == cout else None
+    add = residual_add(project.results[0], x) if s == 1 and cin == cout else None
     return Block(x, (h, w, cin, ce, cout, s), weights, act_e, act_d, ops, bool(expand_weights),
-                 *(add or (None, None)))  # fmt: skip
-
-
-def _root(value: ir.Value, dims: list[int]) -> tuple[ir.Value, list[int], list[ir.Value]]:
-    """Follow ``value`` (its dim k read at loop dim ``dims[k]``) up through transposes: the
-    first value that is not a transpose's result, the loop dim each of its dims is read at,
-    and the transposed values passed on the way."""
-    passed = []
-    while (perm := transpose_perm(producer(value))) is not None:
-        src = producer(value).operands[0]
-        new = [0] * len(perm)
-        for i, p in enumerate(perm):  # transpose: result dim i is source dim perm[i]
-            new[p] = dims[i]
-        passed.append(value)
-        value, dims = src, new
-    return value, dims, passed
-
-
-def residual_add(project: ir.Operation, x: ir.Value) -> tuple[ir.Operation, list[int]] | None:
-    """The elementwise ``addf`` of ``project``'s result and the block input ``x`` that ends a
-    residual block, and the permutation that takes the kernel's NHWC result to the add's
-    layout; or None. Transposes are followed on both sides (torch-mlir adds the NCHW views:
-    the add may read either tensor through transposes and maps, and write NCHW); they must
-    agree element for element, and those between project and add must have no other use."""
-    y = project.results[0]
-    user = y
-    while num_uses(user) == 1:  # project -> (transposes) -> add
-        op = next(iter(user.uses)).owner.operation
-        if transpose_perm(op) is None:
-            break
-        user = op.results[0]
-    if num_uses(user) != 1:
-        return None
-    add = next(iter(user.uses)).owner.operation
-    if not is_elementwise(add) or num_inputs(add) != 2 or len(add.operands) != 3:
-        return None
-    ops, args = body_ops(add), list(body(add).arguments)
-    if [o.name for o in ops] != ["arith.addf", "linalg.yield"]:
-        return None
-    if ops[1].operands[0] != ops[0].results[0] or set(ops[0].operands) != set(args[:2]):
-        return None
-    x_root, x_dims, _ = _root(x, list(range(4)))  # x_dims[k]: the x dim of root dim k
-    loops: dict[str, list[int]] = {}
-    for value, amap in zip(add.operands[:2], indexing_maps(add)[:2], strict=True):
-        dims = map_dims(amap)
-        if dims is None or None in dims or len(dims) != 4:
-            return None
-        root, at, passed = _root(value, dims)
-        if root == y and "y" not in loops and all(num_uses(v) == 1 for v in passed):
-            loops["y"] = at  # at[j]: the loop dim that reads y's dim j
-        elif root == x_root and "x" not in loops:
-            lx = [0] * 4
-            for k, xd in enumerate(x_dims):
-                lx[xd] = at[k]
-            loops["x"] = lx
-    if loops.get("x") is None or loops.get("x") != loops.get("y"):
-        return None
-    ly = loops["y"]
-    return add, [ly.index(i) for i in range(4)]  # add dim i is y dim perm[i]
+                 *(add[:2] if add else (None, None)))  # fmt: skip
 
 
 def _expand(
@@ -371,9 +190,9 @@ def _expand(
     ``value`` itself, and the depthwise conv reads it."""
     walked: list[ir.Operation] = []
     try:
-        src, act = _activations(value, ev, walked)
+        src, act = activations_up(value, ev, walked)
         conv = producer(src)
-        weights = _conv_1x1(conv, ev, "expand")
+        weights = conv_1x1(conv, ev, "expand")
     except NoMatch:
         return value, [], []
     if num_uses(src) != 1:
