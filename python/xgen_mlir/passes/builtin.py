@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     merge_sibling_transposes,
     nhwc_convs,
     op_stats,
+    pointwise_kernels,
     raise_pattern_conv,
     scale_to_weights,
     set_entry_point,

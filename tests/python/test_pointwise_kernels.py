@@ -1,0 +1,121 @@
+"""xgen-pointwise-kernels end to end: 1x1 convs over few pixels, compiled with the cpu pipeline,
+run as generated kernels (with the activation and the residual add after them) and match
+PyTorch; NaN comes out where the module without them puts it. The cpu target option
+``pointwise_min_padding`` picks which convs are replaced (2: none)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import xgen_mlir
+from xgen_mlir.codegen.pointwise import PointwiseSpec, generate, unsupported
+
+NONE = {"target_options": {"pointwise_min_padding": "2"}}
+
+
+class Tail(nn.Module):
+    """An inverted-residual block as MobileNetV2 has at 7x7 (which the block fusion leaves
+    alone: odd width): expand 1x1 + BN + ReLU6, depthwise 3x3 + BN + ReLU6, project 1x1 + BN,
+    plus the input; after a 1x1 conv, so the input is a tensor the model computes in NHWC
+    as in a real network. (The cpu pipeline goes NHWC for models with depthwise convs.)"""
+
+    def __init__(self, c: int = 32, ce: int = 64) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(c, c, 1)
+        self.expand = nn.Sequential(nn.Conv2d(c, ce, 1, bias=False), nn.BatchNorm2d(ce),
+                                    nn.ReLU6())  # fmt: skip
+        self.dw = nn.Sequential(nn.Conv2d(ce, ce, 3, 1, 1, groups=ce, bias=False),
+                                nn.BatchNorm2d(ce), nn.ReLU6())  # fmt: skip
+        self.project = nn.Sequential(nn.Conv2d(ce, c, 1, bias=False), nn.BatchNorm2d(c))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stem(x)
+        return x + self.project(self.dw(self.expand(x)))
+
+
+def _model() -> nn.Module:
+    torch.manual_seed(0)
+    m = Tail()
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.running_mean.uniform_(-0.5, 0.5)
+            mod.running_var.uniform_(0.5, 2.0)
+    return m.eval()
+
+
+def test_7x7_convs_match_pytorch_with_activation_and_residual():
+    m = _model()
+    x = torch.randn(1, 32, 7, 7)
+    compiled = xgen_mlir.compile(m, (x,))
+    assert compiled.report.rewrites["xgen-pointwise-kernels"] == {
+        "convs replaced": 3, "of them with their activations": 1,
+        "of them with a residual add": 1}  # fmt: skip
+    want = m(x).detach().numpy()
+    np.testing.assert_allclose(np.asarray(compiled(x.numpy())), want, rtol=1e-4, atol=1e-4)
+
+
+def test_rows_left_over_from_the_register_blocks():
+    """53 rows (a 1x53 image): no divisor fits a register block, the last rows run alone."""
+    m = _model()
+    x = torch.randn(1, 32, 1, 53)
+    assert 53 % PointwiseSpec("k", 53, 32, 64).pixels
+    compiled = xgen_mlir.compile(m, (x,))
+    assert compiled.report.rewrites["xgen-pointwise-kernels"]["convs replaced"] == 3
+    np.testing.assert_allclose(np.asarray(compiled(x.numpy())), m(x).detach().numpy(),
+                               rtol=1e-4, atol=1e-4)  # fmt: skip
+
+
+def test_rows_that_fill_iree_tiles_stay_with_iree():
+    m = _model()
+    x = torch.randn(1, 32, 8, 8)  # 64 rows: four whole 16-row tiles
+    compiled = xgen_mlir.compile(m, (x,))
+    assert "xgen-pointwise-kernels" not in compiled.report.rewrites
+    np.testing.assert_allclose(np.asarray(compiled(x.numpy())), m(x).detach().numpy(),
+                               rtol=1e-4, atol=1e-4)  # fmt: skip
+
+
+def test_nan_and_inf_come_out_as_without_the_kernels():
+    m = _model()
+    x = torch.randn(1, 32, 7, 7)
+    x[0, 3, 2, 4] = float("nan")
+    x[0, 0, 0, 0] = float("inf")
+    ours = np.asarray(xgen_mlir.compile(m, (x,))(x.numpy()))
+    plain = np.asarray(xgen_mlir.compile(m, (x,), **NONE)(x.numpy()))
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(plain))
+    finite = np.isfinite(plain)
+    np.testing.assert_allclose(ours[finite], plain[finite], rtol=1e-4, atol=1e-4)
+
+
+def test_flops_unchanged():
+    from xgen_mlir.analysis.flops import module_flops
+    from xgen_mlir.frontend import import_model
+    from xgen_mlir.passes.runner import run_steps
+
+    m = _model()
+    x = torch.randn(1, 32, 7, 7)
+    steps = ["xgen-fold-batchnorm", "xgen-nhwc-convs", "xgen-cancel-reshapes"]
+    ours, plain = import_model(m, (x,)), import_model(m, (x,))
+    run_steps(plain, steps)
+    run_steps(ours, [*steps, "xgen-pointwise-kernels"])
+    assert "linalg.conv_2d_nhwc_hwcf" not in str(ours)  # all three 1x1 convs replaced
+    assert module_flops(ours.operation) == module_flops(plain.operation) > 0
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "pixels", "nv"),
+    [(49, 160, 7, 1), (49, 320, 7, 2), (196, 96, 14, 1), (53, 32, 24, 1)],
+)
+def test_register_blocks(m, n, pixels, nv):
+    spec = PointwiseSpec("k", m, 64, n)
+    assert (spec.pixels, spec.nv) == (pixels, nv)
+    assert spec.pixels * spec.nv <= 24  # accumulators, leaving registers for the weights
+    assert ("rows left over" in generate(spec)) == bool(m % pixels)
+
+
+def test_refuses_channels_not_a_vector_multiple():
+    assert "24 output channels" in unsupported(49, 64, 24)
+    with pytest.raises(ValueError, match="24 output channels"):
+        generate(PointwiseSpec("k", 49, 64, 24))
