@@ -1,7 +1,7 @@
 """xgen-pointwise-kernels end to end: 1x1 convs over few pixels, compiled with the cpu pipeline,
 run as generated kernels (with the activation and the residual add after them) and match
 PyTorch; NaN comes out where the module without them puts it. The cpu target option
-``pointwise_min_padding`` picks which convs are replaced (2: none)."""
+``pointwise_min_padding`` picks which convs are replaced (16: none)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from torch import nn
 import xgen_mlir
 from xgen_mlir.codegen.pointwise import PointwiseSpec, generate, unsupported
 
-NONE = {"target_options": {"pointwise_min_padding": "2"}}
+NONE = {"target_options": {"pointwise_min_padding": "16"}}
 
 
 class Tail(nn.Module):
@@ -58,10 +58,10 @@ def test_7x7_convs_match_pytorch_with_activation_and_residual():
 
 
 def test_rows_left_over_from_the_register_blocks():
-    """53 rows (a 1x53 image): no divisor fits a register block, the last rows run alone."""
+    """58 rows (a 2x29 image): no divisor fits a register block, the last rows run alone."""
     m = _model()
-    x = torch.randn(1, 32, 1, 53)
-    assert 53 % PointwiseSpec("k", 53, 32, 64).pixels
+    x = torch.randn(1, 32, 2, 29)
+    assert 58 % PointwiseSpec("k", 58, 32, 64).pixels
     compiled = xgen_mlir.compile(m, (x,))
     assert compiled.report.rewrites["xgen-pointwise-kernels"]["convs replaced"] == 3
     np.testing.assert_allclose(np.asarray(compiled(x.numpy())), m(x).detach().numpy(),
@@ -119,3 +119,13 @@ def test_refuses_channels_not_a_vector_multiple():
     assert "24 output channels" in unsupported(49, 64, 24)
     with pytest.raises(ValueError, match="24 output channels"):
         generate(PointwiseSpec("k", 49, 64, 24))
+
+
+def test_padding_counts_only_rows_beyond_one_tile():
+    """A 7x7 image's 49 rows are padded to 64; a squeeze-excite conv's one row gets IREE's
+    one-row tile, so no kernel."""
+    from xgen_mlir.passes.pointwise_kernels import padding
+
+    assert padding(49, 16) == pytest.approx(15 / 49)
+    assert padding(64, 16) == 0.0
+    assert padding(1, 16) == 0.0

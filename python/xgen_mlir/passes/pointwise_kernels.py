@@ -12,8 +12,10 @@ constant filter, stride 1, a per-channel constant bias (the accumulator init), b
 static f32; then the single-use elementwise activations after it that translate to C
 (``kernel_match.activation_c``: comparisons with the IR's predicates, select, arithmetic),
 and an add of another tensor of the same shape (a residual), followed through torch-mlir's
-layout transposes. The conv, activations and add become one call; the add's layout is
-restored with a transpose of the kernel's result where it was not NHWC.
+layout transposes. A conv followed by an elementwise op the kernel cannot take (e.g.
+EfficientNet's SiLU, which has exp) stays with IREE, which fuses that op into its dispatch.
+The conv, activations and add become one call; the add's layout is restored with a
+transpose of the kernel's result where it was not NHWC.
 
 Numerics: each output is a dot product summed over k in order, then the activation and the
 add as the IR has them.
@@ -62,8 +64,10 @@ class Match:
 
 
 def padding(m: int, row_tile: int) -> float:
-    """The fraction of ``m`` that tiles of ``row_tile`` rows add."""
-    return (-m % row_tile) / m
+    """The fraction of ``m`` that tiles of ``row_tile`` rows add. Fewer rows than a tile get
+    IREE's narrow tiles (1, 2, 4, 8 rows) and no kernel: a squeeze-excite block's convs on
+    one pooled pixel are matrix-vector products that IREE runs as such."""
+    return (-m % row_tile) / m if m > row_tile else 0.0
 
 
 def match_conv(conv: ir.Operation, ev: ConstEval) -> Match:
@@ -95,6 +99,10 @@ def match_conv(conv: ir.Operation, ev: ConstEval) -> Match:
     if add is not None:
         end, perm, residual = add
         replaced.append(end)
+    elif num_uses(value) == 1 and is_elementwise(next(iter(value.uses)).owner.operation):
+        # IREE fuses an elementwise consumer into the conv's dispatch; the kernel would
+        # leave it a dispatch of its own
+        raise NoMatch("an elementwise op after it that the kernel does not translate")
     return Match(conv, (m, k, n), w, b, act, replaced, end, residual, perm)
 
 
