@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 VL = 16  # floats per vector
 MAX_ACC = 24  # accumulator registers of a block (of 32 zmm; the rest hold weights)
 
@@ -62,10 +64,8 @@ def unsupported(m: int, k: int, n: int) -> str | None:
     return None
 
 
-def pack_weights(w, b, spec: PointwiseSpec):
-    """``w`` [K, N] and ``b`` [N] (numpy) in the kernel's panel order."""
-    import numpy as np
-
+def pack_weights(w: np.ndarray, b: np.ndarray, spec: PointwiseSpec) -> np.ndarray:
+    """``w`` [K, N] and ``b`` [N] in the kernel's panel order."""
     width = VL * spec.nv
     panels = w.reshape(spec.k, spec.panels, width).transpose(1, 0, 2)
     return np.concatenate([panels.ravel(), b.ravel()]).astype(np.float32)

@@ -44,24 +44,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._mlir import func, ir
-from ..analysis.flops import FLOPS_ATTR, op_flops
-from ..codegen import dispatch
-from ..codegen.dispatch import EXECUTABLE_ATTR
+from .._mlir import ir
 from ..codegen.inverted_residual import BlockSpec, pick_pixels, pick_rows, unsupported
 from ..codegen.inverted_residual import generate as generate_block
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..frontend.lowering import format_location
-from ..irutil import constant_op, find_func, ops_named, splice_functions
+from ..irutil import ops_named
 from .consteval import ConstEval
 from .generic_util import (
     body_ops,
-    erase_dead_tree,
     is_elementwise,
     num_uses,
     producer,
-    transpose,
 )
+from .kernel_call import free_symbol, install_kernel
 from .kernel_match import (
     NoMatch,
     activations_up,
@@ -202,39 +198,6 @@ def _expand(
     return conv.operands[0], list(weights), act
 
 
-def _t(shape: list[int]) -> str:
-    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
-
-
-def wrapper_text(spec: BlockSpec, wlen: int) -> str:
-    """``@<symbol>_call(x, weights)``: flattens x, calls the kernel, reshapes its result;
-    and the kernel's declaration."""
-    h, w, cin, cout = spec.h, spec.w, spec.cin, spec.cout
-    ho, wo = spec.out_hw
-    xin, yout, kin, kw, kout = (_t([1, h, w, cin]), _t([1, ho, wo, cout]), _t([h * w * cin]),
-                                _t([wlen]), _t([ho * wo * cout]))  # fmt: skip
-    sym = spec.symbol
-    return f"""
-func.func private @{sym}_call(%x: {xin}, %w: {kw}) -> {yout} {{
-  %flat = tensor.collapse_shape %x [[0, 1, 2, 3]] : {xin} into {kin}
-  %o = func.call @{sym}(%flat, %w) : ({kin}, {kw}) -> {kout}
-  %r = tensor.expand_shape %o [[0, 1, 2, 3]] output_shape [1, {ho}, {wo}, {cout}] : {kout} into {yout}
-  return %r : {yout}
-}}
-func.func private @{sym}({kin}, {kw}) -> {kout}
-"""
-
-
-def _symbol(module_op: ir.Operation, n: int) -> str:
-    while True:
-        name = f"xgen_inverted_residual_{n}"
-        try:
-            find_func(module_op, name)
-        except KeyError:
-            return name
-        n += 1
-
-
 def fuse_block(module_op: ir.Operation, block: Block, symbol: str,
                opts: ToolchainOptions) -> BlockSpec:  # fmt: skip
     """Replace the block (its project conv, or the residual add after it) by a call of its
@@ -247,29 +210,10 @@ def fuse_block(module_op: ir.Operation, block: Block, symbol: str,
     packed = np.concatenate([a.astype(np.float32).ravel() for a in block.weights])
     assert packed.size == spec.offsets["total"]
     obj = compile_object(generate_block(spec), opts.toolchain(), symbol)
-    ho, wo = spec.out_hw
-    splice_functions(module_op, wrapper_text(spec, packed.size))
-    text = dispatch.executable_text(symbol, str(obj), opts.object_format,
-                                    [h * w * cin, packed.size], ho * wo * cout,
-                                    (spec.bands, 1, 1), ids=1)  # fmt: skip
-    decl = find_func(module_op, symbol)
-    decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(text)
-    replaced = block.ops + ([block.residual] if block.residual else [])
-    flops = sum(op_flops(op) for op in replaced)  # what the kernel computes, for reports
-    decl.attributes[FLOPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), flops)
-    end = block.end
-    with ir.InsertionPoint(end), end.location:
-        wts = constant_op(packed, "xgen_block_weights").result
-        call = func.CallOp([block.ops[0].results[0].type], ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
-                           [block.x, wts])  # fmt: skip
-        result = call.results[0]
-        perm = block.residual_perm
-        if perm is not None and perm != sorted(perm):  # the add wrote another layout
-            result = transpose(result, perm)
-    end.results[0].replace_all_uses_with(result)
-    old = list(end.operands)
-    end.erase()
-    erase_dead_tree(old)
+    install_kernel(module_op, symbol, str(obj), opts.object_format, [block.x, packed],
+                   block.ops[0].results[0].type, (spec.bands, 1, 1),
+                   block.ops + ([block.residual] if block.residual else []), block.end,
+                   block.residual_perm, "xgen_block_weights")  # fmt: skip
     return spec
 
 
@@ -298,7 +242,7 @@ def fuse_inverted_residuals(module_op: ir.Operation, opts: FuseOptions | None = 
                 counts[f"not fused: C compiler '{opts.cc}' not found"] += 1
                 continue
             where = format_location(project.location)
-            symbol = _symbol(module_op, counts["blocks fused"] + 1)
+            symbol = free_symbol(module_op, "xgen_inverted_residual", counts["blocks fused"] + 1)
             spec = fuse_block(module_op, block, symbol, opts)
             counts["blocks fused"] += 1
             if spec.residual:

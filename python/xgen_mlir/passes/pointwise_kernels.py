@@ -29,16 +29,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._mlir import func, ir
-from ..analysis.flops import FLOPS_ATTR, op_flops
-from ..codegen import dispatch
-from ..codegen.dispatch import EXECUTABLE_ATTR
+from .._mlir import ir
 from ..codegen.pointwise import PointwiseSpec, generate, pack_weights, unsupported
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..frontend.lowering import format_location
-from ..irutil import constant_op, find_func, ops_named, splice_functions
+from ..irutil import ops_named
 from .consteval import ConstEval
-from .generic_util import erase_dead_tree, is_elementwise, num_uses, transpose
+from .generic_util import is_elementwise, num_uses
+from .kernel_call import free_symbol, install_kernel
 from .kernel_match import NoMatch, activation_c, conv_1x1, residual_add, static_f32, tensor_input
 from .registry import register_pass
 
@@ -106,47 +104,6 @@ def match_conv(conv: ir.Operation, ev: ConstEval) -> Match:
     return Match(conv, (m, k, n), w, b, act, replaced, end, residual, perm)
 
 
-def _t(shape: list[int]) -> str:
-    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
-
-
-def wrapper_text(symbol: str, nhwc: list[int], k: int, wlen: int, residual: bool) -> str:
-    """``@<symbol>_call(x, w[, r])``: flattens the NHWC tensors, calls the kernel, reshapes
-    its result; and the kernel's declaration."""
-    _, h, w, n = nhwc
-    xin, rin, kout = _t([1, h, w, k]), _t(nhwc), _t([h * w * n])
-    kin, kr, kw = _t([h * w * k]), _t([h * w * n]), _t([wlen])
-    r_arg, r_flat = (
-        (
-            f", %r: {rin}",
-            f"""
-  %rf = tensor.collapse_shape %r [[0, 1, 2, 3]] : {rin} into {kr}""",
-        )
-        if residual
-        else ("", "")
-    )
-    r_use, r_ty = (", %rf", f", {kr}") if residual else ("", "")
-    return f"""
-func.func private @{symbol}_call(%x: {xin}, %w: {kw}{r_arg}) -> {rin} {{
-  %flat = tensor.collapse_shape %x [[0, 1, 2, 3]] : {xin} into {kin}{r_flat}
-  %o = func.call @{symbol}(%flat, %w{r_use}) : ({kin}, {kw}{r_ty}) -> {kout}
-  %y = tensor.expand_shape %o [[0, 1, 2, 3]] output_shape [1, {h}, {w}, {n}] : {kout} into {rin}
-  return %y : {rin}
-}}
-func.func private @{symbol}({kin}, {kw}{r_ty}) -> {kout}
-"""
-
-
-def _symbol(module_op: ir.Operation, n: int) -> str:
-    while True:
-        name = f"xgen_pointwise_{n}"
-        try:
-            find_func(module_op, name)
-        except KeyError:
-            return name
-        n += 1
-
-
 def replace(module_op: ir.Operation, match: Match, symbol: str,
             opts: ToolchainOptions) -> PointwiseSpec:  # fmt: skip
     """Replace the conv (with its activations and add) by a call of its generated kernel."""
@@ -154,28 +111,10 @@ def replace(module_op: ir.Operation, match: Match, symbol: str,
     spec = PointwiseSpec(symbol, m, k, n, tuple(match.act), match.residual is not None)
     packed = pack_weights(match.weights, match.bias, spec)
     obj = compile_object(generate(spec), opts.toolchain(), symbol)
-    nhwc = static_f32(match.conv.results[0])
-    splice_functions(module_op, wrapper_text(symbol, nhwc, k, packed.size, spec.residual))
-    operands = [m * k, packed.size] + ([m * n] if spec.residual else [])
-    text = dispatch.executable_text(symbol, str(obj), opts.object_format, operands, m * n,
-                                    (spec.panels, 1, 1), ids=1)  # fmt: skip
-    decl = find_func(module_op, symbol)
-    decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(text)
-    flops = sum(op_flops(op) for op in match.replaced)  # what the kernel computes, for reports
-    decl.attributes[FLOPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), flops)
-    end = match.end
-    with ir.InsertionPoint(end), end.location:
-        wts = constant_op(packed, "xgen_pointwise_weights").result
-        args = [match.conv.operands[0], wts] + ([match.residual] if match.residual else [])
-        call = func.CallOp([match.conv.results[0].type],
-                           ir.FlatSymbolRefAttr.get(f"{symbol}_call"), args)  # fmt: skip
-        result = call.results[0]
-        if match.perm is not None and match.perm != sorted(match.perm):
-            result = transpose(result, match.perm)
-    end.results[0].replace_all_uses_with(result)
-    old = list(end.operands)
-    end.erase()
-    erase_dead_tree(old)
+    inputs = [match.conv.operands[0], packed] + ([match.residual] if match.residual else [])
+    install_kernel(module_op, symbol, str(obj), opts.object_format, inputs,
+                   match.conv.results[0].type, (spec.panels, 1, 1), match.replaced, match.end,
+                   match.perm, "xgen_pointwise_weights")  # fmt: skip
     return spec
 
 
@@ -204,8 +143,8 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
                 counts[f"not replaced: C compiler '{opts.cc}' not found"] += 1
                 continue
             where = format_location(conv.location)
-            spec = replace(module_op, match, _symbol(module_op, counts["convs replaced"] + 1),
-                           opts)  # fmt: skip
+            symbol = free_symbol(module_op, "xgen_pointwise", counts["convs replaced"] + 1)
+            spec = replace(module_op, match, symbol, opts)
             counts["convs replaced"] += 1
             if spec.act:
                 counts["of them with their activations"] += 1

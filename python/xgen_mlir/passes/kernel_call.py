@@ -1,0 +1,107 @@
+"""Putting a generated C kernel in place of the ops it computes.
+
+The C-kernel passes (``xgen-fuse-inverted-residuals``, ``xgen-pointwise-kernels``) end the
+same way: a wrapper function that flattens the operands, calls the kernel's declaration
+(which carries its ``stream.executable``: ``codegen/dispatch.py``) and reshapes the result; a
+call of that wrapper where the last replaced op was; the replaced ops erased.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._mlir import func, ir
+from ..analysis.flops import FLOPS_ATTR, op_flops
+from ..codegen import dispatch
+from ..codegen.dispatch import EXECUTABLE_ATTR
+from ..irutil import constant_op, find_func, splice_functions
+from .generic_util import erase_dead_tree, transpose
+
+
+def free_symbol(module_op: ir.Operation, prefix: str, n: int) -> str:
+    """``<prefix>_<n>``, or the first free one after it."""
+    while True:
+        name = f"{prefix}_{n}"
+        try:
+            find_func(module_op, name)
+        except KeyError:
+            return name
+        n += 1
+
+
+def _shape(ty: ir.Type) -> list[int]:
+    return list(ir.RankedTensorType(ty).shape)
+
+
+def _t(shape: Sequence[int]) -> str:
+    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
+
+
+def wrapper_text(symbol: str, inputs: Sequence[list[int]], result: list[int]) -> str:
+    """``@<symbol>_call(inputs...)``: flattens each input, calls ``@<symbol>`` on the flat
+    buffers, reshapes its flat result to ``result``; and the kernel's declaration."""
+    flat = [_t([int(np.prod(s))]) for s in inputs]
+    params, lines, names = [], [], []
+    for i, (shape, ft) in enumerate(zip(inputs, flat, strict=True)):
+        params.append(f"%a{i}: {_t(shape)}")
+        if len(shape) == 1:
+            names.append(f"%a{i}")
+            continue
+        dims = ", ".join(str(d) for d in range(len(shape)))
+        lines.append(f"  %f{i} = tensor.collapse_shape %a{i} [[{dims}]] : {_t(shape)} into {ft}")
+        names.append(f"%f{i}")
+    kout = _t([int(np.prod(result))])
+    dims = ", ".join(str(d) for d in range(len(result)))
+    sizes = ", ".join(map(str, result))
+    body = "\n".join(lines)
+    return f"""
+func.func private @{symbol}_call({", ".join(params)}) -> {_t(result)} {{
+{body}
+  %o = func.call @{symbol}({", ".join(names)}) : ({", ".join(flat)}) -> {kout}
+  %r = tensor.expand_shape %o [[{dims}]] output_shape [{sizes}] : {kout} into {_t(result)}
+  return %r : {_t(result)}
+}}
+func.func private @{symbol}({", ".join(flat)}) -> {kout}
+"""
+
+
+def install_kernel(
+    module_op: ir.Operation,
+    symbol: str,
+    obj: str,
+    object_format: str,
+    inputs: Sequence[ir.Value | np.ndarray],
+    result_type: ir.Type,
+    grid: tuple[int, int, int],
+    replaced: Sequence[ir.Operation],
+    end: ir.Operation,
+    perm: list[int] | None = None,
+    weights_name: str = "xgen_kernel_weights",
+) -> None:
+    """Replace ``end``'s result by a call of the kernel in object ``obj`` (one workgroup id)
+    on ``inputs`` (numpy arrays become constants), transposed by ``perm`` where ``end``
+    wrote another layout than the kernel; erase what is then dead. The declaration carries
+    the FLOPs of the ``replaced`` ops, for the report's count."""
+    shapes = [[a.size] if isinstance(a, np.ndarray) else _shape(a.type) for a in inputs]
+    result = _shape(result_type)
+    splice_functions(module_op, wrapper_text(symbol, shapes, result))
+    text = dispatch.executable_text(symbol, obj, object_format,
+                                    [int(np.prod(s)) for s in shapes], int(np.prod(result)),
+                                    grid, ids=1)  # fmt: skip
+    decl = find_func(module_op, symbol)
+    decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(text)
+    flops = sum(op_flops(op) for op in replaced)
+    decl.attributes[FLOPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), flops)
+    with ir.InsertionPoint(end), end.location:
+        args = [constant_op(a, weights_name).result if isinstance(a, np.ndarray) else a
+                for a in inputs]  # fmt: skip
+        call = func.CallOp([result_type], ir.FlatSymbolRefAttr.get(f"{symbol}_call"), args)
+        value = call.results[0]
+        if perm is not None and perm != sorted(perm):
+            value = transpose(value, perm)
+    end.results[0].replace_all_uses_with(value)
+    old = list(end.operands)
+    end.erase()
+    erase_dead_tree(old)
