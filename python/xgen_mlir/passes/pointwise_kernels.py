@@ -151,17 +151,13 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
             if spec.residual:
                 counts["of them with a residual add"] += 1
             if opts.verbose:
-                print(f"xgen-pointwise-kernels: {where}: {m} rows x {spec.k} -> {spec.n} as "
-                      f"{symbol_line(spec)}", file=sys.stderr)  # fmt: skip
+                extra = " + activation" * bool(spec.act) + " + residual" * spec.residual
+                print(f"xgen-pointwise-kernels: {where}: {m} rows x {spec.k} -> {spec.n}{extra} "
+                      f"as {symbol}, {spec.panels} panels", file=sys.stderr)  # fmt: skip
     if any(k.startswith("not replaced: C compiler") for k in counts):
         print(f"xgen-pointwise-kernels: warning: C compiler '{opts.cc}' not found; "
               "1x1 convs stay with IREE", file=sys.stderr)  # fmt: skip
     return counts
-
-
-def symbol_line(spec: PointwiseSpec) -> str:
-    extra = (" + activation" if spec.act else "") + (" + residual" if spec.residual else "")
-    return f"{spec.symbol}{extra}, {spec.panels} panels of {16 * spec.nv} channels"
 
 
 @register_pass(
