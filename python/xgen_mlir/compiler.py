@@ -14,11 +14,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ._mlir import ir
+from .analysis.flops import module_flops
 from .backend import compile_vmfb
 from .backend.params import write_irpa
 from .errors import UnknownNameError, XGenError
 from .frontend import import_model
-from .passes.runner import run_steps
+from .passes.runner import run_steps, snapshot
 from .pipelines import load_pipeline
 from .runtime import CompiledModule
 
@@ -65,6 +67,8 @@ class CompileReport:
     shared_packs: Any = None  # backend.shared_packs.SharedPacks, when that step ran
     # What our graph rewrites did, per pass: {"xgen-winograd-convs": {"...": 13}, ...}
     rewrites: dict[str, dict[str, int]] = field(default_factory=dict)
+    flops_imported: int = 0  # of the module as imported
+    flops_after_rewrites: int = 0  # after our passes (generated kernels count their ops' FLOPs)
 
 
 def compile(
@@ -76,7 +80,9 @@ def compile(
     """Compile ``model`` for ``target`` and return a callable :class:`CompiledModule`.
 
     ``model``: an ``nn.Module`` (with ``example_inputs``), a ``torch.export`` program, an ONNX
-    ``ModelProto``, or a path to a ``.pt2`` / ``.onnx`` / ``.mlir`` / ``.mlirbc`` file.
+    ``ModelProto``, or a path to a ``.pt2`` / ``.onnx`` / ``.mlir`` / ``.mlirbc`` file, or an
+    imported linalg-on-tensors ``ir.Module``, which is left as it was (the passes run on a
+    copy, so one import can be compiled with several option sets).
     """
     opts = CompileOptions.from_kwargs(options)
     try:
@@ -90,12 +96,16 @@ def compile(
 
     t0 = time.perf_counter()
     module = import_model(model, example_inputs)
+    if module is model:  # an ir.Module of the caller's: the passes rewrite in place
+        module = ir.Module.parse(snapshot(module), module.context)
     report.stage_seconds["import"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     dump_dir = Path(opts.dump_ir) if opts.dump_ir else None
+    report.flops_imported = module_flops(module.operation)
     report.rewrites = run_steps(module, pipeline.pass_steps(opts.entry),
                                 what=f"pipeline '{pipeline.name}'", dump_dir=dump_dir)  # fmt: skip
+    report.flops_after_rewrites = module_flops(module.operation)
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

@@ -106,7 +106,15 @@ def test_flops_unchanged():
 
 @pytest.mark.parametrize(
     ("m", "n", "pixels", "nv"),
-    [(49, 160, 7, 1), (49, 320, 7, 2), (196, 96, 14, 1), (53, 32, 24, 1)],
+    [
+        (49, 160, 7, 1),
+        (49, 320, 7, 2),
+        (196, 96, 14, 1),
+        (53, 32, 24, 1),
+        (1, 1000, 1, 4),
+        (1, 100, 1, 1),
+        (2, 256, 2, 2),
+    ],
 )
 def test_register_blocks(m, n, pixels, nv):
     spec = PointwiseSpec("k", m, 64, n)
@@ -115,10 +123,73 @@ def test_register_blocks(m, n, pixels, nv):
     assert ("rows left over" in generate(spec)) == bool(m % pixels)
 
 
-def test_refuses_channels_not_a_vector_multiple():
-    assert "24 output channels" in unsupported(49, 64, 24)
+def test_refuses_a_residual_on_channels_not_a_vector_multiple():
+    """24 channels are two panels, the last storing 8 columns; a residual add would read whole
+    vectors of r past the row, so that one is refused."""
+    assert unsupported(49, 64, 24) is None
+    assert "24 output channels and a residual add" in unsupported(49, 64, 24, residual=True)
     with pytest.raises(ValueError, match="24 output channels"):
-        generate(PointwiseSpec("k", 49, 64, 24))
+        generate(PointwiseSpec("k", 49, 64, 24, residual=True))
+    assert "#define LAST_COLS 8" in generate(PointwiseSpec("k", 49, 64, 24))
+
+
+class Head(nn.Module):
+    """A classifier head as MobileNetV2 ends: conv features, global average pool, flatten,
+    linear (100 classes: not a whole number of 16-column vectors), optionally an
+    activation after it."""
+
+    def __init__(self, classes: int = 100, after: nn.Module | None = None) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 96, 3, 2, 1), nn.ReLU6(),
+                                      nn.Conv2d(96, 96, 3, 1, 1, groups=96))  # fmt: skip
+        self.fc = nn.Linear(96, classes)
+        self.after = after or nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = self.features(x).mean((2, 3))
+        return self.after(self.fc(pooled))
+
+
+@pytest.mark.parametrize(("classes", "after"), [(100, None), (1000, nn.ReLU6())])
+def test_classifier_head_matches_pytorch(classes, after):
+    torch.manual_seed(0)
+    m = Head(classes, after).eval()
+    x = torch.randn(1, 3, 16, 16)
+    compiled = xgen_mlir.compile(m, (x,))
+    counts = compiled.report.rewrites["xgen-pointwise-kernels"]
+    assert counts["matrix-vector products replaced"] == 1
+    assert counts.get("of them with their activations", 0) == (after is not None)
+    np.testing.assert_allclose(np.asarray(compiled(x.numpy())), m(x).detach().numpy(),
+                               rtol=1e-4, atol=1e-4)  # fmt: skip
+
+
+def test_classifier_head_nan_and_off_switch():
+    """A NaN feature comes out where the module without the kernel puts it; the target
+    option pointwise_matvec=false leaves the matmul to IREE."""
+    torch.manual_seed(0)
+    m = Head().eval()
+    x = torch.randn(1, 3, 16, 16)
+    x[0, 1, 3, 3] = float("nan")
+    ours = xgen_mlir.compile(m, (x,))
+    plain = xgen_mlir.compile(m, (x,), target_options={"pointwise_matvec": "false"})
+    assert "matrix-vector products replaced" not in plain.report.rewrites.get(
+        "xgen-pointwise-kernels", {}
+    )
+    a, b = np.asarray(ours(x.numpy())), np.asarray(plain(x.numpy()))
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    np.testing.assert_allclose(a[np.isfinite(b)], b[np.isfinite(b)], rtol=1e-4, atol=1e-4)
+
+
+def test_classifier_head_with_tanh_stays_with_iree():
+    torch.manual_seed(0)
+    m = Head(after=nn.Tanh()).eval()
+    x = torch.randn(1, 3, 16, 16)
+    compiled = xgen_mlir.compile(m, (x,))
+    counts = compiled.report.rewrites["xgen-pointwise-kernels"]
+    assert "matrix-vector products replaced" not in counts
+    assert counts["not replaced: an elementwise op after it that the kernel does not translate"]
+    np.testing.assert_allclose(np.asarray(compiled(x.numpy())), m(x).detach().numpy(),
+                               rtol=1e-4, atol=1e-4)  # fmt: skip
 
 
 def test_padding_counts_only_rows_beyond_one_tile():

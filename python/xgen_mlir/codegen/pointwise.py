@@ -9,11 +9,18 @@ per row for every input channel, the whole K at once (K is small: the rows of x 
 weight panel stay in L1/L2).
 
 Workgroups are panels of ``16 * nv`` output channels, each over all M rows. Weights are packed
-panel by panel: ``w[N / (16 nv)][K][16 nv]`` then the bias ``b[N]``. The activation is C
-statements on the vector ``v`` (the IR's elementwise ops translated, as for the
-inverted-residual kernel). ``r`` (optional) is added after the activation, as the model's
-residual add does. NHWC rows (M = H x W pixels, batch 1), fp32; products are summed over k
-in order, as a plain dot product.
+panel by panel: ``w[NP / (16 nv)][K][16 nv]`` then the bias ``b[NP]``, where NP is N rounded
+up to whole panels with zero columns (a classifier's 1000 classes); the last panel stores only
+the columns that exist. The activation is C statements on the vector ``v`` (the IR's
+elementwise ops translated, as for the inverted-residual kernel). ``r`` (optional) is added
+after the activation, as the model's residual add does. Rows are NHWC pixels (M = H x W, batch
+1) or a matmul's rows, fp32; products are summed over k in order, as a plain dot product,
+starting from the bias (a conv's accumulator init) or from zero with the bias added after
+(``bias_after``: a matmul followed by its bias add).
+
+One row (M = 1, a classifier head's matrix-vector product) reads every weight once: it is
+bound by memory, and its panels are 64 channels wide, so that four independent accumulators
+keep the loads streaming.
 """
 
 from __future__ import annotations
@@ -34,67 +41,84 @@ class PointwiseSpec:
     n: int  # output channels
     act: tuple[str, ...] = ()
     residual: bool = False
+    bias_after: bool = False  # sum from zero, then add the bias (the IR's matmul + bias add)
 
     @property
     def nv(self) -> int:
-        """Vectors of output channels per panel: two when that leaves 8 or more panels for
-        the threads to share, else one."""
-        return 2 if self.n % (2 * VL) == 0 and self.n // (2 * VL) >= 8 else 1
+        """Vectors of output channels per panel: the widest of 4 (only for fewer than 4 rows,
+        where each weight load feeds one FMA per vector), 2 and 1 that leaves 8 or more
+        panels for the threads to share."""
+        for nv in (4, 2) if self.m < 4 else (2,):
+            if -(-self.n // (nv * VL)) >= 8:
+                return nv
+        return 1
 
     @property
     def pixels(self) -> int:
         """Rows per register block: the largest divisor of M that fits the accumulators, or
         the most that fit (the rest run one row at a time)."""
         most = MAX_ACC // self.nv
+        if self.m < 4:
+            return self.m
         return next((p for p in range(most, 3, -1) if self.m % p == 0), most)
 
     @property
     def panels(self) -> int:
-        return self.n // (VL * self.nv)
+        return -(-self.n // (VL * self.nv))
+
+    @property
+    def n_padded(self) -> int:
+        return self.panels * VL * self.nv
 
     @property
     def weights_len(self) -> int:
-        return self.k * self.n + self.n
+        return (self.k + 1) * self.n_padded
 
 
-def unsupported(m: int, k: int, n: int) -> str | None:
-    """Why the kernel cannot take this conv, or None."""
-    if n % VL:
-        return f"{n} output channels (needs a multiple of {VL})"
+def unsupported(m: int, k: int, n: int, residual: bool = False) -> str | None:
+    """Why the kernel cannot take this product, or None."""
+    if residual and n % VL:
+        return f"{n} output channels and a residual add (needs a multiple of {VL})"
     return None
 
 
 def pack_weights(w: np.ndarray, b: np.ndarray, spec: PointwiseSpec) -> np.ndarray:
-    """``w`` [K, N] and ``b`` [N] in the kernel's panel order."""
-    width = VL * spec.nv
-    panels = w.reshape(spec.k, spec.panels, width).transpose(1, 0, 2)
-    return np.concatenate([panels.ravel(), b.ravel()]).astype(np.float32)
+    """``w`` [K, N] and ``b`` [N] in the kernel's panel order, zero columns up to NP."""
+    pad = spec.n_padded - spec.n
+    w = np.pad(np.asarray(w, np.float32), ((0, 0), (0, pad)))
+    b = np.pad(np.asarray(b, np.float32).ravel(), (0, pad))
+    panels = w.reshape(spec.k, spec.panels, VL * spec.nv).transpose(1, 0, 2)
+    return np.concatenate([panels.ravel(), b]).astype(np.float32)
 
 
 def generate(spec: PointwiseSpec) -> str:
     """C source: ``run_panel(x, w, r, y, panel)`` and the IREE entry ``<symbol>_impl``
     (memref arguments as IREE passes them: x, w, [r,] y, then the workgroup id)."""
-    why = unsupported(spec.m, spec.k, spec.n)
+    why = unsupported(spec.m, spec.k, spec.n, spec.residual)
     if why:
         raise ValueError(f"{spec.symbol}: {why}")
+    width = VL * spec.nv
+    last_cols = spec.n - (spec.panels - 1) * width  # columns of the last panel
     body = "\n".join(f"  {s}" for s in spec.act)
     res = "+ *(const v16u*)(r + (m0 + p) * N + col + VL * j)" if spec.residual else ""
     res1 = "+ *(const v16u*)(r + m * N + col + VL * j)" if spec.residual else ""
     r_arg = "MEMREF(const float, r), " if spec.residual else ""
     r_pass = "r + r_off" if spec.residual else "0"
+    init = "SPLAT(0.0f)" if spec.bias_after else "*(const v16u*)(bias + VL * j)"
+    post = " + *(const v16u*)(bias + VL * j)" if spec.bias_after else ""
     tail = (
         ""
         if spec.m % spec.pixels == 0
         else f"""  for (size_t m = m0; m < M; ++m) {{  /* rows left over from the register blocks */
     v16 acc[NV];
-    for (int j = 0; j < NV; ++j) acc[j] = *(const v16u*)(bias + VL * j);
+    for (int j = 0; j < nv; ++j) acc[j] = {init};
     for (size_t k = 0; k < K; ++k)
-      for (int j = 0; j < NV; ++j) acc[j] += x[m * K + k] * *(const v16u*)(wp + k * WIDTH + VL * j);
-    for (int j = 0; j < NV; ++j) *(v16u*)(y + m * N + col + VL * j) = act(acc[j]) {res1};
+      for (int j = 0; j < nv; ++j) acc[j] += x[m * K + k] * *(const v16u*)(wp + k * WIDTH + VL * j);
+    for (int j = 0; j < nv; ++j) store(y + m * N + col + VL * j, act(acc[j]{post}) {res1}, j, nv, cols);
   }}
 """
     )
-    return f"""/* generated by xgen_mlir for {spec.symbol}: 1x1 conv {spec.m} rows x {spec.k} -> {spec.n}{" + r" if spec.residual else ""}, panels of {VL * spec.nv} channels, {spec.pixels} rows per register block */
+    return f"""/* generated by xgen_mlir for {spec.symbol}: {spec.m} rows x {spec.k} -> {spec.n}{" + r" if spec.residual else ""}, panels of {width} channels, {spec.pixels} rows per register block */
 #include <stddef.h>
 typedef float v16 __attribute__((vector_size(64)));
 typedef float v16u __attribute__((vector_size(64), aligned(4)));
@@ -109,15 +133,28 @@ typedef int vi16 __attribute__((vector_size(64)));
 #define NV {spec.nv}
 #define PB {spec.pixels}
 #define WIDTH (VL * NV)
+#define NP {spec.n_padded}
+#define PANELS {spec.panels}
+#define LAST_NV {-(-last_cols // VL)}  /* vectors of the last panel */
+#define LAST_COLS {last_cols - VL * (-(-last_cols // VL) - 1)}  /* columns of its last vector */
 static inline v16 act(v16 v) {{
 {body}
   return v;
 }}
 
-static void run_panel(const float* restrict x, const float* restrict w, const float* restrict r,
-                      float* restrict y, size_t panel) {{
+/* vector j of nv at y; only the first `cols` floats of the last one (the columns past N) */
+static inline __attribute__((always_inline)) void store(float* y, v16 v, int j, int nv,
+                                                         int cols) {{
+  if (j < nv - 1 || cols == VL) {{ *(v16u*)y = v; return; }}
+  for (int i = 0; i < cols; ++i) y[i] = v[i];
+}}
+
+/* nv vectors of panel `panel` (compile-time constants once inlined: full or last panel) */
+static inline __attribute__((always_inline)) void panel_rows(
+    const float* restrict x, const float* restrict w, const float* restrict r,
+    float* restrict y, size_t panel, const int nv, const int cols) {{
   const float* restrict wp = w + panel * K * WIDTH;
-  const float* restrict bias = w + (size_t)K * N + panel * WIDTH;
+  const float* restrict bias = w + (size_t)K * NP + panel * WIDTH;
   const size_t col = panel * WIDTH;
   (void)r;
   size_t m0 = 0;
@@ -126,25 +163,33 @@ static void run_panel(const float* restrict x, const float* restrict w, const fl
     #pragma GCC unroll 32
     for (int p = 0; p < PB; ++p)
       #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) acc[p][j] = *(const v16u*)(bias + VL * j);
+      for (int j = 0; j < nv; ++j) acc[p][j] = {init};
     const float* xp = x + m0 * K;
-    #pragma GCC unroll 2
+    #pragma GCC unroll {8 if spec.m < 4 else 2}
     for (size_t k = 0; k < K; ++k) {{
       v16 wv[NV];
       #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) wv[j] = *(const v16u*)(wp + k * WIDTH + VL * j);
+      for (int j = 0; j < nv; ++j) wv[j] = *(const v16u*)(wp + k * WIDTH + VL * j);
       #pragma GCC unroll 32
       for (int p = 0; p < PB; ++p)
         #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) acc[p][j] += xp[p * K + k] * wv[j];
+        for (int j = 0; j < nv; ++j) acc[p][j] += xp[p * K + k] * wv[j];
     }}
     #pragma GCC unroll 32
     for (int p = 0; p < PB; ++p)
       #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j)
-        *(v16u*)(y + (m0 + p) * N + col + VL * j) = act(acc[p][j]) {res};
+      for (int j = 0; j < nv; ++j)
+        store(y + (m0 + p) * N + col + VL * j, act(acc[p][j]{post}) {res}, j, nv, cols);
   }}
 {tail}}}
+
+static void run_panel(const float* restrict x, const float* restrict w, const float* restrict r,
+                      float* restrict y, size_t panel) {{
+  if (panel + 1 == PANELS)
+    panel_rows(x, w, r, y, PANELS - 1, LAST_NV, LAST_COLS);
+  else
+    panel_rows(x, w, r, y, panel, NV, VL);
+}}
 
 void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), {r_arg}MEMREF(float, y),
                         size_t gx) {{

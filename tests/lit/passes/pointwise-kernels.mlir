@@ -1,15 +1,16 @@
 // RUN: rm -rf %t.cache
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p xgen-pointwise-kernels | FileCheck %s
 // RUN: cat %t.cache/kernels/*.c | FileCheck %s --check-prefix=SRC
-// RUN: xgen-opt %s --split-input-file -p "xgen-pointwise-kernels{min-padding=16}" | FileCheck %s --check-prefix=OFF
+// RUN: xgen-opt %s --split-input-file -p "xgen-pointwise-kernels{min-padding=16 matvec=false}" | FileCheck %s --check-prefix=OFF
 
 // A 1x1 conv over a 7x7 image (49 rows: IREE's 16-row tiles would pad them to 64) becomes a
-// call of a generated kernel, with the activations and the residual add after it. With
-// min-padding above any padding, nothing is replaced (OFF).
+// call of a generated kernel, with the activations and the residual add after it; so does a
+// matmul of one row against a constant (a classifier head), with its bias add. With
+// min-padding above any padding and matvec off, nothing is replaced (OFF).
 // OFF-NOT: xgen_pointwise
 
 // The ReLU6 translated op by op into the kernel's activation:
-// SRC: const vi16 t0 = (v > SPLAT(0x0.0p+0f)); const v16 t1 = SEL(t0, v, SPLAT(0x0.0p+0f)); v = t1;
+// SRC-DAG: const vi16 t0 = (v > SPLAT(0x0.0p+0f)); const v16 t1 = SEL(t0, v, SPLAT(0x0.0p+0f)); v = t1;
 
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #sc = affine_map<(d0, d1, d2, d3) -> ()>
@@ -143,16 +144,131 @@ func.func @rows_fill_tiles(%x: tensor<1x8x8x16xf32>) -> tensor<1x8x8x16xf32> {
 
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #sc = affine_map<(d0, d1, d2, d3) -> ()>
-// Must not fire: 24 output channels (the kernel writes 16-channel vectors).
+// 24 output channels: the last panel is one vector, of which the kernel stores 8 columns.
+// SRC-DAG: 49 rows x 16 -> 24, panels of 16 channels
+// SRC-DAG: #define LAST_COLS 8
+// CHECK-LABEL: func.func private @xgen_pointwise_1(tensor<784xf32>, tensor<544xf32>) -> tensor<1176xf32>
 // CHECK-LABEL: func.func @channels_not_16(
-// CHECK-NOT: call
-// CHECK: linalg.conv_2d_nhwc_hwcf
+// CHECK: call @xgen_pointwise_1_call
+// CHECK-NOT: linalg.conv_2d_nhwc_hwcf
 func.func @channels_not_16(%x: tensor<1x7x7x16xf32>) -> tensor<1x7x7x24xf32> {
   %w = arith.constant dense<0.25> : tensor<1x1x16x24xf32>
   %b = arith.constant 0.1 : f32
-  %zero_t = arith.constant dense<0.0> : tensor<f32>
   %e0 = tensor.empty() : tensor<1x7x7x24xf32>
   %eb = linalg.fill ins(%b : f32) outs(%e0 : tensor<1x7x7x24xf32>) -> tensor<1x7x7x24xf32>
   %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<1x7x7x16xf32>, tensor<1x1x16x24xf32>) outs(%eb : tensor<1x7x7x24xf32>) -> tensor<1x7x7x24xf32>
   return %c : tensor<1x7x7x24xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// Must not fire: 24 output channels and a residual add (the kernel adds whole vectors of r).
+// CHECK-LABEL: func.func @channels_not_16_residual(
+// CHECK-NOT: call
+// CHECK: linalg.conv_2d_nhwc_hwcf
+// CHECK: arith.addf
+func.func @channels_not_16_residual(%x: tensor<1x7x7x16xf32>, %r: tensor<1x7x7x24xf32>) -> tensor<1x7x7x24xf32> {
+  %w = arith.constant dense<0.25> : tensor<1x1x16x24xf32>
+  %b = arith.constant 0.1 : f32
+  %e0 = tensor.empty() : tensor<1x7x7x24xf32>
+  %eb = linalg.fill ins(%b : f32) outs(%e0 : tensor<1x7x7x24xf32>) -> tensor<1x7x7x24xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<1x7x7x16xf32>, tensor<1x1x16x24xf32>) outs(%eb : tensor<1x7x7x24xf32>) -> tensor<1x7x7x24xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c, %r : tensor<1x7x7x24xf32>, tensor<1x7x7x24xf32>) outs(%e0 : tensor<1x7x7x24xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %s = arith.addf %in, %in2 : f32
+    linalg.yield %s : f32
+  } -> tensor<1x7x7x24xf32>
+  return %a : tensor<1x7x7x24xf32>
+}
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// A classifier head: one row times the transpose of a constant, then the bias add, as
+// torch-mlir writes a linear layer. The kernel sums from zero and adds the bias after
+// (the IR's order); 40 columns are 3 panels of 16, the last storing 8.
+// SRC-DAG: 1 rows x 64 -> 40, panels of 16 channels, 1 rows per register block
+// SRC-DAG: acc[p][j] = SPLAT(0.0f)
+// SRC-DAG: act(acc[p][j] + *(const v16u*)(bias + VL * j))
+// CHECK-LABEL: func.func private @xgen_pointwise_1(tensor<64xf32>, tensor<3120xf32>) -> tensor<40xf32>
+// CHECK-LABEL: func.func @classifier(
+// CHECK: %[[Y:.*]] = call @xgen_pointwise_1_call(%arg0, %{{.*}})
+// CHECK-NOT: linalg
+// CHECK: return %[[Y]] : tensor<1x40xf32>
+func.func @classifier(%x: tensor<1x64xf32>) -> tensor<1x40xf32> {
+  %w = arith.constant dense<0.25> : tensor<40x64xf32>
+  %bias = arith.constant dense<0.5> : tensor<40xf32>
+  %zero = arith.constant 0.0 : f32
+  %te = tensor.empty() : tensor<64x40xf32>
+  %wt = linalg.transpose ins(%w : tensor<40x64xf32>) outs(%te : tensor<64x40xf32>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<1x40xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<1x40xf32>) -> tensor<1x40xf32>
+  %mm = linalg.matmul ins(%x, %wt : tensor<1x64xf32>, tensor<64x40xf32>) outs(%z : tensor<1x40xf32>) -> tensor<1x40xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #col, #id2], iterator_types = ["parallel", "parallel"]} ins(%mm, %bias : tensor<1x40xf32>, tensor<40xf32>) outs(%e : tensor<1x40xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<1x40xf32>
+  return %y : tensor<1x40xf32>
+}
+
+// -----
+
+// Must not fire: 4 rows are not a matrix-vector product (IREE's narrow data tiles take them).
+// CHECK-LABEL: func.func @matmul_four_rows(
+// CHECK-NOT: call
+// CHECK: linalg.matmul
+func.func @matmul_four_rows(%x: tensor<4x64xf32>) -> tensor<4x48xf32> {
+  %w = arith.constant dense<0.25> : tensor<64x48xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x48xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x48xf32>) -> tensor<4x48xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<4x64xf32>, tensor<64x48xf32>) outs(%z : tensor<4x48xf32>) -> tensor<4x48xf32>
+  return %mm : tensor<4x48xf32>
+}
+
+// -----
+
+// Must not fire: the right-hand side is not a constant (attention's scores, say).
+// CHECK-LABEL: func.func @matmul_rhs_not_constant(
+// CHECK-NOT: call
+// CHECK: linalg.matmul
+func.func @matmul_rhs_not_constant(%x: tensor<1x64xf32>, %w: tensor<64x48xf32>) -> tensor<1x48xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x48xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<1x48xf32>) -> tensor<1x48xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<1x64xf32>, tensor<64x48xf32>) outs(%z : tensor<1x48xf32>) -> tensor<1x48xf32>
+  return %mm : tensor<1x48xf32>
+}
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// Must not fire: tanh after the bias add (a BERT pooler) does not translate to the kernel's
+// C; IREE fuses it into the matmul's dispatch.
+// CHECK-LABEL: func.func @matmul_tanh(
+// CHECK-NOT: call
+// CHECK: linalg.matmul
+// CHECK: math.tanh
+func.func @matmul_tanh(%x: tensor<1x64xf32>) -> tensor<1x48xf32> {
+  %w = arith.constant dense<0.25> : tensor<64x48xf32>
+  %bias = arith.constant dense<0.5> : tensor<48xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x48xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<1x48xf32>) -> tensor<1x48xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<1x64xf32>, tensor<64x48xf32>) outs(%z : tensor<1x48xf32>) -> tensor<1x48xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #col, #id2], iterator_types = ["parallel", "parallel"]} ins(%mm, %bias : tensor<1x48xf32>, tensor<48xf32>) outs(%e : tensor<1x48xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<1x48xf32>
+  %t = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<1x48xf32>) outs(%e : tensor<1x48xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.tanh %a : f32
+    linalg.yield %r : f32
+  } -> tensor<1x48xf32>
+  return %t : tensor<1x48xf32>
 }
