@@ -215,3 +215,30 @@ def residual_add(
         return None
     ly = loops["y"]
     return add, [ly.index(i) for i in range(4)], addend
+
+
+def bias_add(mm: ir.Operation, ev: ConstEval) -> tuple[ir.Operation, np.ndarray] | None:
+    """The single user of ``mm`` if it is ``result + bias[n]`` with a constant f32 bias along
+    the last dim (a linear layer's bias, as torch-mlir adds it after the matmul): that add
+    and the bias (float64)."""
+    res = mm.results[0]
+    if num_uses(res) != 1:
+        return None
+    user = next(iter(res.uses)).owner.operation
+    if not is_elementwise(user) or len(user.operands) != 3 or user.results[0].type != res.type:
+        return None
+    ops = body_ops(user)
+    args = list(user.regions[0].blocks[0].arguments)
+    if len(ops) != 2 or ops[0].name != "arith.addf" or ops[1].operands[0] != ops[0].results[0]:
+        return None
+    if list(ops[0].operands) not in ([args[0], args[1]], [args[1], args[0]]):
+        return None
+    pos = 0 if user.operands[0] == res else 1
+    maps = indexing_maps(user)
+    last = len(ir.RankedTensorType(res.type).shape) - 1
+    if user.operands[1 - pos] == res or not is_identity(maps[pos]):
+        return None
+    if map_dims(maps[1 - pos]) != [last]:
+        return None
+    bias = ev.value(user.operands[1 - pos])
+    return None if bias is None or bias.dtype != np.float32 else (user, bias.astype(np.float64))

@@ -56,15 +56,12 @@ from .generic_util import (
     erase_dead_tree,
     generic,
     has_default_maps,
-    indexing_maps,
     is_elementwise,
-    is_identity,
     iterator_types,
-    map_dims,
     num_inputs,
-    num_uses,
     producer,
 )
+from .kernel_match import bias_add
 from .registry import register_pass
 
 _MATMULS = ("linalg.matmul", "linalg.batch_matmul")
@@ -93,31 +90,6 @@ class Member:
     bias: np.ndarray | None  # (N,)
 
 
-def _bias_add(mm: ir.Operation, ev: ConstEval) -> tuple[ir.Operation, np.ndarray] | None:
-    """The single user of ``mm`` if it is ``result + bias[n]`` with a constant bias."""
-    res = mm.results[0]
-    if num_uses(res) != 1:
-        return None
-    user = next(iter(res.uses)).owner.operation
-    if not is_elementwise(user) or len(user.operands) != 3 or user.results[0].type != res.type:
-        return None
-    ops = body_ops(user)
-    args = list(user.regions[0].blocks[0].arguments)
-    if len(ops) != 2 or ops[0].name != "arith.addf" or ops[1].operands[0] != ops[0].results[0]:
-        return None
-    if list(ops[0].operands) not in ([args[0], args[1]], [args[1], args[0]]):
-        return None
-    pos = 0 if user.operands[0] == res else 1
-    maps = indexing_maps(user)
-    last = len(ir.RankedTensorType(res.type).shape) - 1
-    if user.operands[1 - pos] == res or not is_identity(maps[pos]):
-        return None
-    if map_dims(maps[1 - pos]) != [last]:
-        return None
-    bias = ev.value(user.operands[1 - pos])
-    return None if bias is None or bias.dtype != np.float32 else (user, bias.astype(np.float64))
-
-
 def _member(op: ir.Operation, ev: ConstEval) -> Member | None:
     ty = ir.RankedTensorType(op.results[0].type)
     if str(ty.element_type) != "f32" or not has_default_maps(op):
@@ -128,7 +100,7 @@ def _member(op: ir.Operation, ev: ConstEval) -> Member | None:
     init = ev.per_channel_init(op.operands[2], len(ty.shape) - 1)
     if init is None:
         return None
-    found = _bias_add(op, ev)
+    found = bias_add(op, ev)
     return Member(op, weight, init, *(found or (None, None)))
 
 

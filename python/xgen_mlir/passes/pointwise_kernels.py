@@ -45,18 +45,20 @@ from ..frontend.lowering import format_location
 from ..irutil import ops_named
 from .consteval import ConstEval
 from .generic_util import (
-    body,
-    body_ops,
     has_default_maps,
-    indexing_maps,
     is_elementwise,
-    is_identity,
-    map_dims,
-    num_inputs,
     num_uses,
 )
 from .kernel_call import free_symbol, install_kernel
-from .kernel_match import NoMatch, activation_c, conv_1x1, residual_add, static_f32, tensor_input
+from .kernel_match import (
+    NoMatch,
+    activation_c,
+    bias_add,
+    conv_1x1,
+    residual_add,
+    static_f32,
+    tensor_input,
+)
 from .registry import register_pass
 
 
@@ -120,34 +122,13 @@ def match_matmul(mm: ir.Operation, ev: ConstEval) -> Match:
         raise NoMatch("the matmul's accumulator is not a per-column constant")
     replaced = [mm]
     value, bias_after = mm.results[0], False
-    if num_uses(value) == 1 and not init.any():
-        add = next(iter(value.uses)).owner.operation
-        bias = column_bias(add, value, ev)
-        if bias is not None:
-            init, bias_after, value = bias, True, add.results[0]
-            replaced.append(add)
+    found = bias_add(mm, ev) if not init.any() else None
+    if found is not None:
+        add, init = found
+        bias_after, value = True, add.results[0]
+        replaced.append(add)
     act, end, _, _ = _epilogue(value, ev, replaced, False)
     return Match(mm, (m, k, n), w, init, act, replaced, end, None, None, bias_after)
-
-
-def column_bias(op: ir.Operation, value: ir.Value, ev: ConstEval) -> np.ndarray | None:
-    """The constant vector that elementwise ``op`` adds to each row of matrix ``value``, or
-    None (a linear layer's bias, as torch-mlir adds it after the matmul)."""
-    if not is_elementwise(op) or num_inputs(op) != 2:
-        return None
-    ops, args = body_ops(op), list(body(op).arguments)
-    if [o.name for o in ops] != ["arith.addf", "linalg.yield"]:
-        return None
-    if ops[1].operands[0] != ops[0].results[0] or set(ops[0].operands) != set(args[:2]):
-        return None
-    maps = indexing_maps(op)
-    (bias_at,) = [i for i in (0, 1) if op.operands[i] != value] or [None]
-    if bias_at is None or not is_identity(maps[1 - bias_at]):
-        return None
-    if map_dims(maps[bias_at]) != [1]:
-        return None
-    bias = ev.value(op.operands[bias_at])
-    return None if bias is None or bias.dtype != np.float32 else bias.astype(np.float64)
 
 
 def _epilogue(
