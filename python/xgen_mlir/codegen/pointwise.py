@@ -70,10 +70,6 @@ class PointwiseSpec:
     def n_padded(self) -> int:
         return self.panels * VL * self.nv
 
-    @property
-    def weights_len(self) -> int:
-        return (self.k + 1) * self.n_padded
-
 
 def unsupported(m: int, k: int, n: int, residual: bool = False) -> str | None:
     """Why the kernel cannot take this product, or None."""

@@ -212,8 +212,7 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
                 counts[f"not replaced: C compiler '{opts.cc}' not found"] += 1
                 continue
             where = format_location(op.location)
-            done = counts["convs replaced"] + counts["matrix-vector products replaced"]
-            symbol = free_symbol(module_op, "xgen_pointwise", done + 1)
+            symbol = free_symbol(module_op, "xgen_pointwise", 1)
             spec = replace(module_op, match, symbol, opts)
             counts[f"{kind} replaced"] += 1
             if spec.act:
