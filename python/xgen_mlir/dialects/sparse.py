@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir
+from ..diagnostics import format_location
 from ..errors import XGenError
-from ..frontend.lowering import format_location
 from ..irutil import ConstantReader, ops_where
 
 PATTERN_CONV = "xgen_sparse.pattern_conv2d"

@@ -7,10 +7,8 @@ dialect afterwards we list *all* of it -- op name, count and source location -- 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from .._mlir import ir, passmanager
+from ..diagnostics import captured_diagnostics, format_location
 from ..errors import FrontendError, UnsupportedOp, UnsupportedOpsError
 
 TORCH_BACKEND_CONTRACT = (
@@ -21,22 +19,6 @@ TORCH_TO_LINALG = "builtin.module(torch-backend-to-linalg-on-tensors-backend-pip
 
 # Torch-dialect ops that only carry constants/lists and vanish once their users are lowered.
 _BOOKKEEPING_PREFIXES = ("torch.constant.", "torch.prim.ListConstruct", "torch.prim.TupleConstruct")
-
-
-@contextmanager
-def captured_diagnostics(ctx: ir.Context) -> Iterator[list[str]]:
-    """Collect MLIR diagnostics as strings instead of letting them print to stderr."""
-    messages: list[str] = []
-
-    def handler(d: ir.Diagnostic) -> bool:
-        messages.append(f"{d.location}: {d.message}")
-        return True
-
-    h = ctx.attach_diagnostic_handler(handler)
-    try:
-        yield messages
-    finally:
-        h.detach()
 
 
 def run_pipeline(module: ir.Module, pipeline: str) -> list[str] | None:
@@ -50,14 +32,6 @@ def run_pipeline(module: ir.Module, pipeline: str) -> list[str] | None:
         except RuntimeError as e:  # older bindings raise RuntimeError on pass failure
             return diags + [str(e)]
     return None
-
-
-def format_location(loc: ir.Location) -> str:
-    """'file:line:col' (or the fused/named location's text) for a human."""
-    text = str(loc)
-    if text.startswith("loc(") and text.endswith(")"):
-        text = text[4:-1]
-    return text.replace('"', "")
 
 
 def leftover_torch_ops(module: ir.Module) -> list[UnsupportedOp]:

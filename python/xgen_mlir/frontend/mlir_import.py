@@ -7,8 +7,9 @@ import re
 from pathlib import Path
 
 from .._mlir import ir
+from ..diagnostics import captured_diagnostics
 from ..errors import FrontendError, MLIRParseError
-from .lowering import captured_diagnostics, lower_torch_to_linalg
+from .lowering import lower_torch_to_linalg
 
 
 def new_torch_context() -> ir.Context:

@@ -360,7 +360,7 @@ def plan_data_tiling(
     ``xgen_tiles``: a predicate for ops a tile rule of xgen_mlir takes instead (left plain)."""
     from iree.compiler import ir
 
-    from ..frontend.lowering import format_location
+    from ..diagnostics import format_location
 
     decisions = []
     for op in list(block.operations):

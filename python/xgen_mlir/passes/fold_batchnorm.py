@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir
+from ..diagnostics import format_location
 from ..dialects.sparse import PATTERN_CONV
-from ..frontend.lowering import format_location
 from ..irutil import constant_op, ops_named
 from .consteval import ConstEval, NotConstant, loop_view
 from .generic_util import (

@@ -35,7 +35,7 @@ import sys
 from dataclasses import dataclass
 
 from .._mlir import arith, ir, linalg, tensor
-from ..frontend.lowering import format_location
+from ..diagnostics import format_location
 from ..irutil import ops_named
 from .generic_util import (
     body,

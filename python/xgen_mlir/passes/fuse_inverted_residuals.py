@@ -48,7 +48,7 @@ from .._mlir import ir
 from ..codegen.inverted_residual import BlockSpec, pick_pixels, pick_rows, unsupported
 from ..codegen.inverted_residual import generate as generate_block
 from ..codegen.toolchain import ToolchainOptions, compile_object
-from ..frontend.lowering import format_location
+from ..diagnostics import format_location
 from ..irutil import ops_named
 from .consteval import ConstEval
 from .generic_util import (

@@ -45,7 +45,7 @@ from functools import cmp_to_key
 import numpy as np
 
 from .._mlir import arith, ir, tensor
-from ..frontend.lowering import format_location
+from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
 from .consteval import ConstEval
 from .generic_util import (

@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .._mlir import ir, tensor
-from ..frontend.lowering import format_location
+from ..diagnostics import format_location
 from ..irutil import ops_named
 from .cancel_reshapes import _named_transpose, transpose_perm
 from .generic_util import erase_dead_tree, num_uses

@@ -41,7 +41,7 @@ import numpy as np
 from .._mlir import ir
 from ..codegen.pointwise import PointwiseSpec, generate, pack_weights, unsupported
 from ..codegen.toolchain import ToolchainOptions, compile_object
-from ..frontend.lowering import format_location
+from ..diagnostics import format_location
 from ..irutil import ops_named
 from .consteval import ConstEval
 from .generic_util import (

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from .._mlir import ir
+from ..diagnostics import format_location
 from ..dialects import load_xgen_dialects
 from ..dialects.sparse import PATTERN_CONV
-from ..frontend.lowering import format_location
 from ..irutil import ConstantReader, constant_op, ops_named
 from .registry import register_pass
 

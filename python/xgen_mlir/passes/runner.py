@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 
 from .._mlir import ir
+from ..diagnostics import captured_diagnostics
 from ..errors import PipelineError
-from ..frontend.lowering import captured_diagnostics
 from .registry import build_pass_manager, split_pipeline, take_failures, take_stats
 
 # Above this size a reproducer is written as bytecode (text of big weights is huge and slow).

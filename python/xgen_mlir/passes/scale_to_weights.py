@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import arith, ir
-from ..frontend.lowering import format_location
+from ..diagnostics import format_location
 from ..irutil import ops_named
 from .generic_util import (
     body,

@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .._mlir import arith, ir, tensor
-from ..frontend.lowering import format_location
+from ..diagnostics import format_location
 from ..irutil import ops_named
 from .generic_util import (
     body_ops,

@@ -14,8 +14,9 @@ from typing import Any
 
 from .._mlir import ir
 from .._paths import dialects_dir
+from ..diagnostics import format_location
 from ..errors import UnsupportedOp, UnsupportedOpsError
-from ..frontend.lowering import _BOOKKEEPING_PREFIXES, format_location, leftover_torch_ops
+from ..frontend.lowering import _BOOKKEEPING_PREFIXES, leftover_torch_ops
 from .registry import PassFailure, register_pass
 
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import arith, ir, linalg, tensor
-from ..frontend.lowering import format_location
+from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
 from .consteval import ConstEval
 from .generic_util import (
