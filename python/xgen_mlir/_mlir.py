@@ -1,11 +1,16 @@
-"""The one place that imports MLIR's Python bindings (torch-mlir's copy).
+"""The one place that imports MLIR's Python bindings.
 
-xgen_mlir works in torch-mlir's MLIR context (it has the FX/ONNX importers, IRDL, ext and
-Python rewrite patterns). IREE has its own, separate MLIR copy: the two only meet through
-text or bytecode, never through Python objects (see backend/iree.py).
+xgen_mlir's graph phase works in torch-mlir's MLIR context (it has the FX/ONNX importers,
+IRDL, ext and Python rewrite patterns). IREE has its own, separate MLIR copy, in which the
+dispatch phase runs: the two only meet through text or bytecode, never through Python objects
+(see backend/iree.py). ``binding_of`` tells which copy an IR object belongs to.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 try:
     from torch_mlir import ir, passmanager, rewrite
@@ -16,7 +21,64 @@ except ImportError as e:  # pragma: no cover - exercised only on broken installs
         f"importing them failed: {e}"
     ) from e
 
-__all__ = ["arith", "func", "ir", "linalg", "new_context", "passmanager", "rewrite", "tensor"]
+__all__ = [
+    "Binding",
+    "arith",
+    "binding_of",
+    "func",
+    "ir",
+    "iree_binding",
+    "linalg",
+    "new_context",
+    "passmanager",
+    "rewrite",
+    "tensor",
+    "torch_binding",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One copy of MLIR's Python bindings: its ``ir``, ``passmanager`` and dialect modules."""
+
+    name: str  # "torch-mlir" or "iree"
+    ir: ModuleType
+    passmanager: ModuleType
+    linalg: ModuleType
+    tensor: ModuleType
+    arith: ModuleType
+
+
+def torch_binding() -> Binding:
+    return Binding("torch-mlir", ir, passmanager, linalg, tensor, arith)
+
+
+_IREE: Binding | None = None
+
+
+def iree_binding() -> Binding:
+    global _IREE
+    if _IREE is None:
+        from iree.compiler import ir as iree_ir
+        from iree.compiler import passmanager as iree_pm
+        from iree.compiler.dialects import arith as iree_arith
+        from iree.compiler.dialects import linalg as iree_linalg
+        from iree.compiler.dialects import tensor as iree_tensor
+
+        _IREE = Binding("iree", iree_ir, iree_pm, iree_linalg, iree_tensor, iree_arith)
+    return _IREE
+
+
+def binding_of(obj: Any) -> Binding:
+    """The binding an IR object (context, module, operation, op view, value, type, location)
+    comes from, by the class it is an instance of."""
+    probe = obj.context if hasattr(obj, "context") and not isinstance(obj, ir.Context) else obj
+    if isinstance(probe, ir.Context):
+        return torch_binding()
+    iree = iree_binding()
+    if isinstance(probe, iree.ir.Context):
+        return iree
+    raise TypeError(f"not an MLIR object of a known binding: {type(obj).__name__}")
 
 
 def new_context() -> ir.Context:

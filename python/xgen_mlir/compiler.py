@@ -40,9 +40,6 @@ class CompileOptions:
     # Weights of at least this many bytes go to a parameter archive (.irpa) beside the module,
     # not into it (True: 0 bytes, i.e. all of them). save_bundle() writes both.
     external_weights: int | bool | None = None
-    # Let xgen_mlir's fusion planner form the dispatch regions (None: the target's default,
-    # [fusion] plan in pipelines/<target>.toml).
-    fusion: bool | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> CompileOptions:
@@ -63,8 +60,10 @@ class CompileReport:
     iree_flags: list[str] = field(default_factory=list)
     fallback_used: str | None = None
     fusion_plans: list[Any] = field(default_factory=list)  # fusion.FusionPlan per function
-    fusion_note: str = ""  # why no plan was used, when the target asked for one
-    shared_packs: Any = None  # backend.shared_packs.SharedPacks, when that step ran
+    fusion_note: str = ""  # why the dispatch steps were not used, when the target has some
+    shared_packs: Any = None  # fusion.shared_packs.SharedPacks, when that step ran or was dropped
+    dropped_steps: dict[str, str] = field(default_factory=dict)  # optional dispatch steps IREE
+    # rejected (the compile went on without them), with why
     # What our graph rewrites did, per pass: {"xgen-winograd-convs": {"...": 13}, ...}
     rewrites: dict[str, dict[str, int]] = field(default_factory=dict)
     flops_imported: int = 0  # of the module as imported
@@ -123,7 +122,6 @@ def compile(
             dump_executables=Path(opts.dump_executables) if opts.dump_executables else None,
             external_weights=ext_bytes,
             stem="model",
-            fusion_plan=opts.fusion,
         )
         if "vm-c" in pipeline.outputs:  # the VM program as C source (no bytecode interpreter)
             c_module = compile_vmfb(module, pipeline, extra_flags=[*extra, "--output-format=vm-c"],
@@ -135,7 +133,10 @@ def compile(
     report.stage_seconds["iree-compile"] = time.perf_counter() - t0
     report.iree_flags, report.fallback_used = result.flags, result.fallback_used
     report.fusion_plans, report.fusion_note = result.fusion_plans, result.fusion_note
-    report.shared_packs = result.shared_packs
+    report.dropped_steps = result.dropped_steps
+    report.shared_packs = result.dispatch_records.get("shared_packs") or _dropped_packs(
+        result.dropped_steps
+    )
     report.stage_seconds.update({f"iree:{k}": v for k, v in result.stage_seconds.items()})
     if opts.verbose:
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in report.stage_seconds.items())
@@ -146,14 +147,20 @@ def compile(
         params = write_irpa(
             result.weights.weights, Path(tempfile.mkdtemp(prefix="xgen-w-")) / "weights.irpa"
         )
-    compiled = CompiledModule(result.vmfb, entry=opts.entry, device=opts.device, target=target,
-                              parameters=params, devices=pipeline.runtime.devices or None,
-                              artifacts=artifacts)  # fmt: skip
-    compiled.report = report  # type: ignore[attr-defined]
-    compiled.build_info = {  # type: ignore[attr-defined]  # for bundles' manifests
+    build_info = {  # for bundles' manifests
         "target_options": dict(pipeline.option_values),
         "iree_flags": [re.sub(r"=.*/model\.o$", "=model.o", f) for f in result.flags],
         "arch": pipeline.runtime.arch,
         "emulator": pipeline.runtime.emulator,
     }
-    return compiled
+    return CompiledModule(result.vmfb, entry=opts.entry, device=opts.device, target=target,
+                          parameters=params, devices=pipeline.runtime.devices or None,
+                          artifacts=artifacts, report=report, build_info=build_info)  # fmt: skip
+
+
+def _dropped_packs(dropped: dict[str, str]) -> Any:
+    """The report's record of a shared-packs step IREE rejected (None when none was)."""
+    from .fusion.shared_packs import SharedPacks
+
+    why = next((w for step, w in dropped.items() if "merge-duplicate-outputs" in step), None)
+    return None if why is None else SharedPacks(False, why=why)

@@ -7,23 +7,22 @@ in passes, never here.
 Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
 
 * ``[options.NAME]`` with ``default``, ``help`` and optional ``choices``: target options
-  substituted into the flags and pass steps as ``${NAME}``; users override them with
-  ``compile(..., target_options={...})`` / ``xgen-compile --target-option NAME=VALUE``. A flag
-  that ends in ``=`` after substitution (an empty option) is dropped. The value ``auto`` is
-  read off the host by the probe of that name in ``_AUTO`` (``backend/host.py``).
+  substituted into the flags and pass steps as ``${NAME}`` (``string.Template``); users override
+  them with ``compile(..., target_options={...})`` / ``xgen-compile --target-option NAME=VALUE``.
+  Values are checked before they reach any pipeline text (a plain word: letters, digits and
+  ``. , + - _``). A flag that ends in ``=`` after substitution (an empty option) is dropped.
+  The value ``auto`` is computed from the target facts by the rule of that name in ``_AUTO``.
+* ``[target]``: facts of the machine the module runs on (``target.TargetFacts``: vector_bits,
+  l2_bytes, threads), each a number or ``"host"`` (read off the compiling machine: for targets
+  that are the host). Steps and flags use them as ``${vector_bits}`` etc.
 * ``[iree] outputs`` [``["vmfb"]``]: also ``"static-library"`` and ``"vm-c"`` (bare metal).
-* ``[fusion]``: ``plan`` [false] lets xgen_mlir's fusion planner form the dispatch regions
-  (``backend/fusion_stage.py``); ``delegate_contractions`` [true] leaves matmul/conv-rooted
-  groups to IREE; ``plan_data_tiling`` [true] decides per contraction whether IREE data-tiles
-  it (``fusion/data_tiling.py``; only when the flags ask for data tiling); ``share_pads``
-  [true] lets the other readers of a padded value read the padded buffer, so no copy is
-  needed (``fusion/pad_sharing.py``); ``conv_tiles`` [false] gives small-image convs
-  xgen_mlir's tile sizes (``fusion/conv_tiling.py``); ``transpose_tiles`` [false] does the same
-  for transposes that write a few-element dimension innermost (``fusion/transpose_tiling.py``),
-  ``gemv_tiles`` [false] for one-row matmuls such as a classifier head (``fusion/gemv_tiling.py``),
-  ``matmul_tiles`` [false] for plain matmuls IREE vectorizes 7 rows at a time and for 49-row
-  ones it would data-tile (``fusion/matmul_tiling.py``). All but ``plan`` are read into one
-  ``FusionSteps``.
+* ``[dispatch]``: steps run inside IREE's compile, on IREE's IR (``backend/dispatch_stage.py``).
+  ``enabled`` [true] (usually ``"${fusion}"``, an option); ``[[dispatch.steps]]`` like
+  ``[[steps]]``, plus ``at`` [``"global-optimization"``]: the IREE phase after which the step
+  runs (IREE stops there, the steps run, IREE resumes), and ``optional`` [false]: an
+  optimization IREE may reject; when the compile fails with it, it is dropped and the compile
+  retried. The passes' own ordering rules (``after``/``requires`` in their registration) are
+  checked when the pipeline is built.
 * ``[runtime]``: ``devices`` [local-task, local-sync] the module runs on, ``arch`` ["host"] of
   its CPU executables (``none`` for GPU targets), ``emulator`` to run a foreign arch here.
 """
@@ -34,39 +33,21 @@ import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from string import Template
 
 from ._paths import pipelines_dir
 from .errors import PipelineError, UnknownNameError
+from .target import TargetFacts, host_fact, matmul_tile_bytes
 
-
-@dataclass(frozen=True)
-class FusionSteps:
-    """Which of the fusion planner's optional steps run: a pipeline's ``[fusion]`` table
-    (the keys of the same names; ``data_tiling`` is ``plan_data_tiling``). The planner
-    (``fusion.form_dispatch_regions``) and the backend stage (``backend/fusion_stage.py``) take
-    it whole, so a new step is one field here and one line in the planner."""
-
-    delegate_contractions: bool = True
-    data_tiling: bool = True
-    share_pads: bool = True
-    conv_tiles: bool = False
-    transpose_tiles: bool = False
-    gemv_tiles: bool = False
-    matmul_tiles: bool = False
-    depthwise_pads: bool = False
-    shared_packs: bool = False  # a backend step (backend/shared_packs.py), not a planner one
-
-    @classmethod
-    def from_table(cls, table: dict[str, object]) -> FusionSteps:
-        keys = {f: f for f in cls.__dataclass_fields__} | {"data_tiling": "plan_data_tiling"}
-        defaults = cls()
-        return cls(**{f: bool(table.get(key, getattr(defaults, f))) for f, key in keys.items()})
+IREE_PHASES = ("global-optimization", "dispatch-creation")  # where dispatch steps may run
 
 
 @dataclass(frozen=True)
 class Step:
     pass_text: str
     why: str
+    at: str = ""  # dispatch steps: the IREE phase they run after
+    optional: bool = False  # dispatch steps: dropped (and the compile retried) when IREE fails
 
 
 @dataclass(frozen=True)
@@ -95,18 +76,12 @@ class RuntimeSpec:
     emulator: str = ""  # user-mode emulator that runs `arch` binaries on another host
 
 
-_OPTION_REF = re.compile(r"\$\{(\w+)\}")
+# A value that can go into a flag or a pass option as one word.
+_SAFE_VALUE = re.compile(r"[\w.,+-]*")
 
-
-def _auto_matmul_tile_bytes() -> str:
-    from .backend.host import matmul_tile_bytes
-
-    return matmul_tile_bytes()
-
-
-# Options whose value ``auto`` is measured on the host at compile time ('' = unknown: the flag
-# that uses it is dropped).
-_AUTO = {"matmul_tile_bytes": _auto_matmul_tile_bytes}
+# Options whose value ``auto`` is computed from the target facts ('' = unknown: the flag that
+# uses it is dropped).
+_AUTO = {"matmul_tile_bytes": matmul_tile_bytes}
 
 
 @dataclass(frozen=True)
@@ -122,11 +97,15 @@ class Pipeline:
     outputs: tuple[str, ...] = ("vmfb",)
     runtime: RuntimeSpec = RuntimeSpec()
     option_values: tuple[tuple[str, str], ...] = ()  # set by with_options()
-    fusion_plan: bool = False
-    fusion: FusionSteps = FusionSteps()
+    # [target]: each fact's spec as written ("host" or a number), and the facts once resolved
+    fact_specs: tuple[tuple[str, str], ...] = ()
+    facts: TargetFacts = field(default_factory=TargetFacts)
+    dispatch_steps: tuple[Step, ...] = ()
+    dispatch_enabled: str = "true"  # "true"/"false" once resolved; may name an option
 
     def with_options(self, overrides: dict[str, str] | None = None) -> Pipeline:
-        """This pipeline with its ``${option}`` references resolved (defaults + overrides)."""
+        """This pipeline with its ``${option}`` and ``${fact}`` references resolved (defaults +
+        overrides; ``host`` facts read off this machine)."""
         known = {o.name: o for o in self.options}
         values = {o.name: o.default for o in self.options}
         for key, value in (overrides or {}).items():
@@ -137,6 +116,12 @@ class Pipeline:
                     list(known) or [f"(none: target '{self.name}' takes no options)"],
                 )
             value = str(value)
+            if not _SAFE_VALUE.fullmatch(value):
+                raise PipelineError(
+                    f"target '{self.name}': option {key}={value!r} is not a plain value "
+                    "(letters, digits and . , + - _ only: it goes into IREE flags and pass "
+                    "options)"
+                )
             choices = known[key].choices
             if choices and value not in choices:
                 raise PipelineError(
@@ -144,36 +129,60 @@ class Pipeline:
                     f"{', '.join(choices)}"
                 )
             values[key] = value
+        facts = TargetFacts(**{
+            name: host_fact(name) if spec == "host" else int(spec)
+            for name, spec in self.fact_specs
+        })  # fmt: skip
         for key, value in values.items():
             if value == "auto":
                 if key not in _AUTO:
-                    raise PipelineError(f"{self.path}: option {key} has no 'auto' probe")
-                values[key] = _AUTO[key]()
+                    raise PipelineError(f"{self.path}: option {key} has no 'auto' rule")
+                values[key] = _AUTO[key](facts)
+        mapping = {**values, **{n: str(getattr(facts, n)) for n, _ in self.fact_specs}}
+        mapping["entry"] = "$entry"  # filled per compile by pass_steps()
 
         def subst(text: str) -> str:
-            def one(m: re.Match[str]) -> str:
-                if m.group(1) not in values:
-                    raise PipelineError(f"{self.path}: flag {text!r} uses undeclared option "
-                                        f"'{m.group(1)}'")  # fmt: skip
-                return values[m.group(1)]
-
-            return _OPTION_REF.sub(one, text)
+            try:
+                return Template(text).substitute(mapping)
+            except KeyError as e:
+                raise PipelineError(
+                    f"{self.path}: {text!r} uses undeclared option or fact {e}"
+                ) from None
+            except ValueError as e:
+                raise PipelineError(f"{self.path}: {text!r}: {e}") from None
 
         flags = tuple(f for f in (subst(f) for f in self.flags) if not f.endswith("="))
         steps = tuple(replace(s, pass_text=subst(s.pass_text)) for s in self.steps)
+        dispatch = tuple(replace(s, pass_text=subst(s.pass_text)) for s in self.dispatch_steps)
+        enabled = subst(self.dispatch_enabled)
+        if enabled not in ("true", "false"):
+            raise PipelineError(f"{self.path}: [dispatch] enabled = {enabled!r}, not true/false")
         arch = subst(self.runtime.arch)
         runtime = RuntimeSpec(self.runtime.devices, arch, subst(self.runtime.emulator))
-        return replace(self, flags=flags, steps=steps, runtime=runtime,
+        return replace(self, flags=flags, steps=steps, runtime=runtime, facts=facts,
+                       dispatch_steps=dispatch, dispatch_enabled=enabled,
                        option_values=tuple(sorted(values.items())))  # fmt: skip
 
+    def _resolved(self) -> Pipeline:
+        return self if self.option_values or not self.options else self.with_options()
+
     def pass_steps(self, entry: str = "main") -> list[str]:
-        """The steps' pass texts; ``${option}`` references take their defaults unless
+        """The graph steps' pass texts; ``${option}`` references take their defaults unless
         ``with_options`` resolved them already."""
-        resolved = self if self.option_values or not self.options else self.with_options()
-        return [s.pass_text.replace("$entry", entry) for s in resolved.steps]
+        return [Template(s.pass_text).substitute(entry=entry) for s in self._resolved().steps]
 
     def pass_pipeline_text(self, entry: str = "main") -> str:
         return ",".join(self.pass_steps(entry))
+
+    def dispatch_stages(self) -> list[tuple[str, list[Step]]]:
+        """The dispatch steps grouped by the IREE phase they run after, in IREE's order;
+        empty when ``[dispatch] enabled`` is false."""
+        resolved = self._resolved()
+        if resolved.dispatch_enabled != "true":
+            return []
+        return [(phase, [s for s in resolved.dispatch_steps if s.at == phase])
+                for phase in IREE_PHASES
+                if any(s.at == phase for s in resolved.dispatch_steps)]  # fmt: skip
 
 
 def available_pipelines() -> list[str]:
@@ -202,6 +211,12 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
             for fb in iree.get("fallbacks", [])
         )
         options = tuple(_option(k, v) for k, v in data.get("options", {}).items())
+        facts = tuple((k, _fact(path, k, v)) for k, v in data.get("target", {}).items())
+        clash = {n for n, _ in facts} & {o.name for o in options}
+        if clash:
+            raise PipelineError(f"{path}: {sorted(clash)} both a target fact and an option")
+        dispatch = data.get("dispatch", {})
+        dispatch_steps = tuple(_dispatch_step(path, s) for s in dispatch.get("steps", []))
         rt = data.get("runtime", {})
         runtime = RuntimeSpec(
             devices=tuple(rt.get("devices", RuntimeSpec.devices)),
@@ -219,14 +234,37 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
             options=options,
             outputs=tuple(iree.get("outputs", ["vmfb"])),
             runtime=runtime,
-            fusion_plan=bool(data.get("fusion", {}).get("plan", False)),
-            fusion=FusionSteps.from_table(data.get("fusion", {})),
+            fact_specs=facts,
+            dispatch_steps=dispatch_steps,
+            dispatch_enabled=str(dispatch.get("enabled", "true")).lower(),
         )
     except (KeyError, TypeError) as e:
         raise PipelineError(
             f"{path}: malformed pipeline, missing or wrong key {e} (each step needs 'pass' and "
             "'why'; [iree] needs 'backends')"
         ) from None
+
+
+def _fact(path: Path, name: str, spec: object) -> str:
+    if name not in TargetFacts.names():
+        raise PipelineError(
+            f"{path}: [target] {name} is not a target fact (known: "
+            f"{', '.join(TargetFacts.names())})"
+        )
+    text = str(spec)
+    if text != "host" and not text.isdigit():
+        raise PipelineError(f"{path}: [target] {name} = {text!r}: a whole number or 'host'")
+    return text
+
+
+def _dispatch_step(path: Path, spec: dict[str, object]) -> Step:
+    at = str(spec.get("at", IREE_PHASES[0]))
+    if at not in IREE_PHASES:
+        raise PipelineError(
+            f"{path}: dispatch step {spec.get('pass')!r} at {at!r}: IREE phases are "
+            f"{', '.join(IREE_PHASES)}"
+        )
+    return Step(str(spec["pass"]), str(spec["why"]), at, bool(spec.get("optional", False)))
 
 
 def _option(name: str, spec: object) -> TargetOption:

@@ -19,8 +19,8 @@ from typing import Any
 from .._mlir import ir
 from ..errors import BackendCompileError
 from ..pipelines import Pipeline
+from .dispatch_stage import DispatchStageError, compile_with_dispatch_steps
 from .extern_kernels import materialize
-from .fusion_stage import FusionStageError, compile_with_plan
 from .params import Externalized, externalize_weights
 
 
@@ -33,9 +33,10 @@ class BackendResult:
     attempts: list[str] = field(default_factory=list)
     weights: Externalized | None = None  # set when large weights went to a parameter archive
     fusion_plans: list[Any] = field(default_factory=list)  # xgen_mlir's plan, when it was used
-    fusion_note: str = ""  # why the plan was not used, when it was not
+    fusion_note: str = ""  # why the dispatch steps were not used, when they were not
     stage_seconds: dict[str, float] = field(default_factory=dict)
-    shared_packs: Any = None  # shared_packs.SharedPacks, when that step ran
+    dispatch_records: dict[str, Any] = field(default_factory=dict)  # DispatchState.records
+    dropped_steps: dict[str, str] = field(default_factory=dict)  # optional step -> why dropped
 
 
 def _trim(text: str, limit: int = 40) -> str:
@@ -68,7 +69,6 @@ def compile_vmfb(
     work_dir: Path | None = None,
     external_weights: int | None = None,
     stem: str = "input",
-    fusion_plan: bool | None = None,
 ) -> BackendResult:
     """Compile ``module`` with IREE for ``pipeline``'s target, with fallbacks.
 
@@ -110,28 +110,30 @@ def compile_vmfb(
         attempts: list[str] = []
         start = time.perf_counter()
         fusion_note = ""
-        if fusion_plan is None:
-            fusion_plan = pipeline.fusion_plan
-        can_plan = weights is None and pipeline.outputs == ("vmfb",)
-        if fusion_plan and not can_plan:
-            fusion_note = "fusion plan not used: external weights / non-vmfb outputs"
+        stages = pipeline.dispatch_stages()
+        can_stage = weights is None and pipeline.outputs == ("vmfb",)
+        if stages and not can_stage:
+            fusion_note = "dispatch steps not used: external weights / non-vmfb outputs"
         for why, flags in candidates:
-            plan_error: FusionStageError | None = None
-            if fusion_plan and can_plan:
-                # Plan with each flag set in turn: a model that needs a fallback flag set (an IREE
-                # bug on the main flags) still gets the plan on the fallback's flags.
+            plan_error: DispatchStageError | None = None
+            if stages and can_stage:
+                # Stage with each flag set in turn: a model that needs a fallback flag set (an
+                # IREE bug on the main flags) still gets the steps on the fallback's flags.
                 try:
-                    planned = compile_with_plan(src, list(pipeline.backends), flags, tmp,
-                                                pipeline.fusion)  # fmt: skip
+                    staged = compile_with_dispatch_steps(
+                        src, list(pipeline.backends), flags, tmp, stages
+                    )
                     _warn_fallback(why, pipeline)
                     return BackendResult(
-                        planned.vmfb, flags, why, time.perf_counter() - start, attempts, weights,
-                        planned.plans, "", planned.seconds, planned.shared_packs,
+                        vmfb=staged.vmfb, flags=flags, fallback_used=why,
+                        seconds=time.perf_counter() - start, attempts=attempts, weights=weights,
+                        fusion_plans=staged.plans, stage_seconds=staged.seconds,
+                        dispatch_records=staged.records, dropped_steps=staged.dropped,
                     )  # fmt: skip
-                except FusionStageError as e:
+                except DispatchStageError as e:
                     attempts.append(str(e)[:2000])
-                    if e.stage == "before-plan":
-                        continue  # these flags fail without any plan: try the next flag set
+                    if e.stage == "before-steps":
+                        continue  # these flags fail without any step: try the next flag set
                     plan_error = e
             try:
                 vmfb = ic.compile_file(
@@ -142,16 +144,16 @@ def compile_vmfb(
                 plan_error = None  # the flags fail with or without the plan: not the plan's fault
                 continue
             if plan_error is not None:  # IREE takes these flags, but not with our regions
-                fusion_note = f"fusion plan not used: {plan_error}"
+                fusion_note = f"dispatch steps not used: {plan_error}"
                 warnings.warn(
-                    "xgen_mlir's fusion plan was rejected; IREE forms the dispatches itself "
+                    "xgen_mlir's dispatch steps were rejected; IREE forms the dispatches itself "
                     f"({plan_error})",
                     stacklevel=3,
                 )
             _warn_fallback(why, pipeline)
             return BackendResult(
-                vmfb, flags, why, time.perf_counter() - start, attempts, weights,
-                fusion_note=fusion_note,
+                vmfb=vmfb, flags=flags, fallback_used=why, seconds=time.perf_counter() - start,
+                attempts=attempts, weights=weights, fusion_note=fusion_note,
             )  # fmt: skip
         failed = True
         raise BackendCompileError(
@@ -160,7 +162,5 @@ def compile_vmfb(
             f"First attempt's diagnostics:\n{attempts[0]}"
         )
     finally:
-        for name in ("global-opt.mlirbc", "pre-fusion.mlirbc", "planned.mlirbc", "planned.vmfb"):
-            (tmp / name).unlink(missing_ok=True)  # planner intermediates: each holds the weights
         if owned and not failed:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from .._mlir import ir
+from .._mlir import binding_of, ir
 from ..diagnostics import captured_diagnostics
 from ..errors import FrontendError, MLIRParseError
 from .lowering import lower_torch_to_linalg
@@ -26,12 +26,14 @@ def new_torch_context() -> ir.Context:
 def parse_mlir(
     text: str | bytes, source: str = "<string>", ctx: ir.Context | None = None
 ) -> ir.Module:
-    """Parse MLIR text or bytecode; a malformed input raises MLIRParseError naming the place."""
+    """Parse MLIR text or bytecode; a malformed input raises MLIRParseError naming the place.
+    ``ctx``: torch-mlir's by default; an IREE context parses IREE's IR (dispatch passes)."""
     ctx = ctx or new_torch_context()
+    binding = binding_of(ctx)
     with captured_diagnostics(ctx) as diags:
         try:
-            module = ir.Module.parse(text, ctx)
-        except ir.MLIRError as e:
+            module = binding.ir.Module.parse(text, ctx)
+        except binding.ir.MLIRError as e:
             msgs = [
                 _relocate(str(d.location), source) + ": error: " + d.message
                 for d in e.error_diagnostics
@@ -39,7 +41,9 @@ def parse_mlir(
             raise MLIRParseError("\n".join(msgs or diags or [str(e)])) from None
     from ..dialects.sparse import has_sparse_ops, verify_sparse_ops
 
-    if has_sparse_ops(module.operation):  # the dialect's semantic rules, like a verifier
+    if binding.name == "torch-mlir" and has_sparse_ops(
+        module.operation
+    ):  # the dialect's semantic rules, like a verifier
         verify_sparse_ops(module.operation)
     return module
 

@@ -28,7 +28,6 @@ Two IREE details make this more than setting an attribute:
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -130,19 +129,11 @@ def choose_tiles(g: ConvGeometry, threads: int) -> tuple[list[list[int]] | None,
     return tiles, f"{g.oh}x{g.ow} output: filter reuse per workgroup (IREE's: one row)"
 
 
-def host_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def tile_conv_groups(plan: Any, threads: int | None = None) -> list[ConvTile]:
+def tile_conv_groups(plan: Any, threads: int) -> list[ConvTile]:
     """For every delegated group rooted at a conv that gets tiles (``choose_tiles``): re-batch
     the conv with the tiles attached, let the region absorb its results' constant pads, and
     wrap the group in a region (the group is no longer delegated). Returns one record per
     conv-rooted group."""
-    threads = threads or host_threads()
     records = []
     group_ops = list(zip(plan.groups, plan.group_ops(), strict=True))
     grouped = {o.operation for g, ops in group_ops if len(g.members) > 1 for o in ops}

@@ -11,6 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+# The vector width the transpose, gemv and matmul tile rules were chosen and measured for
+# (16 f32 lanes). Their passes fire only on targets of this width (the ``vector-bits`` option,
+# from the pipeline's target facts); elsewhere IREE keeps its own tiles.
+TILED_FOR_VECTOR_BITS = 512
+
 
 def compilation_info(ir: Any, pipeline: str, **levels: list[int]) -> Any:
     """``levels``: tile sizes per level, e.g. ``distribution=[...]``,

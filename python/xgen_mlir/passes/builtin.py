@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     algebraic_simplify,
     cancel_reshapes,
+    dispatch_passes,
     fkw_compact,
     fold_batchnorm,
     fold_transpose_pairs,

@@ -5,6 +5,17 @@ A pass is either a *Python pass* (a function over the module, run through
 greedily). Both are registered here under an ``xgen-`` name and can be mixed freely with any
 upstream MLIR / torch-mlir pass string in a pipeline. Options are dataclass fields, parsed from
 ``xgen-name{key=value ...}`` the way MLIR parses pass options.
+
+Passes belong to one of two phases, each with its own MLIR binding:
+
+- ``graph`` passes rewrite linalg-on-tensors in torch-mlir's context (a pipeline's ``[[steps]]``);
+- ``dispatch`` passes run inside IREE's compile, on IREE's IR, between the phase where IREE
+  stops and where it resumes (``[[dispatch.steps]]``; ``backend/dispatch_stage.py``). They get a
+  ``DispatchState`` as a third argument: what earlier dispatch passes decided (the fusion plan)
+  and the IREE flags the resumed compile needs.
+
+A pass may state its ordering rules: ``requires`` (passes that must run before it) and
+``after`` (passes that, when present, must run before it). ``check_order`` enforces them.
 """
 
 from __future__ import annotations
@@ -12,11 +23,13 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .._mlir import ir, passmanager, rewrite
+from .._mlir import binding_of, ir, rewrite
 from ..errors import PipelineError, UnknownNameError
+
+GRAPH, DISPATCH = "graph", "dispatch"
 
 # A Python pass may return what it rewrote ({what: count}); the runner reports it per pass.
 PassFn = Callable[[ir.Operation, Any], Mapping[str, int] | None]
@@ -27,6 +40,27 @@ class PassFailure(Exception):
     """Raised inside a Python pass to fail the pipeline with a message."""
 
 
+@dataclass
+class DispatchState:
+    """What dispatch passes share during one run of a pipeline's dispatch steps.
+
+    ``iree_flags``: the flags IREE compiles with (read by passes that only make sense with
+    one, e.g. data-tiling hints); ``add_flags``/``drop_flags``: what the passes ask the resumed
+    compile to add or drop; ``plans``: the fusion plan per function (``fusion.FusionPlan``, set
+    by ``xgen-plan-fusion`` and read and extended by the steps after it); ``records``: other
+    per-pass results for the report."""
+
+    iree_flags: tuple[str, ...] = ()
+    add_flags: list[str] = field(default_factory=list)
+    drop_flags: list[str] = field(default_factory=list)
+    plans: dict[str, Any] = field(default_factory=dict)
+    records: dict[str, Any] = field(default_factory=dict)
+
+    def resume_flags(self, flags: list[str]) -> list[str]:
+        kept = [f for f in flags if f not in self.drop_flags]
+        return kept + [f for f in self.add_flags if f not in kept]
+
+
 @dataclass(frozen=True)
 class PassInfo:
     name: str
@@ -34,6 +68,11 @@ class PassInfo:
     kind: str  # "python" or "patterns"
     fn: Callable[..., None]
     options: type | None = None
+    phase: str = GRAPH
+    requires: tuple[str, ...] = ()  # passes that must run before this one
+    after: tuple[str, ...] = ()  # passes that, where present, must run before this one
+    iree_flags: tuple[str, ...] = ()  # dispatch passes: IREE resumes with these flags
+    only_with_flags: tuple[str, ...] = ()  # dispatch passes: run only when IREE has these
 
     def parse_options(self, text: str) -> Any:
         """Build the options dataclass from 'k=v k2=v2' text (MLIR pass-option syntax)."""
@@ -82,12 +121,14 @@ def _register(info: PassInfo) -> None:
 
 
 def register_pass(
-    name: str, summary: str, options: type | None = None
+    name: str, summary: str, options: type | None = None, **rules: Any
 ) -> Callable[[PassFn], PassFn]:
-    """Decorator: register ``fn(module_op, options)`` as a Python pass."""
+    """Decorator: register ``fn(module_op, options)`` as a Python pass (``phase="dispatch"``:
+    ``fn(module_op, options, state)``). ``rules``: ``phase``, ``requires``, ``after``,
+    ``iree_flags``, ``only_with_flags`` (``PassInfo``)."""
 
     def deco(fn: PassFn) -> PassFn:
-        _register(PassInfo(name, summary, "python", fn, options))
+        _register(PassInfo(name, summary, "python", fn, options, **rules))
         return fn
 
     return deco
@@ -139,11 +180,44 @@ def split_pipeline(text: str) -> list[str]:
     return steps
 
 
-def _wrap_python(info: PassInfo, opts: Any) -> Callable[[ir.Operation, Any], None]:
+def step_name(step: str) -> str | None:
+    """The xgen pass a step names (None for an upstream pass string)."""
+    m = _STEP.match(step)
+    return m.group(1) if m else None
+
+
+def check_order(steps: list[str]) -> None:
+    """Enforce the passes' ordering rules over a whole pipeline (``requires``, ``after``)."""
+    names = [step_name(s) for sub in steps for s in split_pipeline(sub)]
+    problems = []
+    for i, name in enumerate(names):
+        if name is None:
+            continue
+        info = get_pass(name)
+        for need in info.requires:
+            if need not in names[:i]:
+                problems.append(f"{name} needs {need} earlier in the pipeline")
+        for before in info.after:
+            if before in names[i + 1 :]:
+                problems.append(f"{name} must run after {before}, not before it")
+    if problems:
+        raise PipelineError("pass order: " + "; ".join(problems))
+
+
+def phase_of(ctx: Any) -> str:
+    """The phase whose IR a context holds: IREE's binding -> dispatch, torch-mlir's -> graph."""
+    return DISPATCH if binding_of(ctx).name == "iree" else GRAPH
+
+
+def _wrap_python(
+    info: PassInfo, opts: Any, state: DispatchState | None
+) -> Callable[[ir.Operation, Any], None]:
+    args = (opts, state) if info.phase == DISPATCH else (opts,)
+
     def run(op: ir.Operation, pass_: Any) -> None:
         try:
             with op.context:
-                done = info.fn(op, opts)
+                done = info.fn(op, *args)
             if isinstance(done, Mapping) and any(done.values()):
                 _STATS.append((info.name, {str(k): int(v) for k, v in done.items() if v}))
         except PassFailure as e:
@@ -153,7 +227,9 @@ def _wrap_python(info: PassInfo, opts: Any) -> Callable[[ir.Operation, Any], Non
     return run
 
 
-def _wrap_patterns(info: PassInfo, opts: Any) -> Callable[[ir.Operation, Any], None]:
+def _wrap_patterns(
+    info: PassInfo, opts: Any, state: DispatchState | None = None
+) -> Callable[[ir.Operation, Any], None]:
     def run(op: ir.Operation, pass_: Any) -> None:
         with op.context:
             patterns = rewrite.RewritePatternSet()
@@ -167,8 +243,9 @@ _FAILURES: list[str] = []  # messages of Python passes that failed during the la
 _STATS: list[tuple[str, dict[str, int]]] = []  # what Python passes rewrote, in run order
 
 
-def add_step(pm: passmanager.PassManager, step: str) -> None:
-    """Append one pipeline step (ours or upstream) to ``pm``."""
+def add_step(pm: Any, step: str, phase: str = GRAPH, state: DispatchState | None = None) -> None:
+    """Append one pipeline step (ours or upstream) to ``pm``, a pass manager of ``phase``'s
+    binding."""
     m = _STEP.match(step)
     if m is None:
         try:
@@ -181,16 +258,29 @@ def add_step(pm: passmanager.PassManager, step: str) -> None:
             ) from None
         return
     info = get_pass(m.group(1))
+    if info.phase != phase:
+        where = {
+            GRAPH: "torch-mlir's linalg IR (a pipeline's [[steps]])",
+            DISPATCH: "IREE's IR inside its compile (a pipeline's [[dispatch.steps]])",
+        }
+        raise PipelineError(
+            f"pass '{info.name}' is a {info.phase} pass: it runs on {where[info.phase]}, not "
+            f"on {where[phase].split(' (')[0]}"
+        )  # fmt: skip
     opts = info.parse_options(m.group(2) or "")
     wrap = _wrap_python if info.kind == "python" else _wrap_patterns
-    pm.add(wrap(info, opts), name=info.name, argument=info.name, description=info.summary)
+    pm.add(wrap(info, opts, state), name=info.name, argument=info.name, description=info.summary)
 
 
-def build_pass_manager(ctx: ir.Context, steps: list[str]) -> passmanager.PassManager:
-    pm = passmanager.PassManager("builtin.module", ctx)
+def build_pass_manager(ctx: Any, steps: list[str], state: DispatchState | None = None) -> Any:
+    """A pass manager over ``steps`` in ``ctx``'s binding (torch-mlir's: graph passes;
+    IREE's: dispatch passes, which share ``state``)."""
+    phase = phase_of(ctx)
+    pm = binding_of(ctx).passmanager.PassManager("builtin.module", ctx)
+    state = state if state is not None or phase == GRAPH else DispatchState()
     for step in steps:
         for sub in split_pipeline(step):
-            add_step(pm, sub)
+            add_step(pm, sub, phase, state)
     return pm
 
 

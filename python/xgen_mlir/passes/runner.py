@@ -12,29 +12,42 @@ import re
 import shlex
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from .._mlir import ir
+from .._mlir import binding_of
 from ..diagnostics import captured_diagnostics
 from ..errors import PipelineError
-from .registry import build_pass_manager, split_pipeline, take_failures, take_stats
+from .registry import (
+    DISPATCH,
+    DispatchState,
+    build_pass_manager,
+    check_order,
+    phase_of,
+    split_pipeline,
+    take_failures,
+    take_stats,
+)
 
 # Above this size a reproducer is written as bytecode (text of big weights is huge and slow).
 _TEXT_REPRO_LIMIT = 8 << 20
 
 
-def snapshot(module: ir.Module) -> bytes:
+def snapshot(module: Any) -> bytes:
     buf = io.BytesIO()
     module.operation.write_bytecode(buf)
     return buf.getvalue()
 
 
-def save_reproducer(
-    data: bytes, module: ir.Module | None = None, where: Path | None = None
-) -> Path:
+def save_reproducer(data: bytes, module: Any = None, where: Path | None = None) -> Path:
     where = Path(where) if where else Path(tempfile.mkdtemp(prefix="xgen-repro-"))
     where.mkdir(parents=True, exist_ok=True)
     if len(data) <= _TEXT_REPRO_LIMIT:
-        ctx = module.context if module is not None else ir.Context()
+        if module is not None:
+            ir, ctx = binding_of(module).ir, module.context
+        else:
+            from .._mlir import ir
+
+            ctx = ir.Context()
         path = where / "input.mlir"
         path.write_text(str(ir.Module.parse(data, ctx)))
     else:
@@ -47,33 +60,43 @@ def _slug(step: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", step)[:60].strip("_")
 
 
-def dump_module(module: ir.Module, path: Path) -> None:
+def dump_module(module: Any, path: Path) -> None:
     """Readable IR: large constants elided (the file is for eyes, not for re-parsing)."""
     with open(path, "w") as f:
         module.operation.print(large_elements_limit=16, large_resource_limit=64, file=f)
 
 
 def run_steps(
-    module: ir.Module,
+    module: Any,
     steps: list[str],
     *,
     what: str = "pipeline",
     dump_dir: Path | None = None,
     repro_dir: Path | None = None,
+    state: DispatchState | None = None,
+    keep_reproducer: bool = True,
 ) -> dict[str, dict[str, int]]:
     """Run ``steps`` in order on ``module`` (in place); raise PipelineError on failure.
-    Returns what our Python passes reported rewriting, per pass (``{pass: {what: count}}``)."""
+    The module's binding decides the phase: torch-mlir's runs graph passes, IREE's dispatch
+    passes, which share ``state``. ``keep_reproducer=False``: no reproducer is written (the
+    caller keeps its own input). Returns what our Python passes reported rewriting, per pass
+    (``{pass: {what: count}}``)."""
     ctx = module.context
+    ir = binding_of(module).ir
+    phase = phase_of(ctx)
+    if phase == DISPATCH and state is None:
+        state = DispatchState()
     flat = [s for step in steps for s in split_pipeline(step)]
+    check_order(flat)
     pipeline_text = ",".join(flat)
     groups = [[s] for s in flat] if dump_dir else [flat]
-    input_snapshot = snapshot(module)
+    input_snapshot = snapshot(module) if keep_reproducer else b""
     take_stats()  # drop anything a failed or outside run left behind
     if dump_dir:
         Path(dump_dir).mkdir(parents=True, exist_ok=True)
         dump_module(module, Path(dump_dir) / "00-input.mlir")
     for i, group in enumerate(groups, start=1):
-        pm = build_pass_manager(ctx, group)  # raises on unknown names before anything runs
+        pm = build_pass_manager(ctx, group, state)  # raises on unknown names first
         with captured_diagnostics(ctx) as diags:
             try:
                 pm.run(module.operation)
@@ -82,10 +105,13 @@ def run_steps(
                 failed = e
         py_failures = take_failures()
         if failed is not None:
-            path = save_reproducer(input_snapshot, module, repro_dir)
-            cmd = f"xgen-opt {shlex.quote(str(path))} --pass-pipeline={shlex.quote(pipeline_text)}"
             details = "\n".join(py_failures + diags) or str(failed)
             where = f"step '{group[0]}'" if len(group) == 1 else "one of its steps"
+            if not keep_reproducer:
+                raise PipelineError(f"{what} failed in {where}:\n{details}")
+            path = save_reproducer(input_snapshot, module, repro_dir)
+            cmd = f"xgen-opt {shlex.quote(str(path))} --pass-pipeline={shlex.quote(pipeline_text)}"
+            cmd += " --dispatch" if phase == DISPATCH else ""
             raise PipelineError(
                 f"{what} failed in {where}:\n{details}\ninput IR saved to {path}", cmd
             )

@@ -64,7 +64,7 @@ def save_bundle(module: CompiledModule, directory: str | os.PathLike[str]) -> Pa
     """Write ``module`` as a bundle in ``directory`` (created; existing bundle files replaced)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    info: dict[str, Any] = dict(getattr(module, "build_info", {}) or {})
+    info: dict[str, Any] = dict(module.build_info)
     files: dict[str, str] = {}
     (out / MODULE_FILE).write_bytes(module.vmfb)
     files[MODULE_FILE] = sha256(module.vmfb)
@@ -164,7 +164,7 @@ def load_bundle(directory: str | os.PathLike[str], device: str | None = None) ->
         parameters=directory / params if params else None,
         parameters_scope=manifest.get("parameters_scope") or "model",
     )
-    module.build_info = {k: manifest.get(k) for k in  # type: ignore[attr-defined]
+    module.build_info = {k: manifest.get(k) for k in
                          ("arch", "emulator", "target_options", "iree_flags")}  # fmt: skip
     want = [(tuple(-1 if d is None else d for d in s.shape), s.mlir_type)
             for s in module.signature.inputs] if module.signature else None  # fmt: skip

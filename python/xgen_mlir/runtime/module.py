@@ -68,12 +68,17 @@ class CompiledModule:
                  parameters: str | os.PathLike[str] | bytes | None = None,
                  parameters_scope: str = "model", devices: tuple[str, ...] | None = None,
                  artifacts: dict[str, bytes] | None = None,
-                 yield_to_workers: bool = True) -> None:  # fmt: skip
+                 yield_to_workers: bool = True, report: Any = None,
+                 build_info: dict[str, Any] | None = None) -> None:  # fmt: skip
         import iree.runtime as rt
 
         self.vmfb, self.entry, self.target, self.source = vmfb, entry, target, source
         self.parameters, self.parameters_scope = parameters, parameters_scope
         self.artifacts: dict[str, bytes] = dict(artifacts or {})
+        # What compile() did (compiler.CompileReport; None for a module loaded from a file) and
+        # what a bundle's manifest records about the build (target options, flags, arch).
+        self.report: Any = report
+        self.build_info: dict[str, Any] = dict(build_info or {})
         self.device = device or (devices[0] if devices else "local-task")
         if self.device not in DEVICES:
             raise UnknownNameError("device", self.device, list(DEVICES))

@@ -2,6 +2,10 @@
 
 Like mlir-opt: ``--split-input-file`` runs each ``// -----`` chunk on its own (line numbers in
 diagnostics stay those of the file); errors go to stderr and make the exit status 1.
+
+Graph passes run on torch-mlir's IR; dispatch passes (``xgen-plan-fusion``, the tile and pad
+steps) on IREE's: when the pipeline names a dispatch pass, or with ``--dispatch``, the input
+is parsed with IREE's bindings and upstream steps are IREE's passes.
 """
 
 from __future__ import annotations
@@ -9,11 +13,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
-from .._mlir import ir
+from .._mlir import iree_binding
 from ..errors import XGenError
 from ..frontend.mlir_import import new_torch_context, parse_mlir, relabel_source
-from ..passes.registry import build_pass_manager, registered_passes
+from ..passes.registry import (
+    DISPATCH,
+    build_pass_manager,
+    check_order,
+    get_pass,
+    registered_passes,
+    split_pipeline,
+    step_name,
+)
 from ..passes.runner import run_steps
 from ..pipelines import available_pipelines, load_pipeline
 
@@ -40,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated steps: xgen passes (xgen-foo{opt=v}) and upstream passes",
     )
     p.add_argument("--pipeline", default=None, help="run the pass steps of a named pipeline")
+    p.add_argument(
+        "--dispatch",
+        action="store_true",
+        help="IREE's IR and passes (implied by a dispatch pass in the pipeline)",
+    )
     p.add_argument("--entry", default="main", help="entry name for pipelines that set it")
     p.add_argument("--split-input-file", action="store_true")
     p.add_argument("-o", "--output", default="-", help="output file (default stdout)")
@@ -53,13 +71,15 @@ def _parser() -> argparse.ArgumentParser:
 def _list(args: argparse.Namespace) -> bool:
     if args.list_passes:
         for name, info in sorted(registered_passes().items()):
-            print(f"{name:32s} {info.kind:8s} {info.summary}")
+            print(f"{name:32s} {info.phase:8s} {info.summary}")
     if args.list_pipelines:
         for name in available_pipelines():
             pl = load_pipeline(name)
             print(f"{name}: {pl.description}")
             for s in pl.steps:
                 print(f"  {s.pass_text:48s} # {s.why}")
+            for s in pl.dispatch_steps:
+                print(f"  [dispatch at {s.at}] {s.pass_text:30s} # {s.why}")
     return bool(args.list_passes or args.list_pipelines)
 
 
@@ -73,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
             steps += load_pipeline(args.pipeline).pass_steps(args.entry)
         if args.pass_pipeline:
             steps.append(args.pass_pipeline)
+        dispatch = args.dispatch or _names_dispatch_pass(steps)
+        new_context = _iree_context if dispatch else new_torch_context
         if steps:  # unknown pass names fail once, before any input is read
-            build_pass_manager(new_torch_context(), steps)
+            check_order(steps)
+            build_pass_manager(new_context(), steps)
         source = "<stdin>" if args.input == "-" else args.input
         if args.input == "-":
             data: str | bytes = sys.stdin.read()
@@ -90,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ok, outputs = True, []
     for chunk in chunks:
         try:
-            module = parse_mlir(chunk, source, new_torch_context())
+            module = parse_mlir(chunk, source, new_context())
             if steps:
                 run_steps(module, steps, what="xgen-opt", dump_dir=args.dump_ir)
             outputs.append(module)
@@ -101,7 +124,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
-def _write(modules: list[ir.Module], args: argparse.Namespace) -> None:
+def _names_dispatch_pass(steps: list[str]) -> bool:
+    names = [step_name(s) for step in steps for s in split_pipeline(step)]
+    return any(n is not None and get_pass(n).phase == DISPATCH for n in names)
+
+
+def _iree_context() -> Any:
+    return iree_binding().ir.Context()
+
+
+def _write(modules: list[Any], args: argparse.Namespace) -> None:
     if args.emit_bytecode:
         if len(modules) != 1:
             raise SystemExit("xgen-opt: --emit-bytecode needs exactly one module")

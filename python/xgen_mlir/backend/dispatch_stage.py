@@ -1,0 +1,173 @@
+"""Compile through IREE with a pipeline's dispatch steps: stop IREE, run the steps, resume.
+
+A pipeline's ``[[dispatch.steps]]`` name the IREE phase they run after (``at``). For each such
+phase in IREE's order, IREE compiles up to it (``--compile-to``, bytecode out), the steps run
+on its IR in IREE's bindings (``passes.runner.run_steps``: upstream IREE passes and xgen
+dispatch passes alike), and IREE resumes from it (``--compile-from``). The passes share one
+``DispatchState``: the fusion plan, and the flags they ask the resumed compile to add or drop.
+
+A step marked ``optional`` is an optimization IREE may reject: when IREE fails after the
+steps, the latest optional step is dropped and the compile retried from the first stop (its
+IR is kept), until none is left. A step whose pass needs IREE flags the compile lacks
+(``only_with_flags``) is skipped.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._mlir import iree_binding
+from ..errors import PipelineError
+from ..passes.registry import DispatchState, get_pass, step_name
+from ..passes.runner import run_steps
+from ..pipelines import Step
+from ..runtime.inspect import iree_tool
+
+
+@dataclass
+class StagedCompile:
+    vmfb: bytes
+    plans: list[Any]  # fusion.FusionPlan per function, detached from the IR
+    seconds: dict[str, float]
+    records: dict[str, Any] = field(default_factory=dict)  # DispatchState.records
+    dropped: dict[str, str] = field(default_factory=dict)  # optional step -> why it was dropped
+
+
+class DispatchStageError(Exception):
+    """One of the staged compile's steps failed (the caller falls back to plain IREE).
+
+    ``stage``: "before-steps" when IREE failed before any step ran (the flags are at fault,
+    not the steps), "steps" when a step failed or left IR that does not verify, "after-steps"
+    when IREE rejected what the steps made."""
+
+    def __init__(self, message: str, stage: str = "after-steps") -> None:
+        super().__init__(message)
+        self.stage = stage
+
+
+def _run(cmd: list[str], what: str, stage: str = "after-steps") -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.splitlines() if "note:" not in ln][:8]
+        raise DispatchStageError(f"{what} failed: " + "\n".join(lines), stage)
+
+
+def _info(step: Step) -> Any:
+    name = step_name(step.pass_text)
+    return get_pass(name) if name else None
+
+
+def _applies(step: Step, flags: list[str]) -> bool:
+    info = _info(step)
+    return info is None or all(f in flags for f in info.only_with_flags)
+
+
+def _pass_flags(steps: list[Step]) -> list[str]:
+    return [f for s in steps if (info := _info(s)) is not None for f in info.iree_flags]
+
+
+def compile_with_dispatch_steps(
+    src: Path,
+    backends: list[str],
+    flags: list[str],
+    work: Path,
+    stages: list[tuple[str, list[Step]]],
+) -> StagedCompile:
+    """``stages``: ``Pipeline.dispatch_stages()``, (IREE phase, steps) in IREE's order."""
+    seconds: dict[str, float] = {}
+    target = [f"--iree-hal-target-backends={b}" for b in backends]
+    first_phase = stages[0][0]
+    first = work / f"at-{first_phase}.mlirbc"
+    t = time.perf_counter()
+    _run(
+        [iree_tool("iree-compile"), str(src), *target, *flags, f"--compile-to={first_phase}",
+         "--emit-mlir-bytecode", "-o", str(first)],
+        f"IREE up to {first_phase}",
+        "before-steps",
+    )  # fmt: skip
+    seconds[f"iree_to_{first_phase}"] = time.perf_counter() - t
+    optional = [s for _, steps in stages for s in steps if s.optional]
+    dropped: dict[str, str] = {}
+    try:
+        while True:
+            try:
+                return _attempt(first, target, flags, work, stages, set(dropped), seconds,
+                                dropped)  # fmt: skip
+            except DispatchStageError as e:
+                left = [s for s in optional if s.pass_text not in dropped]
+                if e.stage != "after-steps" or not left:
+                    raise
+                dropped[left[-1].pass_text] = str(e).splitlines()[0][:300]
+    finally:
+        for path in work.glob("at-*.mlirbc"):
+            path.unlink(missing_ok=True)  # each holds the weights
+
+
+def _attempt(
+    first: Path,
+    target: list[str],
+    flags: list[str],
+    work: Path,
+    stages: list[tuple[str, list[Step]]],
+    skipped: set[str],
+    seconds: dict[str, float],
+    dropped: dict[str, str],
+) -> StagedCompile:
+    ir = iree_binding().ir
+    compile_tool = iree_tool("iree-compile")
+    state = DispatchState(iree_flags=tuple(flags))
+    run_flags, pass_flags = list(flags), []
+    current, phase_now = first, stages[0][0]
+    for k, (phase, steps) in enumerate(stages):
+        active = [s for s in steps if s.pass_text not in skipped and _applies(s, run_flags)]
+        if k > 0:
+            if not active:
+                continue
+            pass_flags += [f for f in _pass_flags(active) if f not in pass_flags]
+            nxt = work / f"at-{phase}.mlirbc"
+            t = time.perf_counter()
+            _run(
+                [compile_tool, str(current), *target, *run_flags, *pass_flags,
+                 f"--compile-from={phase_now}", f"--compile-to={phase}", "--emit-mlir-bytecode",
+                 "-o", str(nxt)],
+                f"IREE from {phase_now} to {phase}",
+            )  # fmt: skip
+            seconds[f"iree_to_{phase}"] = seconds.get(f"iree_to_{phase}", 0.0) + (
+                time.perf_counter() - t
+            )
+            current, phase_now = nxt, phase
+        t = time.perf_counter()
+        module = ir.Module.parse(current.read_bytes(), ir.Context())
+        try:
+            run_steps(module, [s.pass_text for s in active], what=f"dispatch steps at {phase}",
+                      state=state, keep_reproducer=False)  # fmt: skip
+            module.operation.verify()
+        except PipelineError as e:
+            raise DispatchStageError(str(e)[:2000], "steps") from None
+        except ir.MLIRError as e:  # a step's bug: never hand IREE broken IR
+            raise DispatchStageError(f"the steps left IR that does not verify: {str(e)[:500]}",
+                                     "steps") from None  # fmt: skip
+        current = work / f"at-{phase}.steps.mlirbc"
+        with open(current, "wb") as f:
+            module.operation.write_bytecode(f)
+        del module
+        run_flags = state.resume_flags(run_flags)
+        seconds["dispatch_steps"] = seconds.get("dispatch_steps", 0.0) + time.perf_counter() - t
+    out = work / "staged.vmfb"
+    t = time.perf_counter()
+    try:
+        _run(
+            [compile_tool, str(current), *target, *run_flags, *pass_flags,
+             f"--compile-from={phase_now}", "-o", str(out)],
+            f"IREE from {phase_now}",
+        )  # fmt: skip
+        vmfb = out.read_bytes()
+    finally:
+        out.unlink(missing_ok=True)
+        seconds["iree_codegen"] = seconds.get("iree_codegen", 0.0) + time.perf_counter() - t
+    plans = [p.detach() for p in state.plans.values()]
+    return StagedCompile(vmfb, plans, seconds, state.records, dict(dropped))

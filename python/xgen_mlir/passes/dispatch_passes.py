@@ -1,0 +1,269 @@
+"""The dispatch-phase passes: the fusion plan and every tile, pad and pack decision after it.
+
+They run inside IREE's compile, on IREE's IR, where a pipeline's ``[[dispatch.steps]]`` say
+(``backend/dispatch_stage.py``), and in ``xgen-opt``, which parses its input with IREE's
+bindings when the pipeline names them. The plan lives in the run's ``DispatchState``
+(``xgen-plan-fusion`` makes it; the steps after it read it and record their decisions in it
+for the report). Each pass prints its decisions to stderr with ``print=true``. Target facts
+come as options (``vector-bits``, ``threads``); no pass reads the machine it runs on.
+
+Ordering rules (checked when a pipeline is built): transposes are tiled before pad sharing
+and conv tiles erase ops the plan points at; gemv and matmul tiles come after the data-tiling
+hints (tiled contractions keep IREE's packed layout); conv tiles after pad sharing, whose pads
+they absorb; depthwise pads last, on the pads no step before placed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..fusion import (
+    FUNC_OPS,
+    form_regions,
+    place_pads,
+    plan_block,
+    plan_data_tiling,
+    share_padded_buffers,
+    tile_conv_groups,
+    tile_gemvs,
+    tile_matmuls,
+    tile_transposes,
+)
+from ..fusion.lowering import TILED_FOR_VECTOR_BITS
+from ..fusion.matmul_tiling import takes_seven_rows
+from ..fusion.pads import FLAG as PAD_FLAG
+from ..fusion.shared_packs import FLAG as SHARED_PACKS_FLAG
+from ..fusion.shared_packs import SharedPacks
+from ..fusion.shared_packs import merge_duplicate_outputs as merge_outputs
+from .registry import DISPATCH, DispatchState, register_pass
+
+DATA_TILING_FLAG = "--iree-opt-data-tiling"
+PLAN = "xgen-plan-fusion"
+
+
+def function_blocks(module_op: Any) -> Iterator[tuple[str, Any]]:
+    """(symbol name, body block) of every function with a body, in module order."""
+    for fn in module_op.regions[0].blocks[0].operations:
+        fn = fn.operation
+        if fn.name in FUNC_OPS and len(fn.regions[0].blocks):
+            yield str(fn.attributes["sym_name"]).strip('"'), fn.regions[0].blocks[0]
+
+
+def _show(on: bool, records: list[Any]) -> None:
+    for record in records if on else []:
+        print(record.describe(), file=sys.stderr)
+
+
+def _describe(plan: Any, d: Any) -> str:
+    node = plan.nodes[d.node]
+    verdict = "fuse" if d.taken else "refuse"
+    return f"group {d.group}: {d.direction} {node.name} #{d.node}: {verdict}: {d.reason}"
+
+
+@dataclass
+class PlanOptions:
+    print: bool = False
+    form_regions: bool = False
+    delegate_contractions: bool = False
+    tag_groups: bool = False  # xgen.fusion_group = N on every planned op (for people)
+    max_expand: float = 4.0
+
+
+@register_pass(
+    PLAN,
+    "DNNFusion-style fusion plan: groups of ops per dispatch; optionally form their regions.",
+    PlanOptions,
+    phase=DISPATCH,
+)
+def plan_fusion(module_op: Any, opts: PlanOptions, state: DispatchState) -> None:
+    for name, block in function_blocks(module_op):
+        plan = plan_block(block, opts.max_expand)
+        state.plans[name] = plan
+        if opts.tag_groups:
+            i64 = _i64(module_op)
+            for node in plan.nodes:
+                node.op.attributes["xgen.fusion_group"] = i64(node.group)
+        if opts.print:
+            for d in plan.decisions:
+                print(_describe(plan, d), file=sys.stderr)
+        if opts.form_regions:
+            form_regions(plan, opts.delegate_contractions)
+
+
+def _i64(module_op: Any) -> Any:
+    from .._mlir import binding_of
+
+    ir = binding_of(module_op).ir
+    return lambda v: ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v)
+
+
+@dataclass
+class VectorTileOptions:
+    print: bool = False
+    vector_bits: int = 0  # the target's vector width; the rules fire at TILED_FOR_VECTOR_BITS
+
+
+def _fires(opts: VectorTileOptions, what: str) -> bool:
+    if opts.vector_bits == TILED_FOR_VECTOR_BITS:
+        return True
+    if opts.print:
+        print(f"{what}: none: tiles chosen for {TILED_FOR_VECTOR_BITS}-bit vectors, the "
+              f"target has {opts.vector_bits or 'unknown'}", file=sys.stderr)  # fmt: skip
+    return False
+
+
+@register_pass(
+    "xgen-transpose-tiles",
+    "Tiles for transposes that write a few-element dimension innermost (a CNN's entry).",
+    VectorTileOptions,
+    phase=DISPATCH,
+    after=(PLAN,),
+)
+def transpose_tiles(module_op: Any, opts: VectorTileOptions, state: DispatchState) -> None:
+    if not _fires(opts, "transpose tiles"):
+        return
+    for name, block in function_blocks(module_op):
+        plan = state.plans.get(name)
+        records = tile_transposes(block, plan)  # points the plan's nodes at the new ops
+        if plan is not None:
+            plan.transpose_tiles = records
+        _show(opts.print, records)
+
+
+@dataclass
+class DataTilingOptions:
+    print: bool = False
+    # leave to xgen-matmul-tiles the 49-row matmuls it takes (where it fires: vector_bits)
+    leave_seven_row_matmuls: bool = False
+    vector_bits: int = 0
+
+
+@register_pass(
+    "xgen-data-tiling-hints",
+    "Decide per contraction whether IREE data-tiles it (only when IREE data-tiles at all).",
+    DataTilingOptions,
+    phase=DISPATCH,
+    after=(PLAN, "xgen-transpose-tiles"),
+    only_with_flags=(DATA_TILING_FLAG,),
+)
+def data_tiling_hints(module_op: Any, opts: DataTilingOptions, state: DispatchState) -> None:
+    leave = opts.leave_seven_row_matmuls and opts.vector_bits == TILED_FOR_VECTOR_BITS
+    tiled = False
+    for name, block in function_blocks(module_op):
+        records = plan_data_tiling(block, xgen_tiles=takes_seven_rows if leave else None)
+        tiled |= any(t.tiled for t in records)
+        if name in state.plans:
+            state.plans[name].tiling = records
+        if opts.print:
+            for t in records:
+                print(f"{t.op}: {'tiled' if t.tiled else 'plain'}: {t.why}", file=sys.stderr)
+    if not tiled:  # no op carries the hint: IREE would tile them all, so drop the flag instead
+        state.drop_flags.append(DATA_TILING_FLAG)
+
+
+def _tile_pass(name: str, summary: str, tile: Any, field: str) -> None:
+    def run(module_op: Any, opts: VectorTileOptions, state: DispatchState) -> None:
+        if not _fires(opts, field.replace("_", " ")):
+            return
+        for fn, block in function_blocks(module_op):
+            records = tile(block)
+            if fn in state.plans:
+                setattr(state.plans[fn], field, records)
+            _show(opts.print, records)
+
+    register_pass(name, summary, VectorTileOptions, phase=DISPATCH,
+                  after=(PLAN, "xgen-data-tiling-hints"))(run)  # fmt: skip
+
+
+_tile_pass(
+    "xgen-gemv-tiles",
+    "Tiles for one-row matmuls against a row-major weight (classifier heads) not data-tiled.",
+    tile_gemvs,
+    "gemv_tiles",
+)
+_tile_pass(
+    "xgen-matmul-tiles",
+    "Tiles for plain matmuls IREE vectorizes 7 rows at a time, and for 49-row ones.",
+    tile_matmuls,
+    "matmul_tiles",
+)
+
+
+@dataclass
+class PrintOptions:
+    print: bool = False
+
+
+@register_pass(
+    "xgen-share-pads",
+    "Other readers of a padded value read the padded buffer (no copy of the unpadded one).",
+    PrintOptions,
+    phase=DISPATCH,
+    after=(PLAN, "xgen-transpose-tiles", "xgen-gemv-tiles", "xgen-matmul-tiles"),
+)
+def share_pads(module_op: Any, opts: PrintOptions, state: DispatchState) -> None:
+    for name, block in function_blocks(module_op):
+        records = share_padded_buffers(block)
+        if name in state.plans:
+            state.plans[name].pad_shares = records
+        _show(opts.print, records)
+
+
+@dataclass
+class ConvTileOptions:
+    print: bool = False
+    threads: int = 1  # the target's worker threads: how many workgroups are enough
+
+
+@register_pass(
+    "xgen-conv-tiles",
+    "Small-image convs get xgen_mlir's tiles in dispatch regions of their own.",
+    ConvTileOptions,
+    phase=DISPATCH,
+    requires=(PLAN,),
+    after=("xgen-transpose-tiles", "xgen-share-pads"),
+)
+def conv_tiles(module_op: Any, opts: ConvTileOptions, state: DispatchState) -> None:
+    for name, _ in function_blocks(module_op):
+        plan = state.plans[name]
+        plan.conv_tiles = tile_conv_groups(plan, max(1, opts.threads))
+        _show(opts.print, plan.conv_tiles)
+
+
+@register_pass(
+    "xgen-depthwise-pads",
+    "Zero pads read only by a depthwise conv stay pads (IREE computes them in the conv's "
+    "dispatch); the others become fill + insert_slice.",
+    PrintOptions,
+    phase=DISPATCH,
+    after=(PLAN, "xgen-transpose-tiles", "xgen-gemv-tiles", "xgen-matmul-tiles",
+           "xgen-share-pads", "xgen-conv-tiles"),
+)  # fmt: skip
+def depthwise_pads(module_op: Any, opts: PrintOptions, state: DispatchState) -> None:
+    fused = False
+    for name, block in function_blocks(module_op):
+        records = place_pads(block)
+        fused |= any(p.fused for p in records)
+        if name in state.plans:
+            state.plans[name].pad_placements = records
+        _show(opts.print, records)
+    if fused:  # the pads left for their depthwise readers: IREE fuses them into those
+        state.add_flags.append(PAD_FLAG)
+
+
+@register_pass(
+    "xgen-merge-duplicate-outputs",
+    "After IREE's dispatch creation with multi-reader packs fused: one output per packed value.",
+    PrintOptions,
+    phase=DISPATCH,
+    iree_flags=(SHARED_PACKS_FLAG,),
+    only_with_flags=(DATA_TILING_FLAG,),
+)
+def merge_duplicate_outputs(module_op: Any, opts: PrintOptions, state: DispatchState) -> None:
+    merged = merge_outputs(module_op)
+    state.records["shared_packs"] = SharedPacks(True, merged)
+    if opts.print:
+        print(f"merged {merged} duplicate dispatch outputs", file=sys.stderr)

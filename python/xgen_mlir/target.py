@@ -1,0 +1,100 @@
+"""Facts of the machine a module will run on, as data the passes take as options.
+
+A pipeline's ``[target]`` table states them (``vector_bits``, ``l2_bytes``, ``threads``); the
+value ``host`` means "read it off this machine", which is right only for targets that are
+the compiling host (``cpu``). Passes never ask the machine they run on what it is: they get
+these numbers through their options (``${vector_bits}`` in a step), so a tuner or a cross
+compile can set them for another machine.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+_CPUINFO = Path("/proc/cpuinfo")
+
+
+@dataclass(frozen=True)
+class TargetFacts:
+    """What the passes may know of the target; 0 = unknown (a pass that needs it holds back)."""
+
+    vector_bits: int = 0  # widest SIMD vector (512: AVX-512, 256: AVX2, 128: SSE/NEON)
+    l2_bytes: int = 0  # one core's L2 data (or unified) cache
+    threads: int = 0  # worker threads a module's dispatches spread over
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+def _size_bytes(text: str) -> int | None:
+    text = text.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    digits = text.rstrip("KMG")
+    return int(digits) * scale if digits.isdigit() else None
+
+
+def cache_bytes(level: int, root: Path = _CACHES) -> int | None:
+    """Size of one core's data (or unified) cache at ``level``, or None where the OS does not
+    say (not Linux, a container without sysfs)."""
+    for index in sorted(root.glob("index*")):
+        try:
+            if int((index / "level").read_text()) != level:
+                continue
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            return _size_bytes((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def cpu_flags(cpuinfo: Path = _CPUINFO) -> set[str]:
+    """The ISA flags /proc/cpuinfo lists for the first CPU (empty where the OS does not say)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            return set(line.split(":", 1)[-1].split())
+    return set()
+
+
+def vector_bits(flags: set[str]) -> int:
+    if "avx512f" in flags:
+        return 512
+    if "avx2" in flags or "avx" in flags:
+        return 256
+    if flags & {"sse2", "asimd", "neon"}:
+        return 128
+    return 0
+
+
+def host_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def host_fact(name: str, cpuinfo: Path = _CPUINFO, caches: Path = _CACHES) -> int:
+    """One fact read off the compiling machine (0 where it cannot be read)."""
+    if name == "vector_bits":
+        return vector_bits(cpu_flags(cpuinfo))
+    if name == "l2_bytes":
+        return cache_bytes(2, caches) or 0
+    if name == "threads":
+        return host_threads()
+    raise KeyError(name)
+
+
+def matmul_tile_bytes(facts: TargetFacts) -> str:
+    """IREE's distribution-tile budget for data-tiled matmuls: half of a core's L2, so one
+    workgroup's LHS, RHS and accumulator tiles stay in the L2 of the core that runs it (IREE's
+    default, 256 KiB, is a guess for an unknown CPU). Empty (flag dropped, IREE's default
+    kept) where the L2 size is unknown."""
+    return str(facts.l2_bytes // 2) if facts.l2_bytes else ""
