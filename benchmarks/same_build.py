@@ -21,9 +21,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_models import KNOWN, build
-
 import xgen_mlir
+from bench_models import KNOWN, build
 
 
 def record(name: str, out: Path) -> dict:
@@ -77,8 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         line = f"{name:16s} {records[name]['dispatches']:5d} dispatches"
         if args.against:
             before = json.loads((args.against / "records.json").read_text()).get(name)
-            diffs = ["not in the saved run"] if before is None else compare(
-                name, records[name], before, args.out, args.against
+            diffs = (
+                ["not in the saved run"]
+                if before is None
+                else compare(name, records[name], before, args.out, args.against)
             )
             changed += bool(diffs)
             line += "  same" if not diffs else "  CHANGED: " + "; ".join(diffs)

@@ -4,7 +4,7 @@ planner) against PyTorch eager, at CI-friendly sizes.
 Every model must (1) compile with the planner's dispatch regions actually used (a plan was made
 and not rejected: ``fusion_note == ""``), (2) match PyTorch: |got - want| <= 1e-4 * max|want|
 elementwise (atol 1e-4 relative to the output's scale, no rtol term), and, for the small
-transformers compiled twice, (3) launch no more kernels than the same model with ``fusion=False``.
+transformers compiled twice, (3) launch no more kernels than the same model with ``fusion=false``.
 
 Sizes: MobileNetV2 is the pretrained model on a real image at 224x224; ResNet-18 (random) at
 112x112; EfficientNet-B0 (random, non-trivial BN statistics) at 224x224; MiniLM is pretrained at
@@ -42,7 +42,8 @@ MODELS: dict[str, Callable[[], Example]] = {
     "gpt2": lambda: transformers_zoo.gpt2_small(seq=16, n_layer=2),
 }
 
-#: Compiled a second time with fusion=False to compare dispatch counts (kept to two small ones).
+#: Compiled a second time with the option fusion=false to compare dispatch counts (kept to
+#: two small ones).
 COMPARE_DISPATCHES = {"minilm", "gpt2"}
 
 
@@ -67,7 +68,7 @@ def test_model_matches_pytorch_with_fusion_planner(name):
     check_close(got, want, atol=1e-4 * scale, rtol=0.0, what=f"{name} (fusion planner on)")
 
     if name in COMPARE_DISPATCHES:
-        plain = _compile(model, inputs, fusion=False)
+        plain = _compile(model, inputs, target_options={"fusion": "false"})
         assert plain.report.fusion_plans == []
         assert compiled.dispatch_count() <= plain.dispatch_count(), (
             f"{name}: {compiled.dispatch_count()} dispatches with the planner, "

@@ -1,9 +1,9 @@
-"""Host probes (backend/host.py) and the ``auto`` target option they back."""
+"""Target facts read off the host (target.py) and the ``auto`` option they back."""
 
 from __future__ import annotations
 
-from xgen_mlir.backend.host import cache_bytes, has_avx512, matmul_tile_bytes
 from xgen_mlir.pipelines import load_pipeline
+from xgen_mlir.target import TargetFacts, cache_bytes, cpu_flags, host_fact, matmul_tile_bytes
 
 
 def _cache(root, index, level, kind, size):
@@ -22,18 +22,20 @@ def test_cache_sizes_from_sysfs(tmp_path):
     assert cache_bytes(1, tmp_path) == 32 << 10
     assert cache_bytes(2, tmp_path) == 1 << 20
     assert cache_bytes(3, tmp_path) == 32 << 20
-    assert matmul_tile_bytes(tmp_path) == str(512 << 10)
+    assert host_fact("l2_bytes", caches=tmp_path) == 1 << 20
+    assert matmul_tile_bytes(TargetFacts(l2_bytes=1 << 20)) == str(512 << 10)
 
 
 def test_unknown_cache_keeps_iree_default(tmp_path):
     assert cache_bytes(2, tmp_path) is None
-    assert matmul_tile_bytes(tmp_path) == ""
+    assert host_fact("l2_bytes", caches=tmp_path) == 0
+    assert matmul_tile_bytes(TargetFacts()) == ""
 
 
 def test_cpu_pipeline_resolves_auto_and_user_overrides():
-    flags = load_pipeline("cpu").with_options().flags
-    tile = [f for f in flags if f.startswith("--iree-llvmcpu-matmul-tile-bytes")]
-    expected = matmul_tile_bytes()
+    pipeline = load_pipeline("cpu").with_options()
+    tile = [f for f in pipeline.flags if f.startswith("--iree-llvmcpu-matmul-tile-bytes")]
+    expected = matmul_tile_bytes(pipeline.facts)
     assert tile == ([f"--iree-llvmcpu-matmul-tile-bytes={expected}"] if expected else [])
     assert "--iree-llvmcpu-matmul-tile-bytes=1048576" in (
         load_pipeline("cpu").with_options({"matmul_tile_bytes": "1048576"}).flags
@@ -44,11 +46,15 @@ def test_cpu_pipeline_resolves_auto_and_user_overrides():
     )
 
 
-def test_avx512_read_from_cpuinfo(tmp_path):
-    """The AVX-512-tuned tile rules run only where /proc/cpuinfo lists avx512f."""
+def test_vector_width_read_from_cpuinfo(tmp_path):
+    """The 512-bit tile rules fire only where the target fact says so; on the host target the
+    fact comes from /proc/cpuinfo's flags."""
     info = tmp_path / "cpuinfo"
     info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512bw\n")
-    assert has_avx512(info)
+    assert "avx512f" in cpu_flags(info)
+    assert host_fact("vector_bits", cpuinfo=info) == 512
     info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512_vnni\n")
-    assert not has_avx512(info)
-    assert not has_avx512(tmp_path / "missing")
+    assert host_fact("vector_bits", cpuinfo=info) == 256
+    info.write_text("processor\t: 0\nFeatures\t: fp asimd evtstrm\n")
+    assert host_fact("vector_bits", cpuinfo=info) == 128
+    assert host_fact("vector_bits", cpuinfo=tmp_path / "missing") == 0

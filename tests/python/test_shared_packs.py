@@ -1,4 +1,5 @@
-"""Packs of multi-reader activations fused into their producers (backend/shared_packs.py)."""
+"""Packs of multi-reader activations fused into their producers
+(fusion/shared_packs.py: the dispatch pass xgen-merge-duplicate-outputs)."""
 
 from __future__ import annotations
 
@@ -35,10 +36,12 @@ class ResidualFFN(torch.nn.Module):
 
 
 def _without_shared_packs(tmp_path: Path) -> str:
-    text = (pipelines_dir() / "cpu.toml").read_text()
-    assert "shared_packs = true" in text
+    """The cpu pipeline without its xgen-merge-duplicate-outputs dispatch step."""
+    tables = (pipelines_dir() / "cpu.toml").read_text().split("\n[[")
+    kept = [t for t in tables if "xgen-merge-duplicate-outputs" not in t]
+    assert len(kept) == len(tables) - 1
     path = tmp_path / "cpu_separate_packs.toml"
-    path.write_text(text.replace("shared_packs = true", "shared_packs = false"))
+    path.write_text("\n[[".join(kept))
     return str(path)
 
 
@@ -74,14 +77,18 @@ def test_multi_reader_packs_join_their_producers(model_and_input, tmp_path):
 def test_rejected_shared_packs_fall_back_to_separate_dispatches(model_and_input, monkeypatch):
     """Without the merge, IREE's codegen rejects the fused packs: the backend must compile
     again with the packs as dispatches of their own, and say why."""
-    import xgen_mlir.backend.fusion_stage as stage
+    from dataclasses import replace
 
-    monkeypatch.setattr(stage, "merge_duplicate_outputs", lambda module: 0)
+    from xgen_mlir.passes import registry
+
+    info = registry.get_pass("xgen-merge-duplicate-outputs")  # the merge does nothing
+    monkeypatch.setitem(registry._REGISTRY, info.name, replace(info, fn=lambda op, o, s: None))
     model, x = model_and_input
     compiled = xgen_mlir.compile(model, (x,))
     packs = compiled.report.shared_packs
     assert packs is not None and not packs.fused
-    assert "multi-reader packs fused" in packs.why, packs.why
+    assert "IREE from dispatch-creation failed" in packs.why, packs.why
+    assert list(compiled.report.dropped_steps) == ["xgen-merge-duplicate-outputs"]
     assert "separate dispatches" in packs.describe()
     assert compiled.report.fallback_used is None and compiled.report.fusion_note == ""
     with torch.no_grad():

@@ -61,7 +61,7 @@ def test_unknown_target_option_lists_the_known_ones():
         xgen_mlir.compile(*_mlp(), target="arm64", target_options={"featurez": "+neon"})
     with pytest.raises(
         errors.UnknownNameError,
-        match="known target options: inverted_residual_min_bytes, inverted_residual_no_expand, ",
+        match="known target options: fusion, inverted_residual_min_bytes, inverted_resid",
     ):
         load_pipeline("cpu").with_options({"gpu": "x"})
 

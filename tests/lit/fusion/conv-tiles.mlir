@@ -1,6 +1,6 @@
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true conv-tiles=true threads=2 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true conv-tiles=true threads=2}' | FileCheck %s
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true conv-tiles=true threads=8 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=MANY
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true print=true},xgen-conv-tiles{threads=2 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true},xgen-conv-tiles{threads=2}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true print=true},xgen-conv-tiles{threads=8 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=MANY
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true}' | FileCheck %s --check-prefix=OFF
 
 #id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>

@@ -1,6 +1,6 @@
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{depthwise-pads=true print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{depthwise-pads=true}' | FileCheck %s
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion' | FileCheck %s --check-prefix=OFF
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{tag-groups=true print=true},xgen-depthwise-pads{print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{tag-groups=true},xgen-depthwise-pads' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{tag-groups=true}' | FileCheck %s --check-prefix=OFF
 
 #dwin = affine_map<(d0, d1, d2, d3, d4) -> (d0 + d3, d1 + d4, d2)>
 #dwin2 = affine_map<(d0, d1, d2, d3, d4) -> (d0 * 2 + d3, d1 * 2 + d4, d2)>

@@ -1,5 +1,5 @@
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{tag-groups=true print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true tag-groups=true}' | FileCheck %s
 
 // Squeeze-excite on 32 channels: squeeze matvec (32 -> 8), ReLU, excite matvec (8 -> 32),
 // scale of a 32x16 weight. The excite recomputes the squeeze per 8-row vector tile:

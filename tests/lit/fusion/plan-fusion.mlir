@@ -1,6 +1,6 @@
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
-// RUN: xgen-opt %s --split-input-file -p xgen-plan-fusion | FileCheck %s
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true}' | FileCheck %s --check-prefix=REGION
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{tag-groups=true print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{tag-groups=true}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true tag-groups=true}' | FileCheck %s --check-prefix=REGION
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>

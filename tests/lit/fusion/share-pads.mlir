@@ -1,6 +1,6 @@
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{share-pads=true print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{share-pads=true}' | FileCheck %s
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{share-pads=true form-regions=true}' | FileCheck %s --check-prefix=REGION
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{tag-groups=true print=true},xgen-share-pads{print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{tag-groups=true},xgen-share-pads' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true tag-groups=true},xgen-share-pads' | FileCheck %s --check-prefix=REGION
 
 #id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #ch = affine_map<(d0, d1, d2) -> (d2)>

@@ -1,5 +1,5 @@
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true transpose-tiles=true print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
-// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true transpose-tiles=true}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true print=true},xgen-transpose-tiles{vector-bits=512 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true},xgen-transpose-tiles{vector-bits=512}' | FileCheck %s
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true}' | FileCheck %s --check-prefix=OFF
 
 // A CNN's entry: 3-channel CHW image -> HWC. Rewritten with its loops in the input's order
