@@ -56,18 +56,25 @@ def main(argv: list[str] | None = None) -> int:
         modules[label] = xgen_mlir.compile(module, target="cpu", target_options=opts)
     rows = {}
     for label, m in modules.items():
-        rows[label] = {"dispatches": m.dispatch_count(),
-                       "max_abs_err": float(np.abs(m(*arrays) - ref).max())}  # fmt: skip
-    timing = time_blocks({k: (lambda m=m: m(*arrays)) for k, m in modules.items()},
-                         rounds=args.rounds, block=args.block)  # fmt: skip
+        rows[label] = {
+            "dispatches": m.dispatch_count(),
+            "max_abs_err": float(np.abs(m(*arrays) - ref).max()),
+        }
+    timing = time_blocks(
+        {k: (lambda m=m: m(*arrays)) for k, m in modules.items()},
+        rounds=args.rounds,
+        block=args.block,
+    )
     print(f"\n{args.model} ({gflop:.2f} GFLOP), {args.rounds} rounds x {args.block} calls")
     for label, row in rows.items():
         row.update(timing[label])
         rate = gflop / (row["median_ms"] / 1e3)
         row["gflops"], row["of_sgemm_rate"] = rate, rate / SGEMM_GFLOPS
-        print(f"  {label:<40} median {row['median_ms']:8.2f} ms  min {row['min_ms']:8.2f}  "
-              f"{rate:6.1f} GFLOP/s ({100 * rate / SGEMM_GFLOPS:.0f}%)  "
-              f"{row['dispatches']} dispatches  err {row['max_abs_err']:.1e}")  # fmt: skip
+        print(
+            f"  {label:<40} median {row['median_ms']:8.2f} ms  min {row['min_ms']:8.2f}  "
+            f"{rate:6.1f} GFLOP/s ({100 * rate / SGEMM_GFLOPS:.0f}%)  "
+            f"{row['dispatches']} dispatches  err {row['max_abs_err']:.1e}"
+        )
     out = Path(args.json or Path(__file__).parent / "results" / f"ab-{args.model}.json")
     out.write_text(json.dumps({"model": args.model, "gflop": gflop, "systems": rows}, indent=2))
     print(f"wrote {out}")

@@ -52,13 +52,16 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.drop:
         systems[f"without {name}"] = variant(name)
     ref = systems["IREE best flags"](*arrays)
-    timing = time_blocks({k: (lambda m=m: m(*arrays)) for k, m in systems.items()},
-                         rounds=args.rounds, block=10)  # fmt: skip
+    timing = time_blocks(
+        {k: (lambda m=m: m(*arrays)) for k, m in systems.items()}, rounds=args.rounds, block=10
+    )
     for name, m in systems.items():
         err = float(np.abs(m(*arrays) - ref).max())
         t = timing[name]
-        print(f"{name:40s} {t['median_ms']:8.2f} ms (min {t['min_ms']:.2f})  "
-              f"{m.dispatch_count():4d} dispatches  max|err| {err:.1e}")  # fmt: skip
+        print(
+            f"{name:40s} {t['median_ms']:8.2f} ms (min {t['min_ms']:.2f})  "
+            f"{m.dispatch_count():4d} dispatches  max|err| {err:.1e}"
+        )
     return 0
 
 

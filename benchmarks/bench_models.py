@@ -47,12 +47,23 @@ SGEMM_GFLOPS = 205.0  # 2048^3 sgemm on both cores of this machine (shared/STACK
 # model nearest to ours (BERT-base stands in for MiniLM and DistilBERT; per layer compares
 # them: 12 layers there, 6 here). Its operator counts are finer than ONNX's (LayerNorm and
 # GELU split into many ops), so its ratio is compared with both of ours.
-DNNFUSION = {"gpt2_small": (2533, 254, 12), "mobilebert": (2387, 510, 24),
-             "minilm": (976, 216, 12), "distilbert": (976, 216, 12),
-             "efficientnet_b0": (309, 97, None)}  # fmt: skip
+DNNFUSION = {
+    "gpt2_small": (2533, 254, 12),
+    "mobilebert": (2387, 510, 24),
+    "minilm": (976, 216, 12),
+    "distilbert": (976, 216, 12),
+    "efficientnet_b0": (309, 97, None),
+}
 LAYERS = {"gpt2_small": 12, "mobilebert": 24, "minilm": 6, "distilbert": 6}
-MODELS = ["mobilenet_v2", "resnet18", "efficientnet_b0", "minilm", "distilbert", "mobilebert",
-          "gpt2_small"]  # the issue-4 list; bert_base on request  # fmt: skip
+MODELS = [
+    "mobilenet_v2",
+    "resnet18",
+    "efficientnet_b0",
+    "minilm",
+    "distilbert",
+    "mobilebert",
+    "gpt2_small",
+]  # the issue-4 list; bert_base on request
 KNOWN = [*MODELS, "bert_base"]
 
 
@@ -77,8 +88,12 @@ def graph_info(model: torch.nn.Module, inputs: tuple, module) -> dict:
         graph = torch.export.export(model, inputs).graph
     aten = sum(1 for n in graph.nodes if n.op == "call_function")
     counts = mapping_counts(module.operation)
-    return {"aten_ops": aten, "linalg_ops": sum(counts.values()), "mapping_types": counts,
-            "gflop": module_flops(module.operation) / 1e9}  # fmt: skip
+    return {
+        "aten_ops": aten,
+        "linalg_ops": sum(counts.values()),
+        "mapping_types": counts,
+        "gflop": module_flops(module.operation) / 1e9,
+    }
 
 
 def torch_compiled(model: torch.nn.Module, inputs: tuple):
@@ -112,8 +127,11 @@ def iree_plain_with_fallbacks(module_bytes: bytes, flags: list[str]):
     e.g. EfficientNet-B0, with data tiling): returns the module and the flags dropped."""
     import iree.compiler as ic
 
-    for drop in ([], ["--iree-preprocessing-pass-pipeline"],
-                 ["--iree-preprocessing-pass-pipeline", "--iree-opt-data-tiling"]):  # fmt: skip
+    for drop in (
+        [],
+        ["--iree-preprocessing-pass-pipeline"],
+        ["--iree-preprocessing-pass-pipeline", "--iree-opt-data-tiling"],
+    ):
         kept = [f for f in flags if not any(f.startswith(d) for d in drop)]
         try:
             return iree_plain(module_bytes, kept), drop
@@ -127,8 +145,9 @@ def export_onnx(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> tup
     path = Path(tempfile.mkdtemp()) / "model.onnx"
     names = [f"input{i}" for i in range(len(inputs))]
     with torch.no_grad():
-        torch.onnx.export(model, inputs, str(path), input_names=names, opset_version=17,
-                          dynamo=False)  # fmt: skip
+        torch.onnx.export(
+            model, inputs, str(path), input_names=names, opset_version=17, dynamo=False
+        )
     return path, names
 
 
@@ -156,8 +175,14 @@ def onnxruntime_session(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]
     return (lambda: sess.run(None, feed)[0]), onnx_nodes
 
 
-def bench_model(name: str, rounds: int, block: int, threads: int, defaults: bool,
-                variants: list[dict[str, str]] | None = None) -> dict:  # fmt: skip
+def bench_model(
+    name: str,
+    rounds: int,
+    block: int,
+    threads: int,
+    defaults: bool,
+    variants: list[dict[str, str]] | None = None,
+) -> dict:
     """``variants``: target-option sets, each compiled and timed as one more xgen_mlir system
     (e.g. the opt-in ``winograd=true``) next to the default one."""
     log(f"{name}: building model")
@@ -191,26 +216,29 @@ def bench_model(name: str, rounds: int, block: int, threads: int, defaults: bool
     ours = xgen_mlir.compile(module, target="cpu")
 
     info["gflop_after_rewrites"] = ours.report.flops_after_rewrites / 1e9
-    results["xgen_mlir cpu"] = {"compile_s": time.perf_counter() - t0 + import_s,
-                                "max_abs_err": float(np.abs(ours(*arrays) - ref).max()),
-                                "fallback": ours.report.fallback_used,
-                                "fusion_note": ours.report.fusion_note,
-                                "fusion": [p.summary() for p in ours.report.fusion_plans],
-                                "shared_packs": (ours.report.shared_packs.describe()
-                                                 if ours.report.shared_packs else None),
-                                "dispatches": ours.dispatch_count()}  # fmt: skip
+    results["xgen_mlir cpu"] = {
+        "compile_s": time.perf_counter() - t0 + import_s,
+        "max_abs_err": float(np.abs(ours(*arrays) - ref).max()),
+        "fallback": ours.report.fallback_used,
+        "fusion_note": ours.report.fusion_note,
+        "fusion": [p.summary() for p in ours.report.fusion_plans],
+        "shared_packs": (ours.report.shared_packs.describe() if ours.report.shared_packs else None),
+        "dispatches": ours.dispatch_count(),
+    }
     systems["xgen_mlir cpu"] = lambda: ours(*arrays)
     for options in variants or []:
         label = "xgen_mlir cpu (" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")"
         log(f"{name}: compiling {label}")
         t0 = time.perf_counter()
         mod = xgen_mlir.compile(module, target="cpu", target_options=options)  # on a copy
-        results[label] = {"compile_s": time.perf_counter() - t0,
-                          "max_abs_err": float(np.abs(mod(*arrays) - ref).max()),
-                          "gflop_after_rewrites": mod.report.flops_after_rewrites / 1e9,
-                          "fallback": mod.report.fallback_used,
-                          "fusion_note": mod.report.fusion_note,
-                          "dispatches": mod.dispatch_count()}  # fmt: skip
+        results[label] = {
+            "compile_s": time.perf_counter() - t0,
+            "max_abs_err": float(np.abs(mod(*arrays) - ref).max()),
+            "gflop_after_rewrites": mod.report.flops_after_rewrites / 1e9,
+            "fallback": mod.report.fallback_used,
+            "fusion_note": mod.report.fusion_note,
+            "dispatches": mod.dispatch_count(),
+        }
         systems[label] = lambda mod=mod: mod(*arrays)
     log(f"{name}: exporting to ONNX for ONNX Runtime")
     try:
@@ -257,8 +285,14 @@ def print_table(all_records: dict[str, dict]) -> None:
     variants = sorted(
         {s for r in all_results.values() for s in r if s.startswith("xgen_mlir cpu (")}
     )
-    systems = ["xgen_mlir cpu", *variants, "IREE best flags", "ONNX Runtime", "torch.compile",
-               "PyTorch eager"]  # fmt: skip
+    systems = [
+        "xgen_mlir cpu",
+        *variants,
+        "IREE best flags",
+        "ONNX Runtime",
+        "torch.compile",
+        "PyTorch eager",
+    ]
     width = {s: max(17, len(s) + 2) for s in systems}
     head = f"{'model':<14}" + "".join(f"{s:>{width[s]}}" for s in systems)
     head += f"{'xgen vs IREE best':>19}"
@@ -273,25 +307,31 @@ def print_table(all_records: dict[str, dict]) -> None:
             cells.append(f"{r['median_ms']:{w}.2f}" if "median_ms" in r else f"{'n/a':>{w}}")
         ratio = res["IREE best flags"]["median_ms"] / res["xgen_mlir cpu"]["median_ms"]
         print(f"{model:<14}" + "".join(cells) + f"{ratio:18.2f}x")
-    print("\ngraph: PyTorch ops, ONNX ops, linalg ops, dispatches xgen / IREE best, "
-          "fused-layer ratios (ONNX ops / dispatches, linalg ops / dispatches), "
-          "GFLOP, achieved rate xgen / IREE best (of the 205 GFLOP/s sgemm rate)")  # fmt: skip
+    print(
+        "\ngraph: PyTorch ops, ONNX ops, linalg ops, dispatches xgen / IREE best, "
+        "fused-layer ratios (ONNX ops / dispatches, linalg ops / dispatches), "
+        "GFLOP, achieved rate xgen / IREE best (of the 205 GFLOP/s sgemm rate)"
+    )
     for model, rec in all_records.items():
         g, res = rec["graph"], rec["systems"]
         ours, iree = res["xgen_mlir cpu"], res["IREE best flags"]
         n = max(1, ours.get("dispatches", 1))
-        print(f"  {model}: {g['aten_ops']} ops, {g.get('onnx_ops', '?')} ONNX, "
-              f"{g['linalg_ops']} linalg, "
-              f"{ours.get('dispatches')} / {iree.get('dispatches')} dispatches, "
-              f"ratios {g.get('onnx_ops', 0) / n:.1f} / {g['linalg_ops'] / n:.1f}, "
-              f"{g['gflop']:.2f} GFLOP (after rewrites {g.get('gflop_after_rewrites', 0):.2f}), "
-              f"{ours.get('of_peak')} / {iree.get('of_peak')}")  # fmt: skip
+        print(
+            f"  {model}: {g['aten_ops']} ops, {g.get('onnx_ops', '?')} ONNX, "
+            f"{g['linalg_ops']} linalg, "
+            f"{ours.get('dispatches')} / {iree.get('dispatches')} dispatches, "
+            f"ratios {g.get('onnx_ops', 0) / n:.1f} / {g['linalg_ops'] / n:.1f}, "
+            f"{g['gflop']:.2f} GFLOP (after rewrites {g.get('gflop_after_rewrites', 0):.2f}), "
+            f"{ours.get('of_peak')} / {iree.get('of_peak')}"
+        )
         if model in DNNFUSION:
             ops, fused, layers = DNNFUSION[model]
             line = f"    DNNFusion: {ops} ops -> {fused} fused layers, ratio {ops / fused:.1f}"
             if layers and model in LAYERS:
-                line += (f"; fused layers per transformer layer {fused / layers:.1f} there, "
-                         f"dispatches per layer {n / LAYERS[model]:.1f} here")  # fmt: skip
+                line += (
+                    f"; fused layers per transformer layer {fused / layers:.1f} there, "
+                    f"dispatches per layer {n / LAYERS[model]:.1f} here"
+                )
             print(line)
     print("\nmax |error| vs PyTorch:")
     for model, res in all_results.items():
@@ -317,12 +357,13 @@ def main(argv: list[str] | None = None) -> int:
         help="also time xgen_mlir with this cpu target option (e.g. winograd=true); "
         "repeat for several, comma-separate to combine",
     )
-    args = p.parse_args(argv)  # fmt: skip
+    args = p.parse_args(argv)
     variants = [dict(kv.split("=", 1) for kv in opt.split(",")) for opt in args.target_option]
     all_results = {}
     for name in args.models:
-        all_results[name] = bench_model(name, args.rounds, args.block, args.threads,
-                                        args.defaults, variants)  # fmt: skip
+        all_results[name] = bench_model(
+            name, args.rounds, args.block, args.threads, args.defaults, variants
+        )
         partial = Path(__file__).parent / "results" / "models-partial.json"
         partial.write_text(json.dumps(all_results, indent=2))  # survives a later crash
     print_table(all_results)
@@ -331,9 +372,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.json
         else (Path(__file__).parent / "results" / f"models-{dt.date.today().isoformat()}.json")
     )
-    meta = {"date": dt.datetime.now().isoformat(timespec="seconds"), "host": platform.node(),
-            "cpus": os.cpu_count(), "torch": torch.__version__, "rounds": args.rounds,
-            "block": args.block, "threads": args.threads}  # fmt: skip
+    meta = {
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "torch": torch.__version__,
+        "rounds": args.rounds,
+        "block": args.block,
+        "threads": args.threads,
+    }
     write_json(out, meta, all_results)
     return 0
 

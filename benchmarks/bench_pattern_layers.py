@@ -61,24 +61,35 @@ class OneConv(torch.nn.Module):
 def bench_layer(cin, cout, size, stride, rounds, block, connectivity, group_size=None):
     torch.manual_seed(0)
     x = torch.randn(1, cin, size, size)
-    model = compress.prune(OneConv(cin, cout, stride).eval(), (x,), target="cpu",
-                           connectivity=connectivity, group_size=group_size)  # fmt: skip
+    model = compress.prune(
+        OneConv(cin, cout, stride).eval(),
+        (x,),
+        target="cpu",
+        connectivity=connectivity,
+        group_size=group_size,
+    )
     with torch.no_grad():
         ref = model(x).numpy()
     dense = iree_plain(snapshot(import_model(model, (x,))), IREE_BEST)
     ours = xgen_mlir.compile(model, (x,))
     arr = x.numpy()
     errs = {n: float(np.abs(m(arr) - ref).max()) for n, m in (("dense", dense), ("xgen", ours))}
-    t = time_blocks({"dense": lambda: dense(arr), "xgen": lambda: ours(arr)}, rounds=rounds,
-                    block=block)  # fmt: skip
+    t = time_blocks(
+        {"dense": lambda: dense(arr), "xgen": lambda: ours(arr)}, rounds=rounds, block=block
+    )
     device = device_ms({"dense": dense, "xgen": ours}, arr, rounds)
     density = float((model.conv.weight != 0).float().mean())
-    return {"dense_ms": t["dense"]["median_ms"], "xgen_ms": t["xgen"]["median_ms"],
-            "speedup": t["dense"]["median_ms"] / t["xgen"]["median_ms"], "density": density,
-            "dense_device_ms": device["dense"], "xgen_device_ms": device["xgen"],
-            "device_speedup": device["dense"] / device["xgen"],
-            "max_abs_err": errs, "dispatches": {"dense": dense.dispatch_count(),
-                                                "xgen": ours.dispatch_count()}}  # fmt: skip
+    return {
+        "dense_ms": t["dense"]["median_ms"],
+        "xgen_ms": t["xgen"]["median_ms"],
+        "speedup": t["dense"]["median_ms"] / t["xgen"]["median_ms"],
+        "density": density,
+        "dense_device_ms": device["dense"],
+        "xgen_device_ms": device["xgen"],
+        "device_speedup": device["dense"] / device["xgen"],
+        "max_abs_err": errs,
+        "dispatches": {"dense": dense.dispatch_count(), "xgen": ours.dispatch_count()},
+    }
 
 
 def device_ms(modules: dict, arr: np.ndarray, rounds: int, calls: int = 40) -> dict[str, float]:
@@ -120,36 +131,54 @@ def main(argv: list[str] | None = None) -> int:
         r = bench_layer(cin, cout, size, stride, args.rounds, args.block, args.connectivity)
         r.update({"shape": f"{cin}->{cout} @{size} s{stride}", "count": count})
         rows[name] = r
-        print(f"[{time.strftime('%H:%M:%S')}] {name}: {r['speedup']:.2f}x "
-              f"({time.perf_counter() - t0:.0f}s)", file=sys.stderr, flush=True)  # fmt: skip
-    print("\nResNet-18 3x3 convs, 4-entry patterns + "
-          f"{args.connectivity:.0%} connectivity (median ms, batch 1)")  # fmt: skip
+        print(
+            f"[{time.strftime('%H:%M:%S')}] {name}: {r['speedup']:.2f}x "
+            f"({time.perf_counter() - t0:.0f}s)",
+            file=sys.stderr,
+            flush=True,
+        )
+    print(
+        "\nResNet-18 3x3 convs, 4-entry patterns + "
+        f"{args.connectivity:.0%} connectivity (median ms, batch 1)"
+    )
     print("wall = in-process call (incl. the fixed per-call cost); device = the layer's dispatches")
-    head = (f"{'layer':<16}{'shape':<22}{'density':>8}{'wall dense':>11}{'xgen':>8}{'speedup':>8}"
-            f"{'device dense':>14}{'xgen':>8}{'speedup':>8}")  # fmt: skip
+    head = (
+        f"{'layer':<16}{'shape':<22}{'density':>8}{'wall dense':>11}{'xgen':>8}{'speedup':>8}"
+        f"{'device dense':>14}{'xgen':>8}{'speedup':>8}"
+    )
     print(head)
     print("-" * len(head))
     for name, r in rows.items():
-        print(f"{name:<16}{r['shape']:<22}{r['density']:>8.3f}{r['dense_ms']:>11.3f}"
-              f"{r['xgen_ms']:>8.3f}{r['speedup']:>7.2f}x{r['dense_device_ms']:>14.3f}"
-              f"{r['xgen_device_ms']:>8.3f}{r['device_speedup']:>7.2f}x")  # fmt: skip
-    tot = {k: sum(r[k] * r["count"] for r in rows.values())
-           for k in ("dense_ms", "xgen_ms", "dense_device_ms", "xgen_device_ms")}  # fmt: skip
-    print(f"{'all 16 layers':<38}{'':>8}{tot['dense_ms']:>11.3f}{tot['xgen_ms']:>8.3f}"
-          f"{tot['dense_ms'] / tot['xgen_ms']:>7.2f}x{tot['dense_device_ms']:>14.3f}"
-          f"{tot['xgen_device_ms']:>8.3f}"
-          f"{tot['dense_device_ms'] / tot['xgen_device_ms']:>7.2f}x")  # fmt: skip
+        print(
+            f"{name:<16}{r['shape']:<22}{r['density']:>8.3f}{r['dense_ms']:>11.3f}"
+            f"{r['xgen_ms']:>8.3f}{r['speedup']:>7.2f}x{r['dense_device_ms']:>14.3f}"
+            f"{r['xgen_device_ms']:>8.3f}{r['device_speedup']:>7.2f}x"
+        )
+    tot = {
+        k: sum(r[k] * r["count"] for r in rows.values())
+        for k in ("dense_ms", "xgen_ms", "dense_device_ms", "xgen_device_ms")
+    }
+    print(
+        f"{'all 16 layers':<38}{'':>8}{tot['dense_ms']:>11.3f}{tot['xgen_ms']:>8.3f}"
+        f"{tot['dense_ms'] / tot['xgen_ms']:>7.2f}x{tot['dense_device_ms']:>14.3f}"
+        f"{tot['xgen_device_ms']:>8.3f}"
+        f"{tot['dense_device_ms'] / tot['xgen_device_ms']:>7.2f}x"
+    )
     by_group = {}
     for g in args.group_sizes:
         by_group[g] = bench_layer(128, 128, 28, 1, args.rounds, args.block, args.connectivity, g)
     if by_group:
         print("\nspeed vs filter-group size the pruner honours (layer2.x.convN, 128->128 @28)")
-        print(f"{'group size':>10}{'wall dense':>11}{'xgen':>8}{'speedup':>8}"
-              f"{'device dense':>14}{'xgen':>8}{'speedup':>8}")  # fmt: skip
+        print(
+            f"{'group size':>10}{'wall dense':>11}{'xgen':>8}{'speedup':>8}"
+            f"{'device dense':>14}{'xgen':>8}{'speedup':>8}"
+        )
         for g, r in by_group.items():
-            print(f"{g:>10}{r['dense_ms']:>11.3f}{r['xgen_ms']:>8.3f}{r['speedup']:>7.2f}x"
-                  f"{r['dense_device_ms']:>14.3f}{r['xgen_device_ms']:>8.3f}"
-                  f"{r['device_speedup']:>7.2f}x")  # fmt: skip
+            print(
+                f"{g:>10}{r['dense_ms']:>11.3f}{r['xgen_ms']:>8.3f}{r['speedup']:>7.2f}x"
+                f"{r['dense_device_ms']:>14.3f}{r['xgen_device_ms']:>8.3f}"
+                f"{r['device_speedup']:>7.2f}x"
+            )
     out = (
         Path(args.json)
         if args.json
@@ -157,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
             Path(__file__).parent / "results" / f"pattern-layers-{dt.date.today().isoformat()}.json"
         )
     )
-    out.write_text(json.dumps({"args": vars(args), "layers": rows, "group_sizes": by_group},
-                              indent=2))  # fmt: skip
+    out.write_text(
+        json.dumps({"args": vars(args), "layers": rows, "group_sizes": by_group}, indent=2)
+    )
     print(f"\nwrote {out}")
     return 0
 

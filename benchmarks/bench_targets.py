@@ -50,10 +50,12 @@ def _bench_bundle(module, runs: int) -> float:
 
     with tempfile.TemporaryDirectory() as d:
         bundle = module.save_bundle(Path(d) / "b")
-        proc = run_bundle(bundle, f"--benchmark_repetitions={runs}", "--benchmark_min_time=1x",
-                          benchmark=True)  # fmt: skip
-    times = [float(m) for m in re.findall(r"BM_\w+/process_time/real_time\s+([\d.]+) ms",
-                                          proc.stdout)]  # fmt: skip
+        proc = run_bundle(
+            bundle, f"--benchmark_repetitions={runs}", "--benchmark_min_time=1x", benchmark=True
+        )
+    times = [
+        float(m) for m in re.findall(r"BM_\w+/process_time/real_time\s+([\d.]+) ms", proc.stdout)
+    ]
     return sorted(times)[len(times) // 2]
 
 
@@ -115,8 +117,10 @@ def main() -> int:
     p.add_argument("--models", default="mlp,small_cnn,resnet18_64,mobilenet_v2_64,minilm_seq32")
     p.add_argument("--targets", default=",".join(TARGETS))
     p.add_argument("--runs", type=int, default=20)
-    p.add_argument("--out", default=str(ROOT / "benchmarks/results" /
-                                        f"targets-{time.strftime('%Y-%m-%d')}.json"))  # fmt: skip
+    p.add_argument(
+        "--out",
+        default=str(ROOT / "benchmarks/results" / f"targets-{time.strftime('%Y-%m-%d')}.json"),
+    )
     a = p.parse_args()
     torch.set_num_threads(1)
     targets = a.targets.split(",")

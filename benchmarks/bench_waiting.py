@@ -38,11 +38,16 @@ def bench_model(name: str, rounds: int, block: int, threads: int) -> dict:
         plain = xgen_mlir.load(path, yield_to_workers=False)
     a, b = np.asarray(batch(*arrays)), np.asarray(plain(*arrays))
     if not np.array_equal(a, b):
-        raise SystemExit(f"{name}: the two waits gave different results (max diff "
-                         f"{float(np.abs(a - b).max()):.3e})")  # fmt: skip
+        raise SystemExit(
+            f"{name}: the two waits gave different results (max diff "
+            f"{float(np.abs(a - b).max()):.3e})"
+        )
     ort_run, _ = onnxruntime_session(model, inputs, threads)
-    systems = {"plain wait": lambda: plain(*arrays), "batch wait": lambda: batch(*arrays),
-               "ONNX Runtime": ort_run}  # fmt: skip
+    systems = {
+        "plain wait": lambda: plain(*arrays),
+        "batch wait": lambda: batch(*arrays),
+        "ONNX Runtime": ort_run,
+    }
     log(f"{name}: timing {len(systems)} systems ({rounds} rounds x {block} calls)")
     return time_blocks(systems, rounds=rounds, block=block)
 
@@ -66,8 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     for m, r in results.items():
         cells = [_cell(r[s]) for s in SYSTEMS]
         print(f"{m:16s}" + "".join(f"{c:>36s}" for c in cells))
-    meta = {"date": dt.date.today().isoformat(), "machine": platform.platform(),
-            "rounds": args.rounds, "block": args.block}  # fmt: skip
+    meta = {
+        "date": dt.date.today().isoformat(),
+        "machine": platform.platform(),
+        "rounds": args.rounds,
+        "block": args.block,
+    }
     write_json(Path(args.json or Path(__file__).parent / "results" / "waiting.json"), meta, results)
     return 0
 

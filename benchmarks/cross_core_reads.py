@@ -96,9 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for kb in args.sizes_kb:
             out = subprocess.run(
-                [str(exe), str(kb * 1024), str(args.reps)], check=True, capture_output=True,
+                [str(exe), str(kb * 1024), str(args.reps)],
+                check=True,
+                capture_output=True,
                 text=True,
-            ).stdout.split()  # fmt: skip
+            ).stdout.split()
             same, swapped = float(out[0]), float(out[1])
             rows.append({"kb": kb, "same_core_gbs": same, "other_core_gbs": swapped})
     print("consumer read+write bandwidth, 2 threads, best of", args.reps)

@@ -76,8 +76,11 @@ def build(shape: tuple[int, ...], rows: int, work: Path, openmp: bool = True) ->
     flags = ["-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-shared", "-fPIC"]
     # Without OpenMP the kernel needs no libc at all: link it freestanding, so a bare gcc
     # (no libc6-dev: `.ci/run` installs gcc without recommends) builds it too.
-    flags += ["-fopenmp"] if openmp else ["-nostdlib", "-ffreestanding",
-                                         "-fno-tree-loop-distribute-patterns"]  # fmt: skip
+    flags += (
+        ["-fopenmp"]
+        if openmp
+        else ["-nostdlib", "-ffreestanding", "-fno-tree-loop-distribute-patterns"]
+    )
     subprocess.run(["gcc", *flags, str(c_file), "-o", str(so)], check=True)
     return ctypes.CDLL(str(so))
 
@@ -86,13 +89,15 @@ def operands(shape: tuple[int, ...], seed: int = 0) -> list[np.ndarray]:
     h, w, cin, ce, cout, _s = shape
     rng = np.random.default_rng(seed)
     f = np.float32
-    return [rng.standard_normal((h, w, cin)).astype(f),
-            (rng.standard_normal((cin, ce)) / np.sqrt(cin)).astype(f),
-            (rng.standard_normal(ce) * 0.1).astype(f),
-            (rng.standard_normal((3, 3, ce)) / 3).astype(f),
-            (rng.standard_normal(ce) * 0.1).astype(f),
-            (rng.standard_normal((ce, cout)) / np.sqrt(ce)).astype(f),
-            (rng.standard_normal(cout) * 0.1).astype(f)]  # fmt: skip
+    return [
+        rng.standard_normal((h, w, cin)).astype(f),
+        (rng.standard_normal((cin, ce)) / np.sqrt(cin)).astype(f),
+        (rng.standard_normal(ce) * 0.1).astype(f),
+        (rng.standard_normal((3, 3, ce)) / 3).astype(f),
+        (rng.standard_normal(ce) * 0.1).astype(f),
+        (rng.standard_normal((ce, cout)) / np.sqrt(ce)).astype(f),
+        (rng.standard_normal(cout) * 0.1).astype(f),
+    ]
 
 
 def reference(shape: tuple[int, ...], ops: list[np.ndarray]) -> np.ndarray:
@@ -102,8 +107,11 @@ def reference(shape: tuple[int, ...], ops: list[np.ndarray]) -> np.ndarray:
     x, we, be, wd, bd, wp, bp = (a.astype(np.float64) for a in ops)
     ho, wo = (h - 1) // s + 1, (w - 1) // s + 1
     e = np.pad(np.clip(x @ we + be, 0, 6), ((1, 1), (1, 1), (0, 0)))
-    d = sum(e[ky : ky + s * (ho - 1) + 1 : s, kx : kx + s * (wo - 1) + 1 : s] * wd[ky, kx]
-            for ky in range(3) for kx in range(3))  # fmt: skip
+    d = sum(
+        e[ky : ky + s * (ho - 1) + 1 : s, kx : kx + s * (wo - 1) + 1 : s] * wd[ky, kx]
+        for ky in range(3)
+        for kx in range(3)
+    )
     y = np.clip(d + bd, 0, 6) @ wp + bp
     return y + x if s == 1 and cin == cout else y
 
@@ -116,8 +124,9 @@ def run(lib: ctypes.CDLL, fn: str, shape: tuple[int, ...], ops: list[np.ndarray]
     return y
 
 
-def time_ms(lib: ctypes.CDLL, fn: str, shape: tuple[int, ...], ops: list[np.ndarray],
-            reps: int) -> tuple[float, float]:  # fmt: skip
+def time_ms(
+    lib: ctypes.CDLL, fn: str, shape: tuple[int, ...], ops: list[np.ndarray], reps: int
+) -> tuple[float, float]:
     run(lib, fn, shape, ops)
     ts = []
     for _ in range(reps):
@@ -151,9 +160,18 @@ def main() -> None:
             one = time_ms(lib, "blk_all", shape, ops, args.reps)
             os.environ["OMP_NUM_THREADS"] = "2"
             two = time_ms(lib, "blk_par", shape, ops, args.reps)
-            rows.append({"block": name, "shape": list(shape), "band_rows": band, "max_abs_err": err,
-                         "one_thread_ms": one[0], "one_thread_min_ms": one[1],
-                         "two_threads_ms": two[0], "two_threads_min_ms": two[1]})  # fmt: skip
+            rows.append(
+                {
+                    "block": name,
+                    "shape": list(shape),
+                    "band_rows": band,
+                    "max_abs_err": err,
+                    "one_thread_ms": one[0],
+                    "one_thread_min_ms": one[1],
+                    "two_threads_ms": two[0],
+                    "two_threads_min_ms": two[1],
+                }
+            )
     print(
         f"{'block':14s} {'H W Cin Ce Cout s':22s} {'R':>3s} {'max err':>9s} "
         f"{'1 thread ms (min)':>18s} {'2 threads ms (min)':>19s}"

@@ -63,8 +63,10 @@ def node_times(sess, feed: dict, iters: int) -> list[dict]:
         name = e["name"][: -len("_kernel_time")]
         per.setdefault(name, []).append(e["dur"] / 1e3)
         op_of[name] = e.get("args", {}).get("op_name", "?")
-    return [{"node": n, "op": op_of[n], "ms": statistics.median(v[WARMUP:] or v)}
-            for n, v in per.items()]  # fmt: skip
+    return [
+        {"node": n, "op": op_of[n], "ms": statistics.median(v[WARMUP:] or v)}
+        for n, v in per.items()
+    ]
 
 
 def by_op(nodes: list[dict]) -> list[tuple[str, int, float]]:
@@ -81,8 +83,10 @@ def pair(nodes: list[dict], ours: dict) -> list[tuple[dict, dict]] | str:
     theirs = [n for n in nodes if n["op"] in COMPUTE]
     mine = [r for r in ours["rows"] if r["kind"].startswith(OUR_COMPUTE)]
     if len(theirs) != len(mine):
-        return (f"{len(theirs)} ORT compute nodes against {len(mine)} compute dispatches: "
-                "not one to one, so not paired")  # fmt: skip
+        return (
+            f"{len(theirs)} ORT compute nodes against {len(mine)} compute dispatches: "
+            "not one to one, so not paired"
+        )
     return list(zip(theirs, mine, strict=True))
 
 
@@ -110,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         for i in probe.get_inputs():
             if any(not isinstance(d, int) for d in i.shape):
                 raise SystemExit(f"{path}: input '{i.name}' has a dynamic shape {i.shape}")
-            feed[i.name] = (rng.standard_normal(i.shape).astype(np.float32)
-                            if "float" in i.type else np.zeros(i.shape, np.int64))  # fmt: skip
+            feed[i.name] = (
+                rng.standard_normal(i.shape).astype(np.float32)
+                if "float" in i.type
+                else np.zeros(i.shape, np.int64)
+            )
     else:
         model, inputs = build(a.model)
         model.eval()
@@ -145,14 +152,24 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{i:>3} {n['ms']:7.3f} {r['ms']:8.3f} {r['ms'] / n['ms']:9.2f}  {r['key']}")
             t_ort = sum(n["ms"] for n, _ in paired)
             t_ours = sum(r["ms"] for _, r in paired)
-            print(f"sum {t_ort:7.3f} {t_ours:8.3f} {t_ours / t_ort:9.2f}"
-                  f"  ({ours.get('device')}, threads {ours.get('threads')})")  # fmt: skip
+            print(
+                f"sum {t_ort:7.3f} {t_ours:8.3f} {t_ours / t_ort:9.2f}"
+                f"  ({ours.get('device')}, threads {ours.get('threads')})"
+            )
     if a.json:
-        result = {"model": a.model, "threads": a.threads, "iters": a.iters, "nodes": nodes,
-                  "node_sum_ms": total, "end_to_end_ms": e2e}  # fmt: skip
+        result = {
+            "model": a.model,
+            "threads": a.threads,
+            "iters": a.iters,
+            "nodes": nodes,
+            "node_sum_ms": total,
+            "end_to_end_ms": e2e,
+        }
         if paired is not None and not isinstance(paired, str):
-            result["paired"] = [{"node": n["node"], "ort_ms": n["ms"], "dispatch": r["key"],
-                                 "ours_ms": r["ms"]} for n, r in paired]  # fmt: skip
+            result["paired"] = [
+                {"node": n["node"], "ort_ms": n["ms"], "dispatch": r["key"], "ours_ms": r["ms"]}
+                for n, r in paired
+            ]
         Path(a.json).write_text(json.dumps(result, indent=1))
         print(f"wrote {a.json}")
     return 0

@@ -82,8 +82,15 @@ def model_to_mlirbc(name: str, out: Path) -> None:
 def compile_vmfb(src: Path, flags: list[str], work: Path) -> Path:
     vmfb = work / "module.vmfb"
     dump = f"--iree-hal-dump-executable-sources-to={work / 'sources'}"
-    cmd = [tool("iree-compile"), str(src), "--iree-hal-target-backends=llvm-cpu", *flags, dump,
-           "-o", str(vmfb)]  # fmt: skip
+    cmd = [
+        tool("iree-compile"),
+        str(src),
+        "--iree-hal-target-backends=llvm-cpu",
+        *flags,
+        dump,
+        "-o",
+        str(vmfb),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise SystemExit(f"iree-compile failed:\n{r.stderr[-4000:]}")
@@ -108,8 +115,11 @@ def dispatch_count(vmfb: Path) -> dict[str, int]:
     memoizes command buffers: the entry's buffer is recorded in an ``__init``-like function,
     and data tiling adds another ``__init`` that packs the weights once at load time, so
     functions are keyed ``name#k`` in the order they appear."""
-    dis = subprocess.run([tool("iree-dump-module"), "--output=disassembly", str(vmfb)],
-                         capture_output=True, text=True).stdout  # fmt: skip
+    dis = subprocess.run(
+        [tool("iree-dump-module"), "--output=disassembly", str(vmfb)],
+        capture_output=True,
+        text=True,
+    ).stdout
     counts: dict[str, int] = {}
     seen: dict[str, int] = defaultdict(int)
     fn = "?"
@@ -169,8 +179,15 @@ def classify(key: str, src: str) -> str:
             stride = "?" if not src else (2 if s2 else 1)
             return f"depthwise conv {k[0]}x{k[1]} s{stride}"
         return f"conv (dense){' s2' if s2 else ''}"
-    if op_name in ("matmul_like", "matmul", "mmt4d", "batch_matmul", "batch_mmt4d",
-                   "matmul_transpose_b", "contract"):  # fmt: skip
+    if op_name in (
+        "matmul_like",
+        "matmul",
+        "mmt4d",
+        "batch_matmul",
+        "batch_mmt4d",
+        "matmul_transpose_b",
+        "contract",
+    ):
         if dims and dims.group(1).split("x")[0] == "1" and nd == 3:
             return "fc / gemv (M=1)"
         return "matmul (1x1 conv, fc, linear)"
@@ -189,8 +206,13 @@ def classify(key: str, src: str) -> str:
 
 # ---- running -------------------------------------------------------------------------------
 def bench_cmd(vmfb: Path, entry: str, device: str, inputs: list[str], threads: int) -> list[str]:
-    cmd = [tool("iree-benchmark-module"), f"--module={vmfb}", f"--device={device}",
-           f"--function={entry}", *[f"--input={i}" for i in inputs]]  # fmt: skip
+    cmd = [
+        tool("iree-benchmark-module"),
+        f"--module={vmfb}",
+        f"--device={device}",
+        f"--function={entry}",
+        *[f"--input={i}" for i in inputs],
+    ]
     if device == "local-task" and threads:
         cmd.append(f"--task_topology_max_group_count={threads}")
     return cmd
@@ -239,14 +261,25 @@ def _as_batch_thread() -> None:
 
 def profile_events(cmd: list[str], iters: int, work: Path) -> list[dict]:
     prof = work / "run.ireeprof"
-    r = subprocess.run(cmd + ["--benchmark_repetitions=1", f"--benchmark_min_time={iters}x",
-                              "--device_profiling_mode=host-execution",
-                              f"--device_profiling_output={prof}"],
-                       capture_output=True, text=True, preexec_fn=_as_batch_thread)  # fmt: skip
+    r = subprocess.run(
+        cmd
+        + [
+            "--benchmark_repetitions=1",
+            f"--benchmark_min_time={iters}x",
+            "--device_profiling_mode=host-execution",
+            f"--device_profiling_output={prof}",
+        ],
+        capture_output=True,
+        text=True,
+        preexec_fn=_as_batch_thread,
+    )
     if r.returncode:
         raise SystemExit(f"iree-benchmark-module failed:\n{r.stderr[-3000:]}")
-    dump = subprocess.run([tool("iree-profile"), "dispatch", "--format=jsonl", "--dispatch_events",
-                           str(prof)], capture_output=True, text=True)  # fmt: skip
+    dump = subprocess.run(
+        [tool("iree-profile"), "dispatch", "--format=jsonl", "--dispatch_events", str(prof)],
+        capture_output=True,
+        text=True,
+    )
     events = []
     for line in dump.stdout.splitlines():
         if '"host_dispatch_event"' in line:
@@ -263,25 +296,34 @@ def aggregate(events: list[dict], sources: dict[str, str]) -> dict:
         by_sub[e["submission_id"]].append(e)
     # Calls = submissions with the full dispatch list (the first may be a warm-up/initializer).
     n_full = max(len(v) for v in by_sub.values())
-    calls = [sorted(v, key=lambda e: e["command_index"]) for v in by_sub.values()
-             if len(v) == n_full]  # fmt: skip
+    calls = [
+        sorted(v, key=lambda e: e["command_index"]) for v in by_sub.values() if len(v) == n_full
+    ]
     calls = calls[1:] if len(calls) > 3 else calls  # drop the first (cold) call
     rows = []
     for pos in range(n_full):
         evs = [c[pos] for c in calls]
         key = evs[0]["key"]
         src = sources.get(key, "")
-        rows.append({
-            "pos": pos, "key": key, "kind": classify(key, src),
-            "fused_encoding": "set_encoding" in src and "encode" not in key,
-            "workgroups": evs[0]["workgroup_count"],
-            "ms": statistics.median(e["duration_ns"] for e in evs) / 1e6,
-            "worker_ms": statistics.median(e["tile_duration_sum_ns"] for e in evs) / 1e6,
-        })  # fmt: skip
+        rows.append(
+            {
+                "pos": pos,
+                "key": key,
+                "kind": classify(key, src),
+                "fused_encoding": "set_encoding" in src and "encode" not in key,
+                "workgroups": evs[0]["workgroup_count"],
+                "ms": statistics.median(e["duration_ns"] for e in evs) / 1e6,
+                "worker_ms": statistics.median(e["tile_duration_sum_ns"] for e in evs) / 1e6,
+            }
+        )
     spans = [(c[-1]["end_host_time_ns"] - c[0]["start_host_time_ns"]) / 1e6 for c in calls]
     busy = [sum(e["duration_ns"] for e in c) / 1e6 for c in calls]
-    return {"rows": rows, "calls_profiled": len(calls), "span_ms": statistics.median(spans),
-            "busy_ms": statistics.median(busy)}  # fmt: skip
+    return {
+        "rows": rows,
+        "calls_profiled": len(calls),
+        "span_ms": statistics.median(spans),
+        "busy_ms": statistics.median(busy),
+    }
 
 
 def by_kind(rows: list[dict]) -> list[dict]:
@@ -316,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--top", type=int, default=0, help="print only the N slowest dispatches")
     p.add_argument("--sources", action="store_true", help="print source file per dispatch")
-    a = p.parse_args(argv)  # fmt: skip
+    a = p.parse_args(argv)
 
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="xgen-prof-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -358,8 +400,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'#':>3} {'ms':>7} {'worker':>7} {'wg':>5}  kind / dispatch")
     for r in show:
         enc = " +enc" if r["fused_encoding"] else ""
-        print(f"{r['pos']:>3} {r['ms']:7.3f} {r['worker_ms']:7.3f} {r['workgroups'][0]:>5}  "
-              f"{r['kind']:<30} {r['key']}{enc}")  # fmt: skip
+        print(
+            f"{r['pos']:>3} {r['ms']:7.3f} {r['worker_ms']:7.3f} {r['workgroups'][0]:>5}  "
+            f"{r['kind']:<30} {r['key']}{enc}"
+        )
         if a.sources:
             print(f"      {work / 'sources'}  (@{r['key']})")
     print(f"\n{'op kind':<34}{'count':>6}{'ms':>9}{'share':>8}{'worker ms':>11}")
@@ -378,9 +422,17 @@ def main(argv: list[str] | None = None) -> int:
         f"{gap:.3f} ms ({1e3 * gap / max(1, len(rows)):.1f} us per dispatch)"
     )
 
-    result = {"model": a.model, "flags": flags, "device": a.device, "threads": a.threads,
-              "end_to_end_ms": e2e, "dispatch_sites": counts, **agg, "kinds": kinds,
-              "vmfb": str(vmfb)}  # fmt: skip
+    result = {
+        "model": a.model,
+        "flags": flags,
+        "device": a.device,
+        "threads": a.threads,
+        "end_to_end_ms": e2e,
+        "dispatch_sites": counts,
+        **agg,
+        "kinds": kinds,
+        "vmfb": str(vmfb),
+    }
     out = Path(a.json) if a.json else work / "profile.json"
     out.write_text(json.dumps(result, indent=1))
     print(f"wrote {out}")

@@ -58,9 +58,12 @@ def build(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
         return model.eval(), (
             torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(0)),
         )
-    builders = {"minilm": transformers_zoo.minilm, "bert_base": transformers_zoo.bert_base,
-                "gpt2": transformers_zoo.gpt2_small,
-                "mobilebert": transformers_zoo.mobilebert}  # fmt: skip
+    builders = {
+        "minilm": transformers_zoo.minilm,
+        "bert_base": transformers_zoo.bert_base,
+        "gpt2": transformers_zoo.gpt2_small,
+        "mobilebert": transformers_zoo.mobilebert,
+    }
     return builders[name](seq=128)
 
 
@@ -81,8 +84,10 @@ def measure(name: str, compile_too: bool, target: str = "cpu") -> dict:
         t0 = time.perf_counter()
         counts: Counter[str] = fn(module.operation)
         fired[step] = dict(counts)
-        print(f"  {name}: {step}: {dict(counts) or 'nothing'} ({time.perf_counter() - t0:.1f}s)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"  {name}: {step}: {dict(counts) or 'nothing'} ({time.perf_counter() - t0:.1f}s)",
+            file=sys.stderr,
+        )
     run_steps(module, CLEANUP)
     row = {"model": name, "fired": fired, "without": summary(baseline), "with": summary(module)}
     if compile_too:

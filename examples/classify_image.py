@@ -72,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'#':>2}  {'xgen_mlir':<{w}} {'PyTorch':<{w}}")
     for i, ((_, n1, p1), (_, n2, p2)) in enumerate(zip(ours, theirs, strict=True), 1):
         print(f"{i:>2}  {f'{n1} ({p1:.1%})':<{w}} {f'{n2} ({p2:.1%})':<{w}}")
-    print(f"\nlatency (median of {args.runs}):  xgen_mlir {stats.median_ms:.2f} ms   "
-          f"PyTorch eager {torch_ms:.2f} ms")  # fmt: skip
+    print(
+        f"\nlatency (median of {args.runs}):  xgen_mlir {stats.median_ms:.2f} ms   "
+        f"PyTorch eager {torch_ms:.2f} ms"
+    )
     err = float((out - ref).abs().max())
     same = [c for c, _, _ in ours] == [c for c, _, _ in theirs]
     print(f"max |logit difference| {err:.2e}; top-5 {'identical' if same else 'DIFFERENT'}")

@@ -14,7 +14,8 @@ from typing import Any
 
 try:
     from torch_mlir import ir, passmanager, rewrite
-    from torch_mlir.dialects import arith, func, linalg, tensor
+    from torch_mlir.dialects import arith, func, irdl, linalg, tensor
+    from torch_mlir.dialects import torch as torch_dialect
 except ImportError as e:  # pragma: no cover - exercised only on broken installs
     raise ImportError(
         "xgen_mlir needs torch-mlir's MLIR Python bindings (pip install torch-mlir); "
@@ -27,6 +28,7 @@ __all__ = [
     "binding_of",
     "func",
     "ir",
+    "irdl",
     "iree_binding",
     "linalg",
     "new_context",
@@ -34,7 +36,8 @@ __all__ = [
     "rewrite",
     "tensor",
     "torch_binding",
-]  # fmt: skip
+    "torch_dialect",
+]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ The dependency direction is one way: frontend -> passes -> backend -> runtime.
 
 from __future__ import annotations
 
-import re
 import sys
 import tempfile
 import time
@@ -16,7 +15,7 @@ from typing import Any
 
 from ._mlir import ir
 from .analysis.flops import module_flops
-from .backend import compile_vmfb
+from .backend import compile_outputs
 from .backend.params import write_irpa
 from .errors import UnknownNameError, XGenError
 from .frontend import import_model
@@ -102,34 +101,26 @@ def compile(
     t0 = time.perf_counter()
     dump_dir = Path(opts.dump_ir) if opts.dump_ir else None
     report.flops_imported = module_flops(module.operation)
-    report.rewrites = run_steps(module, pipeline.pass_steps(opts.entry),
-                                what=f"pipeline '{pipeline.name}'", dump_dir=dump_dir)  # fmt: skip
+    report.rewrites = run_steps(
+        module,
+        pipeline.pass_steps(opts.entry),
+        what=f"pipeline '{pipeline.name}'",
+        dump_dir=dump_dir,
+    )
     report.flops_after_rewrites = module_flops(module.operation)
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     ext = opts.external_weights
     ext_bytes = None if ext is None or ext is False else (0 if ext is True else int(ext))
-    artifacts: dict[str, bytes] = {}
-    extra = list(opts.extra_iree_flags)
-    with tempfile.TemporaryDirectory(prefix="xgen-out-") as out_dir:
-        if "static-library" in pipeline.outputs:  # bare metal: object + header beside the module
-            extra.append(f"--iree-llvmcpu-static-library-output-path={out_dir}/model.o")
-        result = compile_vmfb(
-            module,
-            pipeline,
-            extra_flags=extra,
-            dump_executables=Path(opts.dump_executables) if opts.dump_executables else None,
-            external_weights=ext_bytes,
-            stem="model",
-        )
-        if "vm-c" in pipeline.outputs:  # the VM program as C source (no bytecode interpreter)
-            c_module = compile_vmfb(module, pipeline, extra_flags=[*extra, "--output-format=vm-c"],
-                                    external_weights=ext_bytes, stem="model")  # fmt: skip
-            artifacts["model_module.c"] = c_module.vmfb
-        for name in ("model.o", "model.h"):
-            if (Path(out_dir) / name).is_file():
-                artifacts[name] = (Path(out_dir) / name).read_bytes()
+    result = compile_outputs(
+        module,
+        pipeline,
+        extra_flags=list(opts.extra_iree_flags),
+        dump_executables=Path(opts.dump_executables) if opts.dump_executables else None,
+        external_weights=ext_bytes,
+        stem="model",
+    )
     report.stage_seconds["iree-compile"] = time.perf_counter() - t0
     report.iree_flags, report.fallback_used = result.flags, result.fallback_used
     report.fusion_plans, report.fusion_note = result.fusion_plans, result.fusion_note
@@ -149,13 +140,21 @@ def compile(
         )
     build_info = {  # for bundles' manifests
         "target_options": dict(pipeline.option_values),
-        "iree_flags": [re.sub(r"=.*/model\.o$", "=model.o", f) for f in result.flags],
+        "iree_flags": result.portable_flags(),
         "arch": pipeline.runtime.arch,
         "emulator": pipeline.runtime.emulator,
     }
-    return CompiledModule(result.vmfb, entry=opts.entry, device=opts.device, target=target,
-                          parameters=params, devices=pipeline.runtime.devices or None,
-                          artifacts=artifacts, report=report, build_info=build_info)  # fmt: skip
+    return CompiledModule(
+        result.vmfb,
+        entry=opts.entry,
+        device=opts.device,
+        target=target,
+        parameters=params,
+        devices=pipeline.runtime.devices or None,
+        artifacts=result.artifacts,
+        report=report,
+        build_info=build_info,
+    )
 
 
 def _dropped_packs(dropped: dict[str, str]) -> Any:

@@ -15,8 +15,16 @@ import numpy as np
 
 from ._mlir import ir
 
-_NP = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
-       "i32": np.int32, "i16": np.int16, "i8": np.int8, "i1": np.bool_}  # fmt: skip
+_NP = {
+    "f32": np.float32,
+    "f64": np.float64,
+    "f16": np.float16,
+    "i64": np.int64,
+    "i32": np.int32,
+    "i16": np.int16,
+    "i8": np.int8,
+    "i1": np.bool_,
+}
 _BLOB = re.compile(r'^\s*"?([^":\s]+)"?: "0x([0-9A-Fa-f]+)"', re.M)
 _RESOURCE_NAME = re.compile(r"dense_resource<([^>]+)>")
 

@@ -129,10 +129,12 @@ class Pipeline:
                     f"{', '.join(choices)}"
                 )
             values[key] = value
-        facts = TargetFacts(**{
-            name: host_fact(name) if spec == "host" else int(spec)
-            for name, spec in self.fact_specs
-        })  # fmt: skip
+        facts = TargetFacts(
+            **{
+                name: host_fact(name) if spec == "host" else int(spec)
+                for name, spec in self.fact_specs
+            }
+        )
         for key, value in values.items():
             if value == "auto":
                 if key not in _AUTO:
@@ -159,9 +161,16 @@ class Pipeline:
             raise PipelineError(f"{self.path}: [dispatch] enabled = {enabled!r}, not true/false")
         arch = subst(self.runtime.arch)
         runtime = RuntimeSpec(self.runtime.devices, arch, subst(self.runtime.emulator))
-        return replace(self, flags=flags, steps=steps, runtime=runtime, facts=facts,
-                       dispatch_steps=dispatch, dispatch_enabled=enabled,
-                       option_values=tuple(sorted(values.items())))  # fmt: skip
+        return replace(
+            self,
+            flags=flags,
+            steps=steps,
+            runtime=runtime,
+            facts=facts,
+            dispatch_steps=dispatch,
+            dispatch_enabled=enabled,
+            option_values=tuple(sorted(values.items())),
+        )
 
     def _resolved(self) -> Pipeline:
         return self if self.option_values or not self.options else self.with_options()
@@ -180,9 +189,11 @@ class Pipeline:
         resolved = self._resolved()
         if resolved.dispatch_enabled != "true":
             return []
-        return [(phase, [s for s in resolved.dispatch_steps if s.at == phase])
-                for phase in IREE_PHASES
-                if any(s.at == phase for s in resolved.dispatch_steps)]  # fmt: skip
+        return [
+            (phase, [s for s in resolved.dispatch_steps if s.at == phase])
+            for phase in IREE_PHASES
+            if any(s.at == phase for s in resolved.dispatch_steps)
+        ]
 
 
 def available_pipelines() -> list[str]:
@@ -272,5 +283,9 @@ def _option(name: str, spec: object) -> TargetOption:
         return TargetOption(name, spec)
     if not isinstance(spec, dict) or "default" not in spec:
         raise TypeError(f"options.{name} needs a 'default'")
-    return TargetOption(name, str(spec["default"]), str(spec.get("help", "")),
-                        tuple(str(c) for c in spec.get("choices", ())))  # fmt: skip
+    return TargetOption(
+        name,
+        str(spec["default"]),
+        str(spec.get("help", "")),
+        tuple(str(c) for c in spec.get("choices", ())),
+    )

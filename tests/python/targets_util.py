@@ -29,8 +29,11 @@ def need_vulkan() -> None:
 
     ok = ctypes.util.find_library("vulkan") is not None
     if ok:
-        proc = subprocess.run([str(ROOT / ".venv/bin/iree-run-module"), "--list_devices"],
-                              capture_output=True, text=True)  # fmt: skip
+        proc = subprocess.run(
+            [str(ROOT / ".venv/bin/iree-run-module"), "--list_devices"],
+            capture_output=True,
+            text=True,
+        )
         ok = "vulkan://" in proc.stdout
     need(ok, "a Vulkan device (apt-get install libvulkan1 mesa-vulkan-drivers)")
 
@@ -87,10 +90,12 @@ def elf_info(data: bytes) -> tuple[str, int, set[str]]:
         off = shoff + i * shentsize
         if is64:
             _, stype, _, _, offset, size, link, _, _, entsize = struct.unpack_from(
-                end + "IIQQQQIIQQ", data, off)  # fmt: skip
+                end + "IIQQQQIIQQ", data, off
+            )
         else:
             _, stype, _, _, offset, size, link, _, _, entsize = struct.unpack_from(
-                end + "IIIIIIIIII", data, off)  # fmt: skip
+                end + "IIIIIIIIII", data, off
+            )
         sections.append((stype, offset, size, link, entsize))
     names = set()
     for stype, offset, size, link, entsize in sections:

@@ -74,10 +74,18 @@ def test_saved_vmfb_runs_in_stock_iree_run_module(mlp_module, tmp_path):
     np.save(tmp_path / "x.npy", x.numpy())
     out = tmp_path / "y.npy"
     subprocess.run(
-        [_iree_run_module(), f"--module={path}", "--function=main", "--device=local-task",
-         f"--input=@{tmp_path / 'x.npy'}", f"--output=@{out}"],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            _iree_run_module(),
+            f"--module={path}",
+            "--function=main",
+            "--device=local-task",
+            f"--input=@{tmp_path / 'x.npy'}",
+            f"--output=@{out}",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     check_close(np.load(out), model(x).detach().numpy(), atol=1e-5, rtol=1e-5, what="iree-run")
 
 

@@ -30,9 +30,13 @@ def _dispatch(kind: str, ms: float, key: str) -> dict:
 
 def test_pairs_compute_nodes_with_compute_dispatches_in_order():
     nodes = [_node("Conv", 0.4, "c0"), _node("Flatten", 0.01, "f"), _node("Gemm", 0.2, "g")]
-    ours = {"rows": [_dispatch("transpose", 0.03, "t"),
-                     _dispatch("conv (dense)", 0.3, "d_conv"),
-                     _dispatch("fc / gemv (M=1)", 0.1, "d_fc")]}  # fmt: skip
+    ours = {
+        "rows": [
+            _dispatch("transpose", 0.03, "t"),
+            _dispatch("conv (dense)", 0.3, "d_conv"),
+            _dispatch("fc / gemv (M=1)", 0.1, "d_fc"),
+        ]
+    }
     paired = ort_node_profile.pair(nodes, ours)
     assert [(n["node"], r["key"]) for n, r in paired] == [("c0", "d_conv"), ("g", "d_fc")]
 
@@ -45,25 +49,51 @@ def test_does_not_pair_lists_of_different_length():
 
 
 def test_profiles_an_onnx_file_and_pairs_it(tmp_path):
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
-                                torch.nn.Conv2d(8, 4, 1)).eval()  # fmt: skip
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 1)
+    ).eval()
     path = tmp_path / "m.onnx"
     with torch.no_grad():
-        torch.onnx.export(model, (torch.randn(1, 3, 16, 16),), str(path), opset_version=17,
-                          dynamo=False)  # fmt: skip
+        torch.onnx.export(
+            model, (torch.randn(1, 3, 16, 16),), str(path), opset_version=17, dynamo=False
+        )
     ours = tmp_path / "ours.json"
-    ours.write_text(json.dumps({"device": "local-task", "threads": 1, "rows": [
-        _dispatch("conv (dense)", 0.01, "main_dispatch_0_conv"),
-        _dispatch("matmul (1x1 conv, fc, linear)", 0.01, "main_dispatch_1_matmul")]}))  # fmt: skip
+    ours.write_text(
+        json.dumps(
+            {
+                "device": "local-task",
+                "threads": 1,
+                "rows": [
+                    _dispatch("conv (dense)", 0.01, "main_dispatch_0_conv"),
+                    _dispatch("matmul (1x1 conv, fc, linear)", 0.01, "main_dispatch_1_matmul"),
+                ],
+            }
+        )
+    )
     out = tmp_path / "ort.json"
-    rc = ort_node_profile.main([str(path), "--threads", "1", "--iters", "3", "--calls", "5",
-                                "--against", str(ours), "--json", str(out)])  # fmt: skip
+    rc = ort_node_profile.main(
+        [
+            str(path),
+            "--threads",
+            "1",
+            "--iters",
+            "3",
+            "--calls",
+            "5",
+            "--against",
+            str(ours),
+            "--json",
+            str(out),
+        ]
+    )
     assert rc == 0
     result = json.loads(out.read_text())
     assert result["node_sum_ms"] > 0 and result["end_to_end_ms"]["calls"] == 5
     assert sum(1 for n in result["nodes"] if n["op"] in ort_node_profile.COMPUTE) == 2
-    assert [p["dispatch"] for p in result["paired"]] == ["main_dispatch_0_conv",
-                                                         "main_dispatch_1_matmul"]  # fmt: skip
+    assert [p["dispatch"] for p in result["paired"]] == [
+        "main_dispatch_0_conv",
+        "main_dispatch_1_matmul",
+    ]
 
 
 def test_missing_onnx_file_is_reported(tmp_path):
@@ -74,8 +104,13 @@ def test_missing_onnx_file_is_reported(tmp_path):
 @pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies only")
 def test_profiled_child_runs_as_a_batch_thread():
     probe = "import os; print(os.sched_getscheduler(0))"
-    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                       preexec_fn=profile_dispatches._as_batch_thread, check=True)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        preexec_fn=profile_dispatches._as_batch_thread,
+        check=True,
+    )
     assert int(r.stdout) == os.SCHED_BATCH
 
 
@@ -87,7 +122,19 @@ def test_time_blocks_rotates_and_settles_before_every_block(monkeypatch):
     systems = {"a": lambda: events.append("a"), "b": lambda: events.append("b")}
     out = harness.time_blocks(systems, rounds=2, block=2, warmup=1, settle_s=0.25)
     timed = events[2:]  # after one warm-up call each
-    assert timed == ["sleep 0.25", "a", "a", "sleep 0.25", "b", "b",
-                     "sleep 0.25", "b", "b", "sleep 0.25", "a", "a"]  # fmt: skip
+    assert timed == [
+        "sleep 0.25",
+        "a",
+        "a",
+        "sleep 0.25",
+        "b",
+        "b",
+        "sleep 0.25",
+        "b",
+        "b",
+        "sleep 0.25",
+        "a",
+        "a",
+    ]
     assert out["a"]["runs"] == out["b"]["runs"] == 4
     assert out["a"]["min_ms"] <= out["a"]["median_ms"] <= out["a"]["p90_ms"] + 1e-9

@@ -39,10 +39,15 @@ def test_xgen_compile_pt2_then_run_with_bridge(mlp_pt2, tmp_path):
     proc = run(str(BIN / "xgen-compile"), str(path), "-o", str(out), "--benchmark")
     assert "latency: median" in proc.stdout
     np.save(tmp_path / "x.npy", x.numpy())
-    run(str(ROOT / "runtime_bridge" / "run_vmfb.sh"), str(out), f"--input=@{tmp_path / 'x.npy'}",
-        f"--output=@{tmp_path / 'y.npy'}")  # fmt: skip
-    check_close(np.load(tmp_path / "y.npy"), model(x).detach().numpy(), atol=1e-5, rtol=1e-5,
-                what="bridge")  # fmt: skip
+    run(
+        str(ROOT / "runtime_bridge" / "run_vmfb.sh"),
+        str(out),
+        f"--input=@{tmp_path / 'x.npy'}",
+        f"--output=@{tmp_path / 'y.npy'}",
+    )
+    check_close(
+        np.load(tmp_path / "y.npy"), model(x).detach().numpy(), atol=1e-5, rtol=1e-5, what="bridge"
+    )
 
 
 def test_xgen_compile_errors_are_one_line_not_tracebacks(tmp_path):
@@ -84,6 +89,7 @@ def test_failing_pipeline_reproducer_reproduces(tmp_path):
     assert "torch.aten.erfinv x1" in proc.stderr
     cmd = re.search(r"reproduce with:\n\s+(xgen-opt .*)", proc.stderr)
     assert cmd, proc.stderr
-    again = subprocess.run(f"PATH={BIN}:$PATH {cmd.group(1)}", shell=True, capture_output=True,
-                           text=True)  # fmt: skip
+    again = subprocess.run(
+        f"PATH={BIN}:$PATH {cmd.group(1)}", shell=True, capture_output=True, text=True
+    )
     assert again.returncode == 1 and "torch.aten.erfinv x1" in again.stderr

@@ -12,16 +12,26 @@ from xgen_mlir.models import vision
 def test_exported_program_object():
     model, x = vision.small_cnn(), vision.random_input("small_cnn")
     prog = torch.export.export(model, (x,))
-    check_close(xgen_mlir.compile(prog)(x).numpy(), model(x).detach().numpy(), atol=1e-4,
-                rtol=1e-4, what="ExportedProgram")  # fmt: skip
+    check_close(
+        xgen_mlir.compile(prog)(x).numpy(),
+        model(x).detach().numpy(),
+        atol=1e-4,
+        rtol=1e-4,
+        what="ExportedProgram",
+    )
 
 
 def test_saved_pt2_file(tmp_path):
     model, x = vision.mlp(), torch.randn(1, 64)
     path = tmp_path / "mlp.pt2"
     torch.export.save(torch.export.export(model, (x,)), str(path))
-    check_close(xgen_mlir.compile(path)(x).numpy(), model(x).detach().numpy(), atol=1e-5,
-                rtol=1e-5, what=".pt2")  # fmt: skip
+    check_close(
+        xgen_mlir.compile(path)(x).numpy(),
+        model(x).detach().numpy(),
+        atol=1e-5,
+        rtol=1e-5,
+        what=".pt2",
+    )
 
 
 def test_torch_dialect_mlir_file_is_lowered(tmp_path):
@@ -33,8 +43,13 @@ def test_torch_dialect_mlir_file_is_lowered(tmp_path):
         "  return %0 : !torch.vtensor<[2,3],f32>\n}\n"
     )
     x = torch.randn(2, 3)
-    check_close(xgen_mlir.compile(src)(x).numpy(), torch.tanh(x).numpy(), atol=1e-6, rtol=1e-6,
-                what="torch .mlir")  # fmt: skip
+    check_close(
+        xgen_mlir.compile(src)(x).numpy(),
+        torch.tanh(x).numpy(),
+        atol=1e-6,
+        rtol=1e-6,
+        what="torch .mlir",
+    )
 
 
 def test_mlirbc_bytecode_file(tmp_path):
@@ -45,5 +60,10 @@ def test_mlirbc_bytecode_file(tmp_path):
     path = tmp_path / "mlp.mlirbc"
     with open(path, "wb") as f:
         module.operation.write_bytecode(f)
-    check_close(xgen_mlir.compile(path)(x).numpy(), model(x).detach().numpy(), atol=1e-5,
-                rtol=1e-5, what=".mlirbc")  # fmt: skip
+    check_close(
+        xgen_mlir.compile(path)(x).numpy(),
+        model(x).detach().numpy(),
+        atol=1e-5,
+        rtol=1e-5,
+        what=".mlirbc",
+    )

@@ -12,8 +12,9 @@ from torch import nn
 
 import xgen_mlir
 
-FUSE_ALL = {"target_options": {"inverted_residual_min_bytes": "0",
-                               "inverted_residual_no_expand": "true"}}  # fmt: skip
+FUSE_ALL = {
+    "target_options": {"inverted_residual_min_bytes": "0", "inverted_residual_no_expand": "true"}
+}
 FUSE_NONE = {"target_options": {"inverted_residual_min_bytes": str(1 << 40)}}
 
 
@@ -28,9 +29,13 @@ class InvertedResidual(nn.Module):
         expand = [nn.Conv2d(cin, ce, 1, bias=False), nn.BatchNorm2d(ce), nn.ReLU6()] if ce else []
         ce = ce or cin
         self.body = nn.Sequential(
-            *expand, nn.Conv2d(ce, ce, 3, stride, 1, groups=ce, bias=False), nn.BatchNorm2d(ce),
-            nn.ReLU6(), nn.Conv2d(ce, cout, 1, bias=False), nn.BatchNorm2d(cout),
-        )  # fmt: skip
+            *expand,
+            nn.Conv2d(ce, ce, 3, stride, 1, groups=ce, bias=False),
+            nn.BatchNorm2d(ce),
+            nn.ReLU6(),
+            nn.Conv2d(ce, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.body(x)
@@ -72,8 +77,9 @@ def test_threshold_leaves_small_blocks_to_iree():
     rewrites = compiled.report.rewrites.get("xgen-fuse-inverted-residuals", {})
     assert "blocks fused" not in rewrites
     assert rewrites["not fused: expanded tensor below min-expanded-bytes"] == 1
-    np.testing.assert_allclose(np.asarray(compiled(x.numpy())), m(x).detach().numpy(),
-                               rtol=1e-4, atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(compiled(x.numpy())), m(x).detach().numpy(), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_nan_and_inf_come_out_as_unfused():

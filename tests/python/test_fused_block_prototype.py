@@ -32,9 +32,13 @@ def test_kernel_matches_float64_reference(tmp_path, shape, rows):
 
 @pytest.mark.parametrize(
     ("shape", "rows", "why"),
-    [((12, 12, 16, 40, 24, 1), 3, "40 expanded channels"), ((12, 12, 16, 32, 24, 1), 5, "divide"),
-     ((12, 12, 16, 32, 20, 1), 3, "20 output channels"), ((12, 12, 16, 32, 24, 3), 3, "stride 3")],
-)  # fmt: skip
+    [
+        ((12, 12, 16, 40, 24, 1), 3, "40 expanded channels"),
+        ((12, 12, 16, 32, 24, 1), 5, "divide"),
+        ((12, 12, 16, 32, 20, 1), 3, "20 output channels"),
+        ((12, 12, 16, 32, 24, 3), 3, "stride 3"),
+    ],
+)
 def test_refuses_shapes_it_does_not_tile(shape, rows, why):
     with pytest.raises(ValueError, match=why):
         proto.generate(shape, rows)

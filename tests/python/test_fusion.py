@@ -64,8 +64,11 @@ def test_rejected_plan_falls_back_to_iree_with_a_warning(net, monkeypatch):
     def non_convex(module_op, opts, state):  # both matmuls, not the LayerNorm between them
         for fn in module_op.regions[0].blocks[0].operations:
             if fn.operation.name == "util.func":
-                ops = [o for o in fn.regions[0].blocks[0].operations
-                       if o.operation.name == "linalg.matmul"]  # fmt: skip
+                ops = [
+                    o
+                    for o in fn.regions[0].blocks[0].operations
+                    if o.operation.name == "linalg.matmul"
+                ]
                 wrap_in_region(ops[:2])
 
     info = registry.get_pass("xgen-plan-fusion")  # the pipeline's planner, made non-convex
@@ -88,14 +91,27 @@ def test_report_renders_the_sections(net):
     assert counts[MappingType.MANY_TO_MANY.value] >= 4  # 2 matmuls + 2 LayerNorm reductions
     compiled = xgen_mlir.compile(model, (x,))
     record = {
-        "graph": {"aten_ops": 7, "linalg_ops": sum(counts.values()), "mapping_types": counts,
-                  "gflop": 0.001, "gflop_after_rewrites": 0.001},
-        "systems": {"xgen_mlir cpu": {"median_ms": 0.1, "dispatches": 5},
-                    "ONNX Runtime": {"error": "not installed"}},
-    }  # fmt: skip
+        "graph": {
+            "aten_ops": 7,
+            "linalg_ops": sum(counts.values()),
+            "mapping_types": counts,
+            "gflop": 0.001,
+            "gflop_after_rewrites": 0.001,
+        },
+        "systems": {
+            "xgen_mlir cpu": {"median_ms": 0.1, "dispatches": 5},
+            "ONNX Runtime": {"error": "not installed"},
+        },
+    }
     page = render("linear-norm", record, compiled.report.fusion_plans)
-    for section in ("Operators by mapping type", "Dispatches per call", "Latency",
-                    "Fusion plan", "<svg", "not installed"):  # fmt: skip
+    for section in (
+        "Operators by mapping type",
+        "Dispatches per call",
+        "Latency",
+        "Fusion plan",
+        "<svg",
+        "not installed",
+    ):
         assert section in page
 
 
@@ -347,8 +363,9 @@ def test_seven_pixel_pointwise_conv_gets_xgen_tiles_instead_of_data_tiling(tmp_p
     for padded in (False, True):
         model = SevenPixelTail(padded).eval()
         dump = tmp_path / f"padded{padded}"
-        planned = xgen_mlir.compile(model, (x,), dump_executables=dump,
-                                    target_options={"pointwise_min_padding": "16"})  # fmt: skip
+        planned = xgen_mlir.compile(
+            model, (x,), dump_executables=dump, target_options={"pointwise_min_padding": "16"}
+        )
         assert planned.report.fusion_note == ""
         plan = planned.report.fusion_plans[0]
         taken = AVX512 and not padded
@@ -380,8 +397,13 @@ def test_squeeze_excite_matvecs_share_one_dispatch_when_cheap():
         compiled = xgen_mlir.compile(model, (x,))
         with torch.no_grad():
             want = model(x)
-        check_close(compiled(x).numpy(), want.numpy(), atol=1e-5, rtol=1e-4,
-                    what=f"SE block, {channels} channels")  # fmt: skip
+        check_close(
+            compiled(x).numpy(),
+            want.numpy(),
+            atol=1e-5,
+            rtol=1e-4,
+            what=f"SE block, {channels} channels",
+        )
         groups = [g for g in compiled.report.fusion_plans[0].groups if g.matvecs]
         counts[channels] = compiled.dispatch_count()
         if channels == 32:

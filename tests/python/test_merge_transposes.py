@@ -58,8 +58,9 @@ def test_fewer_dispatches_than_without_the_pass(tmp_path):
     text = cpu.path.read_text().replace(
         '"xgen-merge-sibling-matmuls"', '"xgen-merge-sibling-matmuls{min-width=1}"'
     )
-    without = re.sub(r'\[\[steps\]\]\npass = "xgen-merge-sibling-transposes"\nwhy = "[^"]*"\n+',
-                     "", text)  # fmt: skip
+    without = re.sub(
+        r'\[\[steps\]\]\npass = "xgen-merge-sibling-transposes"\nwhy = "[^"]*"\n+', "", text
+    )
     assert without != text and "min-width=1" in text
     (tmp_path / "cpu_with.toml").write_text(text)
     path = tmp_path / "cpu_without.toml"
@@ -68,12 +69,18 @@ def test_fewer_dispatches_than_without_the_pass(tmp_path):
     no_pass = xgen_mlir.compile(model, inputs, target=str(path))
     assert with_pass.report.fallback_used is None and no_pass.report.fallback_used is None
     assert with_pass.dispatch_count() < no_pass.dispatch_count()
-    check_close(with_pass(*inputs).numpy(), no_pass(*inputs).numpy(), atol=1e-5, rtol=1e-5,
-                what="with vs without")  # fmt: skip
+    check_close(
+        with_pass(*inputs).numpy(),
+        no_pass(*inputs).numpy(),
+        atol=1e-5,
+        rtol=1e-5,
+        what="with vs without",
+    )
 
 
-@pytest.mark.parametrize("target", ["cpu", "x86_64", "arm64", "riscv64", "vulkan", "cuda",
-                                    "embedded"])  # fmt: skip
+@pytest.mark.parametrize(
+    "target", ["cpu", "x86_64", "arm64", "riscv64", "vulkan", "cuda", "embedded"]
+)
 def test_in_the_pipelines_after_the_matmul_merge(target):
     steps = load_pipeline(target).pass_steps("main")
     assert steps.index(STEP) == steps.index("xgen-merge-sibling-matmuls") + 1

@@ -58,8 +58,7 @@ def test_resnet18_exported_to_onnx_matches_onnxruntime(tmp_path, winograd):
     zero constant (not a linalg.fill), which the rewrite must recognize (13 convs)."""
     model, x = vision.resnet18(), vision.random_input("resnet18")
     path = tmp_path / "resnet18.onnx"
-    torch.onnx.export(model, (x,), str(path), input_names=["image"], opset_version=17,
-                      dynamo=False)  # fmt: skip
+    torch.onnx.export(model, (x,), str(path), input_names=["image"], opset_version=17, dynamo=False)
     want = _ort(str(path), {"image": x.numpy()})
     options = {}
     if winograd:
@@ -79,8 +78,9 @@ def test_old_opset_model_is_upgraded():
     assert model.opset_import[0].version < 13
     x = np.random.default_rng(2).standard_normal((1, 3, 224, 224)).astype(np.float32)
     got = xgen_mlir.compile(model)(x)
-    check_close(got, _ort(model, {_data_input(model): x}), atol=1e-6, rtol=1e-4,
-                what="inception_v2")  # fmt: skip
+    check_close(
+        got, _ort(model, {_data_input(model): x}), atol=1e-6, rtol=1e-4, what="inception_v2"
+    )
 
 
 def _graph_with_unsupported_ops() -> onnx.ModelProto:

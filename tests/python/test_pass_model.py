@@ -49,16 +49,20 @@ def test_every_dispatch_step_of_the_cpu_pipeline_is_a_registered_dispatch_pass()
     steps = [s.pass_text.split("{")[0] for _, st in pipeline.dispatch_stages() for s in st]
     ours = [s for s in steps if s.startswith("xgen-")]
     assert len(ours) == 9 and all(passes[s].phase == DISPATCH for s in ours)
-    assert all(passes[s.pass_text.split("{")[0]].phase == GRAPH
-               for s in pipeline.steps if s.pass_text.startswith("xgen-"))  # fmt: skip
+    assert all(
+        passes[s.pass_text.split("{")[0]].phase == GRAPH
+        for s in pipeline.steps
+        if s.pass_text.startswith("xgen-")
+    )
     check_order([s.pass_text for _, st in pipeline.dispatch_stages() for s in st])
 
 
 def test_ordering_rules_are_enforced():
     with pytest.raises(errors.PipelineError, match="xgen-conv-tiles needs xgen-plan-fusion"):
         check_order(["xgen-conv-tiles{threads=2}"])
-    with pytest.raises(errors.PipelineError,
-                       match="xgen-depthwise-pads must run after xgen-share-pads"):  # fmt: skip
+    with pytest.raises(
+        errors.PipelineError, match="xgen-depthwise-pads must run after xgen-share-pads"
+    ):
         check_order(["xgen-plan-fusion", "xgen-depthwise-pads", "xgen-share-pads"])
     check_order(["xgen-plan-fusion", "xgen-share-pads", "xgen-depthwise-pads"])
 
@@ -78,9 +82,11 @@ def test_the_target_facts_decide_not_the_compiling_machine(tmp_path):
     """The cpu pipeline with its vector width stated (not read off the host): 512 bits gives
     the entry transpose xgen_mlir's tiles, 256 bits leaves IREE's, on any host."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, stride=2, padding=1),
-                                torch.nn.ReLU(), torch.nn.Conv2d(16, 16, 3, padding=1,
-                                                                 groups=16)).eval()  # fmt: skip
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, stride=2, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 16, 3, padding=1, groups=16),
+    ).eval()
     x = torch.randn(1, 3, 16, 32)
     taken = {}
     for bits in (512, 256):

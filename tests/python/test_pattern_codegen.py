@@ -115,8 +115,10 @@ def test_pruned_convnet_pattern_kernels_on_arm64_under_qemu(tmp_path):
     from targets_util import need, need_qemu, run_bundle_npy
 
     need_qemu("aarch64")
-    need(shutil.which("aarch64-linux-gnu-gcc") is not None,
-         "the aarch64 cross compiler (apt-get install gcc-aarch64-linux-gnu)")  # fmt: skip
+    need(
+        shutil.which("aarch64-linux-gnu-gcc") is not None,
+        "the aarch64 cross compiler (apt-get install gcc-aarch64-linux-gnu)",
+    )
     torch.manual_seed(0)
     x = torch.randn(1, 16, 13, 13)
     model = compress.prune(Mixed().eval(), (x,), target="cpu", connectivity=0.5)

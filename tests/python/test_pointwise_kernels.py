@@ -25,10 +25,10 @@ class Tail(nn.Module):
     def __init__(self, c: int = 32, ce: int = 64) -> None:
         super().__init__()
         self.stem = nn.Conv2d(c, c, 1)
-        self.expand = nn.Sequential(nn.Conv2d(c, ce, 1, bias=False), nn.BatchNorm2d(ce),
-                                    nn.ReLU6())  # fmt: skip
-        self.dw = nn.Sequential(nn.Conv2d(ce, ce, 3, 1, 1, groups=ce, bias=False),
-                                nn.BatchNorm2d(ce), nn.ReLU6())  # fmt: skip
+        self.expand = nn.Sequential(nn.Conv2d(c, ce, 1, bias=False), nn.BatchNorm2d(ce), nn.ReLU6())
+        self.dw = nn.Sequential(
+            nn.Conv2d(ce, ce, 3, 1, 1, groups=ce, bias=False), nn.BatchNorm2d(ce), nn.ReLU6()
+        )
         self.project = nn.Sequential(nn.Conv2d(ce, c, 1, bias=False), nn.BatchNorm2d(c))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -51,8 +51,10 @@ def test_7x7_convs_match_pytorch_with_activation_and_residual():
     x = torch.randn(1, 32, 7, 7)
     compiled = xgen_mlir.compile(m, (x,))
     assert compiled.report.rewrites["xgen-pointwise-kernels"] == {
-        "convs replaced": 3, "of them with their activations": 1,
-        "of them with a residual add": 1}  # fmt: skip
+        "convs replaced": 3,
+        "of them with their activations": 1,
+        "of them with a residual add": 1,
+    }
     want = m(x).detach().numpy()
     np.testing.assert_allclose(np.asarray(compiled(x.numpy())), want, rtol=1e-4, atol=1e-4)
 
@@ -64,8 +66,9 @@ def test_rows_left_over_from_the_register_blocks():
     assert 58 % PointwiseSpec("k", 58, 32, 64).pixels
     compiled = xgen_mlir.compile(m, (x,))
     assert compiled.report.rewrites["xgen-pointwise-kernels"]["convs replaced"] == 3
-    np.testing.assert_allclose(np.asarray(compiled(x.numpy())), m(x).detach().numpy(),
-                               rtol=1e-4, atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(compiled(x.numpy())), m(x).detach().numpy(), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_rows_that_fill_iree_tiles_stay_with_iree():
@@ -73,8 +76,9 @@ def test_rows_that_fill_iree_tiles_stay_with_iree():
     x = torch.randn(1, 32, 8, 8)  # 64 rows: four whole 16-row tiles
     compiled = xgen_mlir.compile(m, (x,))
     assert "xgen-pointwise-kernels" not in compiled.report.rewrites
-    np.testing.assert_allclose(np.asarray(compiled(x.numpy())), m(x).detach().numpy(),
-                               rtol=1e-4, atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(compiled(x.numpy())), m(x).detach().numpy(), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_nan_and_inf_come_out_as_without_the_kernels():
@@ -140,8 +144,9 @@ class Head(nn.Module):
 
     def __init__(self, classes: int = 100, after: nn.Module | None = None) -> None:
         super().__init__()
-        self.features = nn.Sequential(nn.Conv2d(3, 96, 3, 2, 1), nn.ReLU6(),
-                                      nn.Conv2d(96, 96, 3, 1, 1, groups=96))  # fmt: skip
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 96, 3, 2, 1), nn.ReLU6(), nn.Conv2d(96, 96, 3, 1, 1, groups=96)
+        )
         self.fc = nn.Linear(96, classes)
         self.after = after or nn.Identity()
 
@@ -159,8 +164,9 @@ def test_classifier_head_matches_pytorch(classes, after):
     counts = compiled.report.rewrites["xgen-pointwise-kernels"]
     assert counts["matrix-vector products replaced"] == 1
     assert counts.get("of them with their activations", 0) == (after is not None)
-    np.testing.assert_allclose(np.asarray(compiled(x.numpy())), m(x).detach().numpy(),
-                               rtol=1e-4, atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(compiled(x.numpy())), m(x).detach().numpy(), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_classifier_head_nan_and_off_switch():
@@ -188,8 +194,9 @@ def test_classifier_head_with_tanh_stays_with_iree():
     counts = compiled.report.rewrites["xgen-pointwise-kernels"]
     assert "matrix-vector products replaced" not in counts
     assert counts["not replaced: an elementwise op after it that the kernel does not translate"]
-    np.testing.assert_allclose(np.asarray(compiled(x.numpy())), m(x).detach().numpy(),
-                               rtol=1e-4, atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(compiled(x.numpy())), m(x).detach().numpy(), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_padding_counts_only_rows_beyond_one_tile():

@@ -56,8 +56,11 @@ def test_fold_batchnorm_removes_the_normalisation_and_matches_pytorch():
     before = count_ops(module.operation)
     counts = fold_batchnorm(module.operation)
     after = count_ops(module.operation)
-    assert counts == {"linalg.conv_2d_nchw_fchw": 1, "linalg.depthwise_conv_2d_nchw_chw": 1,
-                      "linalg.matmul": 1}  # fmt: skip
+    assert counts == {
+        "linalg.conv_2d_nchw_fchw": 1,
+        "linalg.depthwise_conv_2d_nchw_chw": 1,
+        "linalg.matmul": 1,
+    }
     # per batch norm: sub, mul, mul, add and the three generics computing 1/sqrt(var+eps),
     # plus the linear layer's bias add
     assert before["linalg.generic"] - after["linalg.generic"] == 3 * 7 + 1
@@ -146,8 +149,13 @@ def test_algebraic_simplify_unsafe_rules_only_on_request():
     inputs = _algebra_inputs()
     module = import_model(model, inputs)
     counts = algebraic_simplify(module.operation, SimplifyOptions(unsafe_math=True))
-    assert counts == {"distributive": 2, "double-negation": 1, "identity-signed-zero": 1,
-                      "sqrt-product": 1, "reduce-prod-exp": 1}  # fmt: skip
+    assert counts == {
+        "distributive": 2,
+        "double-negation": 1,
+        "identity-signed-zero": 1,
+        "sqrt-product": 1,
+        "reduce-prod-exp": 1,
+    }
     with torch.no_grad():
         want = [w.numpy() for w in model(*inputs)]
     names = "dist runtime negneg sq prod".split()
@@ -164,11 +172,18 @@ def test_algebraic_simplify_unsafe_rules_only_on_request():
     assert np.isfinite(_run(unsafe, neg)[3]).all()
 
 
-@pytest.mark.parametrize(("target", "step"), [
-    ("x86_64", "xgen-fold-batchnorm"),  # off on cpu: measured slower there (cpu.toml says why)
-    ("cpu", "xgen-merge-sibling-matmuls"), ("cpu", "xgen-algebraic-simplify"),
-    ("cpu", "xgen-cancel-reshapes"), ("cpu", "xgen-scale-to-weights"),
-    ("cpu", "xgen-fuse-gather-views"), ("cpu", "xgen-split-reductions")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("target", "step"),
+    [
+        ("x86_64", "xgen-fold-batchnorm"),  # off on cpu: measured slower there (cpu.toml says why)
+        ("cpu", "xgen-merge-sibling-matmuls"),
+        ("cpu", "xgen-algebraic-simplify"),
+        ("cpu", "xgen-cancel-reshapes"),
+        ("cpu", "xgen-scale-to-weights"),
+        ("cpu", "xgen-fuse-gather-views"),
+        ("cpu", "xgen-split-reductions"),
+    ],
+)
 def test_rewrites_are_in_the_pipelines(target, step):
     from xgen_mlir.pipelines import load_pipeline
 
@@ -184,10 +199,15 @@ class DepthwiseBlock(torch.nn.Module):
         super().__init__()
         nn = torch.nn
         self.body = nn.Sequential(
-            nn.Conv2d(8, 32, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU6(),
-            nn.Conv2d(32, 32, 3, 2, 1, groups=32, bias=False), nn.BatchNorm2d(32), nn.ReLU6(),
-            nn.Conv2d(32, 16, 1, bias=False), nn.BatchNorm2d(16),
-        )  # fmt: skip
+            nn.Conv2d(8, 32, 1, bias=False),
+            nn.BatchNorm2d(32),
+            nn.ReLU6(),
+            nn.Conv2d(32, 32, 3, 2, 1, groups=32, bias=False),
+            nn.BatchNorm2d(32),
+            nn.ReLU6(),
+            nn.Conv2d(32, 16, 1, bias=False),
+            nn.BatchNorm2d(16),
+        )
         for m in self.body:
             if isinstance(m, nn.BatchNorm2d):
                 m.running_mean.uniform_(-1, 1)

@@ -59,8 +59,11 @@ def test_multi_reader_packs_join_their_producers(model_and_input, tmp_path):
     assert packs is not None and packs.fused, packs
     assert packs.merged_outputs >= 1  # Q and K read one packed activation
     assert "in their producers' dispatches" in packs.describe()
-    record = {"systems": {"xgen_mlir cpu": {"median_ms": 1.0, "dispatches": 10,
-                                            "shared_packs": packs.describe()}}}  # fmt: skip
+    record = {
+        "systems": {
+            "xgen_mlir cpu": {"median_ms": 1.0, "dispatches": 10, "shared_packs": packs.describe()}
+        }
+    }
     assert "duplicate outputs merged" in render("residual-ffn", record)
     assert separate.report.shared_packs is None
     # every block output's pack (3 residuals + the Q/K input) was a dispatch of its own

@@ -55,9 +55,15 @@ _DEPTHWISE = pytest.mark.xfail(
 
 @pytest.mark.parametrize(
     "name",
-    ["mlp", "small_cnn", "resnet18", pytest.param("mobilenet_v2", marks=_DEPTHWISE), "minilm",
-     "gpt2_small_2_layers"],
-)  # fmt: skip
+    [
+        "mlp",
+        "small_cnn",
+        "resnet18",
+        pytest.param("mobilenet_v2", marks=_DEPTHWISE),
+        "minilm",
+        "gpt2_small_2_layers",
+    ],
+)
 def test_model_suite_on_llvmpipe_matches_pytorch(name):
     model, inputs, tol = _suite(name)
     with torch.no_grad():

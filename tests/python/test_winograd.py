@@ -30,8 +30,10 @@ def test_resnet18_rewrites_the_large_3x3_convs_and_matches_pytorch():
     module = import_model(model, (x,))
     before = module_flops(module.operation)
     counts = winograd_convs(module.operation, WinogradOptions())
-    assert counts == {"linalg.conv_2d_nchw_fchw as F(4x4, 3x3)": 10,
-                      "linalg.conv_2d_nchw_fchw as F(2x2, 3x3)": 3}  # fmt: skip
+    assert counts == {
+        "linalg.conv_2d_nchw_fchw as F(4x4, 3x3)": 10,
+        "linalg.conv_2d_nchw_fchw as F(2x2, 3x3)": 3,
+    }
     assert module_flops(module.operation) < 0.5 * before
     with torch.no_grad():
         want = model(x)
@@ -116,9 +118,10 @@ def test_report_shows_the_variants_flops():
 
     record = {
         "graph": {"gflop": 3.64, "gflop_after_rewrites": 3.64, "mapping_types": {}},
-        "systems": {"xgen_mlir cpu (winograd=true)": {"median_ms": 15.3,
-                                                      "gflop_after_rewrites": 1.77}},
-    }  # fmt: skip
+        "systems": {
+            "xgen_mlir cpu (winograd=true)": {"median_ms": 15.3, "gflop_after_rewrites": 1.77}
+        },
+    }
     page = render("resnet18", record)
     flops = page.split("FLOPs before/after graph rewriting")[1].split("<h2>")[0]
     assert "xgen_mlir cpu (winograd=true)" in flops and "1.77" in flops

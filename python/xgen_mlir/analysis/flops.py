@@ -14,9 +14,21 @@ from typing import Any
 
 from .mapping_types import classify, indexing_maps, ir_of
 
-_FREE = ("arith.constant", "arith.index_cast", "arith.select", "arith.cmpi", "arith.ext",
-         "arith.trunc", "arith.bitcast", "arith.sitofp", "arith.uitofp", "arith.fpto",
-         "linalg.index", "linalg.yield", "tensor.extract")  # fmt: skip
+_FREE = (
+    "arith.constant",
+    "arith.index_cast",
+    "arith.select",
+    "arith.cmpi",
+    "arith.ext",
+    "arith.trunc",
+    "arith.bitcast",
+    "arith.sitofp",
+    "arith.uitofp",
+    "arith.fpto",
+    "linalg.index",
+    "linalg.yield",
+    "tensor.extract",
+)
 
 
 def _loop_ranges(op: Any, maps: list[Any]) -> list[int] | None:

@@ -27,6 +27,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from .._mlir import binding_of
+
 
 class MappingType(enum.StrEnum):
     ONE_TO_ONE = "One-to-One"
@@ -66,29 +68,17 @@ _NOT_COMPUTE_PREFIXES += ("iree_tensor_ext.", "builtin.", "linalg.yield", "tenso
 
 def linalg_of(op: Any) -> Any:
     """The ``linalg`` dialect module of the MLIR binding this op comes from."""
-    if type(op).__module__.startswith("iree."):
-        from iree.compiler.dialects import linalg
-    else:
-        from torch_mlir.dialects import linalg
-    return linalg
+    return binding_of(op).linalg
 
 
 def tensor_of(op: Any) -> Any:
     """The ``tensor`` dialect module of the MLIR binding this op comes from."""
-    if type(op).__module__.startswith("iree."):
-        from iree.compiler.dialects import tensor
-    else:
-        from torch_mlir.dialects import tensor
-    return tensor
+    return binding_of(op).tensor
 
 
 def ir_of(op: Any) -> Any:
     """The ``ir`` module of the MLIR binding (torch-mlir's or IREE's) this op comes from."""
-    if type(op).__module__.startswith("iree."):
-        from iree.compiler import ir
-    else:
-        from torch_mlir import ir
-    return ir
+    return binding_of(op).ir
 
 
 def indexing_maps(op: Any) -> list[Any] | None:

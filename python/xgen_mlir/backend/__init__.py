@@ -1,5 +1,5 @@
 """Backends: turning linalg-on-tensors into deployable artifacts (IREE today)."""
 
-from .iree import BackendResult, compile_vmfb
+from .iree import BackendResult, compile_outputs, compile_vmfb
 
-__all__ = ["BackendResult", "compile_vmfb"]
+__all__ = ["BackendResult", "compile_outputs", "compile_vmfb"]

@@ -84,19 +84,26 @@ def compile_with_dispatch_steps(
     first = work / f"at-{first_phase}.mlirbc"
     t = time.perf_counter()
     _run(
-        [iree_tool("iree-compile"), str(src), *target, *flags, f"--compile-to={first_phase}",
-         "--emit-mlir-bytecode", "-o", str(first)],
+        [
+            iree_tool("iree-compile"),
+            str(src),
+            *target,
+            *flags,
+            f"--compile-to={first_phase}",
+            "--emit-mlir-bytecode",
+            "-o",
+            str(first),
+        ],
         f"IREE up to {first_phase}",
         "before-steps",
-    )  # fmt: skip
+    )
     seconds[f"iree_to_{first_phase}"] = time.perf_counter() - t
     optional = [s for _, steps in stages for s in steps if s.optional]
     dropped: dict[str, str] = {}
     try:
         while True:
             try:
-                return _attempt(first, target, flags, work, stages, set(dropped), seconds,
-                                dropped)  # fmt: skip
+                return _attempt(first, target, flags, work, stages, set(dropped), seconds, dropped)
             except DispatchStageError as e:
                 left = [s for s in optional if s.pass_text not in dropped]
                 if e.stage != "after-steps" or not left:
@@ -131,11 +138,20 @@ def _attempt(
             nxt = work / f"at-{phase}.mlirbc"
             t = time.perf_counter()
             _run(
-                [compile_tool, str(current), *target, *run_flags, *pass_flags,
-                 f"--compile-from={phase_now}", f"--compile-to={phase}", "--emit-mlir-bytecode",
-                 "-o", str(nxt)],
+                [
+                    compile_tool,
+                    str(current),
+                    *target,
+                    *run_flags,
+                    *pass_flags,
+                    f"--compile-from={phase_now}",
+                    f"--compile-to={phase}",
+                    "--emit-mlir-bytecode",
+                    "-o",
+                    str(nxt),
+                ],
                 f"IREE from {phase_now} to {phase}",
-            )  # fmt: skip
+            )
             seconds[f"iree_to_{phase}"] = seconds.get(f"iree_to_{phase}", 0.0) + (
                 time.perf_counter() - t
             )
@@ -143,14 +159,20 @@ def _attempt(
         t = time.perf_counter()
         module = ir.Module.parse(current.read_bytes(), ir.Context())
         try:
-            run_steps(module, [s.pass_text for s in active], what=f"dispatch steps at {phase}",
-                      state=state, keep_reproducer=False)  # fmt: skip
+            run_steps(
+                module,
+                [s.pass_text for s in active],
+                what=f"dispatch steps at {phase}",
+                state=state,
+                keep_reproducer=False,
+            )
             module.operation.verify()
         except PipelineError as e:
             raise DispatchStageError(str(e)[:2000], "steps") from None
         except ir.MLIRError as e:  # a step's bug: never hand IREE broken IR
-            raise DispatchStageError(f"the steps left IR that does not verify: {str(e)[:500]}",
-                                     "steps") from None  # fmt: skip
+            raise DispatchStageError(
+                f"the steps left IR that does not verify: {str(e)[:500]}", "steps"
+            ) from None
         current = work / f"at-{phase}.steps.mlirbc"
         with open(current, "wb") as f:
             module.operation.write_bytecode(f)
@@ -161,10 +183,18 @@ def _attempt(
     t = time.perf_counter()
     try:
         _run(
-            [compile_tool, str(current), *target, *run_flags, *pass_flags,
-             f"--compile-from={phase_now}", "-o", str(out)],
+            [
+                compile_tool,
+                str(current),
+                *target,
+                *run_flags,
+                *pass_flags,
+                f"--compile-from={phase_now}",
+                "-o",
+                str(out),
+            ],
             f"IREE from {phase_now}",
-        )  # fmt: skip
+        )
         vmfb = out.read_bytes()
     finally:
         out.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from .._mlir import ir
+from .._mlir import ir, iree_binding
 from ..codegen.dispatch import EXECUTABLE_ATTR
 
 
@@ -48,7 +48,7 @@ def materialize(module: ir.Module, path: Path) -> bool:
     executables = collect_executables(module)
     if not executables:
         return False
-    import iree.compiler.ir as iree_ir
+    iree_ir = iree_binding().ir
 
     buf = io.BytesIO()
     module.operation.write_bytecode(buf)

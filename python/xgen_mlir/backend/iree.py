@@ -8,6 +8,7 @@ the one that worked is recorded. IREE's diagnostics are kept, trimmed, in the er
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import time
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._mlir import ir
+from .._mlir import ir, iree_binding
 from ..errors import BackendCompileError
 from ..pipelines import Pipeline
 from .dispatch_stage import DispatchStageError, compile_with_dispatch_steps
@@ -35,8 +36,13 @@ class BackendResult:
     fusion_plans: list[Any] = field(default_factory=list)  # xgen_mlir's plan, when it was used
     fusion_note: str = ""  # why the dispatch steps were not used, when they were not
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    artifacts: dict[str, bytes] = field(default_factory=dict)  # bare metal: model.o/.h, C module
     dispatch_records: dict[str, Any] = field(default_factory=dict)  # DispatchState.records
     dropped_steps: dict[str, str] = field(default_factory=dict)  # optional step -> why dropped
+
+    def portable_flags(self) -> list[str]:
+        """The flags with the scratch folder of a static library's path left out."""
+        return [re.sub(r"=.*/model\.o$", "=model.o", f) for f in self.flags]
 
 
 def _trim(text: str, limit: int = 40) -> str:
@@ -58,6 +64,45 @@ def _warn_fallback(why: str | None, pipeline: Pipeline) -> None:
             f"IREE rejected the module with the '{pipeline.name}' flags; fell back: {why}",
             stacklevel=4,
         )
+
+
+def compile_outputs(
+    module: ir.Module,
+    pipeline: Pipeline,
+    *,
+    extra_flags: list[str] | None = None,
+    dump_executables: Path | None = None,
+    external_weights: int | None = None,
+    stem: str = "model",
+) -> BackendResult:
+    """``compile_vmfb`` plus the outputs the pipeline's ``[iree] outputs`` ask for besides the
+    module: a static library (``<stem>.o`` + ``<stem>.h``) and the VM program as C source
+    (``<stem>_module.c``), in ``result.artifacts``."""
+    extra = list(extra_flags or [])
+    with tempfile.TemporaryDirectory(prefix="xgen-out-") as out_dir:
+        if "static-library" in pipeline.outputs:  # bare metal: object + header beside the module
+            extra.append(f"--iree-llvmcpu-static-library-output-path={out_dir}/{stem}.o")
+        result = compile_vmfb(
+            module,
+            pipeline,
+            extra_flags=extra,
+            dump_executables=dump_executables,
+            external_weights=external_weights,
+            stem=stem,
+        )
+        if "vm-c" in pipeline.outputs:  # the VM program as C source (no bytecode interpreter)
+            c_module = compile_vmfb(
+                module,
+                pipeline,
+                extra_flags=[*extra, "--output-format=vm-c"],
+                external_weights=external_weights,
+                stem=stem,
+            )
+            result.artifacts[f"{stem}_module.c"] = c_module.vmfb
+        for name in (f"{stem}.o", f"{stem}.h"):
+            if (Path(out_dir) / name).is_file():
+                result.artifacts[name] = (Path(out_dir) / name).read_bytes()
+    return result
 
 
 def compile_vmfb(
@@ -98,7 +143,7 @@ def compile_vmfb(
                     module.operation.write_bytecode(f)
         else:  # textual hand-off: the weight rewrite uses IREE ops torch-mlir cannot parse
             if materialize(module, src):
-                import iree.compiler.ir as iree_ir
+                iree_ir = iree_binding().ir
 
                 text = str(iree_ir.Module.parse(src.read_bytes(), iree_ir.Context()))
             else:
@@ -125,11 +170,17 @@ def compile_vmfb(
                     )
                     _warn_fallback(why, pipeline)
                     return BackendResult(
-                        vmfb=staged.vmfb, flags=flags, fallback_used=why,
-                        seconds=time.perf_counter() - start, attempts=attempts, weights=weights,
-                        fusion_plans=staged.plans, stage_seconds=staged.seconds,
-                        dispatch_records=staged.records, dropped_steps=staged.dropped,
-                    )  # fmt: skip
+                        vmfb=staged.vmfb,
+                        flags=flags,
+                        fallback_used=why,
+                        seconds=time.perf_counter() - start,
+                        attempts=attempts,
+                        weights=weights,
+                        fusion_plans=staged.plans,
+                        stage_seconds=staged.seconds,
+                        dispatch_records=staged.records,
+                        dropped_steps=staged.dropped,
+                    )
                 except DispatchStageError as e:
                     attempts.append(str(e)[:2000])
                     if e.stage == "before-steps":
@@ -152,9 +203,14 @@ def compile_vmfb(
                 )
             _warn_fallback(why, pipeline)
             return BackendResult(
-                vmfb=vmfb, flags=flags, fallback_used=why, seconds=time.perf_counter() - start,
-                attempts=attempts, weights=weights, fusion_note=fusion_note,
-            )  # fmt: skip
+                vmfb=vmfb,
+                flags=flags,
+                fallback_used=why,
+                seconds=time.perf_counter() - start,
+                attempts=attempts,
+                weights=weights,
+                fusion_note=fusion_note,
+            )
         failed = True
         raise BackendCompileError(
             f"IREE could not compile the module for target '{pipeline.name}' "

@@ -66,8 +66,14 @@ class BlockSpec:
     def offsets(self) -> dict[str, int]:
         """Offsets (floats) of each weight array in the packed weights, and the total."""
         e = int(self.expand)
-        sizes = [("we", e * self.cin * self.ce), ("be", e * self.ce), ("wd", 9 * self.ce),
-                 ("bd", self.ce), ("wp", self.ce * self.cout), ("bp", self.cout)]  # fmt: skip
+        sizes = [
+            ("we", e * self.cin * self.ce),
+            ("be", e * self.ce),
+            ("wd", 9 * self.ce),
+            ("bd", self.ce),
+            ("wp", self.ce * self.cout),
+            ("bp", self.cout),
+        ]
         out, at = {}, 0
         for name, n in sizes:
             out[name] = at
@@ -113,8 +119,10 @@ def _project(nv16: int, t8: int, pixels: int) -> str:
     )
 
     def each(line: str) -> str:  # one C line per output vector (acc{j}: its accumulators)
-        return "\n".join(line.format(j=j, vt=vt, vu=vu, off=off, P=pixels)
-                         for j, (vt, vu, off) in enumerate(vecs))  # fmt: skip
+        return "\n".join(
+            line.format(j=j, vt=vt, vu=vu, off=off, P=pixels)
+            for j, (vt, vu, off) in enumerate(vecs)
+        )
 
     decl = each("      {vt} acc{j}[{P}];")
     init = each("        acc{j}[p] = *({vu}*)(yp0 + p * COUT + {off});")

@@ -92,8 +92,9 @@ def compile_object(source: str, toolchain: Toolchain, name: str) -> Path:
     src = obj.with_suffix(".c")
     src.write_text(source)
     tmp = obj.with_suffix(f".{os.getpid()}.tmp.o")
-    proc = subprocess.run([toolchain.cc, *flags, "-c", str(src), "-o", str(tmp)],
-                          capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [toolchain.cc, *flags, "-c", str(src), "-o", str(tmp)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise BackendCompileError(
             f"{toolchain.cc} failed on kernel {name} ({src}):\n{proc.stderr[-2000:]}"

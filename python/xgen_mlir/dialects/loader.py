@@ -20,7 +20,7 @@ def _spec_text(name: str) -> str:
 
 def load_xgen_dialects(ctx: ir.Context) -> None:
     """Make ``xgen_sparse.*`` ops parse and verify in ``ctx`` (no-op if already loaded)."""
-    from torch_mlir.dialects import irdl
+    from .._mlir import irdl
 
     if ctx.is_registered_operation("xgen_sparse.pattern_conv2d"):
         return

@@ -63,8 +63,17 @@ def geometry(op: ir.Operation) -> ConvGeometry:
         _, _, kh, kw = shape_of(op.operands[1])
     else:
         kh, kw = int_list(op.attributes["kernel_size"])
-    return ConvGeometry(n, c, h, w, f, kh, kw, int_list(op.attributes["strides"]),
-                        int_list(op.attributes["padding"]))  # fmt: skip
+    return ConvGeometry(
+        n,
+        c,
+        h,
+        w,
+        f,
+        kh,
+        kw,
+        int_list(op.attributes["strides"]),
+        int_list(op.attributes["padding"]),
+    )
 
 
 def _check_common(op: ir.Operation, errs: list[str]) -> ConvGeometry | None:
@@ -120,8 +129,10 @@ def _verify_pattern_conv(op: ir.Operation, reader: ConstantReader, errs: list[st
     bad = np.argwhere((ids < -1) | (ids >= npat))
     if bad.size:
         f, c = bad[0]
-        errs.append(f"pattern id {ids[f, c]} of kernel (filter {f}, channel {c}) is out of range "
-                    f"[-1, {npat}) ({len(bad)} such kernels)")  # fmt: skip
+        errs.append(
+            f"pattern id {ids[f, c]} of kernel (filter {f}, channel {c}) is out of range "
+            f"[-1, {npat}) ({len(bad)} such kernels)"
+        )
         return
     weight = reader.value_of(op.operands[1])
     if weight is None:
@@ -143,9 +154,21 @@ def _verify_fkw_conv(op: ir.Operation, reader: ConstantReader, errs: list[str]) 
     g = _check_common(op, errs)
     if g is None:
         return
-    tables = {name: reader.value_of(op.operands[i]) for i, name in enumerate(
-        ["input", "fkw_weight", "bias", "filter_order", "group_filter_offsets",
-         "group_kernel_offsets", "kernel_channel", "kernel_pattern"])}  # fmt: skip
+    tables = {
+        name: reader.value_of(op.operands[i])
+        for i, name in enumerate(
+            [
+                "input",
+                "fkw_weight",
+                "bias",
+                "filter_order",
+                "group_filter_offsets",
+                "group_kernel_offsets",
+                "kernel_channel",
+                "kernel_pattern",
+            ]
+        )
+    }
     missing = [k for k in list(tables)[3:] if tables[k] is None]
     if missing:
         errs.append(f"index operands must be constants: {', '.join(missing)}")
@@ -165,14 +188,18 @@ def _verify_fkw_conv(op: ir.Operation, reader: ConstantReader, errs: list[str]) 
         if offs.size < 2 or offs[0] != 0 or offs[-1] != end or np.any(np.diff(offs) < 0):
             errs.append(f"{name} must rise from 0 to {end}, got {offs.tolist()}")
     if gfo.size != gko.size:
-        errs.append(f"group_filter_offsets and group_kernel_offsets disagree on the group count "
-                    f"({gfo.size - 1} vs {gko.size - 1})")  # fmt: skip
+        errs.append(
+            f"group_filter_offsets and group_kernel_offsets disagree on the group count "
+            f"({gfo.size - 1} vs {gko.size - 1})"
+        )
     if len(pat) != len(chan):
         errs.append(f"kernel_pattern has {len(pat)} entries for {len(chan)} kernels")
     oob = np.flatnonzero((chan < 0) | (chan >= g.c))
     if oob.size:
-        errs.append(f"kernel_channel[{oob[0]}] = {chan[oob[0]]} is out of bounds for {g.c} input "
-                    f"channels ({oob.size} such entries)")  # fmt: skip
+        errs.append(
+            f"kernel_channel[{oob[0]}] = {chan[oob[0]]} is out of bounds for {g.c} input "
+            f"channels ({oob.size} such entries)"
+        )
     npat = len(patterns_of(op))
     badp = np.flatnonzero((pat < 0) | (pat >= npat))
     if badp.size:

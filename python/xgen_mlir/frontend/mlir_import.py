@@ -13,8 +13,7 @@ from .lowering import lower_torch_to_linalg
 
 
 def new_torch_context() -> ir.Context:
-    from torch_mlir.dialects import torch as torch_d
-
+    from .._mlir import torch_dialect as torch_d
     from ..dialects import load_xgen_dialects
 
     ctx = ir.Context()

@@ -37,8 +37,13 @@ STAGES = (  # (name, pipeline); the first is cheap, so retrying it per failing o
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _UNSUPPORTED, _BLOCKED = "xgen.unsupported.", "xgen.blocked."
 # Torch ops that only carry constants/lists; they vanish once their users are lowered.
-_GLUE = ("torch.constant.", "torch.prim.ListConstruct", "torch.prim.TupleConstruct",
-         "torch.vtensor.literal", "torch.derefine")  # fmt: skip
+_GLUE = (
+    "torch.constant.",
+    "torch.prim.ListConstruct",
+    "torch.prim.TupleConstruct",
+    "torch.vtensor.literal",
+    "torch.derefine",
+)
 _MAX_RETRIES = 64  # per stage; ops still failing after that are reported by the final walk
 Diag = tuple[ir.Location | None, str]
 
@@ -81,8 +86,9 @@ def import_onnx(
     Raises FrontendError for missing/unreadable/invalid models and UnsupportedOpsError listing
     every op (ONNX op type, node name) that torch-mlir cannot convert or lower.
     """
-    from torch_mlir.dialects import torch as torch_d
     from torch_mlir.extras import onnx_importer
+
+    from .._mlir import torch_dialect as torch_d
 
     proto, label = _load(model)
     proto = _prepare(proto, label)
@@ -295,9 +301,13 @@ def _culprits(module: ir.Module, diags: list[Diag]) -> list[tuple[ir.Operation, 
     for loc, msg in diags:
         node, quoted = _node(loc), re.search(r"operation '([\w.]+)'", msg)
         for op in ops if node else []:
-            if (_node(op.location) == node and _is_compute(op) and not _quarantined(op)
-                    and not (quoted and quoted.group(1) != op.name)
-                    and all(op != o for o, _ in out)):  # fmt: skip
+            if (
+                _node(op.location) == node
+                and _is_compute(op)
+                and not _quarantined(op)
+                and not (quoted and quoted.group(1) != op.name)
+                and all(op != o for o, _ in out)
+            ):
                 out.append((op, op in tainted))
     return out
 
@@ -309,10 +319,14 @@ def _block_untyped(module: ir.Module) -> None:
     its users would fail one per retry only because of that: set them all aside up front.
     """
     for op in _ops(module):
-        if op.name == "torch.operator" and _opname(op).startswith("onnx.") and any(
-            str(v.type) == "!torch.none" and getattr(_owner(v), "name", "") == "torch.operator"
-            for v in op.operands
-        ):  # fmt: skip
+        if (
+            op.name == "torch.operator"
+            and _opname(op).startswith("onnx.")
+            and any(
+                str(v.type) == "!torch.none" and getattr(_owner(v), "name", "") == "torch.operator"
+                for v in op.operands
+            )
+        ):
             _quarantine(op, _BLOCKED)
 
 

@@ -63,9 +63,10 @@ def load_pt2(path: str | os.PathLike[str]) -> torch.export.ExportedProgram:
 
 def import_exported(prog: torch.export.ExportedProgram, entry: str = "main") -> ir.Module:
     """ExportedProgram -> linalg-on-tensors module in a fresh torch-mlir context."""
-    from torch_mlir.dialects import torch as torch_d
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
     from torch_mlir.extras.fx_importer import FxImporter
+
+    from .._mlir import torch_dialect as torch_d
 
     ctx = ir.Context()
     torch_d.register_dialect(ctx)

@@ -17,11 +17,23 @@ from .regions import wrap_in_region
 from .transpose_tiling import tile_transposes
 
 __all__ = [
-    "ConvTile", "FusionPlan", "PadPlacement", "PadShare", "TileDecision", "TilingDecision",
-    "form_regions", "place_pads", "plan_block", "plan_data_tiling",
-    "share_padded_buffers", "tile_conv_groups", "tile_gemvs", "tile_matmuls", "tile_transposes",
+    "ConvTile",
+    "FusionPlan",
+    "PadPlacement",
+    "PadShare",
+    "TileDecision",
+    "TilingDecision",
+    "form_regions",
+    "place_pads",
+    "plan_block",
+    "plan_data_tiling",
+    "share_padded_buffers",
+    "tile_conv_groups",
+    "tile_gemvs",
+    "tile_matmuls",
+    "tile_transposes",
     "wrap_in_region",
-]  # fmt: skip
+]
 
 FUNC_OPS = ("func.func", "util.func")
 

@@ -88,8 +88,9 @@ def conv_geometry(op: Any) -> ConvGeometry | None:
     kinds = [str(a) for a in op.attributes["iterator_types"]]
     if [("reduction" in k) for k in kinds] != [False] * 3 + [True] * 3:
         return None
-    maps = [str(m).removeprefix("affine_map<").removesuffix(">") for m in
-            op.attributes["indexing_maps"]]  # fmt: skip
+    maps = [
+        str(m).removeprefix("affine_map<").removesuffix(">") for m in op.attributes["indexing_maps"]
+    ]
     match = _INPUT_MAP.match(maps[0])
     if match is None or maps[1] != _FILTER_MAP or maps[2] != _OUTPUT_MAP:
         return None
@@ -174,8 +175,9 @@ def tile_conv_groups(plan: Any, threads: int) -> list[ConvTile]:
 
 def conv_compilation_info(ir: Any, tiles: list[list[int]]) -> Any:
     dist, vec, red = tiles
-    return compilation_info(ir, PIPELINE, distribution=dist, vector_common_parallel=vec,
-                            vector_reduction=red)  # fmt: skip
+    return compilation_info(
+        ir, PIPELINE, distribution=dist, vector_common_parallel=vec, vector_reduction=red
+    )
 
 
 def _rebatch(conv: Any, tiles: list[list[int]]) -> list[Any]:
@@ -186,8 +188,10 @@ def _rebatch(conv: Any, tiles: list[list[int]]) -> list[Any]:
     with conv.location, ir.InsertionPoint(conv):
         xt, ot = ir.RankedTensorType(x.type), ir.RankedTensorType(init.type)
         x4, i4 = _expand(ir, x, xt), _expand(ir, init, ot)
-        in_map, _, _ = (str(m).removeprefix("affine_map<").removesuffix(">").split(" -> ")[1]
-                        for m in conv.attributes["indexing_maps"])  # fmt: skip
+        in_map, _, _ = (
+            str(m).removeprefix("affine_map<").removesuffix(">").split(" -> ")[1]
+            for m in conv.attributes["indexing_maps"]
+        )
         dims = "(d0, d1, d2, d3, d4, d5, d6) -> "
         shifted = re.sub(r"d(\d)", lambda m: f"d{int(m.group(1)) + 1}", in_map)
         maps = [dims + "(d0, " + shifted[1:], dims + "(d4, d5, d6, d3)", dims + "(d0, d1, d2, d3)"]
@@ -201,13 +205,16 @@ def _rebatch(conv: Any, tiles: list[list[int]]) -> list[Any]:
             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([2, 1]),
             "compilation_info": conv_compilation_info(ir, tiles),
         }
-        new = ir.Operation.create("linalg.generic", results=[i4.type], operands=[x4, w, i4],
-                                  attributes=attrs, regions=1)  # fmt: skip
+        new = ir.Operation.create(
+            "linalg.generic", results=[i4.type], operands=[x4, w, i4], attributes=attrs, regions=1
+        )
         clone_body(conv, new)
         collapse = ir.Operation.create(
-            "tensor.collapse_shape", results=[ot], operands=[new.results[0]],
+            "tensor.collapse_shape",
+            results=[ot],
+            operands=[new.results[0]],
             attributes={"reassociation": _reassociation(ir)},
-        )  # fmt: skip
+        )
     conv.results[0].replace_all_uses_with(collapse.results[0])
     conv.erase()
     return [defining_op(x4), defining_op(i4), new, collapse]
@@ -221,11 +228,14 @@ def _reassociation(ir: Any) -> Any:
 def _expand(ir: Any, value: Any, ty: Any) -> Any:
     shape = [1, *ty.shape]
     return ir.Operation.create(
-        "tensor.expand_shape", results=[ir.RankedTensorType.get(shape, ty.element_type)],
+        "tensor.expand_shape",
+        results=[ir.RankedTensorType.get(shape, ty.element_type)],
         operands=[value],
-        attributes={"reassociation": _reassociation(ir),
-                    "static_output_shape": ir.DenseI64ArrayAttr.get(shape)},
-    ).results[0]  # fmt: skip
+        attributes={
+            "reassociation": _reassociation(ir),
+            "static_output_shape": ir.DenseI64ArrayAttr.get(shape),
+        },
+    ).results[0]
 
 
 def _layout_change(value: Any, members: list[Any], grouped: set[Any]) -> Any | None:

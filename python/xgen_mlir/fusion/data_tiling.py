@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
+from .._mlir import iree_binding
+
 HINT = "iree.opt.data_tiling"
 SMALL_M = 128
 BIG = 512
@@ -121,7 +123,7 @@ def gemm_shape(op: Any) -> tuple[int, int, int, int] | None:
     H and W) before it data-tiles. Several K loops (a KxK conv) are not tiled by IREE. The
     batch (1 for a plain matmul) counts in the work: MiniLM's 12 heads of 128x32x128 are 6M
     multiply-adds, and 10x slower plain."""
-    from iree.compiler.dialects import linalg
+    linalg = iree_binding().linalg
 
     from ..analysis.mapping_types import loop_sizes
 
@@ -146,7 +148,7 @@ def gemm_shape(op: Any) -> tuple[int, int, int, int] | None:
 
 
 def _reduction_loops(op: Any) -> int:
-    from iree.compiler import ir
+    ir = iree_binding().ir
 
     iters = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
     return sum("reduction" in t for t in iters)
@@ -191,7 +193,7 @@ def reads_reduction(op: Any) -> bool:
     from a reduction IREE does not data-tile itself (a global pool): the pack would be fused
     into that reduction's dispatch, which IREE 3.13 fails to compile ("large vector sizes",
     EfficientNet-B0's classifier)."""
-    from iree.compiler import ir
+    ir = iree_binding().ir
 
     value = op.operands[0]
     for _ in range(6):
@@ -239,7 +241,7 @@ def reads_slice(op: Any) -> bool:
     """Whether an input of ``op`` comes straight from a strided ``tensor.extract_slice`` (a
     stride-2 1x1 conv); unit-stride slices (attention's Q/K/V out of one merged GEMM) pack
     like any other operand."""
-    from iree.compiler import ir
+    ir = iree_binding().ir
 
     for value in op.operands[:-1]:
         owner = value.owner
@@ -337,9 +339,12 @@ def collapse_to_gemm(op: Any) -> Any:
         n_in = len(operands) - 1
         out_ty = ir.RankedTensorType(operands[-1].type)
         new = linalg.GenericOp(
-            [out_ty], operands[:n_in], operands[n_in:], ir.ArrayAttr.get(new_maps),
+            [out_ty],
+            operands[:n_in],
+            operands[n_in:],
+            ir.ArrayAttr.get(new_maps),
             ir.ArrayAttr.get([ir.Attribute.parse(k) for k in kinds]),
-        )  # fmt: skip
+        )
         op.regions[0].blocks[0].append_to(new.regions[0])
         old_ty = ir.RankedTensorType(op.results[0].type)
         result = new.results[0]
@@ -358,7 +363,7 @@ def plan_data_tiling(
 ) -> list[TilingDecision]:
     """Decide every top-level contraction of ``block`` and set the hint on the tiled ones.
     ``xgen_tiles``: a predicate for ops a tile rule of xgen_mlir takes instead (left plain)."""
-    from iree.compiler import ir
+    ir = iree_binding().ir
 
     from ..diagnostics import format_location
 

@@ -40,8 +40,11 @@ def _gemv_loops(op: Any) -> tuple[int, int, dict[int, int]] | None:
     op = op.operation
     if not op.name.startswith("linalg.") or len(op.results) != 1 or len(op.operands) != 3:
         return None
-    kinds = [str(k) for k in op.attributes["iterator_types"]] if (
-        "iterator_types" in op.attributes) else None  # fmt: skip
+    kinds = (
+        [str(k) for k in op.attributes["iterator_types"]]
+        if ("iterator_types" in op.attributes)
+        else None
+    )
     maps = indexing_maps(op)
     if maps is None:
         return None
@@ -55,8 +58,9 @@ def _gemv_loops(op: Any) -> tuple[int, int, dict[int, int]] | None:
         return None
     k = reduced[0]
     sizes = loop_sizes(op)
-    dims = [[e.position if isinstance(e, ir.AffineDimExpr) else None for e in m.results]
-            for m in maps]  # fmt: skip
+    dims = [
+        [e.position if isinstance(e, ir.AffineDimExpr) else None for e in m.results] for m in maps
+    ]
     if any(None in d for d in dims) or len(sizes) != len(kinds):
         return None
     wide = [d for d in dims[2] if sizes[d] != 1]

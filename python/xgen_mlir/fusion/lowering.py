@@ -48,12 +48,15 @@ class TileDecision:
         if not self.taken:
             return f"{self.kind} {self.op}: IREE's tiles: {self.reason}"
         red = f" reduction {self.reduction}" if self.reduction is not None else ""
-        return (f"{self.kind} {self.op}: tiles workgroup {self.distribution} vector "
-                f"{self.vector}{red}: {self.reason}")  # fmt: skip
+        return (
+            f"{self.kind} {self.op}: tiles workgroup {self.distribution} vector "
+            f"{self.vector}{red}: {self.reason}"
+        )
 
 
-def tile_contractions(block: Any, kind: str, match: Callable[[Any], Any],
-                      choose: Callable[..., Any], pipeline: str) -> list[TileDecision]:  # fmt: skip
+def tile_contractions(
+    block: Any, kind: str, match: Callable[[Any], Any], choose: Callable[..., Any], pipeline: str
+) -> list[TileDecision]:
     """The loop the gemv and matmul rules share: for every op of ``block`` (not inside a
     dispatch region) that ``match`` returns ``(shape name, choose's arguments)`` for, record a
     decision, and unless IREE data-tiles it or it has tiles already, attach ``choose``'s
@@ -81,7 +84,10 @@ def tile_contractions(block: Any, kind: str, match: Callable[[Any], Any],
         records.append(TileDecision(kind, name, tiles[0], tiles[1], why, tiles[2]))
         with op.location:  # the location gives the context
             op.attributes["compilation_info"] = compilation_info(
-                ir_of(op), pipeline, distribution=tiles[0], vector_common_parallel=tiles[1],
+                ir_of(op),
+                pipeline,
+                distribution=tiles[0],
+                vector_common_parallel=tiles[1],
                 vector_reduction=tiles[2],
-            )  # fmt: skip
+            )
     return records

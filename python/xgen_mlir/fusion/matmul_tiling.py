@@ -123,8 +123,9 @@ def _matmul_loops(op: Any) -> MatmulLoops | None:
     if maps is None or not op.regions or not len(op.regions[0].blocks):
         return None
     ir = ir_of(op)
-    dims = [[e.position if isinstance(e, ir.AffineDimExpr) else None for e in m.results]
-            for m in maps]  # fmt: skip
+    dims = [
+        [e.position if isinstance(e, ir.AffineDimExpr) else None for e in m.results] for m in maps
+    ]
     if any(None in d for d in dims):
         return None
     out = dims[2]
@@ -165,8 +166,10 @@ def _padded_transcendental_epilogue(op: Any) -> bool:
 def _short_steps(loops: MatmulLoops) -> str | None:
     n, k = loops.sizes[loops.n], loops.sizes[loops.k]
     if n % LANES or k % K_STEP or min(n, k) < MIN_NK:
-        return (f"N = {n}, K = {k}: not multiples of 16 of at least {MIN_NK} (partial or "
-                "short vector steps measured slower)")  # fmt: skip
+        return (
+            f"N = {n}, K = {k}: not multiples of 16 of at least {MIN_NK} (partial or "
+            "short vector steps measured slower)"
+        )
     return None
 
 
@@ -191,25 +194,32 @@ def choose_tiles(loops: MatmulLoops) -> tuple[list[list[int]] | None, str]:
     dist[inner], vec[inner] = ROWS, ROWS
     dist[n], vec[n] = sizes[n], LANES
     dist[k], vec[k], red[k] = 0, 0, K_STEP
-    return [dist, vec, red], (f"{ROWS} rows x {LANES} columns per step (IREE's: 7 rows) "
-                              "under a transcendental epilogue")  # fmt: skip
+    return [dist, vec, red], (
+        f"{ROWS} rows x {LANES} columns per step (IREE's: 7 rows) under a transcendental epilogue"
+    )
 
 
 def _seven_row_tiles(loops: MatmulLoops) -> tuple[list[list[int]] | None, str]:
     rows, sizes = loops.rows, loops.sizes
     if loops.padded:
-        return None, ("49 rows padded for a conv: IREE's tiles (7 x 16, 64-column workgroups) "
-                      "measured faster than 16-column ones")  # fmt: skip
+        return None, (
+            "49 rows padded for a conv: IREE's tiles (7 x 16, 64-column workgroups) "
+            "measured faster than 16-column ones"
+        )
     if not loops.k_inner:
-        return None, ("49 rows read channels-first (k, rows): data tiling packs them once, "
-                      "measured faster than these tiles")  # fmt: skip
+        return None, (
+            "49 rows read channels-first (k, rows): data tiling packs them once, "
+            "measured faster than these tiles"
+        )
     if sizes[rows[-1]] % SEVEN:
         return None, f"innermost row loop of {sizes[rows[-1]]} is not a multiple of {SEVEN}"
     if (short := _short_steps(loops)) is not None:
         return None, short
     if min(sizes[loops.n], sizes[loops.k]) >= BIG:
-        return None, (f"a large GEMM (N, K >= {BIG}): packed weights measured faster "
-                      "(49x2048x512: 0.85 against 1.00 ms)")  # fmt: skip
+        return None, (
+            f"a large GEMM (N, K >= {BIG}): packed weights measured faster "
+            "(49x2048x512: 0.85 against 1.00 ms)"
+        )
     n_loops = len(sizes)
     dist, vec, red = [0] * n_loops, [0] * n_loops, [0] * n_loops
     for r in rows:
@@ -217,8 +227,10 @@ def _seven_row_tiles(loops: MatmulLoops) -> tuple[list[list[int]] | None, str]:
     vec[rows[-1]] = SEVEN
     dist[loops.n], vec[loops.n] = LANES, LANES
     red[loops.k] = K_STEP
-    why = (f"{SEVEN_ROW_M} rows: {SEVEN} rows x {LANES} columns per step, workgroups of all "
-           f"rows x {LANES} columns (not data-tiled)")  # fmt: skip
+    why = (
+        f"{SEVEN_ROW_M} rows: {SEVEN} rows x {LANES} columns per step, workgroups of all "
+        f"rows x {LANES} columns (not data-tiled)"
+    )
     return [dist, vec, red], why
 
 
@@ -248,8 +260,10 @@ def _narrow_tiles(loops: MatmulLoops) -> tuple[list[list[int]] | None, str]:
     dist[loops.rows[0]], vec[loops.rows[0]] = NARROW_ROWS, NARROW
     dist[loops.n], vec[loops.n] = n, NARROW
     red[loops.k] = K_STEP
-    return [dist, vec, red], (f"N = {n}: {NARROW} rows x {NARROW} columns per step (IREE's: "
-                              f"16-wide, half empty), {NARROW_ROWS}-row workgroups")  # fmt: skip
+    return [dist, vec, red], (
+        f"N = {n}: {NARROW} rows x {NARROW} columns per step (IREE's: "
+        f"16-wide, half empty), {NARROW_ROWS}-row workgroups"
+    )
 
 
 def takes_narrow(op: Any) -> bool:

@@ -136,11 +136,16 @@ def _slice(ir: Any, source: Any, result_type: Any, offsets, sizes, strides) -> A
         return ir.DenseI64ArrayAttr.get([int(x) for x in xs])
 
     return ir.Operation.create(
-        "tensor.extract_slice", results=[result_type], operands=[source],
-        attributes={"static_offsets": arr(offsets), "static_sizes": arr(sizes),
-                    "static_strides": arr(strides),
-                    "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 0, 0])},
-    )  # fmt: skip
+        "tensor.extract_slice",
+        results=[result_type],
+        operands=[source],
+        attributes={
+            "static_offsets": arr(offsets),
+            "static_sizes": arr(sizes),
+            "static_strides": arr(strides),
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 0, 0]),
+        },
+    )
 
 
 def _insertion_anchor(reader: Any) -> Any:

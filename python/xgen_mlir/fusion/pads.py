@@ -60,8 +60,9 @@ def is_depthwise_conv(op: Any) -> bool:
     op = op.operation
     if op.name != "linalg.generic" or len(op.operands) != 3:
         return False
-    maps = [str(m).removeprefix("affine_map<").removesuffix(">") for m in
-            op.attributes["indexing_maps"]]  # fmt: skip
+    maps = [
+        str(m).removeprefix("affine_map<").removesuffix(">") for m in op.attributes["indexing_maps"]
+    ]
     return bool(_DW_INPUT.match(maps[0])) and maps[1:] == [_DW_FILTER, _DW_OUTPUT]
 
 
@@ -83,8 +84,12 @@ def _placement(pad: Any) -> tuple[str, bool, str]:
     users = [u.owner.operation for u in pad.results[0].uses]
     if len(users) != 1 or not is_depthwise_conv(users[0]):
         reader = users[0].name if len(users) == 1 else f"{len(users)} readers"
-        return (reader, False, "not read by a depthwise conv alone (fused pads made ResNet-18's "
-                "dense convs 10% slower)")  # fmt: skip
+        return (
+            reader,
+            False,
+            "not read by a depthwise conv alone (fused pads made ResNet-18's "
+            "dense convs 10% slower)",
+        )
     kh, kw = ir_of(pad).RankedTensorType(users[0].operands[1].type).shape[:2]
     reader = f"depthwise conv {kh}x{kw}"
     if (kh, kw) != (3, 3):
@@ -127,19 +132,26 @@ def pad_to_insert_slice(pad: Any) -> Any | None:
     with pad.location, ir.InsertionPoint(pad):
         empty = ir.Operation.create("tensor.empty", results=[padded], operands=[])
         fill = ir.Operation.create(
-            "linalg.fill", results=[padded], operands=[constant.results[0], empty.results[0]],
-            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])}, regions=1,
-        )  # fmt: skip
+            "linalg.fill",
+            results=[padded],
+            operands=[constant.results[0], empty.results[0]],
+            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])},
+            regions=1,
+        )
         block = fill.regions[0].blocks.append(padded.element_type, padded.element_type)
         with ir.InsertionPoint(block):
             ir.Operation.create("linalg.yield", operands=[block.arguments[0]])
         insert = ir.Operation.create(
-            "tensor.insert_slice", results=[padded], operands=[value, fill.results[0]],
-            attributes={"static_offsets": ir.DenseI64ArrayAttr.get(low),
-                        "static_sizes": ir.DenseI64ArrayAttr.get(shape),
-                        "static_strides": ir.DenseI64ArrayAttr.get([1] * len(shape)),
-                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0, 0, 0])},
-        )  # fmt: skip
+            "tensor.insert_slice",
+            results=[padded],
+            operands=[value, fill.results[0]],
+            attributes={
+                "static_offsets": ir.DenseI64ArrayAttr.get(low),
+                "static_sizes": ir.DenseI64ArrayAttr.get(shape),
+                "static_strides": ir.DenseI64ArrayAttr.get([1] * len(shape)),
+                "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0, 0, 0]),
+            },
+        )
     pad.results[0].replace_all_uses_with(insert.results[0])
     pad.erase()
     return insert

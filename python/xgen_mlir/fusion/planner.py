@@ -42,22 +42,42 @@ from ..analysis.mapping_types import Mapping, MappingType, classify, indexing_ma
 M = MappingType
 # DNNFusion's combination table: TABLE[first][second] -> type of the fused pair, None = illegal.
 TABLE: dict[MappingType, dict[MappingType, MappingType | None]] = {
-    M.ONE_TO_ONE: {M.ONE_TO_ONE: M.ONE_TO_ONE, M.ONE_TO_MANY: M.ONE_TO_MANY,
-                   M.MANY_TO_MANY: M.MANY_TO_MANY, M.REORGANIZE: M.REORGANIZE,
-                   M.SHUFFLE: M.SHUFFLE},
-    M.ONE_TO_MANY: {M.ONE_TO_ONE: M.ONE_TO_MANY, M.ONE_TO_MANY: M.ONE_TO_MANY,
-                    M.MANY_TO_MANY: None, M.REORGANIZE: M.ONE_TO_MANY,
-                    M.SHUFFLE: M.ONE_TO_MANY},
-    M.MANY_TO_MANY: {M.ONE_TO_ONE: M.MANY_TO_MANY, M.ONE_TO_MANY: M.MANY_TO_MANY,
-                     M.MANY_TO_MANY: None, M.REORGANIZE: M.MANY_TO_MANY,
-                     M.SHUFFLE: M.MANY_TO_MANY},
-    M.REORGANIZE: {M.ONE_TO_ONE: M.REORGANIZE, M.ONE_TO_MANY: M.ONE_TO_MANY,
-                   M.MANY_TO_MANY: M.MANY_TO_MANY, M.REORGANIZE: M.REORGANIZE,
-                   M.SHUFFLE: M.REORGANIZE},
-    M.SHUFFLE: {M.ONE_TO_ONE: M.SHUFFLE, M.ONE_TO_MANY: M.ONE_TO_MANY,
-                M.MANY_TO_MANY: M.MANY_TO_MANY, M.REORGANIZE: M.REORGANIZE,
-                M.SHUFFLE: M.SHUFFLE},
-}  # fmt: skip
+    M.ONE_TO_ONE: {
+        M.ONE_TO_ONE: M.ONE_TO_ONE,
+        M.ONE_TO_MANY: M.ONE_TO_MANY,
+        M.MANY_TO_MANY: M.MANY_TO_MANY,
+        M.REORGANIZE: M.REORGANIZE,
+        M.SHUFFLE: M.SHUFFLE,
+    },
+    M.ONE_TO_MANY: {
+        M.ONE_TO_ONE: M.ONE_TO_MANY,
+        M.ONE_TO_MANY: M.ONE_TO_MANY,
+        M.MANY_TO_MANY: None,
+        M.REORGANIZE: M.ONE_TO_MANY,
+        M.SHUFFLE: M.ONE_TO_MANY,
+    },
+    M.MANY_TO_MANY: {
+        M.ONE_TO_ONE: M.MANY_TO_MANY,
+        M.ONE_TO_MANY: M.MANY_TO_MANY,
+        M.MANY_TO_MANY: None,
+        M.REORGANIZE: M.MANY_TO_MANY,
+        M.SHUFFLE: M.MANY_TO_MANY,
+    },
+    M.REORGANIZE: {
+        M.ONE_TO_ONE: M.REORGANIZE,
+        M.ONE_TO_MANY: M.ONE_TO_MANY,
+        M.MANY_TO_MANY: M.MANY_TO_MANY,
+        M.REORGANIZE: M.REORGANIZE,
+        M.SHUFFLE: M.REORGANIZE,
+    },
+    M.SHUFFLE: {
+        M.ONE_TO_ONE: M.SHUFFLE,
+        M.ONE_TO_MANY: M.ONE_TO_MANY,
+        M.MANY_TO_MANY: M.MANY_TO_MANY,
+        M.REORGANIZE: M.REORGANIZE,
+        M.SHUFFLE: M.SHUFFLE,
+    },
+}
 # Cells DNNFusion marks as "needs profiling": legal, but profitable only sometimes.
 NEEDS_PROFILING = {
     (M.MANY_TO_MANY, M.SHUFFLE),
@@ -150,8 +170,12 @@ class FusionPlan:
     def summary(self) -> dict[str, int]:
         taken = sum(d.taken for d in self.decisions if d.direction != "seed")
         refused = sum(not d.taken for d in self.decisions)
-        out = {"ops": len(self.nodes), "groups": len(self.groups), "fused": taken,
-               "refused": refused}  # fmt: skip
+        out = {
+            "ops": len(self.nodes),
+            "groups": len(self.groups),
+            "fused": taken,
+            "refused": refused,
+        }
         if self.tiling:
             out["data_tiled"] = sum(t.tiled for t in self.tiling)
             out["plain"] = sum(not t.tiled for t in self.tiling)

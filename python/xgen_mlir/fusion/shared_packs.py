@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .._mlir import iree_binding
+
 FLAG = "--iree-dispatch-creation-experimental-multi-use-encoding-fusion"
 _STORE = "iree_tensor_ext.dispatch.tensor.store"
 
@@ -45,7 +47,7 @@ class SharedPacks:
 
 
 def _tied(op: Any) -> bool:
-    from iree.compiler import ir
+    ir = iree_binding().ir
 
     if "tied_operands" not in op.attributes:
         return False
@@ -55,7 +57,7 @@ def _tied(op: Any) -> bool:
 def _merge_in(op: Any) -> int:
     """Point readers of each duplicate output of one ``flow.dispatch.workgroups`` op at the
     first output that stores the same value (same offsets, sizes, strides and type)."""
-    from iree.compiler import ir
+    ir = iree_binding().ir
 
     if _tied(op):  # an output aliasing an input: its block argument is shared, leave it
         return 0
@@ -89,7 +91,7 @@ def merge_duplicate_outputs(module: Any) -> int:
     """Merge duplicate outputs of every dispatch in ``module`` (IREE's bindings, after dispatch
     creation); returns how many were merged. The now unread outputs stay until IREE's next
     canonicalization, which removes them and their stores."""
-    from iree.compiler import ir
+    ir = iree_binding().ir
 
     merged = 0
 

@@ -67,8 +67,11 @@ def _copy_transpose(op: Any) -> tuple[list[int], list[int]] | None:
     return perms[0], perms[1]
 
 
-def choose_tiles(in_perm: list[int], out_perm: list[int], sizes: dict[int, int],
-                 ) -> tuple[list[list[int]] | None, str]:  # fmt: skip
+def choose_tiles(
+    in_perm: list[int],
+    out_perm: list[int],
+    sizes: dict[int, int],
+) -> tuple[list[list[int]] | None, str]:
     """[distribution, vector] over the loops in the input's order, or None and why not."""
     rank = len(in_perm)
     inner_in = rank - 1  # loops in input order: loop i walks input dim i
@@ -134,9 +137,12 @@ def _rewrite(op: Any, in_perm: list[int], out_perm: list[int], tiles: list[list[
             ),
         }
         new = ir.Operation.create(
-            "linalg.generic", results=[op.results[0].type], operands=list(op.operands),
-            attributes=attrs, regions=1,
-        )  # fmt: skip
+            "linalg.generic",
+            results=[op.results[0].type],
+            operands=list(op.operands),
+            attributes=attrs,
+            regions=1,
+        )
         clone_body(op, new)
     op.results[0].replace_all_uses_with(new.results[0])
     op.erase()

@@ -179,9 +179,15 @@ def bert_tiny(seq: int = 16, seed: int = 0) -> Example:
     rewrite tests: a wrongly merged or sliced Q/K/V bias changes the output."""
     from transformers import BertConfig, BertModel
 
-    cfg = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=32,
-                     attn_implementation="eager")  # fmt: skip
+    cfg = BertConfig(
+        vocab_size=64,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+        attn_implementation="eager",
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = BertModel(cfg, add_pooling_layer=False)

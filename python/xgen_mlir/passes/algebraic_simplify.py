@@ -68,8 +68,15 @@ from .generic_util import (
 )
 from .registry import register_pass
 
-_OPS = {"arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.negf", "math.sqrt",
-        "math.exp"}  # fmt: skip
+_OPS = {
+    "arith.addf",
+    "arith.subf",
+    "arith.mulf",
+    "arith.divf",
+    "arith.negf",
+    "math.sqrt",
+    "math.exp",
+}
 
 
 @dataclass
@@ -114,8 +121,11 @@ class Simplifier:
         self.loops = 0  # rank of the generic being simplified
         self.counts: Counter[str] = Counter()
         self.rules: list[Callable[[Node], Tree | None]] = [
-            self.identity, self.double_negation, self.distributive, self.sqrt_product,
-        ]  # fmt: skip
+            self.identity,
+            self.double_negation,
+            self.distributive,
+            self.sqrt_product,
+        ]
 
     # -- reading ------------------------------------------------------------------------
     def tree_of(self, op: ir.Operation) -> Tree | None:
@@ -345,12 +355,17 @@ class Simplifier:
         with ir.InsertionPoint(op), op.location:
             zero = arith.ConstantOp(elem, ir.FloatAttr.get(elem, 0.0)).result
             acc = fill(zero, init.operands[1])
-            total = generic([a.value], maps, acc, kinds,
-                            lambda b: [arith.AddFOp(b[0], b[1]).result])  # fmt: skip
+            total = generic(
+                [a.value], maps, acc, kinds, lambda b: [arith.AddFOp(b[0], b[1]).result]
+            )
             ident = ir.AffineMap.get_identity(len(out_ty.shape))
-            result = generic([total.results[0]], [ident, ident], empty(out_ty.shape, elem),
-                             ["parallel"] * len(out_ty.shape),
-                             lambda b: [_create("math.exp", [b[0]])])  # fmt: skip
+            result = generic(
+                [total.results[0]],
+                [ident, ident],
+                empty(out_ty.shape, elem),
+                ["parallel"] * len(out_ty.shape),
+                lambda b: [_create("math.exp", [b[0]])],
+            )
         operands = list(op.operands)
         op.results[0].replace_all_uses_with(result.results[0])
         op.erase()
@@ -405,8 +420,9 @@ def emit(tree: Tree, root: ir.Operation) -> ir.Value:
         return [value(tree)]
 
     maps = [amap(leaf.dims) for leaf in leaves] + [ir.AffineMap.get_identity(loops)]
-    op = generic([leaf.value for leaf in leaves], maps, empty(out_ty.shape, elem),
-                 ["parallel"] * loops, body)  # fmt: skip
+    op = generic(
+        [leaf.value for leaf in leaves], maps, empty(out_ty.shape, elem), ["parallel"] * loops, body
+    )
     return op.results[0]
 
 

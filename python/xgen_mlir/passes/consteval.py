@@ -42,9 +42,13 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "math.absf": np.abs,
 }
 _ORDERED: dict[int, Callable[[Any, Any], Any]] = {
-    1: np.equal, 2: np.greater, 3: np.greater_equal, 4: np.less, 5: np.less_equal,
+    1: np.equal,
+    2: np.greater,
+    3: np.greater_equal,
+    4: np.less,
+    5: np.less_equal,
     6: lambda a, b: np.not_equal(a, b) & ~np.isnan(a) & ~np.isnan(b),
-}  # fmt: skip
+}
 
 
 def _cmpf(pred: int, a: Any, b: Any) -> Any:

@@ -110,8 +110,11 @@ def _fires(opts: VectorTileOptions, what: str) -> bool:
     if opts.vector_bits == TILED_FOR_VECTOR_BITS:
         return True
     if opts.print:
-        print(f"{what}: none: tiles chosen for {TILED_FOR_VECTOR_BITS}-bit vectors, the "
-              f"target has {opts.vector_bits or 'unknown'}", file=sys.stderr)  # fmt: skip
+        print(
+            f"{what}: none: tiles chosen for {TILED_FOR_VECTOR_BITS}-bit vectors, the "
+            f"target has {opts.vector_bits or 'unknown'}",
+            file=sys.stderr,
+        )
     return False
 
 
@@ -174,8 +177,9 @@ def _tile_pass(name: str, summary: str, tile: Any, field: str) -> None:
                 setattr(state.plans[fn], field, records)
             _show(opts.print, records)
 
-    register_pass(name, summary, VectorTileOptions, phase=DISPATCH,
-                  after=(PLAN, "xgen-data-tiling-hints"))(run)  # fmt: skip
+    register_pass(
+        name, summary, VectorTileOptions, phase=DISPATCH, after=(PLAN, "xgen-data-tiling-hints")
+    )(run)
 
 
 _tile_pass(
@@ -239,9 +243,15 @@ def conv_tiles(module_op: Any, opts: ConvTileOptions, state: DispatchState) -> N
     "dispatch); the others become fill + insert_slice.",
     PrintOptions,
     phase=DISPATCH,
-    after=(PLAN, "xgen-transpose-tiles", "xgen-gemv-tiles", "xgen-matmul-tiles",
-           "xgen-share-pads", "xgen-conv-tiles"),
-)  # fmt: skip
+    after=(
+        PLAN,
+        "xgen-transpose-tiles",
+        "xgen-gemv-tiles",
+        "xgen-matmul-tiles",
+        "xgen-share-pads",
+        "xgen-conv-tiles",
+    ),
+)
 def depthwise_pads(module_op: Any, opts: PrintOptions, state: DispatchState) -> None:
     fused = False
     for name, block in function_blocks(module_op):

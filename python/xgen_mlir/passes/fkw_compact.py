@@ -62,10 +62,13 @@ def fkw_layout(
             gko.append(len(chans))
     i32 = np.int32
     return FkwLayout(
-        np.array(order, i32), np.array(gfo, i32), np.array(gko, i32), np.array(chans, i32),
+        np.array(order, i32),
+        np.array(gfo, i32),
+        np.array(gko, i32),
+        np.array(chans, i32),
         np.array(pats, i32),
         np.concatenate(chunks).astype(np.float32) if chunks else np.zeros(0, np.float32),
-    )  # fmt: skip
+    )
 
 
 @register_pass(
@@ -88,9 +91,17 @@ def fkw_compact(module_op: ir.Operation, opts: FkwOptions | None) -> None:
         lay = fkw_layout(weight, ids, pats, opts.group_size)
         kh, kw = weight.shape[2:]
         with ir.InsertionPoint(op), op.location:
-            consts = [constant_op(a, "xgen_fkw") for a in (
-                lay.weights, lay.filter_order, lay.group_filter_offsets,
-                lay.group_kernel_offsets, lay.kernel_channel, lay.kernel_pattern)]  # fmt: skip
+            consts = [
+                constant_op(a, "xgen_fkw")
+                for a in (
+                    lay.weights,
+                    lay.filter_order,
+                    lay.group_filter_offsets,
+                    lay.group_kernel_offsets,
+                    lay.kernel_channel,
+                    lay.kernel_pattern,
+                )
+            ]
             i64 = ir.IntegerType.get_signless(64)
             new = ir.Operation.create(
                 FKW_CONV,

@@ -200,8 +200,10 @@ def _build_body(gather: ir.Operation, views: list[View], dim: int, rank: int) ->
         valids.append(valid)
     valid = _select_chain(in_piece, valids)
     zero = _index(0)
-    point = [arith.SelectOp(valid, _select_chain(in_piece, [s[d] for s in srcs]), zero).result
-             for d in range(rank)]  # fmt: skip
+    point = [
+        arith.SelectOp(valid, _select_chain(in_piece, [s[d] for s in srcs]), zero).result
+        for d in range(rank)
+    ]
     value = _gather_at(gather, point)
     pads = [v.pad_value if v.pad_value is not None else value for v in views]
     pad = _select_chain(in_piece, pads) if any(v.pad_value is not None for v in views) else value
@@ -215,9 +217,11 @@ def _gather_at(gather: ir.Operation, point: list[ir.Value]) -> ir.Value:
     n_in = num_inputs(gather)
     mapping: dict[ir.Value, ir.Value] = {}
     for arg, operand, amap in zip(
-        list(blk.arguments)[:n_in], list(gather.operands)[:n_in], indexing_maps(gather)[:n_in],
+        list(blk.arguments)[:n_in],
+        list(gather.operands)[:n_in],
+        indexing_maps(gather)[:n_in],
         strict=True,
-    ):  # fmt: skip
+    ):
         idx = [point[d] if d is not None else _index(0) for d in map_dims(amap)]
         mapping[arg] = tensor.ExtractOp(operand, idx).result
     result = None

@@ -173,8 +173,16 @@ def match_block(project: ir.Operation, ev: ConstEval, without_expand: bool = Fal
         raise NoMatch(why)
     weights = [*expand_weights, wd, bd, wp, bp]
     add = residual_add(project.results[0], x) if s == 1 and cin == cout else None
-    return Block(x, (h, w, cin, ce, cout, s), weights, act_e, act_d, ops, bool(expand_weights),
-                 *(add[:2] if add else (None, None)))  # fmt: skip
+    return Block(
+        x,
+        (h, w, cin, ce, cout, s),
+        weights,
+        act_e,
+        act_d,
+        ops,
+        bool(expand_weights),
+        *(add[:2] if add else (None, None)),
+    )
 
 
 def _expand(
@@ -198,22 +206,44 @@ def _expand(
     return conv.operands[0], list(weights), act
 
 
-def fuse_block(module_op: ir.Operation, block: Block, symbol: str,
-               opts: ToolchainOptions) -> BlockSpec:  # fmt: skip
+def fuse_block(
+    module_op: ir.Operation, block: Block, symbol: str, opts: ToolchainOptions
+) -> BlockSpec:
     """Replace the block (its project conv, or the residual add after it) by a call of its
     generated kernel."""
     h, w, cin, ce, cout, s = block.shape
     rows = pick_rows(h, w, s)
-    spec = BlockSpec(symbol, h, w, cin, ce, cout, s, rows, tuple(block.act_expand),
-                     tuple(block.act_depthwise), pick_pixels((w - 1) // s + 1) or 1,
-                     residual=block.residual is not None, expand=block.expand)  # fmt: skip
+    spec = BlockSpec(
+        symbol,
+        h,
+        w,
+        cin,
+        ce,
+        cout,
+        s,
+        rows,
+        tuple(block.act_expand),
+        tuple(block.act_depthwise),
+        pick_pixels((w - 1) // s + 1) or 1,
+        residual=block.residual is not None,
+        expand=block.expand,
+    )
     packed = np.concatenate([a.astype(np.float32).ravel() for a in block.weights])
     assert packed.size == spec.offsets["total"]
     obj = compile_object(generate_block(spec), opts.toolchain(), symbol)
-    install_kernel(module_op, symbol, str(obj), opts.object_format, [block.x, packed],
-                   block.ops[0].results[0].type, (spec.bands, 1, 1),
-                   block.ops + ([block.residual] if block.residual else []), block.end,
-                   block.residual_perm, "xgen_block_weights")  # fmt: skip
+    install_kernel(
+        module_op,
+        symbol,
+        str(obj),
+        opts.object_format,
+        [block.x, packed],
+        block.ops[0].results[0].type,
+        (spec.bands, 1, 1),
+        block.ops + ([block.residual] if block.residual else []),
+        block.end,
+        block.residual_perm,
+        "xgen_block_weights",
+    )
     return spec
 
 
@@ -248,12 +278,18 @@ def fuse_inverted_residuals(module_op: ir.Operation, opts: FuseOptions | None = 
             if spec.residual:
                 counts["of them with their residual add"] += 1
             if opts.verbose:
-                print(f"xgen-fuse-inverted-residuals: {where}: {spec.h}x{spec.w}x{spec.cin} -> "
-                      f"{spec.ce} -> dw s{spec.stride} -> {spec.cout}{' + x' * spec.residual} as {spec.symbol}, "
-                      f"{spec.bands} bands of {spec.rows} rows", file=sys.stderr)  # fmt: skip
+                print(
+                    f"xgen-fuse-inverted-residuals: {where}: {spec.h}x{spec.w}x{spec.cin} -> "
+                    f"{spec.ce} -> dw s{spec.stride} -> {spec.cout}{' + x' * spec.residual} as {spec.symbol}, "
+                    f"{spec.bands} bands of {spec.rows} rows",
+                    file=sys.stderr,
+                )
     if any(k.startswith("not fused: C compiler") for k in counts):
-        print(f"xgen-fuse-inverted-residuals: warning: C compiler '{opts.cc}' not found; "
-              "inverted-residual blocks stay unfused", file=sys.stderr)  # fmt: skip
+        print(
+            f"xgen-fuse-inverted-residuals: warning: C compiler '{opts.cc}' not found; "
+            "inverted-residual blocks stay unfused",
+            file=sys.stderr,
+        )
     return counts
 
 

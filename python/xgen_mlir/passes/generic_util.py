@@ -217,8 +217,9 @@ def transpose(source: ir.Value, perm: Sequence[int]) -> ir.Value:
     region the parser would give it (the Python builder leaves it empty)."""
     src = ir.RankedTensorType(source.type)
     ty = ir.RankedTensorType.get([src.shape[p] for p in perm], src.element_type)
-    op = linalg.TransposeOp([ty], source, empty(ty.shape, ty.element_type),
-                            ir.DenseI64ArrayAttr.get(list(perm)))  # fmt: skip
+    op = linalg.TransposeOp(
+        [ty], source, empty(ty.shape, ty.element_type), ir.DenseI64ArrayAttr.get(list(perm))
+    )
     block = op.region.blocks.append(ty.element_type, ty.element_type)
     with ir.InsertionPoint(block):
         linalg.YieldOp([block.arguments[0]])

@@ -87,16 +87,23 @@ def install_kernel(
     shapes = [[a.size] if isinstance(a, np.ndarray) else _shape(a.type) for a in inputs]
     result = _shape(result_type)
     splice_functions(module_op, wrapper_text(symbol, shapes, result))
-    text = dispatch.executable_text(symbol, obj, object_format,
-                                    [int(np.prod(s)) for s in shapes], int(np.prod(result)),
-                                    grid, ids=1)  # fmt: skip
+    text = dispatch.executable_text(
+        symbol,
+        obj,
+        object_format,
+        [int(np.prod(s)) for s in shapes],
+        int(np.prod(result)),
+        grid,
+        ids=1,
+    )
     decl = find_func(module_op, symbol)
     decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(text)
     flops = sum(op_flops(op) for op in replaced)
     decl.attributes[FLOPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), flops)
     with ir.InsertionPoint(end), end.location:
-        args = [constant_op(a, weights_name).result if isinstance(a, np.ndarray) else a
-                for a in inputs]  # fmt: skip
+        args = [
+            constant_op(a, weights_name).result if isinstance(a, np.ndarray) else a for a in inputs
+        ]
         call = func.CallOp([result_type], ir.FlatSymbolRefAttr.get(f"{symbol}_call"), args)
         value = call.results[0]
         if perm is not None and perm != sorted(perm):

@@ -32,12 +32,21 @@ class NoMatch(Exception):
 
 # arith.cmpf predicate -> C on GCC vectors (comparisons are ordered: false on NaN)
 _CMP = {
-    1: "({a} == {b})", 2: "({a} > {b})", 3: "({a} >= {b})", 4: "({a} < {b})",
-    5: "({a} <= {b})", 6: "(({a} < {b}) | ({a} > {b}))", 7: "(({a} == {a}) & ({b} == {b}))",
-    8: "~(({a} < {b}) | ({a} > {b}))", 9: "~({a} <= {b})", 10: "~({a} < {b})",
-    11: "~({a} >= {b})", 12: "~({a} > {b})", 13: "({a} != {b})",
+    1: "({a} == {b})",
+    2: "({a} > {b})",
+    3: "({a} >= {b})",
+    4: "({a} < {b})",
+    5: "({a} <= {b})",
+    6: "(({a} < {b}) | ({a} > {b}))",
+    7: "(({a} == {a}) & ({b} == {b}))",
+    8: "~(({a} < {b}) | ({a} > {b}))",
+    9: "~({a} <= {b})",
+    10: "~({a} < {b})",
+    11: "~({a} >= {b})",
+    12: "~({a} > {b})",
+    13: "({a} != {b})",
     14: "~(({a} == {a}) & ({b} == {b}))",
-}  # fmt: skip
+}
 _BINARY = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
 
 
@@ -93,8 +102,10 @@ def activation_c(op: ir.Operation, chain: ir.Value, ev: ConstEval) -> str:
         elif bop.name == "arith.negf":
             expr, kind = f"(-{operands[0]})", "v16"
         else:
-            raise NoMatch(f"{bop.name} in an activation (the kernel translates cmpf, select, "
-                          "addf, subf, mulf, divf, negf)")  # fmt: skip
+            raise NoMatch(
+                f"{bop.name} in an activation (the kernel translates cmpf, select, "
+                "addf, subf, mulf, divf, negf)"
+            )
         names[bop.results[0]] = f"t{i}"
         lines.append(f"const {kind} t{i} = {expr};")
     raise NoMatch("an activation without a yield")

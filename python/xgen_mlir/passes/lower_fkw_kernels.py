@@ -98,9 +98,14 @@ def executable_text(spec: KernelSpec, obj_path: str, wlen: int, object_format: s
     workgroup per (filter group, pixel tile)."""
     d = spec.derived
     return dispatch.executable_text(
-        spec.symbol, obj_path, object_format, [d["in_len"] + d["slack"], wlen, spec.f],
-        d["out_len"], (d["groups"], d["ntiles"], 1), ids=2,
-    )  # fmt: skip
+        spec.symbol,
+        obj_path,
+        object_format,
+        [d["in_len"] + d["slack"], wlen, spec.f],
+        d["out_len"],
+        (d["groups"], d["ntiles"], 1),
+        ids=2,
+    )
 
 
 def kernel_spec(
@@ -109,12 +114,26 @@ def kernel_spec(
     g = geometry(op)
     tables = [reader.value_of(op.operands[i]) for i in range(3, 8)]
     return KernelSpec(
-        symbol=symbol, c=g.c, h=g.h, w=g.w, f=g.f, kh=g.kh, kw=g.kw,
-        strides=(g.strides[0], g.strides[1]), padding=tuple(g.padding),  # type: ignore[arg-type]
-        patterns=patterns_of(op), filter_order=tables[0], group_filter_offsets=tables[1],
-        group_kernel_offsets=tables[2], kernel_channel=tables[3], kernel_pattern=tables[4],
-        vl=opts.vl, px=opts.px, tile=opts.tile, variant=opts.variant,
-    )  # fmt: skip
+        symbol=symbol,
+        c=g.c,
+        h=g.h,
+        w=g.w,
+        f=g.f,
+        kh=g.kh,
+        kw=g.kw,
+        strides=(g.strides[0], g.strides[1]),
+        padding=tuple(g.padding),  # type: ignore[arg-type]
+        patterns=patterns_of(op),
+        filter_order=tables[0],
+        group_filter_offsets=tables[1],
+        group_kernel_offsets=tables[2],
+        kernel_channel=tables[3],
+        kernel_pattern=tables[4],
+        vl=opts.vl,
+        px=opts.px,
+        tile=opts.tile,
+        variant=opts.variant,
+    )
 
 
 _next_id = [0]
@@ -131,8 +150,11 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
     reader = ConstantReader(module_op)
     convs = ops_named(module_op, FKW_CONV)
     if convs and not toolchain.available():
-        print(f"xgen-lower-fkw-kernels: warning: C compiler '{opts.cc}' not found; "
-              f"{len(convs)} pattern convolution(s) run dense instead", file=sys.stderr)  # fmt: skip
+        print(
+            f"xgen-lower-fkw-kernels: warning: C compiler '{opts.cc}' not found; "
+            f"{len(convs)} pattern convolution(s) run dense instead",
+            file=sys.stderr,
+        )
     if opts.variant not in ("auto", "pixels", "filters"):
         raise PassFailure(f"variant must be auto, pixels or filters, got '{opts.variant}'")
     for op in convs:
@@ -158,9 +180,10 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
             from .._mlir import func
 
             call = func.CallOp(
-                [op.results[0].type], ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
+                [op.results[0].type],
+                ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
                 [op.operands[0], op.operands[1], op.operands[2]],
-            )  # fmt: skip
+            )
         if relu is not None:  # the kernel applies it: the elementwise op goes away
             relu.results[0].replace_all_uses_with(call.results[0])
             relu.erase()

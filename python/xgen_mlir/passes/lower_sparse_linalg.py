@@ -76,8 +76,11 @@ func.func private @{name}(%x: {xin}, %w: {wt}, %b: {_t([g.f])}) -> {out} {{
     from .._mlir import func
 
     with ir.InsertionPoint(op), op.location:
-        call = func.CallOp([op.results[0].type], ir.FlatSymbolRefAttr.get(name),
-                           [op.operands[0], weight_value, op.operands[2]])  # fmt: skip
+        call = func.CallOp(
+            [op.results[0].type],
+            ir.FlatSymbolRefAttr.get(name),
+            [op.operands[0], weight_value, op.operands[2]],
+        )
     op.results[0].replace_all_uses_with(call.results[0])
     op.erase()
 

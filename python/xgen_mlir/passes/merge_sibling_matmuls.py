@@ -226,9 +226,11 @@ def merge_sibling_matmuls(module_op: ir.Operation, opts: MergeOptions | None = N
                 members = [m for m in members if m.weight.shape[-1] >= opts.min_width]
                 if opts.verbose:
                     for m in thin:
-                        print(f"xgen-merge-sibling-matmuls: {format_location(m.op.location)}: not "
-                              f"merged (N={m.weight.shape[-1]} < min-width={opts.min_width})",
-                              file=sys.stderr)  # fmt: skip
+                        print(
+                            f"xgen-merge-sibling-matmuls: {format_location(m.op.location)}: not "
+                            f"merged (N={m.weight.shape[-1]} < min-width={opts.min_width})",
+                            file=sys.stderr,
+                        )
             guarded = [m for m in members if feeds_foreign_epilogue(m, ops)]
             if guarded:
                 counts["guarded"] += len(guarded)
@@ -236,8 +238,11 @@ def merge_sibling_matmuls(module_op: ir.Operation, opts: MergeOptions | None = N
                 if opts.verbose:
                     for m in guarded:
                         where = format_location(m.op.location)
-                        print(f"xgen-merge-sibling-matmuls: {where}: not merged (its result "
-                              "joins another contraction's epilogue)", file=sys.stderr)  # fmt: skip
+                        print(
+                            f"xgen-merge-sibling-matmuls: {where}: not merged (its result "
+                            "joins another contraction's epilogue)",
+                            file=sys.stderr,
+                        )
             for with_bias in (True, False):
                 group = [m for m in members if (m.bias_add is not None) == with_bias]
                 group = _same_block_and_k(group)

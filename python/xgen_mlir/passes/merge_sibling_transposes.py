@@ -66,8 +66,9 @@ def _column_slice(op: ir.Operation, shape: list[int]) -> tuple[int, int] | None:
     dimension (unit strides, no rank reduction, static), else None."""
     if len(op.operands) != 1:  # dynamic offsets/sizes/strides are extra operands
         return None
-    offsets, sizes, strides = (_ints(op, k) for k in ("static_offsets", "static_sizes",
-                                                      "static_strides"))  # fmt: skip
+    offsets, sizes, strides = (
+        _ints(op, k) for k in ("static_offsets", "static_sizes", "static_strides")
+    )
     rank = len(shape)
     if _static(op.results[0].type) != sizes or len(sizes) != rank:
         return None
@@ -179,9 +180,15 @@ def _rewrite(source: ir.Value, members: list[Member]) -> list[int]:
         piece_ty = ir.RankedTensorType.get(out_shape, elem)
         for m in members:
             piece = tensor.ExtractSliceOp(
-                piece_ty, moved, [], [], [], [m.index] + [0] * rank, [1, *out_shape],
+                piece_ty,
+                moved,
+                [],
+                [],
+                [],
+                [m.index] + [0] * rank,
+                [1, *out_shape],
                 [1] * (rank + 1),
-            ).result  # fmt: skip
+            ).result
             if m.perm != common:
                 composed = [inverse[p] for p in m.perm]
                 piece = _named_transpose(piece, composed, m.transpose.results[0].type)
@@ -217,8 +224,10 @@ def merge_sibling_transposes(
             counts["composed"] += sum(1 for m in members if m.perm != common)
             if opts.verbose:
                 perms = " ".join(str(m.perm) for m in members)
-                print(f"xgen-merge-sibling-transposes: {where}: {len(members)} slices, {perms}",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"xgen-merge-sibling-transposes: {where}: {len(members)} slices, {perms}",
+                    file=sys.stderr,
+                )
         return counts
 
 

@@ -161,8 +161,9 @@ def _epilogue(
     return act, end, residual, perm
 
 
-def replace(module_op: ir.Operation, match: Match, symbol: str,
-            opts: ToolchainOptions) -> PointwiseSpec:  # fmt: skip
+def replace(
+    module_op: ir.Operation, match: Match, symbol: str, opts: ToolchainOptions
+) -> PointwiseSpec:
     """Replace the conv (with its activations and add) by a call of its generated kernel."""
     m, k, n = match.spec_args
     spec = PointwiseSpec(
@@ -171,9 +172,19 @@ def replace(module_op: ir.Operation, match: Match, symbol: str,
     packed = pack_weights(match.weights, match.bias, spec)
     obj = compile_object(generate(spec), opts.toolchain(), symbol)
     inputs = [match.conv.operands[0], packed] + ([match.residual] if match.residual else [])
-    install_kernel(module_op, symbol, str(obj), opts.object_format, inputs,
-                   match.conv.results[0].type, (spec.panels, 1, 1), match.replaced, match.end,
-                   match.perm, "xgen_pointwise_weights")  # fmt: skip
+    install_kernel(
+        module_op,
+        symbol,
+        str(obj),
+        opts.object_format,
+        inputs,
+        match.conv.results[0].type,
+        (spec.panels, 1, 1),
+        match.replaced,
+        match.end,
+        match.perm,
+        "xgen_pointwise_weights",
+    )
     return spec
 
 
@@ -221,11 +232,17 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
                 counts["of them with a residual add"] += 1
             if opts.verbose:
                 extra = " + activation" * bool(spec.act) + " + residual" * spec.residual
-                print(f"xgen-pointwise-kernels: {where}: {m} rows x {spec.k} -> {spec.n}{extra} "
-                      f"as {symbol}, {spec.panels} panels", file=sys.stderr)  # fmt: skip
+                print(
+                    f"xgen-pointwise-kernels: {where}: {m} rows x {spec.k} -> {spec.n}{extra} "
+                    f"as {symbol}, {spec.panels} panels",
+                    file=sys.stderr,
+                )
     if any(k.startswith("not replaced: C compiler") for k in counts):
-        print(f"xgen-pointwise-kernels: warning: C compiler '{opts.cc}' not found; "
-              "1x1 convs and matrix-vector products stay with IREE", file=sys.stderr)  # fmt: skip
+        print(
+            f"xgen-pointwise-kernels: warning: C compiler '{opts.cc}' not found; "
+            "1x1 convs and matrix-vector products stay with IREE",
+            file=sys.stderr,
+        )
     return counts
 
 

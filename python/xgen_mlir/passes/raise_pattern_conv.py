@@ -100,8 +100,14 @@ def _conv_parts(conv: ir.Operation, reader: ConstantReader) -> dict[str, Any] | 
     bias = _bias_of(init, f, reader)
     if bias is None:
         return "the accumulator init is not a constant fill or bias broadcast"
-    return {"input": inp, "weight": weight, "weight_value": wval, "bias": bias,
-            "strides": strides, "padding": padding}  # fmt: skip
+    return {
+        "input": inp,
+        "weight": weight,
+        "weight_value": wval,
+        "bias": bias,
+        "strides": strides,
+        "padding": padding,
+    }
 
 
 def _bias_of(init: ir.Value, f: int, reader: ConstantReader) -> np.ndarray | None:

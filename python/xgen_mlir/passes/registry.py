@@ -266,7 +266,7 @@ def add_step(pm: Any, step: str, phase: str = GRAPH, state: DispatchState | None
         raise PipelineError(
             f"pass '{info.name}' is a {info.phase} pass: it runs on {where[info.phase]}, not "
             f"on {where[phase].split(' (')[0]}"
-        )  # fmt: skip
+        )
     opts = info.parse_options(m.group(2) or "")
     wrap = _wrap_python if info.kind == "python" else _wrap_patterns
     pm.add(wrap(info, opts, state), name=info.name, argument=info.name, description=info.summary)

@@ -130,8 +130,13 @@ def _map(n: int, exprs: list[ir.AffineExpr]) -> ir.AffineMap:
     return ir.AffineMap.get(n, 0, exprs)
 
 
-def _taps(inputs: list[tuple[ir.Value, ir.AffineMap]], coeffs: list[ir.Value], coeff_dim: int,
-          init: ir.Value, accumulate: bool = False) -> ir.Value:  # fmt: skip
+def _taps(
+    inputs: list[tuple[ir.Value, ir.AffineMap]],
+    coeffs: list[ir.Value],
+    coeff_dim: int,
+    init: ir.Value,
+    accumulate: bool = False,
+) -> ir.Value:
     """One all-parallel generic: ``out = sum_k x_k * coeff_k[loop coeff_dim]`` (plus ``init``'s
     value when ``accumulate``).
 
@@ -164,17 +169,26 @@ def _slice(
     """A static ``tensor.extract_slice``; ``drop``: a size-1 dim left out of the result."""
     elem = ir.RankedTensorType(src.type).element_type
     shape = [d for i, d in enumerate(sizes) if i != drop]
-    return tensor.ExtractSliceOp(ir.RankedTensorType.get(shape, elem), src, [], [], [],
-                                 offsets, sizes, strides).result  # fmt: skip
+    return tensor.ExtractSliceOp(
+        ir.RankedTensorType.get(shape, elem), src, [], [], [], offsets, sizes, strides
+    ).result
 
 
 def _columns(matrix: np.ndarray) -> list[ir.Value]:
-    return [constant_op(np.ascontiguousarray(matrix[:, k], np.float32), "xgen_winograd").result
-            for k in range(matrix.shape[1])]  # fmt: skip
+    return [
+        constant_op(np.ascontiguousarray(matrix[:, k], np.float32), "xgen_winograd").result
+        for k in range(matrix.shape[1])
+    ]
 
 
-def _winograd_nhwc(x: ir.Value, t: Transform, u: np.ndarray, bias: np.ndarray,
-                   out_hw: tuple[int, int], f32: ir.Type) -> ir.Value:  # fmt: skip
+def _winograd_nhwc(
+    x: ir.Value,
+    t: Transform,
+    u: np.ndarray,
+    bias: np.ndarray,
+    out_hw: tuple[int, int],
+    f32: ir.Type,
+) -> ir.Value:
     """The conv of the padded NHWC input ``x`` ([N, mTh+2, mTw+2, C]) as transforms and one
     batched GEMM; returns [N, Ho, Wo, F] with ``bias`` added."""
     n, hp, wp, c = ir.RankedTensorType(x.type).shape
@@ -194,33 +208,42 @@ def _winograd_nhwc(x: ir.Value, t: Transform, u: np.ndarray, bias: np.ndarray,
     v1 = _taps(rows, bt_cols, 1, empty([n, a_in, th, wp, c], f32))
     # V[a, b, n, th, tw, c] = sum_j Bt[b, j] * V1[n, a, th, m*tw + j, c]
     loops = _map(6, [_dim(2), _dim(0), _dim(3), _dim(4), _dim(5)])
-    cols = [(_slice(v1, [0, 0, 0, j, 0], [n, a_in, th, tw, c], [1, 1, 1, m_out, 1]), loops)
-            for j in range(a_in)]  # fmt: skip
+    cols = [
+        (_slice(v1, [0, 0, 0, j, 0], [n, a_in, th, tw, c], [1, 1, 1, m_out, 1]), loops)
+        for j in range(a_in)
+    ]
     v = _taps(cols, bt_cols, 1, empty([a_in, a_in, n, th, tw, c], f32))
     tiles = n * th * tw
-    v = tensor.CollapseShapeOp(ir.RankedTensorType.get([a_in * a_in, tiles, c], f32), v,
-                               [[0, 1], [2, 3, 4], [5]]).result  # fmt: skip
+    v = tensor.CollapseShapeOp(
+        ir.RankedTensorType.get([a_in * a_in, tiles, c], f32), v, [[0, 1], [2, 3, 4], [5]]
+    ).result
     # M[ab, t, f] = sum_c V[ab, t, c] * U[ab, c, f]
     u_val = constant_op(u, "xgen_winograd_filter").result
     acc = fill(zero, empty([a_in * a_in, tiles, f], f32))
     m = linalg.batch_matmul(v, u_val, outs=[acc])
     expanded = [a_in, a_in, n, th, tw, f]
-    m = tensor.ExpandShapeOp(ir.RankedTensorType.get(expanded, f32), m,
-                             [[0, 1], [2, 3, 4], [5]], [], expanded).result  # fmt: skip
+    m = tensor.ExpandShapeOp(
+        ir.RankedTensorType.get(expanded, f32), m, [[0, 1], [2, 3, 4], [5]], [], expanded
+    ).result
     # Y1[p, b, n, th, tw, f] = sum_a At[p, a] * M[a, b, n, th, tw, f]
     loops = _map(6, [_dim(i) for i in range(1, 6)])
-    rows = [(_slice(m, [a, 0, 0, 0, 0, 0], [1, a_in, n, th, tw, f], [1] * 6, drop=0), loops)
-            for a in range(a_in)]  # fmt: skip
+    rows = [
+        (_slice(m, [a, 0, 0, 0, 0, 0], [1, a_in, n, th, tw, f], [1] * 6, drop=0), loops)
+        for a in range(a_in)
+    ]
     y1 = _taps(rows, at_cols, 0, empty([m_out, a_in, n, th, tw, f], f32))
     # Y[n, th, p, tw, q, f] = bias[f] + sum_b At[q, b] * Y1[p, b, n, th, tw, f]
     loops = _map(6, [_dim(2), _dim(0), _dim(1), _dim(3), _dim(5)])
-    cols = [(_slice(y1, [0, b, 0, 0, 0, 0], [m_out, 1, n, th, tw, f], [1] * 6, drop=1), loops)
-            for b in range(a_in)]  # fmt: skip
+    cols = [
+        (_slice(y1, [0, b, 0, 0, 0, 0], [m_out, 1, n, th, tw, f], [1] * 6, drop=1), loops)
+        for b in range(a_in)
+    ]
     init = channel_init(bias.astype(np.float32), [n, th, m_out, tw, m_out, f], 5, f32)
     y = _taps(cols, at_cols, 4, init, accumulate=True)
     full = [n, th * m_out, tw * m_out, f]
-    y = tensor.CollapseShapeOp(ir.RankedTensorType.get(full, f32), y,
-                               [[0], [1, 2], [3, 4], [5]]).result  # fmt: skip
+    y = tensor.CollapseShapeOp(
+        ir.RankedTensorType.get(full, f32), y, [[0], [1, 2], [3, 4], [5]]
+    ).result
     ho, wo = out_hw
     if (ho, wo) != (full[1], full[2]):  # the last tile row/column ran past the output
         y = _slice(y, [0, 0, 0, 0], [n, ho, wo, f], [1, 1, 1, 1])
@@ -282,8 +305,11 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 t, tiles = done
                 counts[f"{name} as F({t.m}x{t.m}, 3x3)"] += 1
                 if opts.verbose:
-                    print(f"xgen-winograd-convs: {where}: {name} -> Winograd F({t.m}x{t.m}, 3x3), "
-                          f"{tiles} tiles", file=sys.stderr)  # fmt: skip
+                    print(
+                        f"xgen-winograd-convs: {where}: {name} -> Winograd F({t.m}x{t.m}, 3x3), "
+                        f"{tiles} tiles",
+                        file=sys.stderr,
+                    )
     return counts
 
 

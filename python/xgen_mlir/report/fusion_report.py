@@ -129,10 +129,16 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
             _bars([(k, round(v["median_ms"], 2), "#f28e2b") for k, v in systems.items()], " ms")
         )
         rows = [
-            [k, f"{v['median_ms']:.2f}", v.get("gflops", ""), v.get("of_peak", ""),
-             v.get("dispatches", ""), v.get("max_abs_err", "")]
+            [
+                k,
+                f"{v['median_ms']:.2f}",
+                v.get("gflops", ""),
+                v.get("of_peak", ""),
+                v.get("dispatches", ""),
+                v.get("max_abs_err", ""),
+            ]
             for k, v in systems.items()
-        ]  # fmt: skip
+        ]
         parts.append(
             _table(
                 [
@@ -157,38 +163,85 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
         parts.append(_bars([(k, round(v, 3), "#e15759") for k, v in profile.items()], " ms"))
     if plans:
         parts.append("<h2>Fusion plan (groups of two or more ops, and refusals)</h2>")
-        parts.append(_table(["group", "type", "formed by", "ops", "refused, and why"],
-                            plan_rows(plans)))  # fmt: skip
+        parts.append(
+            _table(["group", "type", "formed by", "ops", "refused, and why"], plan_rows(plans))
+        )
         shares = [s for plan in plans for s in getattr(plan, "pad_shares", [])]
         if shares:
             parts.append("<h2>Padded values with other readers (copy removed or kept)</h2>")
-            parts.append(_table(["value from", "padded", "decision", "why"],
-                                [[s.value, s.padded_type, "shared" if s.taken else "copy kept",
-                                  s.reason] for s in shares]))  # fmt: skip
+            parts.append(
+                _table(
+                    ["value from", "padded", "decision", "why"],
+                    [
+                        [s.value, s.padded_type, "shared" if s.taken else "copy kept", s.reason]
+                        for s in shares
+                    ],
+                )
+            )
         placed = [p for plan in plans for p in getattr(plan, "pad_placements", [])]
         if placed:
             parts.append(
                 "<h2>Zero pads: in the reader's dispatch, or filled and written in place</h2>"
             )
-            parts.append(_table(["padded", "read by", "where", "why"],
-                                [[p.padded_type, p.reader, "reader's dispatch" if p.fused
-                                  else "fill + in place", p.reason] for p in placed]))  # fmt: skip
+            parts.append(
+                _table(
+                    ["padded", "read by", "where", "why"],
+                    [
+                        [
+                            p.padded_type,
+                            p.reader,
+                            "reader's dispatch" if p.fused else "fill + in place",
+                            p.reason,
+                        ]
+                        for p in placed
+                    ],
+                )
+            )
         tiles = [t for plan in plans for t in getattr(plan, "conv_tiles", [])]
         if tiles:
             parts.append("<h2>Convolution tiles (xgen_mlir's or IREE's own)</h2>")
-            parts.append(_table(["conv (output, filter)", "workgroup", "vector", "reduction",
-                                 "pads written in place", "why"],
-                                [[t.conv, t.distribution or "IREE's", t.vector or "IREE's",
-                                  t.reduction or "IREE's", t.pads_absorbed, t.reason]
-                                 for t in tiles]))  # fmt: skip
-        for title, field in (("Transpose", "transpose_tiles"), ("Gemv", "gemv_tiles"),
-                             ("Matmul", "matmul_tiles")):  # fmt: skip
+            parts.append(
+                _table(
+                    [
+                        "conv (output, filter)",
+                        "workgroup",
+                        "vector",
+                        "reduction",
+                        "pads written in place",
+                        "why",
+                    ],
+                    [
+                        [
+                            t.conv,
+                            t.distribution or "IREE's",
+                            t.vector or "IREE's",
+                            t.reduction or "IREE's",
+                            t.pads_absorbed,
+                            t.reason,
+                        ]
+                        for t in tiles
+                    ],
+                )
+            )
+        for title, field in (
+            ("Transpose", "transpose_tiles"),
+            ("Gemv", "gemv_tiles"),
+            ("Matmul", "matmul_tiles"),
+        ):
             decisions = [t for plan in plans for t in getattr(plan, field, [])]
             if decisions:
                 parts.append(f"<h2>{title} tiles (xgen_mlir's or IREE's own)</h2>")
-                rows = [[t.op, t.distribution or "IREE's", t.vector or "IREE's",
-                         t.reduction or ("IREE's" if not t.taken else "-"), t.reason]
-                        for t in decisions]  # fmt: skip
-                parts.append(_table(["op (shape)", "workgroup", "vector", "reduction", "why"],
-                                    rows))  # fmt: skip
+                rows = [
+                    [
+                        t.op,
+                        t.distribution or "IREE's",
+                        t.vector or "IREE's",
+                        t.reduction or ("IREE's" if not t.taken else "-"),
+                        t.reason,
+                    ]
+                    for t in decisions
+                ]
+                parts.append(
+                    _table(["op (shape)", "workgroup", "vector", "reduction", "why"], rows)
+                )
     return "\n".join(parts)

@@ -31,8 +31,11 @@ if TYPE_CHECKING:
 
 FORMAT = "xgen-bundle/1"
 MODULE_FILE, PARAMS_FILE, MANIFEST_FILE, RUN_FILE = (
-    "model.vmfb", "weights.irpa", "manifest.json", "run.sh",
-)  # fmt: skip
+    "model.vmfb",
+    "weights.irpa",
+    "manifest.json",
+    "run.sh",
+)
 
 
 class BundleMismatchError(ModuleLoadError):
@@ -70,8 +73,11 @@ def save_bundle(module: CompiledModule, directory: str | os.PathLike[str]) -> Pa
     files[MODULE_FILE] = sha256(module.vmfb)
     params = ""
     if module.parameters is not None:
-        data = (module.parameters if isinstance(module.parameters, bytes)
-                else Path(module.parameters).read_bytes())  # fmt: skip
+        data = (
+            module.parameters
+            if isinstance(module.parameters, bytes)
+            else Path(module.parameters).read_bytes()
+        )
         (out / PARAMS_FILE).write_bytes(data)
         files[PARAMS_FILE] = sha256(data)
         params = PARAMS_FILE
@@ -164,10 +170,17 @@ def load_bundle(directory: str | os.PathLike[str], device: str | None = None) ->
         parameters=directory / params if params else None,
         parameters_scope=manifest.get("parameters_scope") or "model",
     )
-    module.build_info = {k: manifest.get(k) for k in
-                         ("arch", "emulator", "target_options", "iree_flags")}  # fmt: skip
-    want = [(tuple(-1 if d is None else d for d in s.shape), s.mlir_type)
-            for s in module.signature.inputs] if module.signature else None  # fmt: skip
+    module.build_info = {
+        k: manifest.get(k) for k in ("arch", "emulator", "target_options", "iree_flags")
+    }
+    want = (
+        [
+            (tuple(-1 if d is None else d for d in s.shape), s.mlir_type)
+            for s in module.signature.inputs
+        ]
+        if module.signature
+        else None
+    )
     have = [(tuple(s["shape"]), s["mlir_type"]) for s in manifest.get("inputs", [])]
     if want is not None and want != have:
         raise BundleMismatchError(

@@ -49,9 +49,14 @@ def latency_stats(samples_s: list[float]) -> BenchmarkStats:
     ms = sorted(s * 1e3 for s in samples_s)
     p90 = ms[min(len(ms) - 1, round(0.9 * (len(ms) - 1)))]
     return BenchmarkStats(
-        statistics.median(ms), statistics.fmean(ms), ms[0], ms[-1], p90,
-        statistics.pstdev(ms) if len(ms) > 1 else 0.0, len(ms),
-    )  # fmt: skip
+        statistics.median(ms),
+        statistics.fmean(ms),
+        ms[0],
+        ms[-1],
+        p90,
+        statistics.pstdev(ms) if len(ms) > 1 else 0.0,
+        len(ms),
+    )
 
 
 class CompiledModule:
@@ -63,13 +68,22 @@ class CompiledModule:
     :class:`~xgen_mlir.runtime.targets.TargetMismatchError`.
     """
 
-    def __init__(self, vmfb: bytes, *, entry: str = "main", device: str | None = None,
-                 target: str = "cpu", source: str = "<memory>",
-                 parameters: str | os.PathLike[str] | bytes | None = None,
-                 parameters_scope: str = "model", devices: tuple[str, ...] | None = None,
-                 artifacts: dict[str, bytes] | None = None,
-                 yield_to_workers: bool = True, report: Any = None,
-                 build_info: dict[str, Any] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        vmfb: bytes,
+        *,
+        entry: str = "main",
+        device: str | None = None,
+        target: str = "cpu",
+        source: str = "<memory>",
+        parameters: str | os.PathLike[str] | bytes | None = None,
+        parameters_scope: str = "model",
+        devices: tuple[str, ...] | None = None,
+        artifacts: dict[str, bytes] | None = None,
+        yield_to_workers: bool = True,
+        report: Any = None,
+        build_info: dict[str, Any] | None = None,
+    ) -> None:
         import iree.runtime as rt
 
         self.vmfb, self.entry, self.target, self.source = vmfb, entry, target, source
@@ -99,8 +113,11 @@ class CompiledModule:
 
     def check_device(self) -> None:
         """Raise a clear error if this machine's ``self.device`` cannot run the module."""
-        check_device(self.vmfb, self.device, self.source if self.source != "<memory>"
-                     else f"module for target '{self.target}'")  # fmt: skip
+        check_device(
+            self.vmfb,
+            self.device,
+            self.source if self.source != "<memory>" else f"module for target '{self.target}'",
+        )
 
     def _load(self) -> Any:
         """Load onto the device on first use; returns the entry function."""
@@ -288,8 +305,12 @@ def to_host(result: Any, device: Any) -> np.ndarray:
             allocation_size=buffer.byte_length(),
         )
         sem = device.create_semaphore(0)
-        device.queue_copy(buffer, staging, wait_semaphores=rt.HalFence.create_at(sem, 0),
-                          signal_semaphores=rt.HalFence.create_at(sem, 1))  # fmt: skip
+        device.queue_copy(
+            buffer,
+            staging,
+            wait_semaphores=rt.HalFence.create_at(sem, 0),
+            signal_semaphores=rt.HalFence.create_at(sem, 1),
+        )
         rt.HalFence.create_at(sem, 1).wait()
         out = np.array(staging.map().asarray(shape, dtype))
     override = getattr(result, "_override_dtype", None)
@@ -326,7 +347,8 @@ def load(
     if device is None:  # a GPU-only module goes to its GPU driver
         gpu = [d for d, fmt in GPU_FORMATS.items() if fmt in executable_formats(data)]
         device = gpu[0] if gpu and len(executable_formats(data)) == 1 else None
-    module = CompiledModule(data, entry=entry, device=device, source=str(path),
-                            yield_to_workers=yield_to_workers)  # fmt: skip
+    module = CompiledModule(
+        data, entry=entry, device=device, source=str(path), yield_to_workers=yield_to_workers
+    )
     module.check_device()  # a module for another CPU/GPU fails here, clearly, not at first call
     return module

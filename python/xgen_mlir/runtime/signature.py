@@ -12,10 +12,18 @@ from dataclasses import dataclass
 import numpy as np
 
 _DTYPES = {
-    "f32": np.float32, "f64": np.float64, "f16": np.float16,
-    "i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8,
-    "ui8": np.uint8, "i1": np.bool_, "si64": np.int64, "si32": np.int32,
-}  # fmt: skip
+    "f32": np.float32,
+    "f64": np.float64,
+    "f16": np.float16,
+    "i64": np.int64,
+    "i32": np.int32,
+    "i16": np.int16,
+    "i8": np.int8,
+    "ui8": np.uint8,
+    "i1": np.bool_,
+    "si64": np.int64,
+    "si32": np.int32,
+}
 
 _TENSOR = re.compile(r"tensor<([^>]*)>")
 

@@ -28,11 +28,22 @@ class MissingToolError(XGenError):
     """A tool needed for this target is not installed here; the message says what to install."""
 
 
-_ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64",
-                 "riscv64": "riscv64"}  # fmt: skip
+_ARCH_ALIASES = {
+    "amd64": "x86_64",
+    "x86_64": "x86_64",
+    "arm64": "aarch64",
+    "aarch64": "aarch64",
+    "riscv64": "riscv64",
+}
 # IREE's executable-format arch names -> ours.
-_FORMAT_ARCH = {"x86_64": "x86_64", "arm_64": "aarch64", "riscv_64": "riscv64",
-                "arm_32": "arm", "riscv_32": "riscv32", "x86_32": "x86"}  # fmt: skip
+_FORMAT_ARCH = {
+    "x86_64": "x86_64",
+    "arm_64": "aarch64",
+    "riscv_64": "riscv64",
+    "arm_32": "arm",
+    "riscv_32": "riscv32",
+    "x86_32": "x86",
+}
 _FORMATS = re.compile(
     rb"(?:embedded-elf|system-elf|system-dll)-[a-z0-9_]+|vulkan-spirv-fb|cuda-nvptx-fb"
     rb"|rocm-hsaco-fb|vmvx-bytecode-fb|metal-msl-fb|\x06\x00\x00\x00static\x00"
@@ -102,8 +113,10 @@ def check_device(vmfb: bytes, device: str, source: str = "module") -> None:
     if "static" in formats:
         hint = " Use module.save_artifacts(DIR) for the object, header and C module."
     elif any(f.startswith("embedded-elf-") for f in formats) and device not in GPU_FORMATS:
-        hint = (" Save a bundle (module.save_bundle(DIR)) and run it on such a device, or here "
-                "under qemu with runtime_bridge/run_bundle.sh DIR.")  # fmt: skip
+        hint = (
+            " Save a bundle (module.save_bundle(DIR)) and run it on such a device, or here "
+            "under qemu with runtime_bridge/run_bundle.sh DIR."
+        )
     elif device in GPU_FORMATS:
         hint = f" Compile with target='{device}' to run on device '{device}'."
     else:
@@ -184,9 +197,22 @@ def fetch_runtime_wheel(arch: str) -> Path:
     cache = tools_cache_dir(arch)
     cache.mkdir(parents=True, exist_ok=True)
     ver = version("iree-base-runtime")
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-           "--only-binary=:all:", "--python-version", "3.11", "--platform",
-           _WHEEL_PLATFORM[arch], f"iree-base-runtime=={ver}", "-d", str(cache)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.11",
+        "--platform",
+        _WHEEL_PLATFORM[arch],
+        f"iree-base-runtime=={ver}",
+        "-d",
+        str(cache),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wheels = sorted(cache.glob(f"iree_base_runtime-{ver}-*.whl"))
     if proc.returncode != 0 or not wheels:

@@ -28,8 +28,10 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-_CAN_SWITCH = all(hasattr(os, n) for n in ("sched_setscheduler", "sched_getscheduler",
-                                           "SCHED_BATCH", "SCHED_OTHER"))  # fmt: skip
+_CAN_SWITCH = all(
+    hasattr(os, n)
+    for n in ("sched_setscheduler", "sched_getscheduler", "SCHED_BATCH", "SCHED_OTHER")
+)
 
 
 @contextlib.contextmanager

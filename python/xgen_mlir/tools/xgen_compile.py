@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--benchmark", action="store_true", help="also time the module on random inputs")
     p.add_argument("-v", "--verbose", action="store_true")
-    return p  # fmt: skip
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-ir", default=None, help="directory for the IR after each step")
     p.add_argument("--list-passes", action="store_true")
     p.add_argument("--list-pipelines", action="store_true")
-    return p  # fmt: skip
+    return p
 
 
 def _list(args: argparse.Namespace) -> bool:
