@@ -1,4 +1,5 @@
-"""Where the declarative parts of the project (pipelines/, dialects/) live.
+"""Where things live: the declarative parts of the project (pipelines/, dialects/) and IREE's
+command-line tools.
 
 In a source checkout (editable install) they are top-level folders of the repository; a
 wheel carries copies under ``xgen_mlir/_data/``.
@@ -6,7 +7,11 @@ wheel carries copies under ``xgen_mlir/_data/``.
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
+
+from .errors import XGenError
 
 _PKG = Path(__file__).resolve().parent
 
@@ -28,3 +33,12 @@ def dialects_dir() -> Path:
 
 def repo_root() -> Path:
     return _PKG.parents[1]
+
+
+def iree_tool(name: str) -> str:
+    """Path of an IREE command-line tool shipped with the Python packages."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if found is None:
+        raise XGenError(f"{name} not found; install iree-base-runtime (pip)")
+    return found

@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ._mlir import ir
+from ._mlir import binding_of, ir
+from .diagnostics import format_location
+from .errors import UnsupportedOp
 
 _NP = {
     "f32": np.float32,
@@ -142,12 +144,10 @@ def constant_op(array: np.ndarray, name_hint: str = "xgen") -> Any:
 def clone_body(src: Any, dst: Any) -> None:
     """Clone ``src``'s single-block body into ``dst``'s empty first region (values captured
     from above stay captured). Works on ops of either MLIR binding (torch-mlir's or IREE's)."""
-    from .analysis.mapping_types import ir_of
-
     block = src.regions[0].blocks[0]
     new_block = dst.regions[0].blocks.append(*[a.type for a in block.arguments])
     mapping = dict(zip(block.arguments, new_block.arguments, strict=True))
-    with ir_of(dst).InsertionPoint(new_block):
+    with binding_of(dst).ir.InsertionPoint(new_block):
         for op in block.operations:
             clone = op.operation.clone()
             for i, v in enumerate(clone.operands):
@@ -179,3 +179,27 @@ def find_func(module_op: ir.Operation, name: str) -> Any:
         ):
             return op.operation
     raise KeyError(name)
+
+
+# Torch-dialect ops that only carry constants/lists and vanish once their users are lowered.
+TORCH_BOOKKEEPING_PREFIXES = (
+    "torch.constant.",
+    "torch.prim.ListConstruct",
+    "torch.prim.TupleConstruct",
+)
+
+
+def leftover_torch_ops(module: ir.Module) -> list[UnsupportedOp]:
+    """Every compute op still in the torch dialect (in IR order)."""
+    found: list[UnsupportedOp] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        name = op.name
+        if name.startswith("torch.") and not name.startswith(TORCH_BOOKKEEPING_PREFIXES):
+            if name == "torch.operator":  # generic op carrying the source op's name
+                name = ir.StringAttr(op.attributes["name"]).value
+            found.append(UnsupportedOp(name, format_location(op.location)))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found

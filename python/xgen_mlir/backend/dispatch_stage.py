@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from .._mlir import iree_binding
+from .._paths import iree_tool
 from ..errors import PipelineError
 from ..passes.registry import DispatchState, get_pass, step_name
 from ..passes.runner import run_steps
 from ..pipelines import Step
-from ..runtime.inspect import iree_tool
 
 
 @dataclass

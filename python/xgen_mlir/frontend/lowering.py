@@ -8,17 +8,15 @@ dialect afterwards we list *all* of it -- op name, count and source location -- 
 from __future__ import annotations
 
 from .._mlir import ir, passmanager
-from ..diagnostics import captured_diagnostics, format_location
+from ..diagnostics import captured_diagnostics
 from ..errors import FrontendError, UnsupportedOp, UnsupportedOpsError
+from ..irutil import leftover_torch_ops
 
 TORCH_BACKEND_CONTRACT = (
     "builtin.module(func.func(torch-match-quantized-custom-ops),"
     "torchdynamo-export-to-torch-backend-pipeline)"
 )
 TORCH_TO_LINALG = "builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline)"
-
-# Torch-dialect ops that only carry constants/lists and vanish once their users are lowered.
-_BOOKKEEPING_PREFIXES = ("torch.constant.", "torch.prim.ListConstruct", "torch.prim.TupleConstruct")
 
 
 def run_pipeline(module: ir.Module, pipeline: str) -> list[str] | None:
@@ -32,22 +30,6 @@ def run_pipeline(module: ir.Module, pipeline: str) -> list[str] | None:
         except RuntimeError as e:  # older bindings raise RuntimeError on pass failure
             return diags + [str(e)]
     return None
-
-
-def leftover_torch_ops(module: ir.Module) -> list[UnsupportedOp]:
-    """Every compute op still in the torch dialect (in IR order)."""
-    found: list[UnsupportedOp] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        name = op.name
-        if name.startswith("torch.") and not name.startswith(_BOOKKEEPING_PREFIXES):
-            if name == "torch.operator":  # generic op carrying the source op's name
-                name = ir.StringAttr(op.attributes["name"]).value
-            found.append(UnsupportedOp(name, format_location(op.location)))
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
 
 
 def lower_torch_to_linalg(module: ir.Module, *, from_raw: bool = True) -> ir.Module:

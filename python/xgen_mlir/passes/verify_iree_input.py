@@ -16,7 +16,7 @@ from .._mlir import ir
 from .._paths import dialects_dir
 from ..diagnostics import format_location
 from ..errors import UnsupportedOp, UnsupportedOpsError
-from ..frontend.lowering import _BOOKKEEPING_PREFIXES, leftover_torch_ops
+from ..irutil import TORCH_BOOKKEEPING_PREFIXES, leftover_torch_ops
 from .registry import PassFailure, register_pass
 
 
@@ -39,7 +39,7 @@ def offending_ops(module_op: ir.Operation) -> list[UnsupportedOp]:
 
     module_op.walk(visit)
     # Constants/list builders of a foreign dialect only feed its real ops: listing them is noise.
-    real = [o for o in bad if not o.name.startswith(_BOOKKEEPING_PREFIXES)]
+    real = [o for o in bad if not o.name.startswith(TORCH_BOOKKEEPING_PREFIXES)]
     return real or bad
 
 

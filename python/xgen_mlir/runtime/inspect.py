@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 import tempfile
-from pathlib import Path
 
+from .._paths import iree_tool
 from ..errors import XGenError
 
 _DISPATCH = "vm.call.variadic @hal.command_buffer.dispatch"
-
-
-def iree_tool(name: str) -> str:
-    """Path of an IREE command-line tool shipped with the Python packages."""
-    beside = Path(sys.executable).parent / name
-    found = str(beside) if beside.exists() else shutil.which(name)
-    if found is None:
-        raise XGenError(f"{name} not found; install iree-base-runtime (pip)")
-    return found
 
 
 def disassemble(vmfb: bytes) -> str:
