@@ -123,8 +123,12 @@ def test_compile_report_records_flags(mlp_module):
     assert "--iree-opt-data-tiling" in module.report.iree_flags
     stages = set(module.report.stage_seconds)
     assert {"import", "xgen-passes", "iree-compile"} <= stages
-    # the cpu target plans fusion: IREE's run is split around the planner
-    assert {"iree:iree_global_opt", "iree:plan", "iree:iree_codegen"} <= stages
+    # the cpu target has dispatch steps: IREE's run is split around them
+    assert {
+        "iree:iree_to_global-optimization",
+        "iree:dispatch_steps",
+        "iree:iree_codegen",
+    } <= stages
 
 
 def test_dispatch_count_reads_the_module(mlp_module):

@@ -1,13 +1,13 @@
 // RUN: iree-compile %s --iree-hal-target-backends=llvm-cpu --iree-llvmcpu-target-cpu=x86-64 --iree-opt-data-tiling --iree-dispatch-creation-experimental-multi-use-encoding-fusion --compile-to=dispatch-creation -o %t.mlir
 // RUN: FileCheck %s --check-prefix=IREE < %t.mlir
-// RUN: python -m xgen_mlir.tools.merge_dispatch_outputs %t.mlir -o %t.merged.mlir 2>&1 | FileCheck %s --check-prefix=COUNT
+// RUN: xgen-opt %t.mlir -p 'xgen-merge-duplicate-outputs{print=true}' -o %t.merged.mlir 2>&1 | FileCheck %s --check-prefix=COUNT
 // RUN: iree-opt --canonicalize %t.merged.mlir | FileCheck %s
 // RUN: iree-compile %t.merged.mlir --iree-hal-target-backends=llvm-cpu --iree-llvmcpu-target-cpu=x86-64 --iree-opt-data-tiling --compile-from=dispatch-creation -o %t.vmfb
 // RUN: not iree-compile %t.mlir --iree-hal-target-backends=llvm-cpu --iree-llvmcpu-target-cpu=x86-64 --iree-opt-data-tiling --compile-from=dispatch-creation -o %t.bad.vmfb 2>&1 | FileCheck %s --check-prefix=UNMERGED
 
 // The merge xgen_mlir applies after IREE's dispatch creation when multi-reader packs are fused
-// into their producers (backend/shared_packs.py). Only the first function has a duplicate
-// output; the merged module compiles, the unmerged one does not.
+// into their producers (xgen-merge-duplicate-outputs, fusion/shared_packs.py). Only the first
+// function has a duplicate output; the merged module compiles, the unmerged one does not.
 // COUNT: merged 1 duplicate dispatch outputs
 // UNMERGED: write affecting operations on global resources are restricted to workgroup distributed contexts
 

@@ -2,6 +2,12 @@
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true},xgen-conv-tiles{threads=2}' | FileCheck %s
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true print=true},xgen-conv-tiles{threads=8 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=MANY
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true}' | FileCheck %s --check-prefix=OFF
+// RUN: not xgen-opt %s --split-input-file -p 'xgen-conv-tiles{threads=2}' 2>&1 | FileCheck %s --check-prefix=ORDER
+
+// Conv tiles work on the fusion plan's groups: without xgen-plan-fusion before it, the
+// pipeline is refused before any input is read.
+// ORDER: xgen-opt: error: pass order: xgen-conv-tiles needs xgen-plan-fusion earlier in the pipeline
+// ORDER-NOT: func.func
 
 #id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0 + d3, d1 + d4, d5)>
@@ -17,18 +23,21 @@
 // DECIDE: conv 7x7x256 3x3x64: tiles workgroup [0, 7, 7, 64, 0, 0, 0] vector [1, 1, 7, 32, 0, 0, 0] reduction [0, 0, 0, 0, 1, 1, 4]: 7x7 output: filter reuse per workgroup (IREE's: one row); 1 pad(s) written in place
 // With 8 threads, 4 workgroups are too few: the channel tile narrows, then the row tile.
 // MANY: conv 7x7x256 3x3x64: tiles workgroup [0, 1, 7, 32, 0, 0, 0]
+// CHECK-DAG: #[[CFG:.+]] = #iree_cpu.lowering_config<distribution = [0, 7, 7, 64, 0, 0, 0], vector_common_parallel = [1, 1, 7, 32, 0, 0, 0], vector_reduction = [0, 0, 0, 0, 1, 1, 4]>
+// CHECK-DAG: #[[TR:.+]] = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<ConvTileAndDecomposeExpert>>
+// CHECK-DAG: #[[COMP:.+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG]], translation_info = #[[TR]]>
 // CHECK-LABEL: func.func @small_image
 // CHECK: %[[F:.+]] = linalg.fill {{.*}} -> tensor<9x9x256xf32>
-// CHECK: "flow.dispatch.region"() ({
+// CHECK: %[[R:.+]] = flow.dispatch.region -> (tensor<9x9x256xf32>) {
 // CHECK: %[[X4:.+]] = tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] output_shape [1, 9, 9, 64] : tensor<9x9x64xf32> into tensor<1x9x9x64xf32>
 // CHECK: %[[C:.+]] = linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[X4]], %{{.*}} : tensor<1x9x9x64xf32>, tensor<3x3x64x256xf32>) outs(%{{.*}} : tensor<1x7x7x256xf32>)
-// CHECK-SAME: compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [0, 7, 7, 64, 0, 0, 0], vector_common_parallel = [1, 1, 7, 32, 0, 0, 0], vector_reduction = [0, 0, 0, 0, 1, 1, 4]>, translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<ConvTileAndDecomposeExpert>>>
+// CHECK-SAME: {compilation_info = #[[COMP]]}
 // CHECK: tensor.collapse_shape %[[C]] {{\[\[}}0, 1], [2], [3]] : tensor<1x7x7x256xf32> into tensor<7x7x256xf32>
 // CHECK: arith.maximumf
 // CHECK: %[[I:.+]] = tensor.insert_slice %{{.*}} into %[[F]][1, 1, 0] [7, 7, 256] [1, 1, 1]
-// CHECK: "flow.return"(%[[I]])
+// CHECK: flow.return %[[I]] : tensor<9x9x256xf32>
 // CHECK-NOT: tensor.pad
-// CHECK: return
+// CHECK: return %[[R]]
 // OFF-LABEL: func.func @small_image
 // OFF-NOT: flow.dispatch.region
 // OFF-NOT: compilation_info
@@ -70,12 +79,13 @@ func.func @small_image(%x: tensor<9x9x64xf32>, %w: tensor<3x3x64x256xf32>) -> te
 // flatten): the planner keeps permuted stores out of contraction groups, but IREE fuses them
 // into its own conv dispatches, so the conv's region takes it too.
 // DECIDE: conv 14x14x128 3x3x64 s2: tiles workgroup [0, 7, 14, 64, 0, 0, 0] vector [1, 1, 7, 32, 0, 0, 0] reduction [0, 0, 0, 0, 1, 1, 4]: 14x14 output: filter reuse per workgroup (IREE's: one row)
-// CHECK: #[[IN:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 * 2 + d4, d2 * 2 + d5, d6)>
+// CHECK-DAG: #[[IN:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 * 2 + d4, d2 * 2 + d5, d6)>
+// CHECK-DAG: #[[COMP:.+]] = #iree_codegen.compilation_info<lowering_config = #{{.+}}, translation_info = #{{.+}}>
 // CHECK-LABEL: func.func @strided
-// CHECK: %[[R:.+]] = "flow.dispatch.region"
-// CHECK: linalg.generic {indexing_maps = [#[[IN]], {{.*}}compilation_info
+// CHECK: %[[R:.+]] = flow.dispatch.region -> (tensor<128x14x14xf32>) {
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], {{.*}}{compilation_info = #[[COMP]]}
 // CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<14x14x128xf32>) outs(%{{.*}} : tensor<128x14x14xf32>)
-// CHECK: "flow.return"(%{{.*}}) : (tensor<128x14x14xf32>)
+// CHECK: flow.return %{{.*}} : tensor<128x14x14xf32>
 // CHECK: return %[[R]]
 func.func @strided(%x: tensor<29x29x64xf32>, %w: tensor<3x3x64x128xf32>) -> tensor<128x14x14xf32> {
   %zero = arith.constant 0.0 : f32

@@ -1,14 +1,29 @@
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true print=true},xgen-gemv-tiles{vector-bits=512 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true},xgen-gemv-tiles{vector-bits=512}' | FileCheck %s
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true}' | FileCheck %s --check-prefix=OFF
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true},xgen-gemv-tiles{vector-bits=256}' | FileCheck %s --check-prefix=NARROW
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true},xgen-gemv-tiles{vector-bits=256 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=HELD
+
+// Must not fire on a target whose vectors are not 512 bits wide (vector-bits=256): the tiles
+// were chosen for 512-bit vectors, so the pass holds back and says so; no matmul gets a
+// record or tiles, not even the classifier head below.
+// HELD-NOT: gemv {{[0-9]}}
+// HELD: gemv tiles: none: tiles chosen for 512-bit vectors, the target has 256
+// HELD-NOT: gemv {{[0-9]}}
+// NARROW-NOT: compilation_info
+// NARROW-LABEL: func.func @classifier
+// NARROW-NOT: compilation_info
 
 // A classifier head: one row times a row-major [N, K] weight, plus a bias. The matmul (left
 // to IREE's dispatch formation with its bias; too big for a planner matvec region) carries
 // 16-row x 16-k vector steps.
 // DECIDE: gemv 1x512x512: tiles workgroup [0, 32, 0] vector [1, 16, 0] reduction [0, 0, 16]: 16 rows x 16 k per step
+// CHECK-DAG: #[[CFG:.+]] = #iree_cpu.lowering_config<distribution = [0, 32, 0], vector_common_parallel = [1, 16, 0], vector_reduction = [0, 0, 16]>
+// CHECK-DAG: #[[TR:.+]] = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>
+// CHECK-DAG: #[[COMP:.+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG]], translation_info = #[[TR]]>
 // CHECK-LABEL: func.func @classifier
 // CHECK: linalg.matmul
-// CHECK-SAME: compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [0, 32, 0], vector_common_parallel = [1, 16, 0], vector_reduction = [0, 0, 16]>, translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>
+// CHECK-SAME: {compilation_info = #[[COMP]]}
 // CHECK: arith.addf
 // OFF-LABEL: func.func @classifier
 // OFF-NOT: compilation_info

@@ -1,14 +1,30 @@
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true print=true},xgen-matmul-tiles{vector-bits=512 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true},xgen-matmul-tiles{vector-bits=512}' | FileCheck %s
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true}' | FileCheck %s --check-prefix=OFF
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true},xgen-matmul-tiles{vector-bits=256}' | FileCheck %s --check-prefix=NARROW
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true delegate-contractions=true},xgen-matmul-tiles{vector-bits=256 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=HELD
+
+// Must not fire on a target whose vectors are not 512 bits wide (vector-bits=256): the tiles
+// were chosen for 512-bit vectors, so the pass holds back and says so; no matmul gets a
+// record or tiles, and none is collapsed, not even the ones taken below.
+// HELD-NOT: matmul {{[0-9]}}
+// HELD: matmul tiles: none: tiles chosen for 512-bit vectors, the target has 256
+// HELD-NOT: matmul {{[0-9]}}
+// NARROW-NOT: compilation_info
+// NARROW-LABEL: func.func @silu_expand
+// NARROW-NOT: compilation_info
+// NARROW-NOT: tensor.collapse_shape
 
 // A 14x14 1x1 expand conv with a SiLU epilogue, padded for the next depthwise conv
 // (EfficientNet-B0): IREE would vectorize 7 rows at a time; it gets 14 rows x 16 columns and
 // workgroups of one 14-pixel row x all of N.
 // DECIDE: matmul 196x96x64: tiles workgroup [1, 14, 96, 0] vector [1, 14, 16, 0] reduction [0, 0, 0, 16]: 14 rows x 16 columns per step (IREE's: 7 rows) under a transcendental epilogue
+// CHECK-DAG: #[[CFG:.+]] = #iree_cpu.lowering_config<distribution = [1, 14, 96, 0], vector_common_parallel = [1, 14, 16, 0], vector_reduction = [0, 0, 0, 16]>
+// CHECK-DAG: #[[TR:.+]] = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>
+// CHECK-DAG: #[[COMP:.+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG]], translation_info = #[[TR]]>
 // CHECK-LABEL: func.func @silu_expand
 // CHECK: linalg.generic
-// CHECK-SAME: compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [1, 14, 96, 0], vector_common_parallel = [1, 14, 16, 0], vector_reduction = [0, 0, 0, 16]>, translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>
+// CHECK-SAME: {compilation_info = #[[COMP]]}
 // CHECK: math.exp
 // OFF-LABEL: func.func @silu_expand
 // OFF-NOT: compilation_info
@@ -116,13 +132,15 @@ func.func @not_taken(%x: tensor<14x14x64xf32>, %w: tensor<64x96xf32>, %big: tens
 // without the tiles, so the op is collapsed to one row loop first; the reshapes keep the
 // result's 7x7 shape.
 // DECIDE: matmul 49x96x64: tiles workgroup [49, 16, 0] vector [7, 16, 0] reduction [0, 0, 16]: 49 rows: 7 rows x 16 columns per step, workgroups of all rows x 16 columns (not data-tiled)
+// CHECK-DAG: #[[CFG:.+]] = #iree_cpu.lowering_config<distribution = [49, 16, 0], vector_common_parallel = [7, 16, 0], vector_reduction = [0, 0, 16]>
+// CHECK-DAG: #[[COMP:.+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG]], translation_info = #{{.+}}>
 // CHECK-LABEL: func.func @seven_by_seven
 // CHECK: %[[X:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<7x7x64xf32> into tensor<49x64xf32>
 // CHECK: %[[ACC:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<7x7x96xf32> into tensor<49x96xf32>
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
 // CHECK-SAME: ins(%[[X]], %{{.*}} : tensor<49x64xf32>, tensor<64x96xf32>) outs(%[[ACC]] : tensor<49x96xf32>)
-// CHECK-SAME: compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [49, 16, 0], vector_common_parallel = [7, 16, 0], vector_reduction = [0, 0, 16]>
+// CHECK-SAME: {compilation_info = #[[COMP]]}
 // CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [7, 7, 96] : tensor<49x96xf32> into tensor<7x7x96xf32>
 // OFF-LABEL: func.func @seven_by_seven
 // OFF-NOT: compilation_info
@@ -215,11 +233,13 @@ func.func @seven_by_seven_not_taken(%x: tensor<7x7x64xf32>, %xt: tensor<64x7x7xf
 // DECIDE: matmul 3136x24x96: tiles workgroup [64, 24, 0] vector [8, 8, 0] reduction [0, 0, 16]: N = 24: 8 rows x 8 columns per step (IREE's: 16-wide, half empty), 64-row workgroups
 // DECIDE: matmul 784x24x96: IREE's tiles: N = 24, M = 784: M is not a multiple of 64 rows
 // DECIDE: matmul 3136x40x96: IREE's tiles: N = 40: {{.*}}result padded for a conv
+// CHECK-DAG: #[[CFG:.+]] = #iree_cpu.lowering_config<distribution = [64, 24, 0], vector_common_parallel = [8, 8, 0], vector_reduction = [0, 0, 16]>
+// CHECK-DAG: #[[COMP:.+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG]], translation_info = #{{.+}}>
 // CHECK-LABEL: func.func @narrow_project
 // CHECK: %[[X:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<56x56x96xf32> into tensor<3136x96xf32>
 // CHECK: linalg.generic
 // CHECK-SAME: ins(%[[X]]
-// CHECK-SAME: compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [64, 24, 0], vector_common_parallel = [8, 8, 0], vector_reduction = [0, 0, 16]>
+// CHECK-SAME: {compilation_info = #[[COMP]]}
 // CHECK: tensor.expand_shape {{.*}} into tensor<56x56x24xf32>
 // CHECK-NOT: compilation_info
 // OFF-LABEL: func.func @narrow_project

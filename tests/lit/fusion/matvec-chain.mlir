@@ -10,13 +10,13 @@
 // DECIDE: group 0: successor linalg.generic #2: fuse: legal
 // DECIDE: group 0: successor linalg.generic #3: fuse: legal
 // CHECK-LABEL: func.func @small_squeeze_excite
-// CHECK: "flow.dispatch.region"() ({
+// CHECK: flow.dispatch.region -> (tensor<32x16xf32>) {
 // CHECK: "reduction"
 // CHECK: arith.maximumf
 // CHECK: "reduction"
 // CHECK: arith.mulf
-// CHECK: "flow.return"
-// CHECK: -> tensor<32x16xf32>
+// CHECK: flow.return %{{.*}} : tensor<32x16xf32>
+// CHECK-NEXT: }
 // CHECK-NOT: linalg.generic
 // CHECK: return
 #v_in = affine_map<(j, i) -> (i)>
@@ -73,16 +73,16 @@ func.func @small_squeeze_excite(%p: tensor<32xf32>, %w1: tensor<8x32xf32>, %w2: 
 // DECIDE: group 1: seed linalg.generic #2: fuse: seed: contraction (Many-to-Many)
 // DECIDE: group 1: successor linalg.generic #3: fuse: legal
 // CHECK-LABEL: func.func @large_squeeze_excite
-// CHECK: "flow.dispatch.region"() ({
+// CHECK: flow.dispatch.region -> (tensor<128xf32>) {
 // CHECK: "reduction"
 // CHECK: arith.maximumf
-// CHECK: "flow.return"
-// CHECK: -> tensor<128xf32>
-// CHECK: "flow.dispatch.region"() ({
+// CHECK: flow.return %{{.*}} : tensor<128xf32>
+// CHECK-NEXT: }
+// CHECK: flow.dispatch.region -> (tensor<512x16xf32>) {
 // CHECK: "reduction"
 // CHECK: arith.mulf
-// CHECK: "flow.return"
-// CHECK: -> tensor<512x16xf32>
+// CHECK: flow.return %{{.*}} : tensor<512x16xf32>
+// CHECK-NEXT: }
 // CHECK: return
 #v_in = affine_map<(j, i) -> (i)>
 #w = affine_map<(j, i) -> (j, i)>

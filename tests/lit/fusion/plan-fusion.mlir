@@ -18,10 +18,10 @@
 // CHECK-LABEL: func.func @layernorm
 // CHECK-COUNT-6: xgen.fusion_group = 0
 // REGION-LABEL: func.func @layernorm
-// REGION: "flow.dispatch.region"() ({
+// REGION: flow.dispatch.region -> (tensor<4x8xf32>) {
 // REGION-COUNT-2: "reduction"
-// REGION: "flow.return"
-// REGION: -> tensor<4x8xf32>
+// REGION: flow.return %{{.*}} : tensor<4x8xf32>
+// REGION-NEXT: }
 // REGION-NOT: linalg.generic
 // REGION: return
 func.func @layernorm(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
@@ -86,11 +86,11 @@ func.func @layernorm(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK: linalg.generic {{.*}}xgen.fusion_group = 0
 // CHECK: linalg.matmul {{.*}}xgen.fusion_group = 1
 // REGION-LABEL: func.func @two_matmuls
-// REGION: "flow.dispatch.region"
+// REGION: %[[R:.+]] = flow.dispatch.region
 // REGION: linalg.matmul
 // REGION: linalg.generic
-// REGION: "flow.return"
-// REGION: linalg.matmul {{.*}}ins(%2,
+// REGION: flow.return
+// REGION: linalg.matmul {{.*}}ins(%[[R]],
 func.func @two_matmuls(%a: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<4x8xf32>

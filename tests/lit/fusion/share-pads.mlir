@@ -16,7 +16,7 @@
 // CHECK: %[[R:.+]] = linalg.generic
 // CHECK: } -> tensor<4x4x4xf32>
 // CHECK-NEXT: %[[P:.+]] = tensor.pad %[[R]] low[1, 1, 0] high[1, 1, 0]
-// CHECK: %[[B:.+]] = "iree_tensor_ext.compute_barrier.start"(%[[P]])
+// CHECK: %[[B:.+]] = iree_tensor_ext.compute_barrier.start %[[P]] : tensor<6x6x4xf32> -> tensor<6x6x4xf32>
 // CHECK: linalg.generic {{.*}} ins(%[[P]], %{{.*}} : tensor<6x6x4xf32>, tensor<3x3x4x4xf32>)
 // CHECK: %[[S:.+]] = tensor.extract_slice %[[B]][1, 1, 0] [4, 4, 4] [1, 1, 1] : tensor<6x6x4xf32> to tensor<4x4x4xf32>
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[S]] : tensor<4x4x4xf32>, tensor<4x4x4xf32>)
@@ -24,10 +24,10 @@
 // A reader inside a planned region gets its slice inside that region.
 // REGION-LABEL: func.func @residual
 // REGION: tensor.pad
-// REGION: "iree_tensor_ext.compute_barrier.start"
-// REGION: "flow.dispatch.region"
+// REGION: iree_tensor_ext.compute_barrier.start
+// REGION: flow.dispatch.region
 // REGION: tensor.extract_slice
-// REGION: "flow.return"
+// REGION: flow.return
 func.func @residual(%x: tensor<4x4x4xf32>, %w: tensor<3x3x4x4xf32>, %b: tensor<4xf32>) -> tensor<4x4x4xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<4x4x4xf32>
@@ -68,7 +68,7 @@ func.func @residual(%x: tensor<4x4x4xf32>, %w: tensor<3x3x4x4xf32>, %b: tensor<4
 // DECIDE: pad of linalg.generic -> tensor<6x6x4xf32>: share: 1 other reader(s)
 // CHECK-LABEL: func.func @strided_reader
 // CHECK: %[[P:.+]] = tensor.pad
-// CHECK: %[[B:.+]] = "iree_tensor_ext.compute_barrier.start"(%[[P]])
+// CHECK: %[[B:.+]] = iree_tensor_ext.compute_barrier.start %[[P]] : tensor<6x6x4xf32> -> tensor<6x6x4xf32>
 // CHECK: tensor.extract_slice %[[B]][1, 1, 0] [2, 2, 4] [2, 2, 1] : tensor<6x6x4xf32> to tensor<2x2x4xf32>
 // CHECK-NOT: tensor.extract_slice
 // CHECK: return

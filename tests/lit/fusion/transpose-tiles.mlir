@@ -1,15 +1,30 @@
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true print=true},xgen-transpose-tiles{vector-bits=512 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true},xgen-transpose-tiles{vector-bits=512}' | FileCheck %s
 // RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true}' | FileCheck %s --check-prefix=OFF
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true},xgen-transpose-tiles{vector-bits=256}' | FileCheck %s --check-prefix=NARROW
+// RUN: xgen-opt %s --split-input-file -p 'xgen-plan-fusion{form-regions=true},xgen-transpose-tiles{vector-bits=256 print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=HELD
+
+// Must not fire on a target whose vectors are not 512 bits wide (vector-bits=256): the tiles
+// were chosen for 512-bit vectors, so the pass holds back and says so; no transpose gets a
+// record or tiles, not even the CNN entry below.
+// HELD-NOT: transpose {{[0-9]}}
+// HELD: transpose tiles: none: tiles chosen for 512-bit vectors, the target has 256
+// HELD-NOT: transpose {{[0-9]}}
+// NARROW-NOT: compilation_info
+// NARROW-LABEL: func.func @image_entry
+// NARROW-NOT: compilation_info
 
 // A CNN's entry: 3-channel CHW image -> HWC. Rewritten with its loops in the input's order
 // (input map the identity), carrying 3 x 16 vectors and 8-row workgroups.
 // DECIDE: transpose 3x8x32 -> 8x32x3: tiles workgroup [3, 8, 32] vector [3, 1, 16]: 3-wide innermost output: 3 x 16 vectors
+// CHECK-DAG: #[[CFG:.+]] = #iree_cpu.lowering_config<distribution = [3, 8, 32], vector_common_parallel = [3, 1, 16]>
+// CHECK-DAG: #[[TR:.+]] = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>
+// CHECK-DAG: #[[COMP:.+]] = #iree_codegen.compilation_info<lowering_config = #[[CFG]], translation_info = #[[TR]]>
 // CHECK-DAG: #[[ID:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-DAG: #[[HWC:.+]] = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
 // CHECK-LABEL: func.func @image_entry
 // CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[HWC]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%{{.*}} : tensor<3x8x32xf32>) outs(%{{.*}} : tensor<8x32x3xf32>)
-// CHECK-SAME: compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [3, 8, 32], vector_common_parallel = [3, 1, 16]>, translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>
+// CHECK-SAME: {compilation_info = #[[COMP]]}
 // CHECK-NEXT: ^bb0(%[[IN:.+]]: f32, %{{.*}}: f32):
 // CHECK-NEXT: linalg.yield %[[IN]] : f32
 // OFF-LABEL: func.func @image_entry
