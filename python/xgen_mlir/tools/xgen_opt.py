@@ -71,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
 def _list(args: argparse.Namespace) -> bool:
     if args.list_passes:
         for name, info in sorted(registered_passes().items()):
-            print(f"{name:32s} {info.phase:8s} {info.summary}")
+            print(f"{name:32s} {info.phase:8s} {info.kind:8s} {info.summary}")
     if args.list_pipelines:
         for name in available_pipelines():
             pl = load_pipeline(name)

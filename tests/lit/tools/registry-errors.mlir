@@ -11,8 +11,10 @@
 // UP: cannot parse pipeline step 'no-such-upstream-pass'
 // PIPE: unknown pipeline 'no-such-target'; known pipelines: {{.*}}cpu
 // BAD: malformed.toml: malformed pipeline, missing or wrong key 'why'
-// LIST-DAG: xgen-fold-transpose-pairs patterns
-// LIST-DAG: xgen-verify-iree-input python
+// LIST-DAG: xgen-fold-transpose-pairs graph patterns
+// LIST-DAG: xgen-verify-iree-input graph python
+// LIST-DAG: xgen-plan-fusion dispatch python
+// LIST-DAG: xgen-merge-duplicate-outputs dispatch python
 func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
   return %x : tensor<2xf32>
 }
