@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 IMAGE ?=
 ARGS ?=
 
-.PHONY: venv demo check lint lit pytest bench
+.PHONY: venv demo check fast lint lit pytest bench
 
 venv:
 	@bash scripts/bootstrap.sh
@@ -23,6 +23,9 @@ pytest: venv
 	$(PY) -m pytest -n 2 -q $(ARGS)
 
 check: venv lint lit pytest  ## all tests: lint, lit/FileCheck, pytest
+
+fast: venv lint lit  ## the quick lane while working: everything but the tests marked slow (big models)
+	$(PY) -m pytest -n 2 -q -m "not slow" $(ARGS)
 
 bench: venv  ## speed table of xgen_mlir vs IREE / ONNX Runtime / PyTorch (several minutes)
 	$(PY) benchmarks/bench_models.py $(ARGS)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "classify_image.py"
@@ -17,6 +18,7 @@ def run_demo(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_demo_on_users_image(tmp_path):
     from sklearn.datasets import load_sample_image
 

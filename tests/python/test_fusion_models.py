@@ -53,6 +53,7 @@ def _compile(model: torch.nn.Module, inputs: tuple, **options) -> xgen_mlir.Comp
         return xgen_mlir.compile(model, inputs, **options)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
 def test_model_matches_pytorch_with_fusion_planner(name):
     model, inputs = MODELS[name]()

@@ -24,11 +24,13 @@ def _compare(model, inputs, atol, rtol):
     return got, want
 
 
+@pytest.mark.slow
 def test_resnet18():
     got, want = _compare(vision.resnet18(), (vision.random_input("resnet18"),), 1e-4, 1e-4)
     assert torch.equal(got.topk(5).indices, want.topk(5).indices)
 
 
+@pytest.mark.slow
 def test_pretrained_mobilenet_v2_classifies_like_pytorch():
     x = imagenet.load_image()  # scikit-learn's china.jpg
     got, want = _compare(vision.mobilenet_v2(pretrained=True), (x,), 2e-4, 1e-4)
@@ -40,17 +42,20 @@ def test_vgg_style_cnn_with_batchnorm():
     _compare(vision.small_cnn(), (vision.random_input("small_cnn"),), 1e-4, 1e-4)
 
 
+@pytest.mark.slow
 def test_pretrained_minilm_bert_encoder():
     model, inputs = transformers_zoo.minilm(seq=128)
     _compare(model, inputs, 1e-4, 1e-4)
 
 
+@pytest.mark.slow
 def test_gpt2_small_widths_two_layers():
     """GPT-2 small's real widths (768 hidden, 12 heads, 50257 vocab), 2 layers to keep CI fast."""
     model, inputs = transformers_zoo.gpt2_small(seq=32, n_layer=2)
     _compare(model, inputs, 2e-4, 1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("builder", ["distilbert", "mobilebert"])
 def test_more_transformers_import_and_match(builder):
     model, inputs = getattr(transformers_zoo, builder)(seq=32)

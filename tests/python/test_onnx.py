@@ -52,6 +52,7 @@ def test_light_squeezenet_with_random_weights_matches_onnxruntime(tmp_path):
     check_close(got, want, atol=1e-5, rtol=1e-4, what="squeezenet vs ORT")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("winograd", [False, True])
 def test_resnet18_exported_to_onnx_matches_onnxruntime(tmp_path, winograd):
     """Also with the opt-in Winograd convs: the ONNX import's convs accumulate onto a splat
@@ -72,6 +73,7 @@ def test_resnet18_exported_to_onnx_matches_onnxruntime(tmp_path, winograd):
     check_close(module(x.numpy()), want, atol=1e-4, rtol=1e-4, what="resnet18 vs ORT")
 
 
+@pytest.mark.slow
 def test_old_opset_model_is_upgraded():
     """light_* models are opset 8: BatchNorm/Unsqueeze conversions need >= 15/13."""
     model = onnx.load(str(LIGHT / "light_inception_v2.onnx"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import torch
 from conftest import check_close
 
@@ -95,6 +96,7 @@ def test_dense_model_gets_no_kernels(tmp_path):
     assert _kernel_count(tmp_path) == 0
 
 
+@pytest.mark.slow
 def test_pruned_resnet18_matches_pruned_pytorch(tmp_path):
     x = vision.random_input("resnet18")
     model = compress.prune(vision.resnet18(), (x,), target="cpu", connectivity=0.5)

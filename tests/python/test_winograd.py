@@ -21,6 +21,7 @@ from xgen_mlir.pipelines import load_pipeline
 WINOGRAD = {"target_options": {"winograd": "true"}}
 
 
+@pytest.mark.slow
 def test_resnet18_rewrites_the_large_3x3_convs_and_matches_pytorch():
     """ResNet-18 at 224: the 13 stride-1 3x3 convs are rewritten, the 56x56, 28x28 and 14x14
     stages' as F(4x4, 3x3) (196, 49 and 16 output tiles), the 7x7 stage's as F(2x2, 3x3) (16
