@@ -128,3 +128,24 @@ def test_malformed_pipelines_are_refused_clearly(tmp_path, old, new, message):
         steps = [s.pass_text for _, st in pipeline.dispatch_stages() for s in st]
         check_order(steps)
         build_pass_manager(iree_binding().ir.Context(), steps)
+
+
+def test_a_bug_in_a_pass_is_a_clear_failure_with_a_reproducer(monkeypatch, tmp_path):
+    """An exception inside a Python pass becomes a PipelineError naming the pass and the
+    exception, with the reproducer command; no traceback from inside the pass manager."""
+    from dataclasses import replace
+
+    from xgen_mlir.passes import registry
+
+    def broken(module_op, opts, state):
+        raise ZeroDivisionError("division by zero")
+
+    info = registry.get_pass("xgen-share-pads")
+    monkeypatch.setitem(registry._REGISTRY, info.name, replace(info, fn=broken))
+    module = parse_mlir(MATMUL, "m.mlir", iree_binding().ir.Context())
+    with pytest.raises(errors.PipelineError) as caught:
+        run_steps(module, ["xgen-plan-fusion", "xgen-share-pads"], repro_dir=tmp_path)
+    message = str(caught.value)
+    assert "xgen-share-pads: internal error: ZeroDivisionError: division by zero" in message
+    assert (tmp_path / "input.mlir").is_file()
+    assert "--dispatch" in caught.value.reproducer

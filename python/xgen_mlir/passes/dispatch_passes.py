@@ -162,7 +162,7 @@ def data_tiling_hints(module_op: Any, opts: DataTilingOptions, state: DispatchSt
             state.plans[name].tiling = records
         if opts.print:
             for t in records:
-                print(f"{t.op}: {'tiled' if t.tiled else 'plain'}: {t.why}", file=sys.stderr)
+                print(f"{t.op}: {'tiled' if t.tiled else 'plain'}: {t.reason}", file=sys.stderr)
     if not tiled:  # no op carries the hint: IREE would tile them all, so drop the flag instead
         state.drop_flags.append(DATA_TILING_FLAG)
 

@@ -223,6 +223,10 @@ def _wrap_python(
         except PassFailure as e:
             _FAILURES.append(f"{info.name}: {e}")
             pass_.signal_pass_failure()
+        except Exception as e:  # a bug in the pass: a clear failure with a reproducer, not a
+            # traceback from inside MLIR's pass manager
+            _FAILURES.append(f"{info.name}: internal error: {type(e).__name__}: {e}")
+            pass_.signal_pass_failure()
 
     return run
 

@@ -1,0 +1,41 @@
+// RUN: xgen-opt %s --split-input-file -p 'xgen-data-tiling-hints{print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-data-tiling-hints' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-data-tiling-hints{leave-seven-row-matmuls=true vector-bits=512 print=true}' 2>&1 | FileCheck %s --check-prefix=LEAVE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-data-tiling-hints{leave-seven-row-matmuls=true vector-bits=256}' | FileCheck %s --check-prefix=NARROW
+
+// xgen-data-tiling-hints: IREE data-tiles only the contractions that carry its hint
+// (iree.opt.data_tiling; IREE's own hint pass does nothing once one op has it). A few-row GEMM
+// takes it; a tiny one stays plain (packing costs more than it saves).
+// DECIDE: linalg.matmul at {{.*}}: tiled: few rows (M=64 <= 128)
+// DECIDE: linalg.matmul at {{.*}}: plain: tiny (4x16x8 < 1048576 multiply-adds)
+// CHECK-LABEL: util.func public @few_rows
+// CHECK: linalg.matmul {iree.opt.data_tiling} ins(%{{.*}}, %{{.*}} : tensor<64x512xf32>, tensor<512x512xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8x16xf32>)
+util.func public @few_rows(%a: tensor<64x512xf32>, %b: tensor<512x512xf32>, %c: tensor<4x8xf32>, %d: tensor<8x16xf32>) -> (tensor<64x512xf32>, tensor<4x16xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x512xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<64x512xf32>, tensor<512x512xf32>) outs(%f : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %e2 = tensor.empty() : tensor<4x16xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %t = linalg.matmul ins(%c, %d : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f2 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  util.return %m, %t : tensor<64x512xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// A 7x7 image's 1x1 conv (49 rows): few rows, so tiled by the rule, unless xgen-matmul-tiles
+// takes it, which it does on 512-bit targets only (leave-seven-row-matmuls + vector-bits).
+// DECIDE: linalg.matmul at {{.*}}: tiled: few rows (M=49 <= 128)
+// LEAVE: linalg.matmul at {{.*}}: plain: xgen_mlir's tiles instead
+// LEAVE-LABEL: util.func public @seven_rows
+// LEAVE-NOT: iree.opt.data_tiling
+// NARROW-LABEL: util.func public @seven_rows
+// NARROW: linalg.matmul {iree.opt.data_tiling} ins(%{{.*}}, %{{.*}} : tensor<49x960xf32>, tensor<960x160xf32>)
+util.func public @seven_rows(%a: tensor<49x960xf32>, %b: tensor<960x160xf32>) -> tensor<49x160xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<49x160xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<49x160xf32>) -> tensor<49x160xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<49x960xf32>, tensor<960x160xf32>) outs(%f : tensor<49x160xf32>) -> tensor<49x160xf32>
+  util.return %m : tensor<49x160xf32>
+}
