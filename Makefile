@@ -15,6 +15,7 @@ demo: venv  ## main job: pretrained MobileNetV2 through xgen_mlir vs PyTorch on 
 lint: venv
 	$(VENV)/bin/ruff check python tests benchmarks examples
 	$(VENV)/bin/ruff format --check python tests benchmarks examples
+	$(VENV)/bin/mypy  # python/xgen_mlir, configured in pyproject.toml
 
 lit: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -sv tests/lit

@@ -136,7 +136,7 @@ def constant_op(array: np.ndarray, name_hint: str = "xgen") -> Any:
     else:
         _counter[0] += 1
         attr = ir.DenseResourceElementsAttr.get_from_buffer(
-            memoryview(array), f"{name_hint}_{_counter[0]}", ty
+            array.data, f"{name_hint}_{_counter[0]}", ty
         )
     return arith.ConstantOp(ty, attr)
 

@@ -62,7 +62,14 @@ _REORGANIZE_OPS = {
     "tensor.concat": "concat (inputs placed side by side)",
 }
 # Ops that are not computation: constants, buffers, ABI, barriers, region plumbing.
-_NOT_COMPUTE_PREFIXES = ("arith.constant", "tensor.empty", "util.", "hal.", "func.", "flow.")
+_NOT_COMPUTE_PREFIXES: tuple[str, ...] = (
+    "arith.constant",
+    "tensor.empty",
+    "util.",
+    "hal.",
+    "func.",
+    "flow.",
+)
 _NOT_COMPUTE_PREFIXES += ("iree_tensor_ext.", "builtin.", "linalg.yield", "tensor.dim")
 
 
@@ -93,6 +100,17 @@ def indexing_maps(op: Any) -> list[Any] | None:
     if maps is None:
         return None
     return [m.value if hasattr(m, "value") else m for m in maps]
+
+
+def dim_positions(ir: Any, amap: Any) -> list[int] | None:
+    """The loop dim each result of ``amap`` reads, or None if a result is anything but a
+    plain loop dim (a constant, index arithmetic)."""
+    dims: list[int] = []
+    for expr in amap.results:
+        if not isinstance(expr, ir.AffineDimExpr):
+            return None
+        dims.append(expr.position)
+    return dims
 
 
 def loop_sizes(op: Any) -> dict[int, int]:
@@ -143,7 +161,7 @@ def _structured(op: Any, maps: list[Any]) -> Mapping:
     n_out = len(op.results)
     in_maps, out_maps = maps[: len(maps) - n_out], maps[len(maps) - n_out :]
     n_loops = maps[0].n_dims if maps else 0
-    used = set()
+    used: set[int] = set()
     for m in out_maps:
         dims = _dims(ir, m)
         used.update(dims if dims is not None else range(n_loops))

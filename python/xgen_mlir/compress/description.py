@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from typing import cast
 
 import torch
 from torch import nn
 
-from .structure import mask_of, pruned_layers
+from .structure import buffer_of, mask_of, pruned_layers, weight_of
 
 __all__ = ["LayerSparsity", "SparsityDescription", "describe"]
 
@@ -114,37 +115,37 @@ class SparsityDescription:
 def _kind(m: nn.Module) -> str:
     if isinstance(m, nn.Linear):
         return "linear"
-    if m.groups > 1:
+    if cast(int, m.groups) > 1:
         return "depthwise"
-    return "pointwise" if m.weight.shape[-1] == 1 else "conv"
+    return "pointwise" if weight_of(m).shape[-1] == 1 else "conv"
 
 
 def describe(model: nn.Module) -> SparsityDescription:
     """Describe every pruned layer of ``model`` and count its conv weights."""
     desc = SparsityDescription()
     for name, m in pruned_layers(model).items():
-        lib = m.xgen_patterns
+        lib = buffer_of(m, "xgen_patterns")
         flat = lib.reshape(len(lib), -1)
-        groups = m.xgen_groups.long()
+        groups = buffer_of(m, "xgen_groups").long()
         members = [torch.nonzero(groups == g).flatten().tolist() for g in groups.unique()]
         desc.layers[name] = LayerSparsity(
             name=name,
             kind=_kind(m),
-            weight_shape=list(m.weight.shape),
+            weight_shape=list(weight_of(m).shape),
             kernel_size=int(lib.shape[-1]),
             pattern_size=int(flat[0].sum()),
             patterns=[torch.nonzero(r).flatten().tolist() for r in flat],
-            pattern_ids=m.xgen_pattern_ids.long().tolist(),
+            pattern_ids=buffer_of(m, "xgen_pattern_ids").long().tolist(),
             groups=members,
             group_size=max(len(g) for g in members),
-            weights=m.weight.numel(),
+            weights=weight_of(m).numel(),
             nonzeros=int(mask_of(m).sum()),
         )
     pruned = {id(m): n for n, m in pruned_layers(model).items()}
     for m in model.modules():
         if isinstance(m, nn.Conv2d):
             desc.conv_weights_before += m.weight.numel()
-            name = pruned.get(id(m))
-            after = desc.layers[name].nonzeros if name else m.weight.numel()
+            layer = pruned.get(id(m))
+            after = desc.layers[layer].nonzeros if layer else m.weight.numel()
             desc.conv_weights_after += after
     return desc

@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 from ..errors import XGenError
 from .description import describe
 from .prune import prune
-from .structure import check_structure, mask_of, project, pruned_layers
+from .structure import check_structure, mask_of, project, pruned_layers, weight_of
 
 __all__ = ["finetune", "progressive_prune", "recalibrate_bn"]
 
@@ -63,7 +63,7 @@ def finetune(
     ``(1 - distill) * loss_fn + distill * T^2 * KL(teacher || student)`` at temperature T, which
     recovers a pruned model's accuracy in fewer epochs than labels alone.
     """
-    masks = {id(m.weight): mask_of(m).to(m.weight.dtype) for m in pruned_layers(model).values()}
+    masks = {id(m.weight): mask_of(m).to(weight_of(m).dtype) for m in pruned_layers(model).values()}
     params = [p for p in model.parameters() if p.requires_grad]
     opt = _optimizer(optimizer, params, lr, momentum, weight_decay)
     total = epochs * len(train_loader) if schedule == "cosine" else 0  # type: ignore[arg-type]
@@ -79,7 +79,9 @@ def finetune(
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         start, history = state["epoch"], state["history"]
-        masks = {id(m.weight): mask_of(m).to(m.weight.dtype) for m in pruned_layers(model).values()}
+        masks = {
+            id(m.weight): mask_of(m).to(weight_of(m).dtype) for m in pruned_layers(model).values()
+        }
         if progress:
             print(f"[finetune] resuming from {os.fspath(checkpoint)} after epoch {start}")
     device = next(model.parameters()).device
@@ -113,7 +115,7 @@ def finetune(
             bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.4f}")
         for m in pruned_layers(model).values():
             project(m)
-        record = {
+        record: dict[str, object] = {
             "epoch": epoch + 1,
             "loss": loss_sum / max(seen, 1),
             "acc": correct / max(seen, 1),

@@ -107,6 +107,7 @@ def group_filters(
             break
         best_assign, best_ids, best_kept = assign, ids, kept
         assign = balanced_assign(-gain, sizes)
+    assert best_ids is not None  # iters >= 1: the first pass keeps more than best_kept = -1
     return best_assign, best_ids
 
 

@@ -16,7 +16,7 @@ from torch import nn
 from ..errors import XGenError
 from .description import SparsityDescription, describe
 from .patterns import patterns_to_masks
-from .structure import attach, check_structure
+from .structure import attach, check_structure, weight_of
 
 __all__ = ["load", "save"]
 
@@ -53,9 +53,9 @@ def load(
             module = model.get_submodule(name)
         except AttributeError:
             raise XGenError(f"{path!r}: the architecture has no layer {name!r}") from None
-        if list(module.weight.shape) != ly.weight_shape:
+        if list(weight_of(module).shape) != ly.weight_shape:
             raise XGenError(
-                f"{path!r}: layer {name!r} has weight {list(module.weight.shape)} in the "
+                f"{path!r}: layer {name!r} has weight {list(weight_of(module).shape)} in the "
                 f"architecture but {ly.weight_shape} in the file"
             )
         k = ly.kernel_size

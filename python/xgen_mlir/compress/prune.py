@@ -20,7 +20,7 @@ from ..errors import XGenError
 from .connectivity import rate_for_target
 from .grouping import group_filters
 from .patterns import default_pattern_size, patterns_to_masks, select_library
-from .structure import attach, check_structure, detach, project, pruned_layers
+from .structure import attach, check_structure, detach, project, pruned_layers, weight_of
 
 __all__ = ["TARGET_GROUP_SIZE", "prune"]
 
@@ -190,7 +190,7 @@ def _library_key(layer: _Layer, mode: str) -> tuple:
 
 
 def _energy(layer: _Layer) -> torch.Tensor:
-    w = layer.module.weight.detach().double()
+    w = weight_of(layer.module).detach().double()
     return (w * w).reshape(w.shape[0], w.shape[1], -1)
 
 

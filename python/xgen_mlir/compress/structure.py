@@ -11,6 +11,8 @@ parametrizations that would hide the zeros from an exported graph:
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import nn
 
@@ -36,6 +38,16 @@ class StructureError(XGenError, ValueError):
     """A pruned weight does not match the structure its layer declares."""
 
 
+def weight_of(module: nn.Module) -> torch.Tensor:
+    """``module.weight`` (``nn.Module`` types an attribute it looks up as Tensor | Module)."""
+    return cast(torch.Tensor, module.weight)
+
+
+def buffer_of(module: nn.Module, name: str) -> torch.Tensor:
+    """The structure buffer ``name`` (one of ``BUFFERS``) of ``module``."""
+    return cast(torch.Tensor, getattr(module, name))
+
+
 def attach(module: nn.Module, patterns: torch.Tensor, ids: torch.Tensor, groups: torch.Tensor):
     """Register (or overwrite) the structure buffers of ``module``."""
     module.register_buffer("xgen_patterns", patterns.to(torch.bool).clone())
@@ -56,17 +68,18 @@ def pruned_layers(model: nn.Module) -> dict[str, nn.Module]:
 
 def mask_of(module: nn.Module) -> torch.Tensor:
     """The bool keep-mask of ``module.weight`` that its structure buffers describe."""
-    lib = module.xgen_patterns.reshape(len(module.xgen_patterns), -1)
-    ids = module.xgen_pattern_ids.long()
+    patterns = buffer_of(module, "xgen_patterns")
+    lib = patterns.reshape(len(patterns), -1)
+    ids = buffer_of(module, "xgen_pattern_ids").long()
     mask = lib[ids.clamp(min=0)] & (ids >= 0)[..., None]
-    return mask.reshape(module.weight.shape)
+    return mask.reshape(weight_of(module).shape)
 
 
 @torch.no_grad()
 def project(module: nn.Module) -> None:
     """Zero everything outside the mask and make every kept weight nonzero."""
     mask = mask_of(module)
-    w = module.weight
+    w = weight_of(module)
     w.mul_(mask)
     w.masked_fill_(mask & (w == 0), TINY)
 
@@ -88,8 +101,10 @@ def check_structure(model: nn.Module) -> list[str]:
 
 
 def _check_layer(name: str, m: nn.Module) -> None:
-    lib, ids, groups = m.xgen_patterns, m.xgen_pattern_ids.long(), m.xgen_groups.long()
-    w = m.weight.detach()
+    lib = buffer_of(m, "xgen_patterns")
+    ids = buffer_of(m, "xgen_pattern_ids").long()
+    groups = buffer_of(m, "xgen_groups").long()
+    w = weight_of(m).detach()
     f, c = w.shape[:2]
     where = f"layer {name!r}"
     fits = lib[0].numel() == w[0, 0].numel()

@@ -179,6 +179,9 @@ def _verify_fkw_conv(op: ir.Operation, reader: ConstantReader, errs: list[str]) 
         tables["group_kernel_offsets"],
     )
     chan, pat = tables["kernel_channel"], tables["kernel_pattern"]
+    # none is missing (checked above)
+    assert order is not None and gfo is not None and gko is not None
+    assert chan is not None and pat is not None
     if sorted(order.tolist()) != list(range(g.f)):
         errs.append(f"filter_order must be a permutation of 0..{g.f - 1}")
     for name, offs, end in (

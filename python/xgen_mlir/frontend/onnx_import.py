@@ -294,7 +294,9 @@ def _culprits(module: ir.Module, diags: list[Diag]) -> list[tuple[ir.Operation, 
     An op fed (transitively) by a quarantined op is "blocked": it may fail only because its
     input is opaque now, so it is set aside without being blamed.
     """
-    ops, tainted, out = _ops(module), set(), []
+    ops = _ops(module)
+    tainted: set[ir.Operation] = set()
+    out: list[tuple[ir.Operation, bool]] = []
     for op in ops:
         if _quarantined(op) or any(_owner(v) in tainted for v in op.operands):
             tainted.add(op)
@@ -367,7 +369,12 @@ def _quarantine(op: ir.Operation, prefix: str) -> None:
 
 def _ops(module: ir.Module) -> list[ir.Operation]:
     ops: list[ir.Operation] = []  # .operation: an OpView's .name may be an attribute accessor
-    module.operation.walk(lambda op: ops.append(op.operation) or ir.WalkResult.ADVANCE)
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        ops.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
     return ops
 
 
@@ -389,7 +396,8 @@ def _is_compute(op: ir.Operation) -> bool:
 
 def _node(loc: ir.Location | None) -> str | None:
     """The ONNX node name a location carries (the importer uses NameLocs, passes fuse them)."""
-    if type(loc) is ir.Location:  # diagnostics hand out the base class: downcast
+    # diagnostics hand out the base class: downcast
+    if loc is not None and type(loc) is ir.Location:
         loc = ir.Location.from_attr(loc.attr, loc.context)
     if isinstance(loc, ir.NameLoc):
         return loc.name_str

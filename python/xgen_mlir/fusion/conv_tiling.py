@@ -142,13 +142,13 @@ def tile_conv_groups(plan: Any, threads: int) -> list[ConvTile]:
         if not group.delegated or not group.contractions:
             continue
         ops = [o.operation for o in ops]
-        convs = [(o, conv_geometry(o)) for o in ops]
-        convs = [(o, g) for o, g in convs if g is not None]
+        found = [(o, conv_geometry(o)) for o in ops]
+        convs = [(o, g) for o, g in found if g is not None]
         if len(convs) != 1:
             continue
         conv, geom = convs[0]
         tiles, why = choose_tiles(geom, threads)
-        dist, vec, red = tiles or [None, None, None]
+        dist, vec, red = tiles or (None, None, None)
         record = ConvTile("conv", str(geom), dist, vec, why, red)
         records.append(record)
         if tiles is None:

@@ -139,7 +139,8 @@ def gemm_shape(op: Any) -> tuple[int, int, int, int] | None:
 
     def size(loops: Any) -> int | None:
         vals = [sizes.get(int(d)) for d in loops]
-        return None if None in vals else prod(vals)
+        known = [v for v in vals if v is not None]
+        return None if len(known) != len(vals) else prod(known)
 
     m, n, k, batch = size(dims.m), size(dims.n), size(dims.k), size(dims.batch)
     if m is None or n is None or k is None or batch is None:
@@ -295,6 +296,7 @@ def collapse_to_gemm(op: Any) -> Any:
     out_map = maps[-1] if maps else None
     if dims is None or out_map is None:
         return op
+    assert maps is not None  # out_map was read off it
     order = {
         e.position: i for i, e in enumerate(out_map.results) if isinstance(e, ir.AffineDimExpr)
     }
@@ -302,8 +304,9 @@ def collapse_to_gemm(op: Any) -> Any:
     groups = [g for g in groups if len(g) > 1]
     if not groups or any(d not in order for g in groups for d in g):
         return op
-    runs = [_runs(ir, m, groups) for m in maps]
-    if any(r is None for r in runs):
+    maybe_runs = [_runs(ir, m, groups) for m in maps]
+    runs = [r for r in maybe_runs if r is not None]
+    if len(runs) != len(maybe_runs):
         return op
     n_loops = maps[0].n_dims
     new_index, kinds, n_new = {}, [], 0

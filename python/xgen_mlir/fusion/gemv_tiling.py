@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.mapping_types import indexing_maps, ir_of, loop_sizes
+from ..analysis.mapping_types import dim_positions, indexing_maps, ir_of, loop_sizes
 from .lowering import TileDecision, tile_contractions
 
 ROWS = 16  # weight rows per vector step (16 accumulators)
@@ -58,10 +58,9 @@ def _gemv_loops(op: Any) -> tuple[int, int, dict[int, int]] | None:
         return None
     k = reduced[0]
     sizes = loop_sizes(op)
-    dims = [
-        [e.position if isinstance(e, ir.AffineDimExpr) else None for e in m.results] for m in maps
-    ]
-    if any(None in d for d in dims) or len(sizes) != len(kinds):
+    found = [dim_positions(ir, m) for m in maps]
+    dims = [d for d in found if d is not None]
+    if len(dims) != len(found) or len(sizes) != len(kinds):
         return None
     wide = [d for d in dims[2] if sizes[d] != 1]
     if len(wide) != 1:

@@ -80,7 +80,7 @@ from dataclasses import dataclass, replace
 from math import prod
 from typing import Any
 
-from ..analysis.mapping_types import indexing_maps, ir_of, loop_sizes
+from ..analysis.mapping_types import dim_positions, indexing_maps, ir_of, loop_sizes
 from .lowering import TileDecision, tile_contractions
 
 ROWS = 14  # vector rows (accumulators); IREE's heuristic gives 7 when M is 7 x an odd number
@@ -123,10 +123,9 @@ def _matmul_loops(op: Any) -> MatmulLoops | None:
     if maps is None or not op.regions or not len(op.regions[0].blocks):
         return None
     ir = ir_of(op)
-    dims = [
-        [e.position if isinstance(e, ir.AffineDimExpr) else None for e in m.results] for m in maps
-    ]
-    if any(None in d for d in dims):
+    found = [dim_positions(ir, m) for m in maps]
+    dims = [d for d in found if d is not None]
+    if len(dims) != len(found):
         return None
     out = dims[2]
     reduced = [d for d in range(maps[2].n_dims) if d not in out]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.mapping_types import indexing_maps, ir_of, loop_sizes
+from ..analysis.mapping_types import dim_positions, indexing_maps, ir_of, loop_sizes
 from ..irutil import clone_body
 from .lowering import TileDecision, compilation_info
 
@@ -39,8 +39,8 @@ PIPELINE = "DoubleTilingExpert"
 
 
 def _permutation(amap: Any, ir: Any) -> list[int] | None:
-    dims = [e.position if isinstance(e, ir.AffineDimExpr) else None for e in amap.results]
-    if None in dims or sorted(dims) != list(range(amap.n_dims)):
+    dims = dim_positions(ir, amap)
+    if dims is None or sorted(dims) != list(range(amap.n_dims)):
         return None
     return dims
 
@@ -61,8 +61,9 @@ def _copy_transpose(op: Any) -> tuple[list[int], list[int]] | None:
     types = [ir.RankedTensorType(v.type) for v in (op.operands[0], op.results[0])]
     if maps is None or not all(t.has_static_shape for t in types):
         return None
-    perms = [_permutation(m, ir) for m in maps]
-    if None in perms or perms[0] == perms[1]:
+    found = [_permutation(m, ir) for m in maps]
+    perms = [p for p in found if p is not None]
+    if len(perms) != len(found) or perms[0] == perms[1]:
         return None
     return perms[0], perms[1]
 
@@ -107,7 +108,8 @@ def tile_transposes(block: Any, plan: Any = None) -> list[TileDecision]:
         types = [ir.RankedTensorType(v.type) for v in (op.operands[0], op.results[0])]
         name = " -> ".join("x".join(map(str, t.shape)) for t in types)
         tiles, why = choose_tiles(in_perm, out_perm, loop_sizes(op))
-        records.append(TileDecision("transpose", name, *(tiles or [None, None]), why))
+        dist, vec = tiles or (None, None)
+        records.append(TileDecision("transpose", name, dist, vec, why))
         if tiles is not None:
             node = nodes.get(op)
             new = _rewrite(op, in_perm, out_perm, tiles)

@@ -48,8 +48,8 @@ def preprocess(img: Image.Image, resize: int = 256, crop: int = 224) -> torch.Te
     left, top = round((w - crop) / 2.0), round((h - crop) / 2.0)
     img = img.crop((left, top, left + crop, top + crop))
     arr = np.asarray(img, dtype=np.float32) / 255.0
-    arr = (arr - np.asarray(IMAGENET_MEAN, np.float32)) / np.asarray(IMAGENET_STD, np.float32)
-    return torch.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))[None]
+    norm = (arr - np.asarray(IMAGENET_MEAN, np.float32)) / np.asarray(IMAGENET_STD, np.float32)
+    return torch.from_numpy(np.ascontiguousarray(norm.transpose(2, 0, 1)))[None]
 
 
 def load_image(path: str | os.PathLike[str] | None = None) -> torch.Tensor:

@@ -179,6 +179,12 @@ class _BasicBlock(nn.Module):
 class ResNet(nn.Module):
     """torchvision's ResNet with basic blocks (``layers=(2, 2, 2, 2)`` is ResNet-18)."""
 
+    # set by name in __init__, one per stage
+    layer1: nn.Sequential
+    layer2: nn.Sequential
+    layer3: nn.Sequential
+    layer4: nn.Sequential
+
     def __init__(self, layers: tuple[int, ...] = (2, 2, 2, 2), num_classes: int = 1000) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
@@ -332,6 +338,7 @@ class VGG(nn.Module):
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+                assert m.bias is not None  # VGG's convs have a bias
                 nn.init.zeros_(m.bias)
             elif isinstance(m, nn.Linear):
                 nn.init.normal_(m.weight, 0, 0.01)
@@ -352,6 +359,8 @@ def _randomize_bn(model: nn.Module) -> None:
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
             c = m.num_features
+            # the zoo's batch norms track running statistics (the default)
+            assert m.running_mean is not None and m.running_var is not None
             m.running_mean.copy_(torch.randn(c) * 0.1)
             m.running_var.copy_(torch.rand(c) * 0.5 + 0.75)
             with torch.no_grad():

@@ -140,7 +140,9 @@ class Simplifier:
         args = list(op.regions[0].blocks[0].arguments)
         env: dict[ir.Value, Tree] = {}
         for i in range(n_in):
-            env[args[i]] = self.leaf(op.operands[i], tuple(map_dims(maps[i])))
+            dims = map_dims(maps[i])
+            assert dims is not None  # is_elementwise checked the input maps
+            env[args[i]] = self.leaf(op.operands[i], tuple(dims))
         for inner in body_ops(op):
             if inner.name == "linalg.yield":
                 return env.get(inner.operands[0])
@@ -152,8 +154,9 @@ class Simplifier:
                 continue
             if inner.name not in _OPS or inner.results[0].type != elem:
                 return None
-            operands = [env.get(v) or self.scalar_const(v) for v in inner.operands]
-            if any(o is None for o in operands):
+            found = [env.get(v) or self.scalar_const(v) for v in inner.operands]
+            operands = [o for o in found if o is not None]
+            if len(operands) != len(found):
                 return None  # the output block argument or a non-constant capture
             env[inner.results[0]] = Node(inner.name, tuple(operands))
         return None
@@ -190,16 +193,18 @@ class Simplifier:
     # -- rules ---------------------------------------------------------------------------
     def identity(self, n: Node) -> Tree | None:
         a = n.args
-        is_c = [isinstance(x, Const) for x in a]
-        one = [c and x.value == 1.0 for c, x in zip(is_c, a, strict=True)]
+        one = [isinstance(x, Const) and x.value == 1.0 for x in a]
         if n.name == "arith.mulf" and any(one):
             self.counts["identity"] += 1
             return a[1] if one[0] else a[0]
         if n.name == "arith.divf" and one[1]:
             self.counts["identity"] += 1
             return a[0]
-        zero = [c and x.value == 0.0 for c, x in zip(is_c, a, strict=True)]
-        neg = [z and math.copysign(1.0, x.value) < 0 for z, x in zip(zero, a, strict=True)]
+        zero = [isinstance(x, Const) and x.value == 0.0 for x in a]
+        neg = [
+            z and isinstance(x, Const) and math.copysign(1.0, x.value) < 0
+            for z, x in zip(zero, a, strict=True)
+        ]
         unsafe = self.opts.unsafe_math
         if n.name == "arith.addf" and any(zero):
             i = 0 if zero[0] else 1
@@ -255,9 +260,10 @@ class Simplifier:
         roots = [self.sqrt_arg(f) for f in factors]
         for i in range(len(factors)):
             for j in range(i + 1, len(factors)):
-                if roots[i] is not None and roots[i] == roots[j]:
+                root = roots[i]
+                if root is not None and root == roots[j]:
                     self.counts["sqrt-product"] += 1
-                    rest = factors[:i] + [roots[i]] + factors[i + 1 : j] + factors[j + 1 :]
+                    rest = factors[:i] + [root] + factors[i + 1 : j] + factors[j + 1 :]
                     out = rest[0]
                     for f in rest[1:]:
                         out = Node("arith.mulf", (out, f))
@@ -414,6 +420,7 @@ def emit(tree: Tree, root: ir.Operation) -> ir.Value:
                 if isinstance(t, Const):
                     memo[t] = arith.ConstantOp(elem, ir.FloatAttr.get(elem, t.value)).result
                 else:
+                    assert isinstance(t, Node)  # every leaf is in memo (_collect)
                     memo[t] = _create(t.name, [value(a) for a in t.args])
             return memo[t]
 

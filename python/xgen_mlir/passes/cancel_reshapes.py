@@ -49,6 +49,7 @@ from .generic_util import (
     is_elementwise,
     is_identity,
     iterator_types,
+    loop_dims,
     map_dims,
     num_inputs,
     producer,
@@ -79,8 +80,8 @@ def transpose_perm(op: ir.Operation | None) -> list[int] | None:
     if any(k != "parallel" for k in iterator_types(op)):
         return None
     in_map, out_map = indexing_maps(op)
-    dims = map_dims(in_map)
-    if not is_identity(out_map) or dims is None or None in dims:
+    dims = loop_dims(in_map)
+    if not is_identity(out_map) or dims is None:
         return None
     if sorted(dims) != list(range(len(dims))) or len(dims) != out_map.n_dims:
         return None
@@ -110,7 +111,10 @@ def cancel_generic_transpose_pair(op: ir.Operation) -> bool:
     outer = transpose_perm(op)
     inner_op = producer(op.operands[0]) if outer is not None else None
     inner = transpose_perm(inner_op)
-    if inner is None or (op.name == inner_op.name == "linalg.transpose"):
+    if inner is None:
+        return False
+    assert outer is not None and inner_op is not None  # else inner would be None
+    if op.name == inner_op.name == "linalg.transpose":
         return False  # named pairs are canonicalize's
     composed = [inner[i] for i in outer]
     source = inner_op.operands[0]
@@ -215,7 +219,10 @@ def _inverse(opening: ir.Operation, closing: ir.Operation) -> bool:
         same = str(closing.attributes["reassociation"]) == str(opening.attributes["reassociation"])
         return {closing.name, opening.name} == set(_RESHAPES) and same
     outer, inner = transpose_perm(closing), transpose_perm(opening)
-    return inner is not None and [inner[i] for i in outer] == list(range(len(outer)))
+    if inner is None:
+        return False
+    assert outer is not None  # callers pass a layout op: not a reshape, so a transpose
+    return [inner[i] for i in outer] == list(range(len(outer)))
 
 
 def cancel_sandwich(op: ir.Operation) -> str | None:
@@ -257,6 +264,7 @@ def cancel_sandwich(op: ir.Operation) -> str | None:
         if transpose_perm(user) is not None:  # another transpose back: one more closing op
             closings.append(user)
         else:
+            assert rename is not None  # reads escape only a transpose's region (_region_before)
             _read_permuted(user, number, new_value[user.operands[number]], rename)
             pooled = True
     roots = []  # erased together once every closing is gone (they may share producers)

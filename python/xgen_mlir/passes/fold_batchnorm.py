@@ -87,6 +87,7 @@ def _affine_step(user: ir.Operation, chain: ir.Value, ch_dim: int, ev: ConstEval
     if user.operands[pos] != chain or user.operands[1 - pos] == chain or not is_identity(maps[pos]):
         return None
     dims = map_dims(maps[1 - pos])
+    assert dims is not None  # an input map of an elementwise op (is_elementwise)
     if any(d is not None and d != ch_dim for d in dims):
         return None
     const = ev.value(user.operands[1 - pos])

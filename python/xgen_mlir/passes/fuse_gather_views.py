@@ -85,6 +85,7 @@ def _as_view(value: ir.Value) -> tuple[ir.Value, View] | str:
     rank = len(shape)
     zeros = [0] * rank
     view_ops: list[ir.Operation] = []
+    low: list[int] | None
     pad_value, low = None, zeros
     op = producer(value)
     if op is not None and op.name == "tensor.pad":
@@ -99,13 +100,17 @@ def _as_view(value: ir.Value) -> tuple[ir.Value, View] | str:
         view_ops.append(op)
         value = op.operands[0]
         op = producer(value)
+    offsets: list[int] | None
     sizes, offsets = tensor_shape(value), zeros
+    assert sizes is not None  # the operand (its shape read above) or a pad's source: ranked
     if op is not None and op.name == "tensor.extract_slice":
         if len(op.operands) != 1 or num_uses(value) != 1:
             return "a slice with dynamic offsets or other readers"
         offsets = _static(op.attributes["static_offsets"])
         strides = _static(op.attributes["static_strides"])
-        if offsets is None or strides != [1] * rank or len(tensor_shape(op.operands[0])) != rank:
+        source_shape = tensor_shape(op.operands[0])
+        assert source_shape is not None  # a tensor.extract_slice's source is a ranked tensor
+        if offsets is None or strides != [1] * rank or len(source_shape) != rank:
             return "a strided or rank-reducing slice"
         view_ops.append(op)
         value = op.operands[0]
@@ -222,7 +227,9 @@ def _gather_at(gather: ir.Operation, point: list[ir.Value]) -> ir.Value:
         indexing_maps(gather)[:n_in],
         strict=True,
     ):
-        idx = [point[d] if d is not None else _index(0) for d in map_dims(amap)]
+        dims = map_dims(amap)
+        assert dims is not None  # _gather checked the input maps
+        idx = [point[d] if d is not None else _index(0) for d in dims]
         mapping[arg] = tensor.ExtractOp(operand, idx).result
     result = None
     for op in body_ops(gather):
@@ -247,6 +254,7 @@ def rewrite_one(concat: ir.Operation) -> tuple[bool, str | None]:
     gather, views = found
     dim = ir.IntegerAttr(concat.attributes["dim"]).value
     shape = tensor_shape(concat.results[0])
+    assert shape is not None  # tensor.concat's result is a ranked tensor
     elem = ir.RankedTensorType(concat.results[0].type).element_type
     rank = len(shape)
     with ir.InsertionPoint(concat), concat.location:

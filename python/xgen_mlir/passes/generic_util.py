@@ -53,6 +53,16 @@ def map_dims(amap: ir.AffineMap) -> list[int | None] | None:
     return dims if len(set(used)) == len(used) else None
 
 
+def loop_dims(amap: ir.AffineMap) -> list[int] | None:
+    """``map_dims`` when every result of ``amap`` is a loop dimension (no constant 0), else
+    None."""
+    dims = map_dims(amap)
+    if dims is None:
+        return None
+    loops = [d for d in dims if d is not None]
+    return loops if len(loops) == len(dims) else None
+
+
 def is_identity(amap: ir.AffineMap) -> bool:
     dims = map_dims(amap)
     return dims is not None and dims == list(range(amap.n_dims))

@@ -19,6 +19,7 @@ from .generic_util import (
     indexing_maps,
     is_elementwise,
     is_identity,
+    loop_dims,
     map_dims,
     num_inputs,
     num_uses,
@@ -74,7 +75,7 @@ def activation_c(op: ir.Operation, chain: ir.Value, ev: ConstEval) -> str:
         names[arg] = _splat(float(value.reshape(())))
     if "v" not in names.values() or op.results[0].type != chain.type:
         raise NoMatch("an elementwise op that does not map the tensor onto itself")
-    lines = []
+    lines: list[str] = []
     for i, bop in enumerate(body_ops(op)):
         if bop.name == "linalg.yield":
             out = names.get(bop.operands[0])
@@ -209,8 +210,8 @@ def residual_add(
     loops: dict[str, list[int]] = {}
     addend = x
     for value, amap in zip(add.operands[:2], indexing_maps(add)[:2], strict=True):
-        dims = map_dims(amap)
-        if dims is None or None in dims or len(dims) != 4:
+        dims = loop_dims(amap)
+        if dims is None or len(dims) != 4:
             return None
         root, at, passed = _root(value, dims)
         if root == y and "y" not in loops and all(num_uses(v) == 1 for v in passed):

@@ -112,7 +112,9 @@ def kernel_spec(
     op: ir.Operation, reader: ConstantReader, symbol: str, opts: KernelOptions
 ) -> KernelSpec:
     g = geometry(op)
-    tables = [reader.value_of(op.operands[i]) for i in range(3, 8)]
+    found = [reader.value_of(op.operands[i]) for i in range(3, 8)]
+    tables = [t for t in found if t is not None]
+    assert len(tables) == len(found)  # the caller lowers non-constant tables to linalg instead
     return KernelSpec(
         symbol=symbol,
         c=g.c,

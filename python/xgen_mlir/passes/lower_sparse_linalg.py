@@ -24,7 +24,7 @@ def dense_from_fkw(op: ir.Operation, reader: ConstantReader) -> np.ndarray:
     """Rebuild the (F, C, KH, KW) weights of an fkw_conv2d from its compact storage."""
     g = geometry(op)
     wts, order, gfo, gko, chan, pat = (reader.value_of(op.operands[i]) for i in (1, 3, 4, 5, 6, 7))
-    if any(v is None for v in (wts, order, gfo, gko, chan, pat)):
+    if wts is None or order is None or gfo is None or gko is None or chan is None or pat is None:
         raise PassFailure(
             f"{op.location}: fkw_conv2d needs constant weights and tables to be lowered"
         )

@@ -119,13 +119,16 @@ def _members(source: ir.Value) -> list[Member] | None:
         if expand is None or expand.name != "tensor.expand_shape" or len(expand.operands) != 1:
             return None
         out = _static(expand.results[0].type)
-        key = (str(expand.attributes["reassociation"]), out)
-        if out is None or (ref_expand is not None and key != ref_expand):
+        reassociation = str(expand.attributes["reassociation"])
+        if out is None:
+            return None
+        key = (reassociation, out)
+        if ref_expand is not None and key != ref_expand:
             return None
         ref_expand = key
         trans = _only_user(expand.results[0])
         perm = transpose_perm(trans)
-        if perm is None or trans.operands[0] != expand.results[0]:
+        if perm is None or trans is None or trans.operands[0] != expand.results[0]:
             return None
         members.append(Member(off // width, slice_op, expand, trans, perm))
     block = members[0].transpose.block

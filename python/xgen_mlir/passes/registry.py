@@ -24,15 +24,17 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .._mlir import binding_of, ir, rewrite
 from ..errors import PipelineError, UnknownNameError
 
 GRAPH, DISPATCH = "graph", "dispatch"
 
-# A Python pass may return what it rewrote ({what: count}); the runner reports it per pass.
-PassFn = Callable[[ir.Operation, Any], Mapping[str, int] | None]
+# A Python pass, fn(module_op, options) (a dispatch pass: fn(module_op, options, state)), may
+# return what it rewrote ({what: count}); the runner reports it per pass.
+PassFn = Callable[..., Mapping[str, int] | None]
+PassFnT = TypeVar("PassFnT", bound=PassFn)
 PatternFn = Callable[["rewrite.RewritePatternSet", Any], None]
 
 
@@ -66,7 +68,7 @@ class PassInfo:
     name: str
     summary: str
     kind: str  # "python" or "patterns"
-    fn: Callable[..., None]
+    fn: PassFn  # a PatternFn for a pattern pass
     options: type | None = None
     phase: str = GRAPH
     requires: tuple[str, ...] = ()  # passes that must run before this one
@@ -122,12 +124,12 @@ def _register(info: PassInfo) -> None:
 
 def register_pass(
     name: str, summary: str, options: type | None = None, **rules: Any
-) -> Callable[[PassFn], PassFn]:
+) -> Callable[[PassFnT], PassFnT]:
     """Decorator: register ``fn(module_op, options)`` as a Python pass (``phase="dispatch"``:
     ``fn(module_op, options, state)``). ``rules``: ``phase``, ``requires``, ``after``,
     ``iree_flags``, ``only_with_flags`` (``PassInfo``)."""
 
-    def deco(fn: PassFn) -> PassFn:
+    def deco(fn: PassFnT) -> PassFnT:
         _register(PassInfo(name, summary, "python", fn, options, **rules))
         return fn
 

@@ -94,6 +94,7 @@ def _split_scale(mul: ir.Operation, ch: int) -> tuple[ir.Value, ir.Value, list[i
         return None
     maps = indexing_maps(mul)
     out_shape = tensor_shape(mul.results[0])
+    assert out_shape is not None  # a linalg.generic's result is a ranked tensor
     for xi, si in ((0, 1), (1, 0)):
         x, s = mul.operands[xi], mul.operands[si]
         dims = map_dims(maps[si])

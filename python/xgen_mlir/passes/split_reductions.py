@@ -44,6 +44,7 @@ from .generic_util import (
     generic,
     indexing_maps,
     iterator_types,
+    loop_dims,
     map_dims,
     num_inputs,
     tensor_shape,
@@ -82,8 +83,8 @@ def _plan(op: ir.Operation, opts: SplitReductionsOptions) -> tuple[int, int] | N
     if not isinstance(elem, ir.F32Type):
         return None
     in_map, out_map = indexing_maps(op)
-    reads = map_dims(in_map)
-    if reads is None or None in reads or sorted(reads) != list(range(len(kinds))):
+    reads = loop_dims(in_map)
+    if reads is None or sorted(reads) != list(range(len(kinds))):
         return None  # the input must be read through a permutation of all loops
     if map_dims(out_map) is None:
         return None
@@ -169,7 +170,10 @@ def split_one(op: ir.Operation, dim: int, split: int) -> None:
     in_map, out_map = indexing_maps(op)
     kinds = iterator_types(op)
     n = len(kinds)
-    reads = map_dims(in_map)
+    reads = loop_dims(in_map)
+    out_dims = map_dims(out_map)
+    # _plan checked them: a static input read through a permutation of all loops
+    assert shape is not None and reads is not None and out_dims is not None
 
     def d(i: int) -> ir.AffineExpr:  # loop i of the original op, shifted past the chunk loop
         return ir.AffineDimExpr.get(i + 1)
@@ -184,8 +188,9 @@ def split_one(op: ir.Operation, dim: int, split: int) -> None:
         ).result
         x_exprs = [d(r) for r in reads[:dim]] + [chunk, d(reads[dim])]
         x_exprs += [d(r) for r in reads[dim + 1 :]]
-        out_exprs = [ir.AffineConstantExpr.get(0) if r is None else d(r) for r in map_dims(out_map)]
+        out_exprs = [ir.AffineConstantExpr.get(0) if r is None else d(r) for r in out_dims]
         out_shape = tensor_shape(init)
+        assert out_shape is not None  # a linalg.generic's init is a ranked tensor
         zero = arith.ConstantOp(elem, ir.FloatAttr.get(elem, 0.0)).result
         partial_init = fill(zero, empty([split, *out_shape], elem))
         partial = generic(
@@ -231,7 +236,9 @@ def split_reductions(
                 continue
             dim, split = plan
             if opts.verbose:
-                shape = "x".join(map(str, tensor_shape(op.operands[0])))
+                in_shape = tensor_shape(op.operands[0])
+                assert in_shape is not None  # _split_plan read it
+                shape = "x".join(map(str, in_shape))
                 print(
                     f"xgen-split-reductions: {format_location(op.location)}: sum over "
                     f"{shape} split into {split} chunks along dim {dim}",

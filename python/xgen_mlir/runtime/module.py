@@ -193,7 +193,8 @@ class CompiledModule:
         if as_torch:
             import torch
 
-            host = [torch.from_numpy(h) for h in host]
+            tensors = [torch.from_numpy(h) for h in host]
+            return tensors[0] if len(tensors) == 1 else tuple(tensors)
         return host[0] if len(host) == 1 else tuple(host)
 
     # -- saving / benchmarking -------------------------------------------------------------

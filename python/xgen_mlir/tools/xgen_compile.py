@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, data in module.artifacts.items():  # bare metal: .o, .h, C module beside it
             out.with_name(f"{out.stem}.{name}").write_bytes(data)
         if module.parameters is not None:
+            assert not isinstance(module.parameters, bytes)  # compile() writes an .irpa file
             params = out.with_suffix(".irpa")
             params.write_bytes(Path(module.parameters).read_bytes())
             print(f"wrote {params} (run with --parameters=model={params})")
