@@ -6,9 +6,25 @@ import subprocess
 import tempfile
 
 from .._paths import iree_tool
-from ..errors import XGenError
+from ..errors import ModuleLoadError, XGenError
 
 _DISPATCH = "vm.call.variadic @hal.command_buffer.dispatch"
+
+
+def module_metadata(vmfb: bytes) -> str:
+    """IREE's description of a module (imports, exports, read-only data), from its parser."""
+    with tempfile.NamedTemporaryFile(suffix=".vmfb") as f:
+        f.write(vmfb)
+        f.flush()
+        proc = subprocess.run(
+            [iree_tool("iree-dump-module"), "--output=metadata", f.name],
+            capture_output=True,
+            text=True,
+            errors="replace",
+        )
+    if proc.returncode != 0:
+        raise ModuleLoadError(f"not a valid IREE module: {proc.stderr.strip()[:300]}")
+    return proc.stdout
 
 
 def disassemble(vmfb: bytes) -> str:

@@ -346,8 +346,12 @@ def load(
     if len(data) < 64:
         raise ModuleLoadError(f"{path}: too small to be an IREE module ({len(data)} bytes)")
     if device is None:  # a GPU-only module goes to its GPU driver
-        gpu = [d for d, fmt in GPU_FORMATS.items() if fmt in executable_formats(data)]
-        device = gpu[0] if gpu and len(executable_formats(data)) == 1 else None
+        try:
+            formats = executable_formats(data)
+        except ModuleLoadError as e:
+            raise ModuleLoadError(f"{path}: {e} (.vmfb)") from None
+        gpu = [d for d, fmt in GPU_FORMATS.items() if fmt in formats]
+        device = gpu[0] if gpu and len(formats) == 1 else None
     module = CompiledModule(
         data, entry=entry, device=device, source=str(path), yield_to_workers=yield_to_workers
     )

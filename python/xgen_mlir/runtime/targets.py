@@ -44,10 +44,13 @@ _FORMAT_ARCH = {
     "riscv_32": "riscv32",
     "x86_32": "x86",
 }
+# HAL executable format names, as IREE's module metadata lists them among a module's
+# read-only strings (the values the module queries ``hal.executable.format`` for).
 _FORMATS = re.compile(
-    rb"(?:embedded-elf|system-elf|system-dll)-[a-z0-9_]+|vulkan-spirv-fb|cuda-nvptx-fb"
-    rb"|rocm-hsaco-fb|vmvx-bytecode-fb|metal-msl-fb|\x06\x00\x00\x00static\x00"
+    r"(?:embedded-elf|system-elf|system-dll)-[a-z0-9_]+|vulkan-spirv-fb|cuda-nvptx-fb"
+    r"|rocm-hsaco-fb|vmvx-bytecode-fb|metal-msl-fb|static"
 )
+_RODATA_STRING = re.compile(r"^\s*\.rodata\[\s*\d+\] embedded\s+\d+ bytes `([^`]*)`", re.M)
 GPU_FORMATS = {"vulkan": "vulkan-spirv-fb", "cuda": "cuda-nvptx-fb", "hip": "rocm-hsaco-fb"}
 
 # apt packages (Debian/Ubuntu) that provide each emulator and its target sysroot.
@@ -73,11 +76,13 @@ def normalize_arch(arch: str) -> str:
 
 
 def executable_formats(vmfb: bytes) -> set[str]:
-    """The executable formats a module carries (empty for modules with no dispatches)."""
-    found = set()
-    for m in _FORMATS.findall(vmfb):
-        found.add("static" if m.endswith(b"static\x00") else m.decode())
-    return found
+    """The executable formats a module carries (empty for modules with no dispatches), read
+    from IREE's own parse of the module (``iree-dump-module --output=metadata``: its read-only
+    strings), not from the raw bytes, where weights could hold anything."""
+    from .inspect import module_metadata
+
+    strings = _RODATA_STRING.findall(module_metadata(vmfb))
+    return {s for s in strings if _FORMATS.fullmatch(s)}
 
 
 def _describe(fmt: str) -> str:
