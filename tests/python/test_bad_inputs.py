@@ -155,3 +155,57 @@ def test_unknown_pass_and_pipeline():
         get_pass("xgen-fold-everything")
     with pytest.raises(errors.UnknownNameError, match="known pipelines: .*cpu.*vulkan"):
         load_pipeline("quantum")
+
+
+def test_xgen_opt_names_input_that_is_not_mlir(tmp_path, capsys, monkeypatch):
+    """Binary garbage (a file or stdin) is a clear error naming the file and the byte; MLIR
+    bytecode is recognised by its magic number whatever the file is called."""
+    import io
+    import subprocess
+    import sys
+
+    from xgen_mlir.tools import xgen_opt
+
+    junk = tmp_path / "junk.mlir"
+    junk.write_bytes(b"func.func @f() {\n\xff\xfe\x00 return }")
+    assert xgen_opt.main([str(junk)]) == 1
+    err = capsys.readouterr().err
+    assert "junk.mlir: not MLIR (neither bytecode nor UTF-8 text: byte 17 is 0xff)" in err
+    assert "Traceback" not in err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\x80\x81garbage")))
+    assert xgen_opt.main(["-"]) == 1
+    assert "<stdin>: not MLIR" in capsys.readouterr().err
+    text = tmp_path / "ok.mlir"
+    text.write_text(
+        "func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n  return %x : tensor<2xf32>\n}\n"
+    )
+    bytecode = tmp_path / "named-like-text.mlir"
+    assert xgen_opt.main([str(text), "--emit-bytecode", "-o", str(bytecode)]) == 0
+    out = subprocess.run(
+        [sys.executable, "-m", "xgen_mlir.tools.xgen_opt", str(bytecode)],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0 and "func.func @f" in out.stdout, out.stderr
+
+
+def test_save_refuses_a_directory_and_writes_atomically(cnn, tmp_path, monkeypatch):
+    import copy
+    import os
+
+    _, _, module = cnn
+    with pytest.raises(errors.XGenError, match="is a directory; give a file name"):
+        module.save(tmp_path)
+    path = module.save(tmp_path / "m.vmfb")
+    assert path.read_bytes() == module.vmfb
+
+    def crash(*_args):  # the process dies between writing and renaming
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", crash)
+    other = copy.copy(module)  # another module saved over the first one
+    other.vmfb = b"\x00" * 16
+    with pytest.raises(KeyboardInterrupt):
+        other.save(path)
+    assert path.read_bytes() == module.vmfb, "the old module must survive an interrupted save"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.vmfb"], "no temporary file left behind"

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputMismatchError, ModuleLoadError, UnknownNameError
+from ..fileio import atomic_write_bytes
 from .signature import Signature, parse_declaration
 from .targets import GPU_FORMATS, check_device, executable_formats, require_vulkan
 from .waiting import yielding_to_workers
@@ -199,11 +200,9 @@ class CompiledModule:
 
     # -- saving / benchmarking -------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the ``.vmfb``; ``iree-run-module --module=PATH --function=<entry>`` runs it."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.vmfb)
-        return path
+        """Write the ``.vmfb`` (atomically: a crash leaves the old file, never half of the new);
+        ``iree-run-module --module=PATH --function=<entry>`` runs it."""
+        return atomic_write_bytes(path, self.vmfb)
 
     def save_bundle(self, directory: str | os.PathLike[str]) -> Path:
         """Write a deployable bundle (module, weights, manifest.json, run.sh): runtime_bridge/."""
@@ -217,8 +216,7 @@ class CompiledModule:
         directory.mkdir(parents=True, exist_ok=True)
         written = [self.save(directory / "model.vmfb")]
         for name, data in self.artifacts.items():
-            (directory / name).write_bytes(data)
-            written.append(directory / name)
+            written.append(atomic_write_bytes(directory / name, data))
         return written
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:

@@ -100,12 +100,13 @@ def main(argv: list[str] | None = None) -> int:
             build_pass_manager(new_context(), steps)
         source = "<stdin>" if args.input == "-" else args.input
         if args.input == "-":
-            data: str | bytes = sys.stdin.read()
+            raw = sys.stdin.buffer.read()
         else:
             path = Path(args.input)
             if not path.is_file():
                 raise XGenError(f"{path}: no such file")
-            data = path.read_bytes() if path.suffix == ".mlirbc" else path.read_text()
+            raw = path.read_bytes()
+        data = _mlir_input(raw, source)
     except XGenError as e:
         print(f"xgen-opt: error: {e}", file=sys.stderr)
         return 1
@@ -122,6 +123,23 @@ def main(argv: list[str] | None = None) -> int:
             ok = False
     _write(outputs, args)
     return 0 if ok else 1
+
+
+_BYTECODE_MAGIC = b"ML\xefR"
+
+
+def _mlir_input(raw: bytes, source: str) -> str | bytes:
+    """MLIR bytecode (by its magic number, whatever the file is called) or UTF-8 text; anything
+    else is an XGenError naming the file and the first bad byte."""
+    if raw.startswith(_BYTECODE_MAGIC):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise XGenError(
+            f"{source}: not MLIR (neither bytecode nor UTF-8 text: byte {e.start} is "
+            f"0x{raw[e.start]:02x})"
+        ) from None
 
 
 def _names_dispatch_pass(steps: list[str]) -> bool:
