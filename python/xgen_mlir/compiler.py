@@ -19,6 +19,7 @@ from .backend import compile_outputs
 from .backend.params import write_irpa
 from .errors import UnknownNameError, XGenError
 from .frontend import import_model
+from .passes.dispatch_passes import shared_packs_record
 from .passes.runner import run_steps, snapshot
 from .pipelines import load_pipeline
 from .runtime import CompiledModule
@@ -125,9 +126,7 @@ def compile(
     report.iree_flags, report.fallback_used = result.flags, result.fallback_used
     report.fusion_plans, report.fusion_note = result.fusion_plans, result.fusion_note
     report.dropped_steps = result.dropped_steps
-    report.shared_packs = result.dispatch_records.get("shared_packs") or _dropped_packs(
-        result.dropped_steps
-    )
+    report.shared_packs = shared_packs_record(result.dispatch_records, result.dropped_steps)
     report.stage_seconds.update({f"iree:{k}": v for k, v in result.stage_seconds.items()})
     if opts.verbose:
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in report.stage_seconds.items())
@@ -155,11 +154,3 @@ def compile(
         report=report,
         build_info=build_info,
     )
-
-
-def _dropped_packs(dropped: dict[str, str]) -> Any:
-    """The report's record of a shared-packs step IREE rejected (None when none was)."""
-    from .fusion.shared_packs import SharedPacks
-
-    why = next((w for step, w in dropped.items() if "merge-duplicate-outputs" in step), None)
-    return None if why is None else SharedPacks(False, why=why)

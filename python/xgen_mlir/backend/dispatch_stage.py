@@ -103,7 +103,9 @@ def compile_with_dispatch_steps(
     try:
         while True:
             try:
-                return _attempt(first, target, flags, work, stages, set(dropped), seconds, dropped)
+                staged = _attempt(first, target, flags, work, stages, set(dropped), seconds)
+                staged.dropped = dict(dropped)
+                return staged
             except DispatchStageError as e:
                 left = [s for s in optional if s.pass_text not in dropped]
                 if e.stage != "after-steps" or not left:
@@ -122,7 +124,6 @@ def _attempt(
     stages: list[tuple[str, list[Step]]],
     skipped: set[str],
     seconds: dict[str, float],
-    dropped: dict[str, str],
 ) -> StagedCompile:
     ir = iree_binding().ir
     compile_tool = iree_tool("iree-compile")
@@ -200,4 +201,4 @@ def _attempt(
         out.unlink(missing_ok=True)
         seconds["iree_codegen"] = seconds.get("iree_codegen", 0.0) + time.perf_counter() - t
     plans = [p.detach() for p in state.plans.values()]
-    return StagedCompile(vmfb, plans, seconds, state.records, dict(dropped))
+    return StagedCompile(vmfb, plans, seconds, state.records)

@@ -5,7 +5,7 @@ channels (7-8 accumulator registers) and distributes one output row x 64 channel
 workgroup. On a 7x7 or 14x14 image that gives each workgroup 7-14 output pixels to reuse a
 3x3xCx64 filter slice over, so the convs become filter-bandwidth bound: ResNet-18's 7x7x512
 3x3 convs ran at 114 GFLOP/s and its 14x14x256 ones at 169, against 205-220 for the same
-convs at 28x28 and 56x56 (benchmarks/profile_dispatches.py, session 8).
+convs at 28x28 and 56x56 (benchmarks/profile_dispatches.py, 2026-11-21).
 
 The tiles used here (measured one conv at a time, interleaved, on this 2-core AVX-512 CPU):
   workgroup: up to 7 output rows x the whole row x 64 channels (the filter slice is read

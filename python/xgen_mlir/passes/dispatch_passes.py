@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .._mlir import binding_of
 from ..fusion import (
     FUNC_OPS,
     form_regions,
@@ -83,21 +84,15 @@ def plan_fusion(module_op: Any, opts: PlanOptions, state: DispatchState) -> None
         plan = plan_block(block, opts.max_expand)
         state.plans[name] = plan
         if opts.tag_groups:
-            i64 = _i64(module_op)
+            ir = binding_of(module_op).ir
+            i64 = ir.IntegerType.get_signless(64)
             for node in plan.nodes:
-                node.op.attributes["xgen.fusion_group"] = i64(node.group)
+                node.op.attributes["xgen.fusion_group"] = ir.IntegerAttr.get(i64, node.group)
         if opts.print:
             for d in plan.decisions:
                 print(_describe(plan, d), file=sys.stderr)
         if opts.form_regions:
             form_regions(plan, opts.delegate_contractions)
-
-
-def _i64(module_op: Any) -> Any:
-    from .._mlir import binding_of
-
-    ir = binding_of(module_op).ir
-    return lambda v: ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v)
 
 
 @dataclass
@@ -264,8 +259,20 @@ def depthwise_pads(module_op: Any, opts: PrintOptions, state: DispatchState) -> 
         state.add_flags.append(PAD_FLAG)
 
 
+MERGE = "xgen-merge-duplicate-outputs"
+
+
+def shared_packs_record(records: dict[str, Any], dropped: dict[str, str]) -> SharedPacks | None:
+    """What the report says of multi-reader packs: the merge's record when it ran, why IREE
+    rejected it when it was dropped, None when it did not apply."""
+    if "shared_packs" in records:
+        return records["shared_packs"]
+    why = next((w for step, w in dropped.items() if step.startswith(MERGE)), None)
+    return None if why is None else SharedPacks(False, why=why)
+
+
 @register_pass(
-    "xgen-merge-duplicate-outputs",
+    MERGE,
     "After IREE's dispatch creation with multi-reader packs fused: one output per packed value.",
     PrintOptions,
     phase=DISPATCH,

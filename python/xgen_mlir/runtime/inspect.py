@@ -6,18 +6,19 @@ import subprocess
 import tempfile
 
 from .._paths import iree_tool
-from ..errors import ModuleLoadError, XGenError
+from ..errors import ModuleLoadError
 
 _DISPATCH = "vm.call.variadic @hal.command_buffer.dispatch"
 
 
-def module_metadata(vmfb: bytes) -> str:
-    """IREE's description of a module (imports, exports, read-only data), from its parser."""
+def _dump(vmfb: bytes, output: str) -> str:
+    """``iree-dump-module --output=OUTPUT`` of a module; a module IREE cannot parse is a
+    ModuleLoadError."""
     with tempfile.NamedTemporaryFile(suffix=".vmfb") as f:
         f.write(vmfb)
         f.flush()
         proc = subprocess.run(
-            [iree_tool("iree-dump-module"), "--output=metadata", f.name],
+            [iree_tool("iree-dump-module"), f"--output={output}", f.name],
             capture_output=True,
             text=True,
             errors="replace",
@@ -27,25 +28,20 @@ def module_metadata(vmfb: bytes) -> str:
     return proc.stdout
 
 
+def module_metadata(vmfb: bytes) -> str:
+    """IREE's description of a module (imports, exports, read-only data), from its parser."""
+    return _dump(vmfb, "metadata")
+
+
 def disassemble(vmfb: bytes) -> str:
-    with tempfile.NamedTemporaryFile(suffix=".vmfb") as f:
-        f.write(vmfb)
-        f.flush()
-        proc = subprocess.run(
-            [iree_tool("iree-dump-module"), "--output=disassembly", f.name],
-            capture_output=True,
-            text=True,
-        )
-    if proc.returncode != 0:
-        raise XGenError(f"iree-dump-module failed: {proc.stderr.strip()[:500]}")
-    return proc.stdout
+    return _dump(vmfb, "disassembly")
 
 
 def dispatch_count(vmfb: bytes, include_init: bool = False) -> int:
     """Kernel launches per call of the module: dispatches recorded in every VM function but
     the module initializer (``@__init() -> ()``, which runs once at load time: weight packing
     for data tiling, constant evaluation). ``include_init`` counts those too (the count the
-    project reported before 2026-11-21, session 2)."""
+    project reported before 2026-11-21)."""
     total = init = 0
     in_init = False
     for line in disassemble(vmfb).splitlines():
