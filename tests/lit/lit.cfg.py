@@ -11,6 +11,9 @@ config.excludes = ["Inputs", "lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.environment["PATH"] = os.environ.get("PATH", "")
 config.environment["PYTHONWARNINGS"] = "ignore"
+# A git worktree runs its own sources through the shared .venv by setting PYTHONPATH.
+if os.environ.get("PYTHONPATH"):
+    config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
 
 # The Python FileCheck port installs as `filecheck`; tests are written with `FileCheck`.
 filecheck = shutil.which("filecheck") or shutil.which("FileCheck")
