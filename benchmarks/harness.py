@@ -6,7 +6,7 @@ goes first, and report the median over all timed calls (and the spread: p10/p90,
 calling thread's CPU time per call, which shows a caller that spins while it waits).
 
 Between blocks the harness sleeps ``settle_s`` (10 ms): ONNX Runtime's intra-op threads spin
-after a run before they sleep, and measured on this VM (session 17) the first MobileNetV2 call
+after a run before they sleep, and measured on this VM (2026-11-22) the first MobileNetV2 call
 of xgen_mlir straight after a block of ONNX Runtime calls took 7.2 ms against 5.6 for the
 next ones; 1 ms of idle was enough to remove that. Without the pause, whichever system follows
 ONNX Runtime in the rotation pays for its spinning.
