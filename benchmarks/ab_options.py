@@ -6,14 +6,13 @@ IREE with its best stock flags, timed interleaved in one process (steadier than 
     .venv/bin/python benchmarks/ab_options.py minilm --variant matmul_tile_bytes=1048576
 
 Each ``--variant NAME=VALUE[,NAME=VALUE]`` is one more xgen_mlir system (``NAME=`` with no
-value: the option empty, i.e. IREE's default). Prints median/min ms, GFLOP/s against the
-205 GFLOP/s sgemm rate, and writes JSON.
+value: the option empty, i.e. IREE's default). Prints median/min ms, GFLOP/s against this
+host's measured fp32 matmul rate (host.py), and writes JSON naming the host.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,11 +21,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
-from bench_models import IREE_BEST, KNOWN, SGEMM_GFLOPS, build, iree_plain_with_fallbacks, log
-from harness import time_blocks
+from bench_models import IREE_BEST, KNOWN, build, iree_plain_with_fallbacks, log
+from harness import time_blocks, write_results
+from host import fp32_rate, summary
 from xgen_mlir.analysis.flops import module_flops
 from xgen_mlir.frontend import import_model
 from xgen_mlir.passes.runner import snapshot
+from xgen_mlir.target import host_threads
 
 
 def _options(text: str) -> dict[str, str]:
@@ -65,19 +66,20 @@ def main(argv: list[str] | None = None) -> int:
         rounds=args.rounds,
         block=args.block,
     )
+    peak = fp32_rate(host_threads())
     print(f"\n{args.model} ({gflop:.2f} GFLOP), {args.rounds} rounds x {args.block} calls")
+    print(f"host: {summary(host_threads())}")
     for label, row in rows.items():
         row.update(timing[label])
         rate = gflop / (row["median_ms"] / 1e3)
-        row["gflops"], row["of_sgemm_rate"] = rate, rate / SGEMM_GFLOPS
+        row["gflops"], row["of_sgemm_rate"] = rate, rate / peak
         print(
             f"  {label:<40} median {row['median_ms']:8.2f} ms  min {row['min_ms']:8.2f}  "
-            f"{rate:6.1f} GFLOP/s ({100 * rate / SGEMM_GFLOPS:.0f}%)  "
+            f"{rate:6.1f} GFLOP/s ({100 * rate / peak:.0f}%)  "
             f"{row['dispatches']} dispatches  err {row['max_abs_err']:.1e}"
         )
     out = Path(args.json or Path(__file__).parent / "results" / f"ab-{args.model}.json")
-    out.write_text(json.dumps({"model": args.model, "gflop": gflop, "systems": rows}, indent=2))
-    print(f"wrote {out}")
+    write_results(out, {"model": args.model, "gflop": gflop, "systems": rows})
     return 0
 
 

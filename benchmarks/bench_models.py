@@ -30,6 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
 from harness import time_blocks, write_json
+from host import describe, fp32_rate, summary
 from xgen_mlir.frontend import import_model
 from xgen_mlir.models import transformers_zoo, vision
 from xgen_mlir.runtime import CompiledModule
@@ -42,7 +43,6 @@ IREE_BEST = HOST + [
 ]
 
 
-SGEMM_GFLOPS = 205.0  # 2048^3 sgemm on both cores of this machine (shared/STACK.md)
 # DNNFusion's table (../shared/seeds/001): operators in its graph -> fused layers, for the
 # model nearest to ours (BERT-base stands in for MiniLM and DistilBERT; per layer compares
 # them: 12 layers there, 6 here). Its operator counts are finer than ONNX's (LayerNorm and
@@ -269,8 +269,8 @@ def bench_model(
         results[k].update(v)
         gflops = info["gflop"] / (v["median_ms"] / 1e3)
         results[k]["gflops"] = round(gflops, 1)
-        results[k]["of_peak"] = f"{100 * gflops / SGEMM_GFLOPS:.0f}%"
-    record = {"graph": info, "systems": results}
+        results[k]["of_peak"] = f"{100 * gflops / fp32_rate(threads):.0f}%"
+    record = {"host": describe(threads), "graph": info, "systems": results}
     from xgen_mlir.report import render
 
     report = Path(__file__).parent / "results" / f"report-{name}.html"
@@ -280,7 +280,7 @@ def bench_model(
     return record
 
 
-def print_table(all_records: dict[str, dict]) -> None:
+def print_table(all_records: dict[str, dict], threads: int) -> None:
     all_results = {m: r["systems"] for m, r in all_records.items()}
     variants = sorted(
         {s for r in all_results.values() for s in r if s.startswith("xgen_mlir cpu (")}
@@ -296,7 +296,8 @@ def print_table(all_records: dict[str, dict]) -> None:
     width = {s: max(17, len(s) + 2) for s in systems}
     head = f"{'model':<14}" + "".join(f"{s:>{width[s]}}" for s in systems)
     head += f"{'xgen vs IREE best':>19}"
-    print("\nmedian latency, ms (batch 1, fp32; lower is better)")
+    print(f"\nhost: {summary(threads)}")
+    print("median latency, ms (batch 1, fp32; lower is better)")
     print(head)
     print("-" * len(head))
     for model, res in all_results.items():
@@ -310,7 +311,8 @@ def print_table(all_records: dict[str, dict]) -> None:
     print(
         "\ngraph: PyTorch ops, ONNX ops, linalg ops, dispatches xgen / IREE best, "
         "fused-layer ratios (ONNX ops / dispatches, linalg ops / dispatches), "
-        "GFLOP, achieved rate xgen / IREE best (of the 205 GFLOP/s sgemm rate)"
+        f"GFLOP, achieved rate xgen / IREE best (of this host's fp32 matmul rate, "
+        f"{fp32_rate(threads)} GFLOP/s)"
     )
     for model, rec in all_records.items():
         g, res = rec["graph"], rec["systems"]
@@ -366,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         partial = Path(__file__).parent / "results" / "models-partial.json"
         partial.write_text(json.dumps(all_results, indent=2))  # survives a later crash
-    print_table(all_results)
+    print_table(all_results, args.threads)
     out = (
         Path(args.json)
         if args.json
@@ -374,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     meta = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
-        "host": platform.node(),
+        "hostname": platform.node(),
         "cpus": os.cpu_count(),
         "torch": torch.__version__,
         "rounds": args.rounds,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import statistics
 import sys
 import tempfile
@@ -31,7 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
 from bench_models import IREE_BEST, iree_plain
-from harness import time_blocks
+from harness import time_blocks, write_results
 from profile_dispatches import aggregate, bench_cmd, profile_events
 from xgen_mlir import compress
 from xgen_mlir.frontend import import_model
@@ -186,10 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(__file__).parent / "results" / f"pattern-layers-{dt.date.today().isoformat()}.json"
         )
     )
-    out.write_text(
-        json.dumps({"args": vars(args), "layers": rows, "group_sizes": by_group}, indent=2)
-    )
-    print(f"\nwrote {out}")
+    write_results(out, {"args": vars(args), "layers": rows, "group_sizes": by_group})
     return 0
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
 from bench_models import IREE_BEST, iree_plain, log, onnxruntime_session
-from harness import time_blocks
+from harness import time_blocks, write_results
 from xgen_mlir import compress
 from xgen_mlir.frontend import import_model
 from xgen_mlir.models import vision
@@ -109,8 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(__file__).parent / "results" / f"pattern-models-{dt.date.today().isoformat()}.json"
         )
     )
-    out.write_text(json.dumps({"args": vars(args), "results": results}, indent=2, default=str))
-    print(f"\nwrote {out}")
+    write_results(out, {"args": vars(args), "results": results})
     return 0
 
 

@@ -14,7 +14,6 @@ How each target is timed (median ms of one call, batch 1, fp32):
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import tempfile
@@ -28,6 +27,8 @@ from xgen_mlir.models import transformers_zoo, vision
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from harness import write_results  # noqa: E402
 
 MODELS = {
     "mlp": lambda: (vision.mlp(), (vision.random_input("mlp"),)),
@@ -126,9 +127,7 @@ def main() -> int:
     targets = a.targets.split(",")
     rows = run(a.models.split(","), targets, a.runs)
     print(table(rows, targets))
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps({"rows": rows, "labels": LABEL}, indent=2) + "\n")
-    print(f"wrote {a.out}")
+    write_results(Path(a.out), {"rows": rows, "labels": LABEL})
     return 0
 
 

@@ -66,8 +66,19 @@ def time_blocks(
     return out
 
 
-def write_json(out: Path, meta: dict, results: dict) -> None:
-    """``{"meta": ..., "results": ...}`` to ``out`` (folders created), and say where."""
+def write_json(out: Path, meta: dict, results: dict, threads: int | None = None) -> None:
+    """``{"meta": ..., "results": ...}`` to ``out``; ``meta`` gains the host record."""
+    write_results(out, {"meta": meta, "results": results}, threads or meta.get("threads"))
+
+
+def write_results(out: Path, payload: dict, threads: int | None = None) -> None:
+    """``payload`` plus ``"host"`` (CPU model, ISA flags, measured matmul rates: host.py) as
+    JSON to ``out`` (folders created; written whole or not at all), and say where."""
+    from host import describe
+    from xgen_mlir.fileio import atomic_write_bytes
+    from xgen_mlir.target import host_threads
+
+    record = {"host": describe(threads or host_threads()), **payload}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    atomic_write_bytes(out, (json.dumps(record, indent=1, default=str) + "\n").encode())
     print(f"\nwrote {out}")

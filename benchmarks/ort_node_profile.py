@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_models import KNOWN, build, export_onnx, ort_session
+from harness import write_results
 
 COMPUTE = ("Conv", "FusedConv", "NchwcConv", "Gemm", "MatMul", "FusedMatMul", "FusedGemm")
 OUR_COMPUTE = ("matmul", "conv", "depthwise", "fc / gemv")  # profile_dispatches kinds
@@ -170,8 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                 {"node": n["node"], "ort_ms": n["ms"], "dispatch": r["key"], "ours_ms": r["ms"]}
                 for n, r in paired
             ]
-        Path(a.json).write_text(json.dumps(result, indent=1))
-        print(f"wrote {a.json}")
+        write_results(Path(a.json), result)
     return 0
 
 

@@ -46,6 +46,9 @@ import numpy as np
 
 from xgen_mlir.runtime.waiting import yielding_to_workers
 
+sys.path.insert(0, str(Path(__file__).parent))
+from harness import write_results
+
 FLAG_SETS = {
     "none": [],
     "defaults": ["--iree-llvmcpu-target-cpu=host"],
@@ -434,8 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         "vmfb": str(vmfb),
     }
     out = Path(a.json) if a.json else work / "profile.json"
-    out.write_text(json.dumps(result, indent=1))
-    print(f"wrote {out}")
+    write_results(out, result)
     return 0
 
 

@@ -138,3 +138,33 @@ def test_time_blocks_rotates_and_settles_before_every_block(monkeypatch):
     ]
     assert out["a"]["runs"] == out["b"]["runs"] == 4
     assert out["a"]["min_ms"] <= out["a"]["median_ms"] <= out["a"]["p90_ms"] + 1e-9
+
+
+def test_results_files_name_the_host_and_its_measured_rates(tmp_path, monkeypatch):
+    """Every results file says what CPU it ran on and what a matmul reaches there, measured in
+    the run (never a constant from another machine); the HTML report shows the same."""
+    import host
+
+    monkeypatch.setattr(
+        host, "matmul_gflops", lambda dtype, threads, n=256, calls=2: 12.5 if dtype else None
+    )
+    host.describe.cache_clear()
+    out = tmp_path / "r.json"
+    harness.write_results(out, {"rows": [1]}, threads=1)
+    rec = json.loads(out.read_text())
+    assert rec["rows"] == [1]
+    assert rec["host"]["cpu_model"] and rec["host"]["threads"] == 1
+    assert rec["host"]["matmul_gflops"] == {"float32": 12.5, "bfloat16": 12.5}
+    assert set(rec["host"]["isa_flags"]) <= set(host.ISA_OF_INTEREST)
+    from xgen_mlir.report import render
+
+    page = render("m", {"host": rec["host"], "systems": {}})
+    assert "float32 12.5 GFLOP/s" in page and rec["host"]["cpu_model"] in page
+    host.describe.cache_clear()
+
+
+def test_matmul_rate_is_measured_here():
+    import host
+
+    rate = host.matmul_gflops("float32", threads=1, n=128, calls=2)
+    assert rate is not None and rate > 0.1

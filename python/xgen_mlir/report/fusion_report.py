@@ -2,9 +2,9 @@
 
 Sections: operators by mapping type, dispatches per call with and without xgen_mlir's passes,
 FLOPs before/after graph rewriting, latency of every system measured (with the achieved
-GFLOP/s as a fraction of the machine's sgemm rate), per-dispatch time when a profile is given,
-and the fusion planner's groups with the reason for every refused fusion. Plain HTML with
-inline SVG bars: no JavaScript, no external files.
+GFLOP/s as a fraction of the host's measured fp32 matmul rate), per-dispatch time when a
+profile is given, and the fusion planner's groups with the reason for every refused
+fusion. Plain HTML with inline SVG bars: no JavaScript, no external files.
 """
 
 from __future__ import annotations
@@ -95,6 +95,14 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
         "padding:3px 6px;text-align:left;vertical-align:top}</style>",
         f"<h1>{html.escape(name)}</h1>",
     ]
+    host = data.get("host")
+    if host:  # the machine the numbers are from, with its own measured matmul rates
+        rates = ", ".join(f"{k} {v} GFLOP/s" for k, v in host.get("matmul_gflops", {}).items() if v)
+        parts.append(
+            f"<p>Measured on {html.escape(str(host.get('cpu_model', '?')))} "
+            f"({html.escape(' '.join(host.get('isa_flags', [])))}), {host.get('threads')} "
+            f"threads; matmul rates measured there: {html.escape(rates)}.</p>"
+        )
     info = data.get("graph", {})
     if info:
         parts.append(
@@ -145,7 +153,7 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
                     "system",
                     "median ms",
                     "GFLOP/s",
-                    "of sgemm rate",
+                    "of host fp32 matmul rate",
                     "dispatches",
                     "max |err| vs PyTorch",
                 ],

@@ -1,0 +1,114 @@
+"""What machine a benchmark ran on, measured when it runs: CPU model, ISA flags, matmul rates.
+
+Every results file carries this (``harness.write_json`` adds it), and "achieved rate" columns
+divide by the rate measured here, never by a number from another machine: the same two threads
+reach about 205 GFLOP/s fp32 on one host kind and 432 on another.
+
+Rates are torch's own GEMM (oneDNN/MKL) on ``threads`` threads, square ``n``-sized operands,
+best of a few timed calls after a warm-up: the practical peak a library reaches here.
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+import time
+from pathlib import Path
+
+# The ISA features that decide which kernels a CPU can run fast; all others are left out.
+ISA_OF_INTEREST = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "asimd",
+    "asimddp",
+    "sve",
+    "bf16",
+    "i8mm",
+)
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's marketing name (``model name`` in /proc/cpuinfo), else platform's guess."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith(("model name", "Model", "Hardware")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def isa_flags() -> list[str]:
+    from xgen_mlir.target import cpu_flags
+
+    flags = cpu_flags()
+    return [f for f in ISA_OF_INTEREST if f in flags]
+
+
+def matmul_gflops(dtype: str, threads: int, n: int = 2048, calls: int = 5) -> float | None:
+    """GFLOP/s of torch's n x n x n matmul in ``dtype`` on ``threads`` threads (None if torch
+    cannot run that dtype here)."""
+    import torch
+
+    prev = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        dt = getattr(torch, dtype)
+        a = torch.randn(n, n).to(dt)
+        b = torch.randn(n, n).to(dt)
+        torch.mm(a, b)  # warm-up: packing buffers, thread pool, frequency
+        best = float("inf")
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            torch.mm(a, b)
+            best = min(best, time.perf_counter() - t0)
+        return round(2 * n**3 / best / 1e9, 1)
+    except (RuntimeError, TypeError):
+        return None
+    finally:
+        torch.set_num_threads(prev)
+
+
+@functools.cache
+def describe(threads: int) -> dict:
+    """The host record every results file carries (measured once per process and thread count)."""
+    return {
+        "cpu_model": cpu_model(),
+        "isa_flags": isa_flags(),
+        "machine": platform.machine(),
+        "threads": threads,
+        "matmul_gflops": {
+            "float32": matmul_gflops("float32", threads),
+            "bfloat16": matmul_gflops("bfloat16", threads),
+        },
+    }
+
+
+def fp32_rate(threads: int) -> float:
+    """This host's measured fp32 matmul rate (GFLOP/s) on ``threads`` threads."""
+    return describe(threads)["matmul_gflops"]["float32"] or float("nan")
+
+
+def summary(threads: int) -> str:
+    d = describe(threads)
+    rates = ", ".join(f"{k} {v} GFLOP/s" for k, v in d["matmul_gflops"].items() if v)
+    return f"{d['cpu_model']} ({' '.join(d['isa_flags'])}); {threads} threads: {rates}"
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(json.dumps(describe(int(sys.argv[1]) if len(sys.argv) > 1 else 2), indent=2))
