@@ -7,6 +7,7 @@ or IREE's): both expose the same diagnostic API.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -34,3 +35,10 @@ def format_location(loc: Any) -> str:
     if text.startswith("loc(") and text.endswith(")"):
         text = text[4:-1]
     return text.replace('"', "")
+
+
+def warn_fallback(message: str) -> None:
+    """Say, once per message, that a step fell back (``errors.FallbackWarning``)."""
+    from .errors import FallbackWarning
+
+    warnings.warn(message, FallbackWarning, stacklevel=3)

@@ -88,5 +88,10 @@ class ModuleLoadError(XGenError):
     """A .vmfb file is missing, truncated, corrupt or not loadable on the chosen device."""
 
 
+class FallbackWarning(UserWarning):
+    """A step fell back (IREE rejected a fusion step, a generated kernel is not used): the
+    module is correct but not what was asked for. Said once per cause; the report has it too."""
+
+
 class InputMismatchError(XGenError, ValueError):
     """Call-time inputs do not match the compiled signature (count, shape or dtype)."""

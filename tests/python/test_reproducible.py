@@ -18,7 +18,8 @@ from xgen_mlir import compress
 
 _COMPILE = """
 import sys, xgen_mlir
-xgen_mlir.compile(sys.argv[1], target_options={"inverted_residual_min_bytes": "0"}).save(sys.argv[2])
+options = {"inverted_residual_min_bytes": "0"}
+xgen_mlir.compile(sys.argv[1], target_options=options).save(sys.argv[2])
 """
 
 

@@ -11,6 +11,7 @@ from conftest import check_close
 
 import xgen_mlir
 from xgen_mlir._paths import pipelines_dir
+from xgen_mlir.errors import FallbackWarning
 from xgen_mlir.report import render
 
 pytest.importorskip("iree.compiler")
@@ -87,7 +88,9 @@ def test_rejected_shared_packs_fall_back_to_separate_dispatches(model_and_input,
     info = registry.get_pass("xgen-merge-duplicate-outputs")  # the merge does nothing
     monkeypatch.setitem(registry._REGISTRY, info.name, replace(info, fn=lambda op, o, s: None))
     model, x = model_and_input
-    compiled = xgen_mlir.compile(model, (x,))
+    with pytest.warns(FallbackWarning, match="'xgen-merge-duplicate-outputs' dropped") as said:
+        compiled = xgen_mlir.compile(model, (x,))
+    assert len([w for w in said if issubclass(w.category, FallbackWarning)]) == 1, "said once"
     packs = compiled.report.shared_packs
     assert packs is not None and not packs.fused
     assert "IREE from dispatch-creation failed" in packs.why, packs.why

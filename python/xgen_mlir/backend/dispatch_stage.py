@@ -22,6 +22,7 @@ from typing import Any
 
 from .._mlir import iree_binding
 from .._paths import iree_tool
+from ..diagnostics import warn_fallback
 from ..errors import PipelineError
 from ..passes.registry import DispatchState, get_pass, step_name
 from ..passes.runner import run_steps
@@ -105,6 +106,11 @@ def compile_with_dispatch_steps(
             try:
                 staged = _attempt(first, target, flags, work, stages, set(dropped), seconds)
                 staged.dropped = dict(dropped)
+                for step, why in dropped.items():
+                    warn_fallback(
+                        f"optional dispatch step '{step}' dropped (IREE rejected the module "
+                        f"with it: {why}); the compile went on without it"
+                    )
                 return staged
             except DispatchStageError as e:
                 left = [s for s in optional if s.pass_text not in dropped]

@@ -12,12 +12,12 @@ import re
 import shutil
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._mlir import ir, iree_binding
+from ..diagnostics import warn_fallback
 from ..errors import BackendCompileError
 from ..pipelines import Pipeline
 from .dispatch_stage import DispatchStageError, compile_with_dispatch_steps
@@ -60,9 +60,8 @@ def iree_flags(pipeline: Pipeline, extra: list[str] | None = None) -> list[str]:
 
 def _warn_fallback(why: str | None, pipeline: Pipeline) -> None:
     if why is not None:
-        warnings.warn(
-            f"IREE rejected the module with the '{pipeline.name}' flags; fell back: {why}",
-            stacklevel=4,
+        warn_fallback(
+            f"IREE rejected the module with the '{pipeline.name}' flags; fell back: {why}"
         )
 
 
@@ -196,10 +195,9 @@ def compile_vmfb(
                 continue
             if plan_error is not None:  # IREE takes these flags, but not with our regions
                 fusion_note = f"dispatch steps not used: {plan_error}"
-                warnings.warn(
+                warn_fallback(
                     "xgen_mlir's dispatch steps were rejected; IREE forms the dispatches itself "
-                    f"({plan_error})",
-                    stacklevel=3,
+                    f"({plan_error})"
                 )
             _warn_fallback(why, pipeline)
             return BackendResult(

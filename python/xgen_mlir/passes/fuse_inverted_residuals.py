@@ -48,7 +48,7 @@ from .._mlir import ir
 from ..codegen.inverted_residual import BlockSpec, pick_pixels, pick_rows, unsupported
 from ..codegen.inverted_residual import generate as generate_block
 from ..codegen.toolchain import ToolchainOptions, compile_object
-from ..diagnostics import format_location
+from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
 from .consteval import ConstEval
 from .generic_util import (
@@ -285,10 +285,9 @@ def fuse_inverted_residuals(module_op: ir.Operation, opts: FuseOptions | None = 
                     file=sys.stderr,
                 )
     if any(k.startswith("not fused: C compiler") for k in counts):
-        print(
-            f"xgen-fuse-inverted-residuals: warning: C compiler '{opts.cc}' not found; "
-            "inverted-residual blocks stay unfused",
-            file=sys.stderr,
+        warn_fallback(
+            f"xgen-fuse-inverted-residuals: C compiler '{opts.cc}' not found; "
+            "inverted-residual blocks stay unfused"
         )
     return counts
 

@@ -14,7 +14,6 @@ before this, by ``xgen-fold-batchnorm{sparse-only=true}``), so it costs no pass 
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 from .._mlir import ir
@@ -22,6 +21,7 @@ from ..codegen import dispatch
 from ..codegen.dispatch import EXECUTABLE_ATTR
 from ..codegen.pattern_kernel import SUPPORTED_STRIDES, KernelSpec, generate
 from ..codegen.toolchain import ToolchainOptions, compile_object
+from ..diagnostics import warn_fallback
 from ..dialects.sparse import FKW_CONV, geometry, patterns_of
 from ..irutil import ConstantReader, find_func, ops_named, splice_functions
 from .generic_util import (
@@ -152,10 +152,9 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
     reader = ConstantReader(module_op)
     convs = ops_named(module_op, FKW_CONV)
     if convs and not toolchain.available():
-        print(
-            f"xgen-lower-fkw-kernels: warning: C compiler '{opts.cc}' not found; "
-            f"{len(convs)} pattern convolution(s) run dense instead",
-            file=sys.stderr,
+        warn_fallback(
+            f"xgen-lower-fkw-kernels: C compiler '{opts.cc}' not found; "
+            f"{len(convs)} pattern convolution(s) run dense instead"
         )
     if opts.variant not in ("auto", "pixels", "filters"):
         raise PassFailure(f"variant must be auto, pixels or filters, got '{opts.variant}'")

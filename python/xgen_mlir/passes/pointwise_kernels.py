@@ -41,7 +41,7 @@ import numpy as np
 from .._mlir import ir
 from ..codegen.pointwise import PointwiseSpec, generate, pack_weights, unsupported
 from ..codegen.toolchain import ToolchainOptions, compile_object
-from ..diagnostics import format_location
+from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
 from .consteval import ConstEval
 from .generic_util import (
@@ -238,10 +238,9 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
                     file=sys.stderr,
                 )
     if any(k.startswith("not replaced: C compiler") for k in counts):
-        print(
-            f"xgen-pointwise-kernels: warning: C compiler '{opts.cc}' not found; "
-            "1x1 convs and matrix-vector products stay with IREE",
-            file=sys.stderr,
+        warn_fallback(
+            f"xgen-pointwise-kernels: C compiler '{opts.cc}' not found; "
+            "1x1 convs and matrix-vector products stay with IREE"
         )
     return counts
 
