@@ -38,19 +38,13 @@ def _suite(name):
     if name == "mobilenet_v2":
         x = torch.randn(1, 3, 64, 64, generator=gen)
         return vision.mobilenet_v2(pretrained=True), (x,), 2e-4
+    if name == "efficientnet_b0":  # depthwise 3x3 and 5x5, squeeze-excite, SiLU
+        return vision.efficientnet_b0(), (torch.randn(1, 3, 64, 64, generator=gen),), 1e-4
     if name == "minilm":
         model, inputs = transformers_zoo.minilm(seq=32)
         return model, inputs, 1e-4
     model, inputs = transformers_zoo.gpt2_small(seq=8, n_layer=2)
     return model, inputs, 2e-4
-
-
-# Measured: IREE 3.13's depthwise-conv kernels for the portable profile give wrong numbers on
-# llvmpipe (a lone 3x3 depthwise conv: max err 1.8; iree-run-module agrees, so it is not the
-# host copy). strict: when IREE or Mesa fixes it, this xfail turns into a failure to remove.
-_DEPTHWISE = pytest.mark.xfail(
-    strict=True, reason="depthwise conv wrong on llvmpipe with vp_android_baseline_2022"
-)
 
 
 @pytest.mark.parametrize(
@@ -59,7 +53,8 @@ _DEPTHWISE = pytest.mark.xfail(
         "mlp",
         "small_cnn",
         "resnet18",
-        pytest.param("mobilenet_v2", marks=_DEPTHWISE),
+        "mobilenet_v2",
+        "efficientnet_b0",
         "minilm",
         "gpt2_small_2_layers",
     ],

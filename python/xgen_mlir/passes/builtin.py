@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     scale_to_weights,
     set_entry_point,
     split_reductions,
+    unroll_depthwise_taps,
     verify_iree_input,
     verify_sparse,
     winograd_convs,

@@ -284,3 +284,51 @@ def merge_duplicate_outputs(module_op: Any, opts: PrintOptions, state: DispatchS
     state.records["shared_packs"] = SharedPacks(True, merged)
     if opts.print:
         print(f"merged {merged} duplicate dispatch outputs", file=sys.stderr)
+
+
+# Ops whose result IREE may write straight into a padded buffer (the pad's interior) when a
+# tensor.pad reads it; block arguments and constants are copied by a pad dispatch anyway.
+_COMPUTED = ("linalg.", "tensor.collapse_shape", "tensor.expand_shape")
+
+
+@register_pass(
+    "xgen-isolate-pad-sources",
+    "A zero pad of a computed value reads it through util.optimization_barrier, so IREE pads "
+    "in a copy dispatch instead of storing the producer's result into the padded buffer.",
+    PrintOptions,
+    phase=DISPATCH,
+)
+def isolate_pad_sources(module_op: Any, opts: PrintOptions, state: DispatchState) -> None:
+    """Why: IREE 3.13's SPIR-V codegen vectorizes the producer's stores into the padded
+    buffer's interior (offset 1 along W) as if the offset were a multiple of the vector width:
+    the store index is floored, and a 1x1 conv -> pad -> depthwise conv (MobileNetV2's
+    blocks) gives wrong numbers on llvmpipe (docs/targets.md). The copy dispatch IREE makes
+    for a pad of a barrier's result stores element by element, and is right."""
+    ir = binding_of(module_op.context).ir
+    isolated = 0
+    with module_op.context:
+        for name, block in function_blocks(module_op):
+            pads: list[Any] = []
+
+            def visit(op: Any, pads: list[Any] = pads) -> Any:
+                if op.name == "tensor.pad":
+                    pads.append(op)
+                return ir.WalkResult.ADVANCE
+
+            block.owner.walk(visit)
+            for pad in pads:
+                source = pad.operands[0]
+                owner = source.owner
+                if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+                    owner = owner.operation
+                if not isinstance(owner, ir.Operation) or not owner.name.startswith(_COMPUTED):
+                    continue
+                with ir.InsertionPoint(pad), pad.location:
+                    barrier = ir.Operation.create(
+                        "util.optimization_barrier", results=[source.type], operands=[source]
+                    )
+                pad.operands[0] = barrier.results[0]
+                isolated += 1
+                if opts.print:
+                    print(f"xgen-isolate-pad-sources: {name}: {pad.location}", file=sys.stderr)
+    state.records["isolated_pads"] = isolated
