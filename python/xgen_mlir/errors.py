@@ -84,6 +84,11 @@ class BackendCompileError(XGenError):
     """IREE refused to compile the module (message carries IREE's diagnostics)."""
 
 
+class CacheError(XGenError):
+    """A cache folder cannot be created, read or written (the message names it and how to
+    point the cache elsewhere)."""
+
+
 class ModuleLoadError(XGenError):
     """A .vmfb file is missing, truncated, corrupt or not loadable on the chosen device."""
 
