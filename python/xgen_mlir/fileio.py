@@ -1,5 +1,11 @@
-"""Files that must survive a crash: written to a temporary file beside the target, then
-renamed over it, so a reader sees the old file or the new one, never a truncated one."""
+"""Files that must survive a crash, and the temporary files a compile makes.
+
+Cache and output files are written to a temporary file beside the target, then renamed over
+it, so a reader sees the old file or the new one, never a truncated one. Scratch folders
+(a failed pipeline's reproducer, IREE's input) are removed when the compile ends, failed or
+not, unless the user asked to keep them: ``keep_temps=True`` (``--keep-temps`` on the CLIs,
+or ``XGEN_KEEP_TEMPS=1``); then the error says where they are.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,22 @@ import time
 from pathlib import Path
 
 from .errors import XGenError
+
+KEEP_TEMPS_ENV = "XGEN_KEEP_TEMPS"
+
+# How an error tells the user to keep what it deleted.
+KEEP_TEMPS_HOW = (
+    f"rerun with keep_temps=True, --keep-temps (xgen-opt, xgen-compile) or {KEEP_TEMPS_ENV}=1"
+)
+
+
+def keep_temps(requested: bool | None = None) -> bool:
+    """Whether scratch folders outlive the compile: ``requested`` if given, else the
+    ``XGEN_KEEP_TEMPS`` environment variable (set and not ``0``/``false``/``no``)."""
+    if requested is not None:
+        return requested
+    value = os.environ.get(KEEP_TEMPS_ENV, "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:

@@ -76,8 +76,10 @@ def compile_with_dispatch_steps(
     flags: list[str],
     work: Path,
     stages: list[tuple[str, list[Step]]],
+    keep_temps: bool | None = None,
 ) -> StagedCompile:
-    """``stages``: ``Pipeline.dispatch_stages()``, (IREE phase, steps) in IREE's order."""
+    """``stages``: ``Pipeline.dispatch_stages()``, (IREE phase, steps) in IREE's order.
+    ``keep_temps``: a failing step keeps its input IR as a reproducer (``run_steps``)."""
     seconds: dict[str, float] = {}
     target = [f"--iree-hal-target-backends={b}" for b in backends]
     first_phase = stages[0][0]
@@ -103,7 +105,9 @@ def compile_with_dispatch_steps(
     try:
         while True:
             try:
-                staged = _attempt(first, target, flags, work, stages, set(dropped), seconds)
+                staged = _attempt(
+                    first, target, flags, work, stages, set(dropped), seconds, keep_temps
+                )
                 staged.dropped = dict(dropped)
                 return staged
             except DispatchStageError as e:
@@ -124,6 +128,7 @@ def _attempt(
     stages: list[tuple[str, list[Step]]],
     skipped: set[str],
     seconds: dict[str, float],
+    keep_temps: bool | None,
 ) -> StagedCompile:
     ir = iree_binding().ir
     compile_tool = iree_tool("iree-compile")
@@ -165,11 +170,15 @@ def _attempt(
                 [s.pass_text for s in active],
                 what=f"dispatch steps at {phase}",
                 state=state,
-                keep_reproducer=False,
+                keep_temps=keep_temps,
             )
             module.operation.verify()
-        except PipelineError as e:
-            raise DispatchStageError(str(e)[:2000], "steps") from None
+        except PipelineError as e:  # short, but with the reproducer when one was kept
+            text = str(e)
+            if len(text) > 2000:
+                tail = f"\n...\nreproduce with:\n  {e.reproducer}" if e.reproducer else ""
+                text = text[: 2000 - len(tail)] + tail
+            raise DispatchStageError(text, "steps") from None
         except ir.MLIRError as e:  # a step's bug: never hand IREE broken IR
             raise DispatchStageError(
                 f"the steps left IR that does not verify: {str(e)[:500]}", "steps"

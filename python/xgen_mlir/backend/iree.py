@@ -3,12 +3,15 @@
 IREE has its own MLIR copy, so the module crosses as MLIR bytecode in a temp file. The
 target's flags come from its pipeline file; if IREE rejects the module with them, the
 pipeline's fallbacks are tried in order (each drops flags known to break some models), and
-the one that worked is recorded. IREE's diagnostics are kept, trimmed, in the error.
+the one that worked is recorded. IREE's diagnostics are kept, trimmed, in the error, and
+the scratch folder with IREE's input is removed, failed or not, unless the user asked to keep
+it (``keep_temps``): then the error names it and the ``iree-compile`` command to rerun.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import tempfile
 import time
@@ -18,7 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from .._mlir import ir, iree_binding
-from ..errors import BackendCompileError
+from .._paths import iree_tool
+from ..errors import BackendCompileError, XGenError
+from ..fileio import KEEP_TEMPS_HOW
+from ..fileio import keep_temps as temps_kept
 from ..pipelines import Pipeline
 from .dispatch_stage import DispatchStageError, compile_with_dispatch_steps
 from .extern_kernels import materialize
@@ -74,6 +80,7 @@ def compile_outputs(
     dump_executables: Path | None = None,
     external_weights: int | None = None,
     stem: str = "model",
+    keep_temps: bool | None = None,
 ) -> BackendResult:
     """``compile_vmfb`` plus the outputs the pipeline's ``[iree] outputs`` ask for besides the
     module: a static library (``<stem>.o`` + ``<stem>.h``) and the VM program as C source
@@ -89,6 +96,7 @@ def compile_outputs(
             dump_executables=dump_executables,
             external_weights=external_weights,
             stem=stem,
+            keep_temps=keep_temps,
         )
         if "vm-c" in pipeline.outputs:  # the VM program as C source (no bytecode interpreter)
             c_module = compile_vmfb(
@@ -97,6 +105,7 @@ def compile_outputs(
                 extra_flags=[*extra, "--output-format=vm-c"],
                 external_weights=external_weights,
                 stem=stem,
+                keep_temps=keep_temps,
             )
             result.artifacts[f"{stem}_module.c"] = c_module.vmfb
         for name in (f"{stem}.o", f"{stem}.h"):
@@ -114,12 +123,15 @@ def compile_vmfb(
     work_dir: Path | None = None,
     external_weights: int | None = None,
     stem: str = "input",
+    keep_temps: bool | None = None,
 ) -> BackendResult:
     """Compile ``module`` with IREE for ``pipeline``'s target, with fallbacks.
 
     ``external_weights``: move ``dense_resource`` weights of at least this many bytes into a
     parameter archive (``result.weights``) instead of the module. ``stem`` names IREE's input
     file, which IREE uses to name static libraries (``<stem>_linked_library_query``).
+    The scratch folder holding IREE's input is removed unless it is the caller's ``work_dir``
+    or the compile failed and ``keep_temps`` (None: ``XGEN_KEEP_TEMPS``) asks to keep it.
     """
     import iree.compiler as ic
 
@@ -131,8 +143,8 @@ def compile_vmfb(
     candidates += [(fb.why, fb.apply(base)) for fb in pipeline.fallbacks]
     tmp = Path(work_dir or tempfile.mkdtemp(prefix="xgen-iree-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    owned = work_dir is None  # our scratch folder: removed unless the compile fails
-    failed = False
+    owned = work_dir is None  # our scratch folder
+    keep = False  # set when a failed compile's folder is kept for the user
     try:
         weights = None
         src = tmp / f"{stem}.mlirbc"
@@ -166,7 +178,7 @@ def compile_vmfb(
                 # IREE bug on the main flags) still gets the steps on the fallback's flags.
                 try:
                     staged = compile_with_dispatch_steps(
-                        src, list(pipeline.backends), flags, tmp, stages
+                        src, list(pipeline.backends), flags, tmp, stages, keep_temps
                     )
                     _warn_fallback(why, pipeline)
                     return BackendResult(
@@ -211,12 +223,25 @@ def compile_vmfb(
                 weights=weights,
                 fusion_note=fusion_note,
             )
-        failed = True
-        raise BackendCompileError(
+        message = (
             f"IREE could not compile the module for target '{pipeline.name}' "
-            f"(tried {len(candidates)} flag sets; the input is saved at {src}).\n"
+            f"(tried {len(candidates)} flag sets).\n"
             f"First attempt's diagnostics:\n{attempts[0]}"
         )
+        keep = not owned or temps_kept(keep_temps)
+        if not keep:
+            raise BackendCompileError(
+                f"{message}\nIREE's input was not kept; to keep it, {KEEP_TEMPS_HOW}"
+            )
+        try:
+            tool = iree_tool("iree-compile")
+        except XGenError:
+            tool = "iree-compile"
+        targets = [f"--iree-hal-target-backends={b}" for b in pipeline.backends]
+        cmd = shlex.join([tool, str(src), *targets, *base, "-o", str(tmp / "out.vmfb")])
+        raise BackendCompileError(
+            f"{message}\nIREE's input is kept at {src}; reproduce with:\n  {cmd}", tmp
+        )
     finally:
-        if owned and not failed:
+        if owned and not keep:
             shutil.rmtree(tmp, ignore_errors=True)
