@@ -153,11 +153,16 @@ def _f64_model():
     return model, (torch.randn(2, 4, dtype=torch.float64),)
 
 
-def test_failed_iree_compile_leaves_no_temp_folder(tmpdir_env):
+def test_failed_iree_compile_shows_the_error_not_the_warning_and_cleans_up(tmpdir_env):
     model, inputs = _f64_model()
     with pytest.raises(errors.BackendCompileError) as caught:
         xgen_mlir.compile(model, inputs)
-    assert "keep_temps=True" in str(caught.value) and caught.value.kept is None
+    text = str(caught.value)
+    assert "error: 'arith.constant' op failed to verify" in text
+    assert "WARNING" not in text and "Old signature" not in text
+    assert "The model computes in float64 (@main input 0: tensor<2x4xf64>" in text
+    assert "--iree-input-demote-f64-to-f32=false" in text
+    assert "keep_temps=True" in text and caught.value.kept is None
     assert _xgen_entries(tmpdir_env) == []
 
 
@@ -170,6 +175,17 @@ def test_kept_iree_input_reproduces_the_failure(tmpdir_env):
     cmd = str(caught.value).split("reproduce with:\n", 1)[1].strip()
     proc = subprocess.run(shlex.split(cmd), capture_output=True, text=True)
     assert proc.returncode != 0 and "failed to verify" in proc.stderr
+
+
+def test_f64_compiles_on_cpu_when_demotion_is_off(tmpdir_env):
+    """What the error suggests works: llvm-cpu computes in float64."""
+    model, inputs = _f64_model()
+    module = xgen_mlir.compile(
+        model, inputs, extra_iree_flags=["--iree-input-demote-f64-to-f32=false"]
+    )
+    got = module(*inputs)
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got, model(*inputs).detach(), rtol=1e-12, atol=1e-12)
 
 
 # -- a successful compile -----------------------------------------------------------------

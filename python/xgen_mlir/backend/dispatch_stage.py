@@ -49,11 +49,17 @@ class DispatchStageError(Exception):
         self.stage = stage
 
 
+def error_lines(stderr: str, limit: int = 8) -> list[str]:
+    """IREE's ``error:`` lines, or when it printed none its other lines, notes left out: the
+    real error, not the warnings printed before it (IREE's f64 demotion warning is 6 lines)."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip() and "note:" not in ln]
+    return ([ln for ln in lines if "error:" in ln] or lines)[:limit]
+
+
 def _run(cmd: list[str], what: str, stage: str = "after-steps") -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.splitlines() if "note:" not in ln][:8]
-        raise DispatchStageError(f"{what} failed: " + "\n".join(lines), stage)
+        raise DispatchStageError(f"{what} failed:\n" + "\n".join(error_lines(proc.stderr)), stage)
 
 
 def _info(step: Step) -> Any:

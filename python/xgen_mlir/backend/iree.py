@@ -22,11 +22,12 @@ from typing import Any
 
 from .._mlir import ir, iree_binding
 from .._paths import iree_tool
+from ..diagnostics import format_location
 from ..errors import BackendCompileError, XGenError
 from ..fileio import KEEP_TEMPS_HOW
 from ..fileio import keep_temps as temps_kept
 from ..pipelines import Pipeline
-from .dispatch_stage import DispatchStageError, compile_with_dispatch_steps
+from .dispatch_stage import DispatchStageError, compile_with_dispatch_steps, error_lines
 from .extern_kernels import materialize
 from .params import Externalized, externalize_weights
 
@@ -52,11 +53,49 @@ class BackendResult:
 
 
 def _trim(text: str, limit: int = 40) -> str:
-    lines = [ln for ln in text.splitlines() if ln.strip() and "Invoked with" not in ln]
-    errors = [ln for ln in lines if "error:" in ln] or lines
-    out = errors[:limit]
-    return "\n".join(out) + (
-        f"\n... ({len(errors) - limit} more lines)" if len(errors) > limit else ""
+    text = "\n".join(ln for ln in text.splitlines() if "Invoked with" not in ln)
+    lines = error_lines(text, limit=1 << 30)
+    return "\n".join(lines[:limit]) + (
+        f"\n... ({len(lines) - limit} more lines)" if len(lines) > limit else ""
+    )
+
+
+def _walk(op: Any) -> Any:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield inner.operation
+                yield from _walk(inner.operation)
+
+
+def _f64_note(module: ir.Module) -> str:
+    """For an error on a module that holds float64 values: where they are, and what to do.
+    IREE demotes f64 to f32 before codegen (``--iree-input-demote-f64-to-f32``, on by default),
+    and that demotion fails on f64 weights, with an error that does not mention f64."""
+    inputs, ops, first = [], 0, ""
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and "sym_visibility" not in op.attributes:
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            fn = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+            inputs += [
+                f"@{name} input {i}: {t}" for i, t in enumerate(fn.inputs) if "f64" in str(t)
+            ]
+    for op in _walk(module.operation):
+        if any("f64" in str(r.type) for r in op.results):
+            ops += 1
+            loc = format_location(op.location)
+            if not first and "unknown" not in loc:  # the first one a user can find
+                first = f", the first with a location: {op.name} at {loc}"
+    if not inputs and not ops:
+        return ""
+    where = "; ".join(inputs[:3]) + (f" ... {len(inputs) - 3} more" if len(inputs) > 3 else "")
+    return (
+        f"\nThe model computes in float64 ({where or 'no f64 inputs'}; {ops} op(s) make f64 "
+        f"values{first}). IREE demotes f64 to f32 "
+        "(--iree-input-demote-f64-to-f32, on by default), which fails on f64 weights: convert "
+        "the model and its inputs to float32 (model.float()), or on llvm-cpu targets keep f64 "
+        "with extra_iree_flags=['--iree-input-demote-f64-to-f32=false']."
     )
 
 
@@ -226,7 +265,7 @@ def compile_vmfb(
         message = (
             f"IREE could not compile the module for target '{pipeline.name}' "
             f"(tried {len(candidates)} flag sets).\n"
-            f"First attempt's diagnostics:\n{attempts[0]}"
+            f"First attempt's diagnostics:\n{attempts[0]}{_f64_note(module)}"
         )
         keep = not owned or temps_kept(keep_temps)
         if not keep:
