@@ -5,9 +5,11 @@ The dependency direction is one way: frontend -> passes -> backend -> runtime.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -40,6 +42,9 @@ class CompileOptions:
     # Weights of at least this many bytes go to a parameter archive (.irpa) beside the module,
     # not into it (True: 0 bytes, i.e. all of them). save_bundle() writes both.
     external_weights: int | bool | None = None
+    # Keep a failed compile's scratch folders (the pipeline's input IR, IREE's input) and name
+    # them, with the command to rerun, in the error. None: the XGEN_KEEP_TEMPS variable.
+    keep_temps: bool | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> CompileOptions:
@@ -107,6 +112,7 @@ def compile(
         pipeline.pass_steps(opts.entry),
         what=f"pipeline '{pipeline.name}'",
         dump_dir=dump_dir,
+        keep_temps=opts.keep_temps,
     )
     report.flops_after_rewrites = module_flops(module.operation)
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
@@ -121,6 +127,7 @@ def compile(
         dump_executables=Path(opts.dump_executables) if opts.dump_executables else None,
         external_weights=ext_bytes,
         stem="model",
+        keep_temps=opts.keep_temps,
     )
     report.stage_seconds["iree-compile"] = time.perf_counter() - t0
     report.iree_flags, report.fallback_used = result.flags, result.fallback_used
@@ -132,18 +139,21 @@ def compile(
         timings = ", ".join(f"{k} {v:.1f}s" for k, v in report.stage_seconds.items())
         print(f"xgen_mlir.compile[{target}]: {timings}", file=sys.stderr)
 
-    params = None
+    params, weights_dir = None, None
     if result.weights is not None and result.weights.weights:
-        params = write_irpa(
-            result.weights.weights, Path(tempfile.mkdtemp(prefix="xgen-w-")) / "weights.irpa"
-        )
+        weights_dir = Path(tempfile.mkdtemp(prefix="xgen-w-"))
+        try:
+            params = write_irpa(result.weights.weights, weights_dir / "weights.irpa")
+        except BaseException:
+            shutil.rmtree(weights_dir, ignore_errors=True)
+            raise
     build_info = {  # for bundles' manifests
         "target_options": dict(pipeline.option_values),
         "iree_flags": result.portable_flags(),
         "arch": pipeline.runtime.arch,
         "emulator": pipeline.runtime.emulator,
     }
-    return CompiledModule(
+    compiled = CompiledModule(
         result.vmfb,
         entry=opts.entry,
         device=opts.device,
@@ -154,3 +164,6 @@ def compile(
         report=report,
         build_info=build_info,
     )
+    if weights_dir is not None:  # the archive lives as long as the module (save_bundle copies it)
+        weakref.finalize(compiled, shutil.rmtree, weights_dir, ignore_errors=True)
+    return compiled

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 class XGenError(Exception):
@@ -73,15 +74,28 @@ class UnknownNameError(XGenError, KeyError):
 
 
 class PipelineError(XGenError):
-    """A pass pipeline failed; the message names the failing step and a reproducer command."""
+    """A pass pipeline failed; the message names the failing step, then either where its input
+    IR was kept and the command that reproduces the failure, or how to keep it."""
 
-    def __init__(self, message: str, reproducer: str | None = None) -> None:
-        self.reproducer = reproducer
+    def __init__(
+        self, message: str, reproducer: str | None = None, kept: Path | None = None
+    ) -> None:
+        self.reproducer, self.kept = reproducer, kept
         super().__init__(message + (f"\nreproduce with:\n  {reproducer}" if reproducer else ""))
 
 
 class BackendCompileError(XGenError):
-    """IREE refused to compile the module (message carries IREE's diagnostics)."""
+    """IREE refused to compile the module (message carries IREE's diagnostics). ``kept``: the
+    folder with IREE's input, when the user asked to keep it."""
+
+    def __init__(self, message: str, kept: Path | None = None) -> None:
+        self.kept = kept
+        super().__init__(message)
+
+
+class CacheError(XGenError):
+    """A cache folder cannot be created, read or written (the message names it and how to
+    point the cache elsewhere)."""
 
 
 class ModuleLoadError(XGenError):

@@ -1,13 +1,36 @@
-"""Files that must survive a crash: written to a temporary file beside the target, then
-renamed over it, so a reader sees the old file or the new one, never a truncated one."""
+"""Files that must survive a crash, and the temporary files a compile makes.
+
+Cache and output files are written to a temporary file beside the target, then renamed over
+it, so a reader sees the old file or the new one, never a truncated one. Scratch folders
+(a failed pipeline's reproducer, IREE's input) are removed when the compile ends, failed or
+not, unless the user asked to keep them: ``keep_temps=True`` (``--keep-temps`` on the CLIs,
+or ``XGEN_KEEP_TEMPS=1``); then the error says where they are.
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from .errors import XGenError
+
+KEEP_TEMPS_ENV = "XGEN_KEEP_TEMPS"
+
+# How an error tells the user to keep what it deleted.
+KEEP_TEMPS_HOW = (
+    f"rerun with keep_temps=True, --keep-temps (xgen-opt, xgen-compile) or {KEEP_TEMPS_ENV}=1"
+)
+
+
+def keep_temps(requested: bool | None = None) -> bool:
+    """Whether scratch folders outlive the compile: ``requested`` if given, else the
+    ``XGEN_KEEP_TEMPS`` environment variable (set and not ``0``/``false``/``no``)."""
+    if requested is not None:
+        return requested
+    value = os.environ.get(KEEP_TEMPS_ENV, "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -28,3 +51,24 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def remove_stale_temporaries(folder: Path, max_age_s: float = 3600.0) -> int:
+    """Delete ``*.tmp*`` files in ``folder`` older than ``max_age_s``: what a writer killed
+    between writing and renaming left behind (younger ones may still be being written by
+    another process). Returns how many were removed; errors are ignored."""
+    removed, now = 0, time.time()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        if ".tmp" not in entry.name:
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) and now - entry.stat().st_mtime > max_age_s:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:
+            pass
+    return removed

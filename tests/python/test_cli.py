@@ -84,7 +84,7 @@ def test_failing_pipeline_reproducer_reproduces(tmp_path):
         "  %a = torch.aten.erfinv %x : !torch.vtensor<[4],f32> -> !torch.vtensor<[4],f32>\n"
         "  return %a : !torch.vtensor<[4],f32>\n}\n"
     )
-    proc = run(str(BIN / "xgen-opt"), str(src), "--pipeline=cpu", ok=False)
+    proc = run(str(BIN / "xgen-opt"), str(src), "--pipeline=cpu", "--keep-temps", ok=False)
     assert proc.returncode == 1
     assert "torch.aten.erfinv x1" in proc.stderr
     cmd = re.search(r"reproduce with:\n\s+(xgen-opt .*)", proc.stderr)

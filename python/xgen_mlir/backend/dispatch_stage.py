@@ -50,11 +50,17 @@ class DispatchStageError(Exception):
         self.stage = stage
 
 
+def error_lines(stderr: str, limit: int = 8) -> list[str]:
+    """IREE's ``error:`` lines, or when it printed none its other lines, notes left out: the
+    real error, not the warnings printed before it (IREE's f64 demotion warning is 6 lines)."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip() and "note:" not in ln]
+    return ([ln for ln in lines if "error:" in ln] or lines)[:limit]
+
+
 def _run(cmd: list[str], what: str, stage: str = "after-steps") -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.splitlines() if "note:" not in ln][:8]
-        raise DispatchStageError(f"{what} failed: " + "\n".join(lines), stage)
+        raise DispatchStageError(f"{what} failed:\n" + "\n".join(error_lines(proc.stderr)), stage)
 
 
 def _info(step: Step) -> Any:
@@ -77,8 +83,10 @@ def compile_with_dispatch_steps(
     flags: list[str],
     work: Path,
     stages: list[tuple[str, list[Step]]],
+    keep_temps: bool | None = None,
 ) -> StagedCompile:
-    """``stages``: ``Pipeline.dispatch_stages()``, (IREE phase, steps) in IREE's order."""
+    """``stages``: ``Pipeline.dispatch_stages()``, (IREE phase, steps) in IREE's order.
+    ``keep_temps``: a failing step keeps its input IR as a reproducer (``run_steps``)."""
     seconds: dict[str, float] = {}
     target = [f"--iree-hal-target-backends={b}" for b in backends]
     first_phase = stages[0][0]
@@ -104,7 +112,9 @@ def compile_with_dispatch_steps(
     try:
         while True:
             try:
-                staged = _attempt(first, target, flags, work, stages, set(dropped), seconds)
+                staged = _attempt(
+                    first, target, flags, work, stages, set(dropped), seconds, keep_temps
+                )
                 staged.dropped = dict(dropped)
                 for step, why in dropped.items():
                     warn_fallback(
@@ -130,6 +140,7 @@ def _attempt(
     stages: list[tuple[str, list[Step]]],
     skipped: set[str],
     seconds: dict[str, float],
+    keep_temps: bool | None,
 ) -> StagedCompile:
     ir = iree_binding().ir
     compile_tool = iree_tool("iree-compile")
@@ -171,11 +182,15 @@ def _attempt(
                 [s.pass_text for s in active],
                 what=f"dispatch steps at {phase}",
                 state=state,
-                keep_reproducer=False,
+                keep_temps=keep_temps,
             )
             module.operation.verify()
-        except PipelineError as e:
-            raise DispatchStageError(str(e)[:2000], "steps") from None
+        except PipelineError as e:  # short, but with the reproducer when one was kept
+            text = str(e)
+            if len(text) > 2000:
+                tail = f"\n...\nreproduce with:\n  {e.reproducer}" if e.reproducer else ""
+                text = text[: 2000 - len(tail)] + tail
+            raise DispatchStageError(text, "steps") from None
         except ir.MLIRError as e:  # a step's bug: never hand IREE broken IR
             raise DispatchStageError(
                 f"the steps left IR that does not verify: {str(e)[:500]}", "steps"

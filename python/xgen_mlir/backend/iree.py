@@ -3,12 +3,15 @@
 IREE has its own MLIR copy, so the module crosses as MLIR bytecode in a temp file. The
 target's flags come from its pipeline file; if IREE rejects the module with them, the
 pipeline's fallbacks are tried in order (each drops flags known to break some models), and
-the one that worked is recorded. IREE's diagnostics are kept, trimmed, in the error.
+the one that worked is recorded. IREE's diagnostics are kept, trimmed, in the error, and
+the scratch folder with IREE's input is removed, failed or not, unless the user asked to keep
+it (``keep_temps``): then the error names it and the ``iree-compile`` command to rerun.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import tempfile
 import time
@@ -17,10 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from .._mlir import ir, iree_binding
-from ..diagnostics import warn_fallback
-from ..errors import BackendCompileError
+from .._paths import iree_tool
+from ..diagnostics import format_location, warn_fallback
+from ..errors import BackendCompileError, XGenError
+from ..fileio import KEEP_TEMPS_HOW
+from ..fileio import keep_temps as temps_kept
 from ..pipelines import Pipeline
-from .dispatch_stage import DispatchStageError, compile_with_dispatch_steps
+from .dispatch_stage import DispatchStageError, compile_with_dispatch_steps, error_lines
 from .extern_kernels import materialize
 from .params import Externalized, externalize_weights
 
@@ -46,11 +52,49 @@ class BackendResult:
 
 
 def _trim(text: str, limit: int = 40) -> str:
-    lines = [ln for ln in text.splitlines() if ln.strip() and "Invoked with" not in ln]
-    errors = [ln for ln in lines if "error:" in ln] or lines
-    out = errors[:limit]
-    return "\n".join(out) + (
-        f"\n... ({len(errors) - limit} more lines)" if len(errors) > limit else ""
+    text = "\n".join(ln for ln in text.splitlines() if "Invoked with" not in ln)
+    lines = error_lines(text, limit=1 << 30)
+    return "\n".join(lines[:limit]) + (
+        f"\n... ({len(lines) - limit} more lines)" if len(lines) > limit else ""
+    )
+
+
+def _walk(op: Any) -> Any:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield inner.operation
+                yield from _walk(inner.operation)
+
+
+def _f64_note(module: ir.Module) -> str:
+    """For an error on a module that holds float64 values: where they are, and what to do.
+    IREE demotes f64 to f32 before codegen (``--iree-input-demote-f64-to-f32``, on by default),
+    and that demotion fails on f64 weights, with an error that does not mention f64."""
+    inputs, ops, first = [], 0, ""
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and "sym_visibility" not in op.attributes:
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            fn = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+            inputs += [
+                f"@{name} input {i}: {t}" for i, t in enumerate(fn.inputs) if "f64" in str(t)
+            ]
+    for op in _walk(module.operation):
+        if any("f64" in str(r.type) for r in op.results):
+            ops += 1
+            loc = format_location(op.location)
+            if not first and "unknown" not in loc:  # the first one a user can find
+                first = f", the first with a location: {op.name} at {loc}"
+    if not inputs and not ops:
+        return ""
+    where = "; ".join(inputs[:3]) + (f" ... {len(inputs) - 3} more" if len(inputs) > 3 else "")
+    return (
+        f"\nThe model computes in float64 ({where or 'no f64 inputs'}; {ops} op(s) make f64 "
+        f"values{first}). IREE demotes f64 to f32 "
+        "(--iree-input-demote-f64-to-f32, on by default), which fails on f64 weights: convert "
+        "the model and its inputs to float32 (model.float()), or on llvm-cpu targets keep f64 "
+        "with extra_iree_flags=['--iree-input-demote-f64-to-f32=false']."
     )
 
 
@@ -73,6 +117,7 @@ def compile_outputs(
     dump_executables: Path | None = None,
     external_weights: int | None = None,
     stem: str = "model",
+    keep_temps: bool | None = None,
 ) -> BackendResult:
     """``compile_vmfb`` plus the outputs the pipeline's ``[iree] outputs`` ask for besides the
     module: a static library (``<stem>.o`` + ``<stem>.h``) and the VM program as C source
@@ -88,6 +133,7 @@ def compile_outputs(
             dump_executables=dump_executables,
             external_weights=external_weights,
             stem=stem,
+            keep_temps=keep_temps,
         )
         if "vm-c" in pipeline.outputs:  # the VM program as C source (no bytecode interpreter)
             c_module = compile_vmfb(
@@ -96,6 +142,7 @@ def compile_outputs(
                 extra_flags=[*extra, "--output-format=vm-c"],
                 external_weights=external_weights,
                 stem=stem,
+                keep_temps=keep_temps,
             )
             result.artifacts[f"{stem}_module.c"] = c_module.vmfb
         for name in (f"{stem}.o", f"{stem}.h"):
@@ -113,12 +160,15 @@ def compile_vmfb(
     work_dir: Path | None = None,
     external_weights: int | None = None,
     stem: str = "input",
+    keep_temps: bool | None = None,
 ) -> BackendResult:
     """Compile ``module`` with IREE for ``pipeline``'s target, with fallbacks.
 
     ``external_weights``: move ``dense_resource`` weights of at least this many bytes into a
     parameter archive (``result.weights``) instead of the module. ``stem`` names IREE's input
     file, which IREE uses to name static libraries (``<stem>_linked_library_query``).
+    The scratch folder holding IREE's input is removed unless it is the caller's ``work_dir``
+    or the compile failed and ``keep_temps`` (None: ``XGEN_KEEP_TEMPS``) asks to keep it.
     """
     import iree.compiler as ic
 
@@ -130,8 +180,8 @@ def compile_vmfb(
     candidates += [(fb.why, fb.apply(base)) for fb in pipeline.fallbacks]
     tmp = Path(work_dir or tempfile.mkdtemp(prefix="xgen-iree-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    owned = work_dir is None  # our scratch folder: removed unless the compile fails
-    failed = False
+    owned = work_dir is None  # our scratch folder
+    keep = False  # set when a failed compile's folder is kept for the user
     try:
         weights = None
         src = tmp / f"{stem}.mlirbc"
@@ -165,7 +215,7 @@ def compile_vmfb(
                 # IREE bug on the main flags) still gets the steps on the fallback's flags.
                 try:
                     staged = compile_with_dispatch_steps(
-                        src, list(pipeline.backends), flags, tmp, stages
+                        src, list(pipeline.backends), flags, tmp, stages, keep_temps
                     )
                     _warn_fallback(why, pipeline)
                     return BackendResult(
@@ -209,12 +259,25 @@ def compile_vmfb(
                 weights=weights,
                 fusion_note=fusion_note,
             )
-        failed = True
-        raise BackendCompileError(
+        message = (
             f"IREE could not compile the module for target '{pipeline.name}' "
-            f"(tried {len(candidates)} flag sets; the input is saved at {src}).\n"
-            f"First attempt's diagnostics:\n{attempts[0]}"
+            f"(tried {len(candidates)} flag sets).\n"
+            f"First attempt's diagnostics:\n{attempts[0]}{_f64_note(module)}"
+        )
+        keep = not owned or temps_kept(keep_temps)
+        if not keep:
+            raise BackendCompileError(
+                f"{message}\nIREE's input was not kept; to keep it, {KEEP_TEMPS_HOW}"
+            )
+        try:
+            tool = iree_tool("iree-compile")
+        except XGenError:
+            tool = "iree-compile"
+        targets = [f"--iree-hal-target-backends={b}" for b in pipeline.backends]
+        cmd = shlex.join([tool, str(src), *targets, *base, "-o", str(tmp / "out.vmfb")])
+        raise BackendCompileError(
+            f"{message}\nIREE's input is kept at {src}; reproduce with:\n  {cmd}", tmp
         )
     finally:
-        if owned and not failed:
+        if owned and not keep:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -2,7 +2,11 @@
 
 The objects must be freestanding (no libc, no TLS, position independent): IREE's embedded ELF
 loader links them into each dispatch library. Objects are cached by a hash of source + flags,
-so recompiling a model reuses them.
+so recompiling a model reuses them. The cache is a folder anyone may have written to (a crash,
+a full disk, another tool): each object has a SHA-256 of its bytes beside it (``.o.sha256``),
+and one that does not match is rebuilt, with a warning naming it, instead of reaching IREE's
+linker. Objects are written to a temporary name and renamed; temporaries a killed writer left
+are removed once they are an hour old.
 """
 
 from __future__ import annotations
@@ -12,10 +16,13 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import BackendCompileError
+from ..errors import BackendCompileError, CacheError
+from ..fileio import atomic_write_bytes, remove_stale_temporaries
 
 # -fvisibility=hidden: calls into the object must bind locally (IREE's embedded ELF loader does
 # not process PLT relocations; a default-visibility symbol is called through the PLT on arm64).
@@ -70,10 +77,53 @@ def _host_cpu() -> str:
 
 
 def cache_dir() -> Path:
+    """The kernel cache (``$XGEN_CACHE_DIR/kernels``, default ``~/.cache/xgen_mlir/kernels``);
+    a CacheError when it cannot be made or written."""
     root = os.environ.get("XGEN_CACHE_DIR") or Path.home() / ".cache" / "xgen_mlir"
     path = Path(root) / "kernels"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _cache_error(path, e) from None
+    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+        raise _cache_error(path, PermissionError("not readable and writable"))
+    _sweep(path)
     return path
+
+
+def _cache_error(path: Path, e: OSError) -> CacheError:
+    why = e.strerror or str(e)
+    return CacheError(
+        f"kernel cache {path} is not usable ({why}); set XGEN_CACHE_DIR to a writable folder"
+    )
+
+
+@functools.cache
+def _sweep(path: Path) -> None:
+    """Once per process and folder: drop temporaries killed writers left."""
+    remove_stale_temporaries(path)
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.sha256(data).hexdigest().encode()
+
+
+def _valid(obj: Path) -> bool:
+    """Whether the cached ``obj`` is there and matches its checksum. A mismatch (a truncated,
+    emptied or overwritten object) is warned about; an entry without a checksum (a crash
+    between the two renames, or an older cache) is rebuilt quietly."""
+    checksum = obj.with_name(obj.name + ".sha256")
+    try:
+        if not obj.exists() or not checksum.exists():
+            return False
+        ok = _digest(obj.read_bytes()) == checksum.read_bytes().strip()
+    except OSError as e:
+        raise _cache_error(obj.parent, e) from None
+    if not ok:
+        warnings.warn(
+            f"kernel cache entry {obj} does not match its checksum; rebuilding it", stacklevel=3
+        )
+    return ok
 
 
 def compile_object(source: str, toolchain: Toolchain, name: str) -> Path:
@@ -87,17 +137,32 @@ def compile_object(source: str, toolchain: Toolchain, name: str) -> Path:
     host = _host_cpu() if any("=native" in f for f in flags) else ""
     key = hashlib.sha256("\0".join([toolchain.cc, *flags, host, source]).encode()).hexdigest()[:24]
     obj = cache_dir() / f"{name}-{key}.o"
-    if obj.exists():
+    if _valid(obj):
         return obj
     src = obj.with_suffix(".c")
-    src.write_text(source)
-    tmp = obj.with_suffix(f".{os.getpid()}.tmp.o")
-    proc = subprocess.run(
-        [toolchain.cc, *flags, "-c", str(src), "-o", str(tmp)], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise BackendCompileError(
-            f"{toolchain.cc} failed on kernel {name} ({src}):\n{proc.stderr[-2000:]}"
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f"{obj.stem}.", suffix=".tmp.o", dir=obj.parent)
+        os.close(fd)
+    except OSError as e:
+        raise _cache_error(obj.parent, e) from None
+    tmp = Path(tmp_name)
+    try:
+        atomic_write_bytes(src, source.encode())  # a concurrent compile never reads half of it
+        proc = subprocess.run(
+            [toolchain.cc, *flags, "-c", str(src), "-o", str(tmp)], capture_output=True, text=True
         )
-    tmp.replace(obj)
+        if proc.returncode != 0:
+            raise BackendCompileError(
+                f"{toolchain.cc} failed on kernel {name} ({src}):\n{proc.stderr[-2000:]}"
+            )
+        with open(tmp, "rb") as f:
+            data = f.read()
+            os.fsync(f.fileno())
+        # checksum first: a reader that finds the object finds its checksum
+        atomic_write_bytes(obj.with_name(obj.name + ".sha256"), _digest(data) + b"\n")
+        tmp.replace(obj)
+    except OSError as e:
+        raise _cache_error(obj.parent, e) from None
+    finally:
+        tmp.unlink(missing_ok=True)
     return obj

@@ -1,8 +1,11 @@
-"""Running a pipeline's steps on a module: failures come with a saved reproducer.
+"""Running a pipeline's steps on a module: failures name the step, and can keep a reproducer.
 
-Before running, the input IR is snapshotted (bytecode, in memory); if any step fails, the
-snapshot is written to disk and the error names the failing step and the exact ``xgen-opt``
-command that reproduces it. With ``dump_dir`` the IR after every step is written for people.
+The error always names the failing step. When the user asks to keep temporaries
+(``keep_temps``, ``XGEN_KEEP_TEMPS=1``), the input IR is snapshotted before running (bytecode,
+in memory) and, on failure, written to disk; the error then gives the exact ``xgen-opt``
+command that reproduces it. Otherwise nothing is written and the error says how to keep it (a
+reproducer folder per failure would pile up in the temp directory). With ``dump_dir`` the IR
+after every step is written for people.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import Any
 from .._mlir import binding_of
 from ..diagnostics import captured_diagnostics
 from ..errors import PipelineError
+from ..fileio import KEEP_TEMPS_HOW
+from ..fileio import keep_temps as temps_kept
 from .registry import (
     DISPATCH,
     DispatchState,
@@ -74,13 +79,13 @@ def run_steps(
     dump_dir: Path | None = None,
     repro_dir: Path | None = None,
     state: DispatchState | None = None,
-    keep_reproducer: bool = True,
+    keep_temps: bool | None = None,
 ) -> dict[str, dict[str, int]]:
     """Run ``steps`` in order on ``module`` (in place); raise PipelineError on failure.
     The module's binding decides the phase: torch-mlir's runs graph passes, IREE's dispatch
-    passes, which share ``state``. ``keep_reproducer=False``: no reproducer is written (the
-    caller keeps its own input). Returns what our Python passes reported rewriting, per pass
-    (``{pass: {what: count}}``)."""
+    passes, which share ``state``. A reproducer is written on failure when ``keep_temps`` (None:
+    ``XGEN_KEEP_TEMPS``) or a ``repro_dir`` asks for it. Returns what our Python passes reported
+    rewriting, per pass (``{pass: {what: count}}``)."""
     ctx = module.context
     ir = binding_of(module).ir
     phase = phase_of(ctx)
@@ -90,7 +95,8 @@ def run_steps(
     check_order(flat)
     pipeline_text = ",".join(flat)
     groups = [[s] for s in flat] if dump_dir else [flat]
-    input_snapshot = snapshot(module) if keep_reproducer else b""
+    keep = repro_dir is not None or temps_kept(keep_temps)
+    input_snapshot = snapshot(module) if keep else b""
     take_stats()  # drop anything a failed or outside run left behind
     if dump_dir:
         Path(dump_dir).mkdir(parents=True, exist_ok=True)
@@ -107,14 +113,15 @@ def run_steps(
         if failed is not None:
             details = "\n".join(py_failures + diags) or str(failed)
             where = f"step '{group[0]}'" if len(group) == 1 else "one of its steps"
-            if not keep_reproducer:
-                raise PipelineError(f"{what} failed in {where}:\n{details}")
+            message = f"{what} failed in {where}:\n{details}"
+            if not keep:
+                raise PipelineError(
+                    f"{message}\nno reproducer was saved; to save one, {KEEP_TEMPS_HOW}"
+                )
             path = save_reproducer(input_snapshot, module, repro_dir)
             cmd = f"xgen-opt {shlex.quote(str(path))} --pass-pipeline={shlex.quote(pipeline_text)}"
             cmd += " --dispatch" if phase == DISPATCH else ""
-            raise PipelineError(
-                f"{what} failed in {where}:\n{details}\ninput IR saved to {path}", cmd
-            )
+            raise PipelineError(f"{message}\ninput IR kept at {path}", cmd, path.parent)
         if dump_dir:
             dump_module(module, Path(dump_dir) / f"{i:02d}-{_slug(group[0])}.mlir")
     return take_stats()  # summed per pass over every group

@@ -58,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
         help="print the target's options with defaults and exit",
     )
     p.add_argument("--benchmark", action="store_true", help="also time the module on random inputs")
+    p.add_argument("--keep-temps", action="store_true", help="on failure, keep the inputs to rerun")
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             verbose=args.verbose,
             target_options=options,
             external_weights=args.external_weights,
+            keep_temps=args.keep_temps or None,
         )
         module.save(out)
         for name, data in module.artifacts.items():  # bare metal: .o, .h, C module beside it

@@ -63,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="-", help="output file (default stdout)")
     p.add_argument("--emit-bytecode", action="store_true")
     p.add_argument("--dump-ir", default=None, help="directory for the IR after each step")
+    p.add_argument("--keep-temps", action="store_true", help="on failure, keep a reproducer")
     p.add_argument("--list-passes", action="store_true")
     p.add_argument("--list-pipelines", action="store_true")
     return p
@@ -116,7 +117,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             module = parse_mlir(chunk, source, new_context())
             if steps:
-                run_steps(module, steps, what="xgen-opt", dump_dir=args.dump_ir)
+                run_steps(
+                    module,
+                    steps,
+                    what="xgen-opt",
+                    dump_dir=args.dump_ir,
+                    keep_temps=args.keep_temps or None,
+                )
             outputs.append(module)
         except XGenError as e:
             print(relabel_source(str(e), source), file=sys.stderr)

@@ -1,4 +1,4 @@
-// RUN: not xgen-opt %s --split-input-file -p xgen-verify-iree-input 2>%t.err | FileCheck %s
+// RUN: not xgen-opt %s --split-input-file -p xgen-verify-iree-input --keep-temps 2>%t.err | FileCheck %s
 // RUN: FileCheck %s --check-prefix=ERR < %t.err
 
 // Upstream linalg/tensor/arith: accepted unchanged.
@@ -13,8 +13,8 @@ func.func @ok(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
 }
 
 // -----
-// Leftover torch ops: every one is listed with its count and location, and a reproducer
-// command is printed.
+// Leftover torch ops: every one is listed with its count and location, and (--keep-temps) a
+// reproducer command is printed.
 // ERR: xgen-verify-iree-input: 3 unsupported op occurrence(s) of 2 kind(s) found during the hand-off to IREE:
 // ERR-NEXT: torch.aten.erfinv x2 at {{.*}}verify-iree-input.mlir:26:8; {{.*}}verify-iree-input.mlir:27:8
 // ERR-NEXT: torch.aten.fft_fft x1 at
