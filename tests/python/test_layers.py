@@ -25,6 +25,7 @@ LAYERS = [
     ["runtime"],
     ["report"],
     ["compiler"],
+    ["bisect"],  # compiles and runs a model twice, dispatch by dispatch
     ["tools", "__init__"],  # __init__: the public face (compile, load, errors)
 ]
 LEVEL = {unit: i for i, units in enumerate(LAYERS) for unit in units}
