@@ -266,14 +266,25 @@ def _save_inputs(inputs: Sequence[Any], work: Path) -> list[Path]:
     return paths
 
 
+def _runner(pipeline: Any) -> list[str]:
+    """iree-run-module for where the pipeline's modules run: this machine's, or a foreign
+    arch's stock build under its user-mode emulator (arm64, riscv64 under qemu)."""
+    from .runtime.targets import emulator, foreign_tool, host_arch, normalize_arch
+
+    arch = pipeline.runtime.arch
+    if arch in ("host", "none") or normalize_arch(arch) == host_arch():
+        return [iree_tool("iree-run-module")]
+    return [*emulator(arch), str(foreign_tool(arch, "iree-run-module"))]
+
+
 def _run_traced(
-    vmfb: Path, device: str, inputs: list[Path], work: Path, tag: str
+    runner: list[str], vmfb: Path, device: str, inputs: list[Path], work: Path, tag: str
 ) -> tuple[list[Traced], np.ndarray]:
     out = work / f"{tag}-output.npy"
     args = [f"--input=@{p}" for p in inputs]
     text = _run(
-        [iree_tool("iree-run-module"), f"--device={device}", f"--module={vmfb}",
-         "--function=main", *args, f"--output=@{out}"],
+        [*runner, f"--device={device}", f"--module={vmfb}", "--function=main", *args,
+         f"--output=@{out}"],
         f"iree-run-module ({tag}, device {device})",
     )  # fmt: skip
     return parse_trace(text), np.load(out)
@@ -469,8 +480,12 @@ def bisect(
             )
             ref_name = f"{target} without {', '.join(leave_out)}"
         _backend_compile(ref_mod, ref_pipe, ref_vmfb, f"the reference ({ref_name})")
-        got_trace, got = _run_traced(tgt_vmfb, _device(tgt_flags), inputs, work, "target")
-        want_trace, want = _run_traced(ref_vmfb, _device(ref_flags), inputs, work, "reference")
+        got_trace, got = _run_traced(
+            _runner(tgt_pipe), tgt_vmfb, _device(tgt_flags), inputs, work, "target"
+        )
+        want_trace, want = _run_traced(
+            _runner(ref_pipe), ref_vmfb, _device(ref_flags), inputs, work, "reference"
+        )
         compared, unmatched, first, suspects = compare(got_trace, want_trace, tolerance)
         report = BisectReport(
             target,

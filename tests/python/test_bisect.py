@@ -179,3 +179,14 @@ def test_cli_on_a_model_file(tmp_path):
                          text=True)  # fmt: skip
     assert bad.returncode == 1 and "xgen-bisect: error:" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_bisects_an_arm64_build_under_qemu(tmp_path):
+    """A foreign-arch target runs under its emulator with stock tools built for it."""
+    from targets_util import need_qemu
+
+    need_qemu("aarch64")
+    x = torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    report = B.bisect(_net(), (x,), target="arm64", out_dir=tmp_path)
+    assert report.compared and report.first is None, report.describe()
+    assert report.output_max_abs_err < 1e-4
