@@ -114,3 +114,30 @@ def test_module_on_a_device_it_was_not_compiled_for(cnn_vulkan, tmp_path):
     cpu_path = cpu.save(tmp_path / "cpu.vmfb")
     with pytest.raises(TargetMismatchError, match="x86_64 CPUs .*device 'vulkan'.*target='vulkan'"):
         xgen_mlir.load(cpu_path, device="vulkan")
+
+
+def test_a_vendor_profile_refuses_a_device_of_another_vendor(tmp_path):
+    """A module for AMD's RDNA3 loads on llvmpipe and returns wrong numbers with no error;
+    calling it here (or its bundle) is a TargetMismatchError naming the profile instead."""
+    from xgen_mlir.runtime import load_bundle
+
+    model = vision.mlp()
+    module = xgen_mlir.compile(
+        model, (vision.random_input("mlp"),), target="vulkan", target_options={"gpu": "rdna3"}
+    )
+    with pytest.raises(TargetMismatchError, match="profile 'rdna3' \\(amd GPUs\\).*llvmpipe"):
+        module(vision.random_input("mlp"))
+    module.save_bundle(tmp_path / "b")
+    with pytest.raises(TargetMismatchError, match="rdna3"):
+        load_bundle(tmp_path / "b")(vision.random_input("mlp"))
+
+
+def test_vendor_of_a_profile():
+    from xgen_mlir.runtime.targets import check_vulkan_profile, vendor_of_profile
+
+    assert vendor_of_profile("vp_android_baseline_2022") is None
+    assert [vendor_of_profile(p) for p in ("rdna3", "gfx1100", "ampere", "sm_80", "valhall",
+                                           "adreno")] == ["amd", "amd", "nvidia", "nvidia",
+                                                          "arm", "qualcomm"]  # fmt: skip
+    check_vulkan_profile("ampere", ["NVIDIA GeForce RTX 3090"], "m")  # the right vendor loads
+    check_vulkan_profile("vp_android_baseline_2022", ["llvmpipe"], "m")

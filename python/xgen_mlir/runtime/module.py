@@ -18,7 +18,14 @@ import numpy as np
 from ..errors import InputMismatchError, ModuleLoadError, UnknownNameError
 from ..fileio import atomic_write_bytes
 from .signature import Signature, parse_declaration
-from .targets import GPU_FORMATS, check_device, executable_formats, require_vulkan
+from .targets import (
+    GPU_FORMATS,
+    check_device,
+    check_vulkan_profile,
+    executable_formats,
+    require_vulkan,
+    vulkan_device_names,
+)
 from .waiting import yielding_to_workers
 
 DEVICES = ("local-task", "local-sync", "vulkan", "cuda", "hip")
@@ -129,6 +136,8 @@ class CompiledModule:
         self.check_device()
         if self.device == "vulkan":
             require_vulkan()
+            profile = self.build_info.get("target_options", {}).get("gpu", "")
+            check_vulkan_profile(profile, vulkan_device_names(), self.source)
         try:
             config = rt.Config(self.device)
         except Exception as e:

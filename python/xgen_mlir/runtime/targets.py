@@ -234,3 +234,48 @@ def fetch_runtime_wheel(arch: str) -> Path:
                 target = cache / member
                 target.chmod(0o755)
     return cache
+
+
+# Vulkan profiles made for one vendor's GPUs (pipelines/vulkan.toml option `gpu`), and the words
+# that vendor's devices carry in their names. The portable baseline runs anywhere.
+_VENDOR_PROFILES = {
+    "amd": (("rdna", "gfx", "rx7", "rx6", "mi300", "cdna"), ("amd", "radeon", "radv")),
+    "nvidia": (("ampere", "turing", "ada", "hopper", "sm_", "rtx", "a100", "h100"), ("nvidia",)),
+    "arm": (("valhall", "mali"), ("mali",)),
+    "qualcomm": (("adreno",), ("adreno", "qualcomm", "turnip")),
+}
+
+
+def vendor_of_profile(profile: str) -> str | None:
+    """The GPU vendor a Vulkan target profile is for (None: portable, e.g. vp_android_*)."""
+    p = profile.lower()
+    for vendor, (prefixes, _) in _VENDOR_PROFILES.items():
+        if p.startswith(prefixes):
+            return vendor
+    return None
+
+
+def check_vulkan_profile(profile: str, device_names: list[str], source: str) -> None:
+    """Refuse to load a module built for one vendor's GPUs on a device of another: IREE loads
+    it and it returns wrong numbers with no error (measured: an `rdna3` build on llvmpipe)."""
+    vendor = vendor_of_profile(profile)
+    if vendor is None or not device_names:
+        return
+    words = _VENDOR_PROFILES[vendor][1]
+    if any(w in name.lower() for name in device_names for w in words):
+        return
+    raise TargetMismatchError(
+        f"{source}: compiled for the Vulkan profile '{profile}' ({vendor} GPUs), but this "
+        f"machine's Vulkan device is {device_names[0]!r}. Compile with target_options="
+        f"{{'gpu': 'vp_android_baseline_2022'}} (portable) or the profile of this GPU."
+    )
+
+
+def vulkan_device_names() -> list[str]:
+    """Names of the Vulkan devices the loader finds (empty if it finds none)."""
+    import iree.runtime as rt
+
+    try:
+        return [str(d.get("name", "")) for d in rt.get_driver("vulkan").query_available_devices()]
+    except (RuntimeError, ValueError):
+        return []
