@@ -1,7 +1,7 @@
-"""Would one kernel per MobileNetV2 inverted-residual block beat IREE's three dispatches?
+"""The generated inverted-residual kernel alone, outside IREE: numerics and time per block.
 
-A feasibility study for fusing Many-to-Many chains IREE's codegen cannot put in one dispatch
-(one contraction root each: STACK.md item 5): 1x1 expand conv + ReLU6, 3x3 depthwise conv +
+One kernel for a MobileNetV2 block, a Many-to-Many chain IREE's codegen cannot put in one
+dispatch (one contraction root each): 1x1 expand conv + ReLU6, 3x3 depthwise conv +
 ReLU6, 1x1 project conv (+ the residual), NHWC, batch 1, fp32. The generated C kernel (GCC
 vector extensions, AVX-512 with ``-march=native``) works on bands of ``R`` output rows: for
 each block of 16 expanded channels it expands the band's input rows into a small stack
@@ -14,8 +14,8 @@ workgroups are bands. The kernel is the compiler's (``codegen/inverted_residual.
 Prints numerics against a float64 numpy reference and the time on one thread and on two
 (OpenMP, dynamic band schedule, as IREE hands out workgroups); writes JSON.
 
-    python benchmarks/fused_block_prototype.py             # MobileNetV2 blocks 2 and 3
-    python benchmarks/fused_block_prototype.py --block 56 56 24 144 24 1 --rows 14
+    python benchmarks/bench_inverted_residual_kernel.py             # MobileNetV2 blocks 2 and 3
+    python benchmarks/bench_inverted_residual_kernel.py --block 56 56 24 144 24 1 --rows 14
 """
 
 from __future__ import annotations

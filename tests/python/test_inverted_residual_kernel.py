@@ -1,5 +1,5 @@
 """The fused inverted-residual kernel (codegen/inverted_residual.py, built by
-benchmarks/fused_block_prototype.py) computes the block
+benchmarks/bench_inverted_residual_kernel.py) computes the block
 (expand + ReLU6, depthwise + ReLU6, project, residual) as numpy does, at both strides, on
 shapes with partial expand-pixel steps and a half (8-wide) project vector."""
 
@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-import fused_block_prototype as proto
+import bench_inverted_residual_kernel as proto
 
 
 @pytest.mark.parametrize(
