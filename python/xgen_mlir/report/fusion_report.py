@@ -56,6 +56,62 @@ def _bars(rows: list[tuple[str, float, str]], unit: str = "", width: int = 420) 
     return "".join(out)
 
 
+def fusion_graph(plan: Any, cell: int = 12, max_nodes: int = 1500) -> str:
+    """The model's ops as a graph, one box per op (colored by mapping type, hover for its name)
+    in execution order left to right, the members of each fused group on one shared lane
+    with a band behind them, producer -> consumer edges as lines. Lanes are reused by groups
+    whose spans do not overlap, so a long model stays a few lanes tall."""
+    nodes = plan.nodes[:max_nodes]
+    if not nodes:
+        return ""
+    groups: dict[int, list[int]] = {}
+    for n in nodes:
+        groups.setdefault(n.group if n.group is not None else -1 - n.index, []).append(n.index)
+    lane_end: list[int] = []  # last x used on each lane
+    lane_of: dict[int, int] = {}
+    for key, members in sorted(groups.items(), key=lambda kv: min(kv[1])):
+        lo, hi = min(members), max(members)
+        lane = next((i for i, end in enumerate(lane_end) if end < lo), len(lane_end))
+        if lane == len(lane_end):
+            lane_end.append(hi)
+        lane_end[lane] = hi
+        lane_of[key] = lane
+    pos = {}
+    for key, members in groups.items():
+        for m in members:
+            pos[m] = (4 + cell * m, 4 + (cell + 6) * lane_of[key])
+    width, height = 8 + cell * len(nodes), 8 + (cell + 6) * len(lane_end)
+    out = [f'<svg width="{width}" height="{height}" role="img" class="fusion-graph">']
+    for key, members in groups.items():
+        if key >= 0 and len(members) > 1:
+            x0, y = pos[min(members)]
+            x1 = pos[max(members)][0] + cell
+            out.append(
+                f'<rect x="{x0 - 2}" y="{y - 2}" width="{x1 - x0 + 2}" height="{cell + 2}" '
+                f'fill="#eee" stroke="#999" stroke-width="0.5"><title>group {key}: '
+                f"{len(members)} ops</title></rect>"
+            )
+    half = cell // 2 - 1
+    for n in nodes:
+        for c in n.consumers:
+            if c in pos:
+                (xa, ya), (xb, yb) = pos[n.index], pos[c]
+                out.append(
+                    f'<line x1="{xa + half}" y1="{ya + half}" x2="{xb + half}" y2="{yb + half}" '
+                    'stroke="#bbb" stroke-width="0.6"/>'
+                )
+    for n in nodes:
+        x, y = pos[n.index]
+        color = _COLORS.get(n.mapping.type.value, "#999")
+        label = html.escape(f"#{n.index} {n.name} {n.result_type} (group {n.group})")
+        out.append(
+            f'<rect x="{x}" y="{y}" width="{cell - 2}" height="{cell - 2}" fill="{color}">'
+            f"<title>{label}</title></rect>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
 def _table(head: list[str], rows: list[list[Any]]) -> str:
     th = "".join(f"<th>{html.escape(str(h))}</th>" for h in head)
     body = "".join(
@@ -169,7 +225,20 @@ def render(name: str, data: dict[str, Any], plans: list[Any] | None = None) -> s
     if profile:
         parts.append("<h2>Time per dispatch kind</h2>")
         parts.append(_bars([(k, round(v, 3), "#e15759") for k, v in profile.items()], " ms"))
+    times = data.get("dispatch_times")  # [{"name": ..., "ms": ...}] from the profiler
+    if times:
+        ranked = sorted(times, key=lambda d: -d["ms"])[:30]
+        parts.append("<h2>Time per dispatch (slowest 30, from the profiler)</h2>")
+        parts.append(
+            _bars([(d["name"][-40:], round(d["ms"], 3), "#e15759") for d in ranked], " ms")
+        )
     if plans:
+        parts.append(
+            "<h2>The model as a graph: ops in execution order, fused groups on shared lanes"
+            "</h2><div style='overflow-x:auto'>"
+            + "".join(fusion_graph(plan) for plan in plans)
+            + "</div>"
+        )
         parts.append("<h2>Fusion plan (groups of two or more ops, and refusals)</h2>")
         parts.append(
             _table(["group", "type", "formed by", "ops", "refused, and why"], plan_rows(plans))
