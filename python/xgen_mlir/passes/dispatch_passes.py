@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._mlir import binding_of
+from ..errors import PipelineError
 from ..fusion import (
     FUNC_OPS,
     form_regions,
@@ -39,6 +40,13 @@ from ..fusion.pads import FLAG as PAD_FLAG
 from ..fusion.shared_packs import FLAG as SHARED_PACKS_FLAG
 from ..fusion.shared_packs import SharedPacks
 from ..fusion.shared_packs import merge_duplicate_outputs as merge_outputs
+from ..fusion.tunable import (
+    TuningRequest,
+    apply_config,
+    check_config,
+    find_tunables,
+    standalone_module,
+)
 from .registry import DISPATCH, DispatchState, register_pass
 
 DATA_TILING_FLAG = "--iree-opt-data-tiling"
@@ -332,3 +340,73 @@ def isolate_pad_sources(module_op: Any, opts: PrintOptions, state: DispatchState
                 if opts.print:
                     print(f"xgen-isolate-pad-sources: {name}: {pad.location}", file=sys.stderr)
     state.records["isolated_pads"] = isolated
+
+
+@dataclass
+class ApplyTuningOptions:
+    print: bool = False
+    records: str = ""  # a JSON file {signature: config} (xgen-opt, tests); compile() uses state
+
+
+def _read_records(path: str) -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads(open(path, encoding="utf-8").read())
+    except (OSError, ValueError) as e:
+        raise PipelineError(f"xgen-apply-tuning: cannot read records {path}: {e}") from None
+    if not isinstance(data, dict):
+        raise PipelineError(f"xgen-apply-tuning: {path} is not a JSON object of configs")
+    return data
+
+
+@register_pass(
+    "xgen-apply-tuning",
+    "Contractions whose signature has a tuned record get its compilation_info (or IREE's own "
+    "tiles); with collect, each tunable's standalone module is kept for a tuner.",
+    ApplyTuningOptions,
+    phase=DISPATCH,
+    after=(
+        PLAN,
+        "xgen-data-tiling-hints",
+        "xgen-gemv-tiles",
+        "xgen-matmul-tiles",
+        "xgen-conv-tiles",
+        "xgen-depthwise-pads",
+    ),
+)
+def apply_tuning(module_op: Any, opts: ApplyTuningOptions, state: DispatchState) -> None:
+    """Runs after the hand tile rules: a record overrides them, and a tuner sees their choice
+    as the prior. A record that does not fit the op (another loop count) is not applied."""
+    request = state.tuning if state.tuning is not None else TuningRequest()
+    if opts.records:
+        request.configs = {**request.configs, **_read_records(opts.records)}
+    request.applied, request.untuned, request.tasks = [], [], []
+    for _, block in function_blocks(module_op):
+        tunables, skipped = find_tunables(block)
+        request.untuned.extend(skipped)
+        for t in tunables:
+            config = request.configs.get(t.signature)
+            why = None if config is None else check_config(config, len(t.sizes))
+            if config is None:
+                request.untuned.append((t.description, "no record for this host"))
+            elif why is not None:
+                request.untuned.append((t.description, f"record not applied: {why}"))
+            else:
+                apply_config(t.op, config)
+                request.applied.append((t.signature, t.description, config))
+            if opts.print:
+                verdict = "tuned" if config is not None and why is None else "untuned"
+                print(f"{t.signature}: {verdict}", file=sys.stderr)
+            if request.collect:
+                request.tasks.append(
+                    {
+                        "signature": t.signature,
+                        "description": t.description,
+                        "module": standalone_module(t),
+                        "prior": t.current,
+                        "prior_why": t.prior_why,
+                        "tunable": replace(t, op=None),
+                    }
+                )
+    state.records["tuning"] = request

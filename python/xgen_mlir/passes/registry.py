@@ -50,13 +50,15 @@ class DispatchState:
     one, e.g. data-tiling hints); ``add_flags``/``drop_flags``: what the passes ask the resumed
     compile to add or drop; ``plans``: the fusion plan per function (``fusion.FusionPlan``, set
     by ``xgen-plan-fusion`` and read and extended by the steps after it); ``records``: other
-    per-pass results for the report."""
+    per-pass results for the report; ``tuning``: the tuned configs ``xgen-apply-tuning`` gives
+    (from ``compile()``'s tuning database)."""
 
     iree_flags: tuple[str, ...] = ()
     add_flags: list[str] = field(default_factory=list)
     drop_flags: list[str] = field(default_factory=list)
     plans: dict[str, Any] = field(default_factory=dict)
     records: dict[str, Any] = field(default_factory=dict)
+    tuning: Any = None  # fusion.tunable.TuningRequest: configs to apply, tunables to collect
 
     def resume_flags(self, flags: list[str]) -> list[str]:
         kept = [f for f in flags if f not in self.drop_flags]
