@@ -21,10 +21,12 @@ from .backend import compile_outputs
 from .backend.params import write_irpa
 from .errors import UnknownNameError, XGenError
 from .frontend import import_model
+from .fusion.tunable import TuningRequest
 from .passes.dispatch_passes import shared_packs_record
 from .passes.runner import run_steps, snapshot
 from .pipelines import load_pipeline
 from .runtime import CompiledModule
+from .tunedb import HostIdentity, records_for
 
 
 @dataclass
@@ -45,6 +47,11 @@ class CompileOptions:
     # Keep a failed compile's scratch folders (the pipeline's input IR, IREE's input) and name
     # them, with the command to rerun, in the error. None: the XGEN_KEEP_TEMPS variable.
     keep_temps: bool | None = None
+    # Tuned configs (xgen_mlir.tune) for this host: a database file; None: the default one
+    # ($XGEN_TUNING_DB or ~/.cache/xgen_mlir/tuning.db) if it exists; False: none.
+    tuning_db: str | Path | bool | None = None
+    # Keep each tunable op's standalone module in report.tuning.tasks (what tune() searches).
+    tuning_collect: bool = False
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> CompileOptions:
@@ -73,6 +80,22 @@ class CompileReport:
     rewrites: dict[str, dict[str, int]] = field(default_factory=dict)
     flops_imported: int = 0  # of the module as imported
     flops_after_rewrites: int = 0  # after our passes (generated kernels count their ops' FLOPs)
+    # fusion.tunable.TuningRequest: which contractions got a tuned config, which did not and
+    # why, where the configs came from (None: the target has no xgen-apply-tuning step)
+    tuning: Any = None
+
+
+def _tuning_request(opts: CompileOptions, target: str) -> TuningRequest:
+    """The tuned configs this compile applies: the best records of this host, when the
+    target is this host (records measured here say nothing of another machine)."""
+    request = TuningRequest(collect=opts.tuning_collect)
+    if opts.tuning_db is False or target != "cpu":
+        return request
+    db = None if opts.tuning_db in (None, True) else Path(str(opts.tuning_db))
+    best, note = records_for(db, HostIdentity.current())
+    request.configs = {sig: r.config for sig, r in best.items()}
+    request.source = note
+    return request
 
 
 def compile(
@@ -117,6 +140,7 @@ def compile(
     report.flops_after_rewrites = module_flops(module.operation)
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 
+    tuning = _tuning_request(opts, target)
     t0 = time.perf_counter()
     ext = opts.external_weights
     ext_bytes = None if ext is None or ext is False else (0 if ext is True else int(ext))
@@ -128,7 +152,9 @@ def compile(
         external_weights=ext_bytes,
         stem="model",
         keep_temps=opts.keep_temps,
+        tuning=tuning,
     )
+    report.tuning = result.dispatch_records.get("tuning")
     report.stage_seconds["iree-compile"] = time.perf_counter() - t0
     report.iree_flags, report.fallback_used = result.flags, result.fallback_used
     report.fusion_plans, report.fusion_note = result.fusion_plans, result.fusion_note

@@ -17,6 +17,7 @@ ROOT = Path(xgen_mlir.__file__).parent
 LAYERS = [
     ["errors"],
     ["_paths", "_mlir", "diagnostics", "target", "fileio"],
+    ["tunedb"],  # measured configs per (op signature, host)
     ["irutil", "analysis", "codegen", "compress", "models"],
     ["dialects", "pipelines"],
     ["frontend", "fusion"],
@@ -25,7 +26,8 @@ LAYERS = [
     ["runtime"],
     ["report"],
     ["compiler"],
-    ["bisect"],  # compiles and runs a model twice, dispatch by dispatch
+    ["bisect", "tuning"],  # compile and run a model many times: dispatch by dispatch, or
+    # each tunable op per candidate config
     ["tools", "__init__"],  # __init__: the public face (compile, load, errors)
 ]
 LEVEL = {unit: i for i, units in enumerate(LAYERS) for unit in units}

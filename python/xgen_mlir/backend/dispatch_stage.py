@@ -84,6 +84,7 @@ def compile_with_dispatch_steps(
     work: Path,
     stages: list[tuple[str, list[Step]]],
     keep_temps: bool | None = None,
+    tuning: Any = None,
 ) -> StagedCompile:
     """``stages``: ``Pipeline.dispatch_stages()``, (IREE phase, steps) in IREE's order.
     ``keep_temps``: a failing step keeps its input IR as a reproducer (``run_steps``)."""
@@ -113,7 +114,7 @@ def compile_with_dispatch_steps(
         while True:
             try:
                 staged = _attempt(
-                    first, target, flags, work, stages, set(dropped), seconds, keep_temps
+                    first, target, flags, work, stages, set(dropped), seconds, keep_temps, tuning
                 )
                 staged.dropped = dict(dropped)
                 for step, why in dropped.items():
@@ -141,10 +142,11 @@ def _attempt(
     skipped: set[str],
     seconds: dict[str, float],
     keep_temps: bool | None,
+    tuning: Any = None,
 ) -> StagedCompile:
     ir = iree_binding().ir
     compile_tool = iree_tool("iree-compile")
-    state = DispatchState(iree_flags=tuple(flags))
+    state = DispatchState(iree_flags=tuple(flags), tuning=tuning)
     run_flags, pass_flags = list(flags), []
     current, phase_now = first, stages[0][0]
     for k, (phase, steps) in enumerate(stages):

@@ -118,6 +118,7 @@ def compile_outputs(
     external_weights: int | None = None,
     stem: str = "model",
     keep_temps: bool | None = None,
+    tuning: Any = None,
 ) -> BackendResult:
     """``compile_vmfb`` plus the outputs the pipeline's ``[iree] outputs`` ask for besides the
     module: a static library (``<stem>.o`` + ``<stem>.h``) and the VM program as C source
@@ -134,6 +135,7 @@ def compile_outputs(
             external_weights=external_weights,
             stem=stem,
             keep_temps=keep_temps,
+            tuning=tuning,
         )
         if "vm-c" in pipeline.outputs:  # the VM program as C source (no bytecode interpreter)
             c_module = compile_vmfb(
@@ -161,6 +163,7 @@ def compile_vmfb(
     external_weights: int | None = None,
     stem: str = "input",
     keep_temps: bool | None = None,
+    tuning: Any = None,
 ) -> BackendResult:
     """Compile ``module`` with IREE for ``pipeline``'s target, with fallbacks.
 
@@ -169,6 +172,7 @@ def compile_vmfb(
     file, which IREE uses to name static libraries (``<stem>_linked_library_query``).
     The scratch folder holding IREE's input is removed unless it is the caller's ``work_dir``
     or the compile failed and ``keep_temps`` (None: ``XGEN_KEEP_TEMPS``) asks to keep it.
+    ``tuning``: a ``fusion.tunable.TuningRequest`` for the ``xgen-apply-tuning`` step.
     """
     import iree.compiler as ic
 
@@ -215,7 +219,7 @@ def compile_vmfb(
                 # IREE bug on the main flags) still gets the steps on the fallback's flags.
                 try:
                     staged = compile_with_dispatch_steps(
-                        src, list(pipeline.backends), flags, tmp, stages, keep_temps
+                        src, list(pipeline.backends), flags, tmp, stages, keep_temps, tuning
                     )
                     _warn_fallback(why, pipeline)
                     return BackendResult(

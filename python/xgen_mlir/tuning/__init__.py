@@ -1,0 +1,1 @@
+"""Autotuning on the target: search, measurement, cost model, the tuning loop (docs/tuning.md)."""

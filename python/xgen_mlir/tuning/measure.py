@@ -1,0 +1,267 @@
+"""Measure candidate configs of one tunable op on this machine, safely and fairly.
+
+One batch = one standalone module (``fusion.tunable.standalone_module``) compiled with one
+function per candidate plus ``base`` (IREE's own config), so IREE compiles once for all of
+them. The functions run in a child process (``tuning.child``), so a config that crashes or
+hangs IREE's generated code costs that child, not the tuner: the child reports each function
+as it finishes, and the one in flight when it dies or runs out of time is recorded as failed
+(``runtime_error`` / ``timeout``), the rest rerun. Every candidate's output is compared with
+``base``'s on the same random inputs before it is timed (``wrong_numbers`` otherwise). Timing
+interleaves all functions round by round, rotating the order (``harness.time_blocks``'
+scheme), so a noisy shared machine slows every candidate alike; the time of a candidate is
+the median of its rounds, and ``base``'s is recorded beside it.
+
+A candidate IREE cannot compile fails the batch; then each is compiled alone with ``base``
+and the ones that fail are recorded as ``compile_error``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._mlir import iree_binding
+from .._paths import iree_tool
+from ..backend.dispatch_stage import error_lines
+from ..fusion.tunable import IREE_DEFAULT, ROOT_ATTR, apply_config
+
+# Flags of a model's compile that do not apply to a lone contraction: data tiling (the
+# searched ops are the plain ones) and the input preprocessing (already done to this IR).
+_DROP_PREFIXES = ("--iree-opt-data-tiling", "--iree-preprocessing-pass-pipeline")
+
+
+@dataclass
+class Measurement:
+    config: dict[str, Any]
+    status: str  # tunedb.STATUSES
+    seconds: float | None = None
+    baseline_seconds: float | None = None
+    detail: str = ""
+
+
+@dataclass
+class MeasureSettings:
+    threads: int = 2
+    rounds: int = 5
+    min_block_s: float = 0.004  # a timed block of calls lasts at least this long
+    compile_timeout_s: float = 300.0
+    run_timeout_s: float = 120.0
+    tolerance: float = 1e-4  # max |candidate - base| / max |base|, f32 (f16: 100x)
+
+
+def standalone_flags(model_flags: list[str]) -> list[str]:
+    kept = [f for f in model_flags if not f.startswith(_DROP_PREFIXES)]
+    return [*kept, "--iree-opt-data-tiling=false"]
+
+
+def batch_module(standalone: str, configs: list[dict[str, Any]]) -> str:
+    """``standalone``'s ``@main`` as ``@base`` (IREE's config) and ``@c0``, ``@c1``, ... (one
+    per config)."""
+    ir = iree_binding().ir
+    with ir.Context():
+        module = ir.Module.parse(standalone)
+        main = next(iter(module.body.operations)).operation
+        for i, config in enumerate([IREE_DEFAULT, *configs]):
+            fn = main.clone(ir.InsertionPoint(module.body))
+            fn.attributes["sym_name"] = ir.StringAttr.get("base" if i == 0 else f"c{i - 1}")
+            roots: list[Any] = []
+
+            def visit(op: Any, roots: list[Any] = roots) -> Any:
+                if ROOT_ATTR in op.attributes:
+                    roots.append(op)
+                return ir.WalkResult.ADVANCE
+
+            fn.walk(visit)
+            for root in roots:
+                apply_config(root, config)
+        main.erase()
+        return str(module)
+
+
+def _compile(text: str, flags: list[str], work: Path, timeout: float) -> tuple[Path | None, str]:
+    src, out = work / "batch.mlir", work / "batch.vmfb"
+    src.write_text(text)
+    try:
+        proc = subprocess.run(
+            [iree_tool("iree-compile"), str(src), *flags, "-o", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"iree-compile ran past {timeout:.0f} s"
+    if proc.returncode != 0:
+        return None, "\n".join(error_lines(proc.stderr, 3))[:500]
+    return out, ""
+
+
+def _inputs(standalone: str, seed: int = 0) -> list[np.ndarray]:
+    ir = iree_binding().ir
+    from ..irutil import np_dtype
+
+    rng = np.random.default_rng(seed)
+    with ir.Context():
+        module = ir.Module.parse(standalone)
+        main = next(iter(module.body.operations)).operation
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        arrays = []
+        for t in ftype.inputs:
+            if isinstance(t, ir.RankedTensorType):
+                dtype = np_dtype(t.element_type)
+                arrays.append(rng.uniform(-1, 1, size=list(t.shape)).astype(dtype))
+            else:
+                arrays.append(np.asarray(rng.uniform(-1, 1), dtype=np.float32))
+    return arrays
+
+
+def _run_child(
+    vmfb: Path, inputs: Path, fns: list[str], settings: MeasureSettings
+) -> tuple[dict[str, Any], str | None, str]:
+    """Run ``fns`` in a child; returns (per-function results, the function in flight when it
+    died or None, why it died)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "xgen_mlir.tuning.child",
+        str(vmfb),
+        str(inputs),
+        json.dumps(fns),
+        json.dumps(
+            {
+                "threads": settings.threads,
+                "rounds": settings.rounds,
+                "min_block_s": settings.min_block_s,
+            }
+        ),
+    ]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    results: dict[str, Any] = {}
+    current, why = None, ""
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=settings.run_timeout_s, env=env
+        )
+        out, code = proc.stdout, proc.returncode
+        why = f"exit code {code}: " + (proc.stderr.strip().splitlines() or [""])[-1][:200]
+    except subprocess.TimeoutExpired as e:
+        raw = e.stdout or b""
+        out = raw.decode() if isinstance(raw, bytes) else raw
+        code, why = -1, f"ran past {settings.run_timeout_s:.0f} s"
+    for line in out.splitlines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if "start" in msg:
+            current = msg["start"]
+        elif "done" in msg:
+            results[msg["done"]] = msg
+            current = None
+        elif "times" in msg:
+            results["times"] = msg["times"]
+    if code == 0:
+        return results, None, ""
+    return results, current, why
+
+
+def measure_batch(
+    standalone: str,
+    configs: list[dict[str, Any]],
+    model_flags: list[str],
+    settings: MeasureSettings | None = None,
+    elem_bits: int = 32,
+) -> list[Measurement]:
+    """Compile, check and time ``configs`` against IREE's own config (see the module doc)."""
+    settings = settings or MeasureSettings()
+    flags = standalone_flags(model_flags)
+    results: dict[int, Measurement] = {}
+    with tempfile.TemporaryDirectory(prefix="xgen-tune-") as tmp:
+        work = Path(tmp)
+        vmfb, err = _compile(
+            batch_module(standalone, configs), flags, work, settings.compile_timeout_s
+        )
+        runnable = list(range(len(configs)))
+        if vmfb is None:  # find the candidates IREE rejects, one by one
+            base_only, base_err = _compile(
+                batch_module(standalone, []), flags, work, settings.compile_timeout_s
+            )
+            if base_only is None:
+                raise RuntimeError(f"IREE cannot compile the op with its own config: {base_err}")
+            runnable = []
+            for i, config in enumerate(configs):
+                one, one_err = _compile(
+                    batch_module(standalone, [config]), flags, work, settings.compile_timeout_s
+                )
+                if one is None:
+                    results[i] = Measurement(config, "compile_error", detail=one_err)
+                else:
+                    runnable.append(i)
+            if runnable:
+                vmfb, err = _compile(
+                    batch_module(standalone, [configs[i] for i in runnable]),
+                    flags,
+                    work,
+                    settings.compile_timeout_s,
+                )
+                if vmfb is None:
+                    raise RuntimeError(f"IREE rejected candidates it compiled alone: {err}")
+        if runnable and vmfb is not None:
+            results.update(_run(vmfb, standalone, configs, runnable, settings, elem_bits, work))
+    return [results[i] for i in range(len(configs))]
+
+
+def _run(
+    vmfb: Path,
+    standalone: str,
+    configs: list[dict[str, Any]],
+    runnable: list[int],
+    settings: MeasureSettings,
+    elem_bits: int,
+    work: Path,
+) -> dict[int, Measurement]:
+    """Numerics, then timing, in children; a function that kills its child is recorded and
+    the child restarted without it. ``runnable[j]`` is the config of function ``c{j}``
+    in the module (the module may hold only the runnable ones, in order)."""
+    inputs = work / "inputs.npz"
+    np.savez(inputs, *_inputs(standalone))
+    names = {f"c{j}": i for j, i in enumerate(runnable)}
+    out: dict[int, Measurement] = {}
+    tol = settings.tolerance * (100 if elem_bits < 32 else 1)
+    pending = list(names)
+    while pending:
+        res, dead, why = _run_child(vmfb, inputs, ["base", *pending], settings)
+        if dead == "base":
+            raise RuntimeError(f"IREE's own config failed to run: {why}")
+        for name in list(pending):
+            if name in res:
+                err = res[name]["error"]
+                if err is None or not np.isfinite(err) or err > tol:
+                    i = names[name]
+                    out[i] = Measurement(
+                        configs[i], "wrong_numbers", detail=f"relative error {err} > {tol}"
+                    )
+                    pending.remove(name)
+        if dead is not None:
+            i = names[dead]
+            status = "timeout" if "ran past" in why else "runtime_error"
+            out[i] = Measurement(configs[i], status, detail=why)
+            pending.remove(dead)
+            continue
+        if dead is None and why:
+            raise RuntimeError(f"the measuring process failed: {why}")
+        times = res.get("times", {})
+        base = times.get("base")
+        for name in pending:
+            i = names[name]
+            out[i] = Measurement(configs[i], "ok", times.get(name), base)
+        break
+    return out

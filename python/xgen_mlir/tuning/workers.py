@@ -1,0 +1,106 @@
+"""Measurement workers on a Ray cluster: local by default (Ray starts one on this machine),
+or ``address`` to join a cluster of machines of the host type being tuned for.
+
+Each batch is a Ray task asking for as many CPUs as the module's threads, so a node never
+times two batches at once (they would share its cores and both measure wrong), while a
+cluster of N nodes measures N batches at a time. Workers only measure; the driver writes
+every result to the one database, with the identity of the host that measured it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from ..errors import XGenError
+from .measure import MeasureSettings, measure_batch
+
+
+def _measure_remote(
+    standalone: str,
+    configs: list[dict[str, Any]],
+    flags: list[str],
+    settings: dict[str, Any],
+    elem_bits: int,
+) -> dict[str, Any]:
+    from ..tunedb import HostIdentity
+
+    ms = MeasureSettings(**settings)
+    try:
+        out = measure_batch(standalone, configs, flags, ms, elem_bits)
+        results = [asdict(m) for m in out]
+        error = ""
+    except Exception as e:  # the baseline itself failed: the op is left untuned
+        results, error = [], f"{type(e).__name__}: {e}"[:500]
+    return {
+        "host": HostIdentity.current(threads=ms.threads).to_json(),
+        "results": results,
+        "error": error,
+    }
+
+
+class RayPool:
+    """Submit measurement batches, collect finished ones."""
+
+    def __init__(
+        self, address: str | None = None, num_cpus: int | None = None, threads: int = 1
+    ) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise XGenError(
+                "tuning measures on a Ray cluster: pip install 'xgen-mlir[tune]' (ray, lightgbm)"
+            ) from None
+        self.ray = ray
+        self.started = False
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "logging_level": "error",
+            }
+            if address:
+                ray.init(address=address, **kwargs)
+            else:
+                ray.init(num_cpus=num_cpus, **kwargs)
+            self.started = True
+        self.threads = threads
+        self._fn = ray.remote(num_cpus=threads, max_retries=0)(_measure_remote)
+        self.inflight: dict[Any, Any] = {}
+
+    @property
+    def capacity(self) -> int:
+        cpus = int(self.ray.cluster_resources().get("CPU", 1))
+        return max(1, cpus // max(1, self.threads))
+
+    def submit(
+        self,
+        tag: Any,
+        standalone: str,
+        configs: list[dict[str, Any]],
+        flags: list[str],
+        settings: MeasureSettings,
+        elem_bits: int,
+    ) -> None:
+        ref = self._fn.remote(standalone, configs, flags, asdict(settings), elem_bits)
+        self.inflight[ref] = tag
+
+    def wait(self, timeout: float | None = None) -> list[tuple[Any, dict[str, Any]]]:
+        if not self.inflight:
+            return []
+        done, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=timeout)
+        out = []
+        for ref in done:
+            tag = self.inflight.pop(ref)
+            try:
+                out.append((tag, self.ray.get(ref)))
+            except Exception as e:  # the worker died: nothing measured
+                out.append((tag, {"host": "", "results": [], "error": str(e)[:500]}))
+        return out
+
+    def close(self) -> None:
+        for ref in list(self.inflight):
+            self.ray.cancel(ref, force=True)
+        self.inflight.clear()
+        if self.started:
+            self.ray.shutdown()
