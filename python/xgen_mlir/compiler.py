@@ -52,6 +52,8 @@ class CompileOptions:
     tuning_db: str | Path | bool | None = None
     # Keep each tunable op's standalone module in report.tuning.tasks (what tune() searches).
     tuning_collect: bool = False
+    # The thread count the module will run with, for picking records (None: this host's).
+    tuning_threads: int | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> CompileOptions:
@@ -92,7 +94,7 @@ def _tuning_request(opts: CompileOptions, target: str) -> TuningRequest:
     if opts.tuning_db is False or target != "cpu":
         return request
     db = None if opts.tuning_db in (None, True) else Path(str(opts.tuning_db))
-    best, note = records_for(db, HostIdentity.current())
+    best, note = records_for(db, HostIdentity.current(threads=opts.tuning_threads))
     request.configs = {sig: r.config for sig, r in best.items()}
     request.source = note
     return request

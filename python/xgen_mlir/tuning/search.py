@@ -99,15 +99,17 @@ def collect_ops(
     example_inputs: Any,
     target: str,
     db_path: Path,
+    threads: int,
     compile_options: dict[str, Any],
 ) -> tuple[list[OpProgress], list[str], Any]:
-    """Compile once with the records there are, collecting every tunable op."""
+    """Compile once without tuned records, collecting every tunable op."""
     module = compile_model(
         model,
         example_inputs,
         target,
-        tuning_db=db_path if db_path.exists() else False,
+        tuning_db=False,  # the module as it is untuned: the "before" of the model's time
         tuning_collect=True,
+        tuning_threads=threads,
         **compile_options,
     )
     request = module.report.tuning
@@ -116,7 +118,7 @@ def collect_ops(
             f"target '{target}' has no xgen-apply-tuning step, or the dispatch steps did not run "
             f"({module.report.fusion_note or 'see module.report'}): nothing to tune"
         )
-    facts_bits, threads = vector_bits(cpu_flags()), host_threads()
+    facts_bits = vector_bits(cpu_flags())
     by_sig: dict[str, OpProgress] = {}
     for task in request.tasks:
         sig = task["signature"]
@@ -129,7 +131,6 @@ def collect_ops(
         if prior.get("kind") == "tiles" and _key(prior) not in {_key(c) for c in space}:
             space.insert(0, prior)
         by_sig[sig] = OpProgress(sig, task["description"], 1, t, task["module"], space, prior)
-    del threads
     from ..pipelines import load_pipeline
 
     backends = [f"--iree-hal-target-backends={b}" for b in load_pipeline(target).backends]
@@ -203,7 +204,7 @@ def tune(
     settings = settings or MeasureSettings(threads=host_threads())
     rng = random.Random(seed)
     ops, flags, untuned_module = collect_ops(
-        model, example_inputs, target, db_path, compile_options
+        model, example_inputs, target, db_path, settings.threads, compile_options
     )
     tdb = TuningDB(db_path)
     host = HostIdentity.current(threads=settings.threads)
@@ -265,7 +266,12 @@ def tune(
     result.ranking = ranking_quality(tdb.records(), seed=seed)
     tdb.close()
     result.module = compile_model(
-        model, example_inputs, target, tuning_db=db_path, **compile_options
+        model,
+        example_inputs,
+        target,
+        tuning_db=db_path,
+        tuning_threads=settings.threads,
+        **compile_options,
     )
     if measure_model:
         inputs = example_inputs

@@ -1,0 +1,262 @@
+"""Autotuning: the tuning database (concurrent writers, kill -9, foreign and damaged records,
+export/import), and a real search on a tiny model over a local Ray cluster of 2 workers whose
+records compile() then applies."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from xgen_mlir import compile as xcompile
+from xgen_mlir.tunedb import (
+    MIN_GAIN,
+    HostIdentity,
+    Record,
+    TuningDB,
+    TuningDBError,
+    records_for,
+)
+
+TILES = {"kind": "tiles", "dist": [16, 32, 0], "vec": [8, 16, 0], "red": [0, 0, 4]}
+
+
+def _record(sig: str = "matmul_64x32x16_f32#abc", seconds: float = 1e-4, **kw) -> Record:
+    config = kw.pop("config", TILES)
+    return Record(sig, config, kw.pop("status", "ok"), seconds, kw.pop("base", 2e-4), **kw)
+
+
+def test_best_record_per_signature_needs_a_real_gain(tmp_path):
+    host = HostIdentity.current()
+    with TuningDB(tmp_path / "t.db") as db:
+        db.add(_record(seconds=1.5e-4, base=2e-4), host)
+        faster = {**TILES, "dist": [32, 32, 0]}
+        db.add(_record(seconds=1.0e-4, base=2e-4, config=faster), host)
+        noise = {**TILES, "dist": [64, 32, 0]}  # within noise of its baseline: never applied
+        db.add(
+            _record(
+                "matmul_8x8x8_f32#def", seconds=1.0e-4 / MIN_GAIN * 1.01, base=1.0e-4, config=noise
+            ),
+            host,
+        )
+        db.add(
+            _record(seconds=None, status="wrong_numbers", config={**TILES, "red": [0, 0, 1]}), host
+        )
+        best = db.best(host)
+    assert set(best) == {"matmul_64x32x16_f32#abc"}
+    assert best["matmul_64x32x16_f32#abc"].config == faster
+
+
+def _writer(path: str, tag: str, n: int) -> None:
+    host = HostIdentity.current()
+    with TuningDB(path) as db:
+        for i in range(n):
+            config = {**TILES, "dist": [i + 1, 32, 0]}
+            db.add(_record(f"sig-{tag}", config=config), host)
+
+
+def test_two_concurrent_writers(tmp_path):
+    path = tmp_path / "t.db"
+    TuningDB(path).close()
+    code = "import sys; from test_tuning import _writer; _writer(sys.argv[1], sys.argv[2], 60)"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(path), tag], env=env)
+        for tag in ("a", "b")
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    with TuningDB(path) as db:
+        records = db.records()
+    assert len(records) == 120
+    assert {r.signature for r in records} == {"sig-a", "sig-b"}
+
+
+def test_kill_9_loses_at_most_the_trial_in_flight(tmp_path):
+    path = tmp_path / "t.db"
+    code = (
+        "import sys, itertools\n"
+        "from test_tuning import _record, TILES\n"
+        "from xgen_mlir.tunedb import TuningDB, HostIdentity\n"
+        "db = TuningDB(sys.argv[1]); host = HostIdentity.current()\n"
+        "for i in itertools.count():\n"
+        "    db.add(_record(config={**TILES, 'dist': [i + 1, 32, 0]}), host)\n"
+        "    print(i + 1, flush=True)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    committed = 0
+    assert proc.stdout is not None
+    while committed < 40:
+        committed = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    with TuningDB(path) as db:
+        n = len(db.records())
+    assert n >= committed  # every trial it reported done is there
+
+
+def test_foreign_host_records_are_ignored_with_a_warning(tmp_path):
+    path = tmp_path / "t.db"
+    here = HostIdentity.current()
+    other = replace(here, cpu="Some Other CPU", isa=("avx2",))
+    with TuningDB(path) as db:
+        db.add(_record(), other)
+    with pytest.warns(UserWarning, match="only of other hosts.*Some Other CPU"):
+        best, _ = records_for(path, here)
+    assert best == {}
+
+
+def test_damaged_record_is_ignored_with_a_warning(tmp_path):
+    path = tmp_path / "t.db"
+    host = HostIdentity.current()
+    with TuningDB(path) as db:
+        db.add(_record("sig-good"), host)
+        db.add(_record("sig-bad"), host)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE records SET seconds = 1e-9 WHERE signature = 'sig-bad'")
+    conn.execute("UPDATE records SET config = 'not json' WHERE signature = 'sig-good'")
+    conn.commit()
+    conn.close()
+    with TuningDB(path) as db, pytest.warns(UserWarning, match="2 damaged tuning record"):
+        assert db.best(host) == {}
+
+
+def test_export_import_between_machines(tmp_path):
+    host = HostIdentity.current()
+    other = replace(host, cpu="Board CPU", arch="aarch64")
+    with TuningDB(tmp_path / "a.db") as db:
+        db.add(_record("sig-1"), host)
+        db.add(_record("sig-2"), other)
+        assert db.export(tmp_path / "r.jsonl") == 2
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    tampered = json.loads(lines[0])
+    tampered["seconds"] = 1e-12
+    (tmp_path / "bad.jsonl").write_text(json.dumps(tampered) + "\nnot a record\n" + lines[1])
+    with TuningDB(tmp_path / "b.db") as db:
+        assert db.import_(tmp_path / "r.jsonl") == (2, 0)
+        assert {r.signature for r in db.records(host.key)} == {"sig-1"}
+        assert len(db.hosts()) == 2
+    with TuningDB(tmp_path / "c.db") as db, pytest.warns(UserWarning, match="2 line"):
+        assert db.import_(tmp_path / "bad.jsonl") == (1, 2)
+
+
+def test_not_a_database_is_a_clear_error(tmp_path):
+    bad = tmp_path / "t.db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(TuningDBError, match="not a usable tuning database"):
+        TuningDB(bad)
+    with pytest.raises(TuningDBError, match="is a directory"):
+        TuningDB(tmp_path)
+    with pytest.raises(TuningDBError, match="does not exist"):
+        records_for(tmp_path / "missing.db", HostIdentity.current())
+
+
+class _TwoLayers(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(48, 64)
+        self.b = torch.nn.Linear(64, 24)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.nn.functional.gelu(self.a(x)))
+
+
+def test_search_on_a_local_ray_cluster_then_compile_applies_it(tmp_path):
+    """A real search (tiny budget) over 2 local Ray workers; the records it writes are this
+    host's, checked against IREE's config; compile() applies the best; a second run resumes
+    without measuring a config twice; the report is written."""
+    from xgen_mlir.tuning.measure import MeasureSettings
+    from xgen_mlir.tuning.search import tune
+
+    torch.manual_seed(0)
+    model = _TwoLayers().eval()
+    x = torch.randn(56, 48)
+    db = tmp_path / "t.db"
+    settings = MeasureSettings(threads=1, rounds=3)
+    result = tune(
+        model,
+        (x,),
+        db=db,
+        workers=2,
+        max_trials=10,
+        batch_size=5,
+        settings=settings,
+        progress=False,
+        report=tmp_path / "r.html",
+        seed=1,
+    )
+    assert result.trials >= 10
+    assert len(result.ops) == 2 and all(op.trials > 0 for op in result.ops)
+    host = HostIdentity.current(threads=1)
+    with TuningDB(db) as tdb:
+        records = tdb.records()
+        assert {r.host_key for r in records} == {host.key}
+        assert all(r.status in ("ok", "compile_error", "wrong_numbers") for r in records)
+        assert any(r.config["kind"] == "iree" for r in records)  # the baseline is kept
+        first = {(r.signature, json.dumps(r.config, sort_keys=True)) for r in records}
+        best = tdb.best(host)
+    # the tuned module carries the best records of the host (1 thread) they were taken on
+    assert {s for s, _, _ in result.module.report.tuning.applied} == set(best)
+    np.testing.assert_allclose(
+        np.asarray(result.module(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5
+    )
+    html = (tmp_path / "r.html").read_text()
+    assert "Tuning report" in html and "<svg" in html
+
+    result2 = tune(
+        model,
+        (x,),
+        db=db,
+        workers=2,
+        max_trials=5,
+        batch_size=5,
+        settings=settings,
+        progress=False,
+        measure_model=False,
+        seed=2,
+    )
+    with TuningDB(db) as tdb:
+        second = {(r.signature, json.dumps(r.config, sort_keys=True)) for r in tdb.records()}
+    new = second - first
+    assert result2.trials >= 5 and len(new) >= result2.trials - 2  # only the baselines repeat
+
+    # compile() applies the best records of the host it runs on: the search's were taken
+    # with 1 thread, a compile for 2 threads is another host and applies none of them ...
+    with TuningDB(db) as tdb:
+        tiles = [r for r in tdb.records() if r.status == "ok" and r.config["kind"] == "tiles"]
+    compile_host = HostIdentity.current()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = xcompile(model, (x,), tuning_db=db)
+    report = module.report.tuning
+    assert report is not None and len(report.applied) + len(report.untuned) == 2
+    if compile_host.key != host.key:
+        assert report.applied == []
+        assert {why for _, why in report.untuned} == {"no record for this host"}
+    # ... and a record of its own host (one of the search's configs, stored as a clear win)
+    # goes on its op, with the model's numbers unchanged.
+    chosen = tiles[0]
+    with TuningDB(tmp_path / "mine.db") as mine:
+        mine.add(replace(chosen, host_key="", seconds=1e-4, baseline_seconds=1e-3), compile_host)
+    module = xcompile(model, (x,), tuning_db=tmp_path / "mine.db")
+    report = module.report.tuning
+    assert [(s, c) for s, _, c in report.applied] == [(chosen.signature, chosen.config)]
+    assert "1 tuned op signature" in report.source
+    np.testing.assert_allclose(
+        np.asarray(module(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5
+    )
