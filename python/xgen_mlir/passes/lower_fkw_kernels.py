@@ -33,6 +33,7 @@ from .generic_util import (
     num_inputs,
     num_uses,
 )
+from .kernel_call import free_symbol
 from .lower_sparse_linalg import lower_fkw_to_linalg
 from .registry import PassFailure, register_pass
 
@@ -138,9 +139,6 @@ def kernel_spec(
     )
 
 
-_next_id = [0]
-
-
 @register_pass(
     "xgen-lower-fkw-kernels",
     "Lower xgen_sparse.fkw_conv2d to generated C kernels linked into IREE dispatches.",
@@ -165,8 +163,9 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
         if g.n != 1 or not tables_const or not supported or not toolchain.available():
             lower_fkw_to_linalg(op, reader)
             continue
-        _next_id[0] += 1
-        symbol = f"xgen_fkw_kernel_{_next_id[0]}"
+        # numbered within the module, never per process: the same model gives the same bytes
+        # however many modules this process compiled before (tests/python/test_reproducible.py)
+        symbol = free_symbol(module_op, "xgen_fkw_kernel", 1)
         spec = kernel_spec(op, reader, symbol, opts)
         relu = relu_consumer(op.results[0])
         spec.relu = relu is not None
