@@ -2,8 +2,10 @@
 standalone module to measure each choice on.
 
 A *tunable* is a contraction (matmul, batch matmul, a 1x1 conv as a matmul: MLIR's own
-``isa_contraction_op``, one reduced loop, static sizes) that IREE will compile with its plain
-(not data-tiled) lowering. Its choices are IREE's llvm-cpu ``compilation_info`` on the op
+``isa_contraction_op``, one reduced loop, static sizes). Its choices: data-tiled
+(``{"kind": "data-tiled"}``: IREE packs its operands into tiled layouts and runs its mmt4d
+ukernel; the op carries IREE's data-tiling hint), or plain with IREE's llvm-cpu
+``compilation_info`` on the op
 (``#iree_cpu.lowering_config``: ``distribution`` tiles = one workgroup's share,
 ``vector_common_parallel`` = the register tile of each vector step, ``vector_reduction`` =
 how many k steps one vector step unrolls; pipeline ``DoubleTilingExpert``, as IREE's own
@@ -15,7 +17,9 @@ element types, shapes) and the elementwise op IREE fuses after it (its body: a G
 changes which tiles win). Two ops with one signature, in one model or two, share records.
 
 The *standalone module* is that op, its zero fill and its epilogue as one function whose
-operands are arguments: compiled alone it gives the dispatch the model would get, which a
+operands are arguments (those that are constants in the model, the weights, are marked
+``xgen.constant``: a measurement makes them constants again, so IREE packs them at compile
+time as in the model): compiled alone it gives the dispatch the model would get, which a
 tuner compiles once per candidate config and times against IREE's own config.
 """
 
@@ -36,6 +40,8 @@ from .data_tiling import HINT
 PIPELINE = "DoubleTilingExpert"
 ROOT_ATTR = "xgen.tune_root"  # marks the op a candidate's config goes on, in a standalone module
 IREE_DEFAULT: dict[str, Any] = {"kind": "iree"}
+DATA_TILED: dict[str, Any] = {"kind": "data-tiled"}
+CONSTANT_ARG = "xgen.constant"  # an argument of a standalone module that is a weight
 _FLOATS = {"f32": 32, "f16": 16, "bf16": 16}
 
 
@@ -201,9 +207,8 @@ def find_tunables(block: Any) -> tuple[list[Tunable], list[tuple[str, str]]]:
         t.description = describe_op(*t.bmnk, bits, epi_text)
         t.signature = f"{t.description.replace(' ', '_')}#{digest}"
         if HINT in op.attributes:
-            skipped.append((t.description, "data-tiled by IREE (packed layouts: not searched)"))
-            continue
-        if "compilation_info" in op.attributes:
+            t.current, t.prior_why = dict(DATA_TILED), "xgen_mlir's data-tiling rule"
+        elif "compilation_info" in op.attributes:
             prior = parse_compilation_info(str(op.attributes["compilation_info"]))
             if prior is not None:
                 t.current, t.prior_why = prior, "xgen_mlir's tile rule"
@@ -226,9 +231,9 @@ def compilation_info_text(config: dict[str, Any]) -> str:
 def check_config(config: Any, n_loops: int) -> str | None:
     """Why ``config`` cannot go on an op of ``n_loops`` loops (a damaged or foreign record),
     or None."""
-    if not isinstance(config, dict) or config.get("kind") not in ("iree", "tiles"):
+    if not isinstance(config, dict) or config.get("kind") not in ("iree", "tiles", "data-tiled"):
         return "not a config"
-    if config["kind"] == "iree":
+    if config["kind"] in ("iree", "data-tiled"):
         return None
     for level in ("dist", "vec", "red"):
         v = config.get(level)
@@ -240,10 +245,14 @@ def check_config(config: Any, n_loops: int) -> str | None:
 
 
 def apply_config(op: Any, config: dict[str, Any]) -> None:
-    """Give ``op`` this config: IREE's own (no ``compilation_info``) or these tiles."""
+    """Give ``op`` this config: IREE's own (no ``compilation_info``), these tiles, or data
+    tiling (IREE's hint; the caller keeps ``--iree-opt-data-tiling`` when any op has it)."""
     op = op.operation
-    if "compilation_info" in op.attributes:
-        del op.attributes["compilation_info"]
+    for name in ("compilation_info", HINT):
+        if name in op.attributes:
+            del op.attributes[name]
+    if config["kind"] == "data-tiled":
+        op.attributes[HINT] = ir_of(op).UnitAttr.get(op.context)
     if config["kind"] == "tiles":
         ir = ir_of(op)
         with op.location:
@@ -302,6 +311,12 @@ def standalone_module(t: Tunable) -> str:
                 "function_type": ir.TypeAttr.get(ftype),
             },
         )
+        constant = [_is_constant(ir, a) for a in args]
+        if any(constant):
+            unit = ir.DictAttr.get({CONSTANT_ARG: ir.UnitAttr.get()})
+            fn.attributes["arg_attrs"] = ir.ArrayAttr.get(
+                [unit if c else ir.DictAttr.get({}) for c in constant]
+            )
         mod.body.append(fn)
         block = fn.regions[0].blocks.append(*ftype.inputs)
         mapping = dict(zip(args, block.arguments, strict=True))
@@ -323,6 +338,15 @@ def standalone_module(t: Tunable) -> str:
             ir.Operation.create("func.return", operands=[mapping[result]])
         mod.operation.verify()
         return str(mod)
+
+
+def _is_constant(ir: Any, value: Any) -> bool:
+    """A weight: a tensor defined by a constant or a load of an immutable global (what IREE's
+    constant hoisting leaves at the dispatch phase)."""
+    owner = value.owner.operation if hasattr(value.owner, "operation") else value.owner
+    if not isinstance(owner, ir.Operation) or not isinstance(value.type, ir.RankedTensorType):
+        return False
+    return owner.name in ("arith.constant", "util.global.load")
 
 
 def _nested_ops(ir: Any, op: Any) -> list[Any]:
@@ -399,7 +423,7 @@ def candidates(t: Tunable, vector_bits: int, limit: int = 4000) -> list[dict[str
     if len(out) > limit:  # keep an even spread
         step = len(out) / limit
         out = [out[int(i * step)] for i in range(limit)]
-    return out
+    return [dict(DATA_TILED), *out]
 
 
 def tile_params(t: Tunable, config: dict[str, Any]) -> tuple[int, int, int, int, int] | None:
@@ -433,7 +457,8 @@ def features(
         "n_mod_lanes": (n % lanes) / lanes,
     }
     p = tile_params(t, config)
-    f["iree_default"] = float(p is None)
+    f["iree_default"] = float(config.get("kind") == "iree")
+    f["data_tiled"] = float(config.get("kind") == "data-tiled")
     if p is None:
         for name in ("log_dm", "log_dn", "log_vm", "log_vn", "log_vk", "waste_m", "waste_n"):
             f[name] = -1.0

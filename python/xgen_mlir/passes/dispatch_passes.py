@@ -34,6 +34,7 @@ from ..fusion import (
     tile_matmuls,
     tile_transposes,
 )
+from ..fusion.data_tiling import HINT
 from ..fusion.lowering import TILED_FOR_VECTOR_BITS
 from ..fusion.matmul_tiling import takes_seven_rows
 from ..fusion.pads import FLAG as PAD_FLAG
@@ -382,12 +383,18 @@ def apply_tuning(module_op: Any, opts: ApplyTuningOptions, state: DispatchState)
     if opts.records:
         request.configs = {**request.configs, **_read_records(opts.records)}
     request.applied, request.untuned, request.tasks = [], [], []
+    # no flags known (xgen-opt): the IR is taken as it is, data-tiled records apply
+    can_data_tile = DATA_TILING_FLAG in state.iree_flags or not state.iree_flags
+    hinted = False
     for _, block in function_blocks(module_op):
         tunables, skipped = find_tunables(block)
         request.untuned.extend(skipped)
         for t in tunables:
             config = request.configs.get(t.signature)
             why = None if config is None else check_config(config, len(t.sizes))
+            if why is None and config is not None and config["kind"] == "data-tiled":
+                if not can_data_tile:
+                    why = "data-tiled record, but this compile has no data tiling (a fallback)"
             if config is None:
                 request.untuned.append((t.description, "no record for this host"))
             elif why is not None:
@@ -395,6 +402,7 @@ def apply_tuning(module_op: Any, opts: ApplyTuningOptions, state: DispatchState)
             else:
                 apply_config(t.op, config)
                 request.applied.append((t.signature, t.description, config))
+            hinted |= HINT in t.op.operation.attributes
             if opts.print:
                 verdict = "tuned" if config is not None and why is None else "untuned"
                 print(f"{t.signature}: {verdict}", file=sys.stderr)
@@ -409,4 +417,20 @@ def apply_tuning(module_op: Any, opts: ApplyTuningOptions, state: DispatchState)
                         "tunable": replace(t, op=None),
                     }
                 )
+    if (
+        DATA_TILING_FLAG in state.iree_flags and request.applied
+    ):  # the flag follows the hints, as in the hints pass
+        if hinted or _any_hint(module_op):
+            while DATA_TILING_FLAG in state.drop_flags:
+                state.drop_flags.remove(DATA_TILING_FLAG)
+        elif DATA_TILING_FLAG not in state.drop_flags:
+            state.drop_flags.append(DATA_TILING_FLAG)
     state.records["tuning"] = request
+
+
+def _any_hint(module_op: Any) -> bool:
+    return any(
+        HINT in op.operation.attributes
+        for _, block in function_blocks(module_op)
+        for op in block.operations
+    )

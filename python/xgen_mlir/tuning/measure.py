@@ -31,7 +31,7 @@ import numpy as np
 from .._mlir import iree_binding
 from .._paths import iree_tool
 from ..backend.dispatch_stage import error_lines
-from ..fusion.tunable import IREE_DEFAULT, ROOT_ATTR, apply_config
+from ..fusion.tunable import CONSTANT_ARG, IREE_DEFAULT, ROOT_ATTR, apply_config
 
 # Flags of a model's compile that do not apply to a lone contraction: data tiling (the
 # searched ops are the plain ones) and the input preprocessing (already done to this IR).
@@ -57,21 +57,51 @@ class MeasureSettings:
     tolerance: float = 1e-4  # max |candidate - base| / max |base|, f32 (f16: 100x)
 
 
-def standalone_flags(model_flags: list[str]) -> list[str]:
+def standalone_flags(model_flags: list[str], data_tiling: bool) -> list[str]:
     kept = [f for f in model_flags if not f.startswith(_DROP_PREFIXES)]
-    return [*kept, "--iree-opt-data-tiling=false"]
+    return [*kept, "--iree-opt-data-tiling" if data_tiling else "--iree-opt-data-tiling=false"]
 
 
-def batch_module(standalone: str, configs: list[dict[str, Any]]) -> str:
+def _random(shape: list[int], elem: str, rng: np.random.Generator) -> bytes:
+    """Raw little-endian bytes of uniform(-1, 1) values of an element type."""
+    values = rng.uniform(-1, 1, size=shape).astype(np.float32)
+    if elem == "f32":
+        return values.tobytes()
+    if elem == "f16":
+        return values.astype(np.float16).tobytes()
+    if elem == "bf16":
+        return (values.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    raise ValueError(f"no random constants of {elem}")
+
+
+def batch_module(standalone: str, configs: list[dict[str, Any]], seed: int = 0) -> str:
     """``standalone``'s ``@main`` as ``@base`` (IREE's config) and ``@c0``, ``@c1``, ... (one
-    per config)."""
+    per config), each a wrapper that reads the weights (arguments marked ``xgen.constant``)
+    from one immutable global of random values, so IREE treats them as the model's constants
+    (and packs them once, at compile time, for a data-tiled candidate)."""
     ir = iree_binding().ir
+    names = ["base", *(f"c{i}" for i in range(len(configs)))]
     with ir.Context():
         module = ir.Module.parse(standalone)
         main = next(iter(module.body.operations)).operation
-        for i, config in enumerate([IREE_DEFAULT, *configs]):
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        constant: list[int] = []
+        if "arg_attrs" in main.attributes:
+            attrs = ir.ArrayAttr(main.attributes["arg_attrs"])
+            constant = [i for i, d in enumerate(attrs) if CONSTANT_ARG in ir.DictAttr(d)]
+            del main.attributes["arg_attrs"]
+        types = [str(t) for t in ftype.inputs]
+        shapes = [
+            (list(ir.RankedTensorType(t).shape), str(ir.RankedTensorType(t).element_type))
+            if isinstance(t, ir.RankedTensorType)
+            else ([], str(t))
+            for t in ftype.inputs
+        ]
+        result = str(ftype.results[0])
+        for name, config in zip(names, [IREE_DEFAULT, *configs], strict=True):
             fn = main.clone(ir.InsertionPoint(module.body))
-            fn.attributes["sym_name"] = ir.StringAttr.get("base" if i == 0 else f"c{i - 1}")
+            fn.attributes["sym_name"] = ir.StringAttr.get(f"{name}_impl")
+            fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
             roots: list[Any] = []
 
             def visit(op: Any, roots: list[Any] = roots) -> Any:
@@ -83,7 +113,24 @@ def batch_module(standalone: str, configs: list[dict[str, Any]]) -> str:
             for root in roots:
                 apply_config(root, config)
         main.erase()
-        return str(module)
+        text = str(module).rstrip()
+    rng = np.random.default_rng(seed)
+    lines = []
+    for i in constant:
+        shape, elem = shapes[i]
+        data = _random(shape, elem, rng).hex().upper()
+        lines.append(f'  util.global private @xgen_w{i} = dense<"0x{data}"> : {types[i]}')
+    params = ", ".join(f"%a{i}: {t}" for i, t in enumerate(types) if i not in constant)
+    for name in names:
+        body = [f"    %w{i} = util.global.load @xgen_w{i} : {types[i]}" for i in constant]
+        operands = ", ".join(f"%w{i}" if i in constant else f"%a{i}" for i in range(len(types)))
+        body.append(
+            f"    %r = func.call @{name}_impl({operands}) : ({', '.join(types)}) -> {result}"
+        )
+        body.append(f"    return %r : {result}")
+        lines.append(f"  func.func @{name}({params}) -> {result} {{\n" + "\n".join(body) + "\n  }")
+    assert text.endswith("}")
+    return text[:-1] + "\n".join(lines) + "\n}\n"
 
 
 def _compile(text: str, flags: list[str], work: Path, timeout: float) -> tuple[Path | None, str]:
@@ -104,16 +151,23 @@ def _compile(text: str, flags: list[str], work: Path, timeout: float) -> tuple[P
 
 
 def _inputs(standalone: str, seed: int = 0) -> list[np.ndarray]:
+    """Random values for the arguments a batch module's functions take (not the weights)."""
     ir = iree_binding().ir
     from ..irutil import np_dtype
 
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed + 1)
     with ir.Context():
         module = ir.Module.parse(standalone)
         main = next(iter(module.body.operations)).operation
         ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        constant: set[int] = set()
+        if "arg_attrs" in main.attributes:
+            attrs = ir.ArrayAttr(main.attributes["arg_attrs"])
+            constant = {i for i, d in enumerate(attrs) if CONSTANT_ARG in ir.DictAttr(d)}
         arrays = []
-        for t in ftype.inputs:
+        for i, t in enumerate(ftype.inputs):
+            if i in constant:
+                continue
             if isinstance(t, ir.RankedTensorType):
                 dtype = np_dtype(t.element_type)
                 arrays.append(rng.uniform(-1, 1, size=list(t.shape)).astype(dtype))
@@ -182,33 +236,40 @@ def measure_batch(
 ) -> list[Measurement]:
     """Compile, check and time ``configs`` against IREE's own config (see the module doc)."""
     settings = settings or MeasureSettings()
-    flags = standalone_flags(model_flags)
+
+    def flags(subset: list[dict[str, Any]]) -> list[str]:
+        return standalone_flags(model_flags, any(c["kind"] == "data-tiled" for c in subset))
+
     results: dict[int, Measurement] = {}
     with tempfile.TemporaryDirectory(prefix="xgen-tune-") as tmp:
         work = Path(tmp)
         vmfb, err = _compile(
-            batch_module(standalone, configs), flags, work, settings.compile_timeout_s
+            batch_module(standalone, configs), flags(configs), work, settings.compile_timeout_s
         )
         runnable = list(range(len(configs)))
         if vmfb is None:  # find the candidates IREE rejects, one by one
             base_only, base_err = _compile(
-                batch_module(standalone, []), flags, work, settings.compile_timeout_s
+                batch_module(standalone, []), flags([]), work, settings.compile_timeout_s
             )
             if base_only is None:
                 raise RuntimeError(f"IREE cannot compile the op with its own config: {base_err}")
             runnable = []
             for i, config in enumerate(configs):
                 one, one_err = _compile(
-                    batch_module(standalone, [config]), flags, work, settings.compile_timeout_s
+                    batch_module(standalone, [config]),
+                    flags([config]),
+                    work,
+                    settings.compile_timeout_s,
                 )
                 if one is None:
                     results[i] = Measurement(config, "compile_error", detail=one_err)
                 else:
                     runnable.append(i)
             if runnable:
+                kept = [configs[i] for i in runnable]
                 vmfb, err = _compile(
-                    batch_module(standalone, [configs[i] for i in runnable]),
-                    flags,
+                    batch_module(standalone, kept),
+                    flags(kept),
                     work,
                     settings.compile_timeout_s,
                 )

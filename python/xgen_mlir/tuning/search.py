@@ -24,7 +24,7 @@ from typing import Any
 
 from ..compiler import compile as compile_model
 from ..errors import XGenError
-from ..fusion.tunable import IREE_DEFAULT, Tunable, candidates, features
+from ..fusion.tunable import DATA_TILED, IREE_DEFAULT, Tunable, candidates, features
 from ..target import cache_bytes, cpu_flags, host_threads, vector_bits
 from ..tunedb import HostIdentity, Record, TuningDB, default_db_path
 from .cost_model import CostModel, ranking_quality
@@ -128,7 +128,7 @@ def collect_ops(
         t: Tunable = task["tunable"]
         space = candidates(t, facts_bits)
         prior = task["prior"]
-        if prior.get("kind") == "tiles" and _key(prior) not in {_key(c) for c in space}:
+        if _key(prior) not in {_key(c) for c in space} and prior.get("kind") != "iree":
             space.insert(0, prior)
         by_sig[sig] = OpProgress(sig, task["description"], 1, t, task["module"], space, prior)
     from ..pipelines import load_pipeline
@@ -150,8 +150,10 @@ def _next_batch(
     if not left:
         return []
     batch: list[dict[str, Any]] = []
-    if op.trials == 0 and op.prior.get("kind") == "tiles" and _key(op.prior) not in op.measured:
-        batch.append(op.prior)
+    if op.trials == 0:  # the rules' choice and data tiling are measured first
+        for c in (op.prior, DATA_TILED):
+            if c.get("kind") != "iree" and _key(c) not in op.measured and c not in batch:
+                batch.append(c)
     pool = [c for c in left if _key(c) not in {_key(b) for b in batch}]
     feats = [features(op.tunable, c, vector_bits_, threads, l2) for c in pool]
     pred = model.predict(feats)
