@@ -260,3 +260,57 @@ def test_search_on_a_local_ray_cluster_then_compile_applies_it(tmp_path):
     np.testing.assert_allclose(
         np.asarray(module(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5
     )
+
+
+def test_candidates_are_checked_before_they_are_timed():
+    """Configs IREE rejects are compile errors, the others are checked against IREE's config
+    on the same inputs; data tiling is measured with the weights as compile-time constants."""
+    from xgen_mlir._mlir import iree_binding
+    from xgen_mlir.fusion.tunable import TuningRequest
+    from xgen_mlir.passes.registry import DispatchState
+    from xgen_mlir.passes.runner import run_steps
+    from xgen_mlir.tuning.measure import MeasureSettings, measure_batch
+
+    ir = iree_binding().ir
+    text = """
+    #map = affine_map<(d0, d1, d2) -> (d0, d2)>
+    #map1 = affine_map<(d0, d1, d2) -> (d2, d1)>
+    #map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+    util.global private @w = dense<0.5> : tensor<64x48xf32>
+    func.func @main(%a: tensor<32x64xf32>) -> tensor<32x48xf32> {
+      %zero = arith.constant 0.0 : f32
+      %b = util.global.load @w : tensor<64x48xf32>
+      %e = tensor.empty() : tensor<32x48xf32>
+      %f = linalg.fill ins(%zero : f32) outs(%e : tensor<32x48xf32>) -> tensor<32x48xf32>
+      %m = linalg.matmul ins(%a, %b : tensor<32x64xf32>, tensor<64x48xf32>)
+             outs(%f : tensor<32x48xf32>) -> tensor<32x48xf32>
+      return %m : tensor<32x48xf32>
+    }
+    """
+    module = ir.Module.parse(text, ir.Context())
+    state = DispatchState(tuning=TuningRequest(collect=True))
+    run_steps(module, ["xgen-apply-tuning"], what="test", state=state)
+    (task,) = state.tuning.tasks
+    assert "{xgen.constant}" in task["module"]  # the weight is marked as the model's constant
+    good = {"kind": "tiles", "dist": [16, 16, 0], "vec": [8, 16, 0], "red": [0, 0, 4]}
+    bad = {"kind": "tiles", "dist": [16, 16, 0], "vec": [8, 16, 0], "red": [0, 0, -3]}
+    flags = ["--iree-hal-target-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=host"]
+    out = measure_batch(
+        task["module"],
+        [good, {"kind": "data-tiled"}, bad],
+        flags,
+        MeasureSettings(threads=1, rounds=2),
+    )
+    assert [m.status for m in out] == ["ok", "ok", "compile_error"]
+    assert all(m.seconds and m.baseline_seconds for m in out[:2])
+    assert out[2].detail
+
+
+def test_relative_error_catches_wrong_and_non_finite_outputs():
+    from xgen_mlir.tuning.child import _relative_error
+
+    ref = np.array([1.0, -2.0, 4.0], dtype=np.float32)
+    assert _relative_error(ref.copy(), ref) == 0.0
+    assert _relative_error(ref + np.float32(0.4), ref) == pytest.approx(0.1)
+    assert _relative_error(np.array([1.0, np.nan, 4.0], np.float32), ref) == float("inf")
+    assert _relative_error(ref[:2], ref) == float("inf")
