@@ -193,6 +193,7 @@ def tune(
     progress: bool = True,
     report: str | Path | None = None,
     measure_model: bool = True,
+    use_cost_model: bool = True,
     seed: int = 0,
     **compile_options: Any,
 ) -> TuneResult:
@@ -200,6 +201,7 @@ def tune(
     ``max_trials``); records go to ``db`` (default ``$XGEN_TUNING_DB`` or
     ``~/.cache/xgen_mlir/tuning.db``). ``cluster``: a Ray address to spread measurements
     over (machines of this host's type); default: a local Ray with ``workers`` CPUs.
+    ``use_cost_model=False``: candidates at random (the baseline a cost model must beat).
     Returns the per-op results, the model's time before and after, and the tuned module."""
     t_start = time.perf_counter()
     db_path = Path(db) if db is not None else default_db_path()
@@ -220,7 +222,8 @@ def tune(
                 op.best, op.best_config = r.seconds, r.config
     vbits, l2 = vector_bits(cpu_flags()), cache_bytes(2) or 0
     cost = CostModel(seed)
-    cost.fit(tdb.records())
+    if use_cost_model:
+        cost.fit(tdb.records())
     budget_s = budget_minutes * 60.0
     trials = 0
     timeline: list[tuple[float, int, float]] = []
@@ -252,7 +255,8 @@ def tune(
             for op, measured in pool.wait(timeout=5.0):
                 busy.discard(op.signature)
                 trials += _record(tdb, op, measured, host, vbits, l2)
-                cost.fit(tdb.records())
+                if use_cost_model:
+                    cost.fit(tdb.records())
                 timeline.append((time.perf_counter() - t_start, trials, _estimate(ops)))
                 if bar is not None:
                     bar.n = trials
