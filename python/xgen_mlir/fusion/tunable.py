@@ -295,10 +295,14 @@ def standalone_module(t: Tunable) -> str:
                 args.append(v)
         for v in _captured(ir, o):
             owner = v.owner.operation if hasattr(v.owner, "operation") else v.owner
-            if not isinstance(owner, ir.Operation) or owner.name != "arith.constant":
-                raise ValueError("the op's body reads a value that is not a constant")
-            if owner not in captured:
-                captured.append(owner)
+            if isinstance(owner, ir.Operation) and owner.name == "arith.constant":
+                if owner not in captured:
+                    captured.append(owner)
+            elif isinstance(v.type, (ir.RankedTensorType, ir.FloatType)):
+                if v not in produced and v not in args:
+                    args.append(v)  # a value the body reads from outside: an argument too
+            else:
+                raise ValueError(f"the op's body reads a {v.type} from outside it")
     result = keep[-1].results[0]
     with op.context, ir.Location.unknown():  # clones need the op's own context
         mod = ir.Module.create()

@@ -407,11 +407,16 @@ def apply_tuning(module_op: Any, opts: ApplyTuningOptions, state: DispatchState)
                 verdict = "tuned" if config is not None and why is None else "untuned"
                 print(f"{t.signature}: {verdict}", file=sys.stderr)
             if request.collect:
+                try:
+                    module = standalone_module(t)
+                except ValueError as e:  # the op cannot be cut out: it stays untuned
+                    request.untuned.append((t.description, f"not measurable alone: {e}"))
+                    continue
                 request.tasks.append(
                     {
                         "signature": t.signature,
                         "description": t.description,
-                        "module": standalone_module(t),
+                        "module": module,
                         "prior": t.current,
                         "prior_why": t.prior_why,
                         "tunable": replace(t, op=None),

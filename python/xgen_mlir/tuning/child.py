@@ -5,7 +5,8 @@ process down (``tuning.measure``). Prints one JSON line per event on stdout: ``{
 before a function's first call, ``{"done": fn, "error": e}`` after it (``e``: its output's
 largest difference from ``base``'s, relative to ``base``'s largest magnitude), and at the end
 ``{"times": {fn: seconds}}``, the median over interleaved rounds of each function that
-matched ``base``.
+matched ``base``, less the median time of ``xgen_overhead`` (a call with nothing in it), timed
+in the same rounds.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 import time
 
 import numpy as np
+
+OVERHEAD = "xgen_overhead"  # tuning.measure.OVERHEAD_FN
 
 
 def _relative_error(out: np.ndarray, ref: np.ndarray) -> float:
@@ -67,17 +70,22 @@ def main(argv: list[str]) -> int:
         funcs[name](*device_args)
         slowest = max(slowest, time.perf_counter() - t0)
     block = max(1, int(settings["min_block_s"] / max(slowest, 1e-6)))
-    samples: dict[str, list[float]] = {n: [] for n in good}
+    timed = [*good, OVERHEAD]
+    call_args = {n: device_args for n in good}
+    call_args[OVERHEAD] = [rt.asdevicearray(config.device, np.ones(4, np.float32))]
+    funcs[OVERHEAD] = ctx.modules[module.name][OVERHEAD]
+    samples: dict[str, list[float]] = {n: [] for n in timed}
     rounds = int(settings["rounds"])
     for r in range(rounds):
-        order = good[r % len(good) :] + good[: r % len(good)]
+        order = timed[r % len(timed) :] + timed[: r % len(timed)]
         for name in order:
-            fn = funcs[name]
+            fn, fn_args = funcs[name], call_args[name]
             t0 = time.perf_counter()
             for _ in range(block):
-                fn(*device_args)
+                fn(*fn_args)
             samples[name].append((time.perf_counter() - t0) / block)
-    times = {n: statistics.median(s) for n, s in samples.items()}
+    overhead = statistics.median(samples.pop(OVERHEAD))
+    times = {n: max(statistics.median(s) - overhead, 1e-7) for n, s in samples.items()}
     print(json.dumps({"times": times}), flush=True)
     return 0
 

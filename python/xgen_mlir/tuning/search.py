@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -42,7 +43,8 @@ class OpProgress:
     space: list[dict[str, Any]]
     prior: dict[str, Any]
     measured: set[str] = field(default_factory=set)
-    baseline: float | None = None  # IREE's own config, seconds
+    baseline: float | None = None  # IREE's own config, seconds (median of its measurements)
+    base_samples: list[float] = field(default_factory=list)
     best: float | None = None  # fastest ok config so far, seconds
     best_config: dict[str, Any] | None = None
     trials: int = 0
@@ -343,7 +345,8 @@ def _record(
             ),
             host,
         )
-        op.baseline = base_seen if op.baseline is None else min(op.baseline, base_seen)
+        op.base_samples.append(base_seen)
+        op.baseline = statistics.median(op.base_samples)
         if op.best is None or base_seen < op.best:
             op.best, op.best_config = base_seen, dict(IREE_DEFAULT)
     op.curve.append((op.trials, op.speedup))
@@ -375,8 +378,6 @@ def time_models(
     before: Any, after: Any, example_inputs: Any, rounds: int = 10, min_block_s: float = 0.05
 ) -> tuple[float, float]:
     """Median ms per call of two modules on the same inputs, interleaved round by round."""
-    import statistics
-
     inputs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     fns = {"before": lambda: before(*inputs), "after": lambda: after(*inputs)}
     for fn in fns.values():
