@@ -327,18 +327,14 @@ class TuningDB:
         return out
 
     def best(self, host: HostIdentity) -> dict[str, Record]:
-        """The fastest ``ok`` record per signature for ``host``: what ``compile()`` applies.
-        A tiles record only counts where it beat the baseline it was timed against by
-        ``MIN_GAIN``."""
+        """Per signature, the ``ok`` record of ``host`` with the largest speedup over IREE's
+        config timed beside it (times of two batches may be timed differently: whole calls
+        or dispatches), if that is at least ``MIN_GAIN``: what ``compile()`` applies."""
         best: dict[str, Record] = {}
         for r in self.records(host.key):
-            if r.status != "ok" or r.seconds is None:
+            if r.config.get("kind") == "iree" or r.speedup is None or r.speedup < MIN_GAIN:
                 continue
-            if r.config.get("kind") != "iree" and (
-                r.baseline_seconds is None or r.seconds * MIN_GAIN > r.baseline_seconds
-            ):
-                continue
-            if r.signature not in best or r.seconds < (best[r.signature].seconds or 0):
+            if r.signature not in best or r.speedup > (best[r.signature].speedup or 0):
                 best[r.signature] = r
         return best
 

@@ -5,8 +5,9 @@ process down (``tuning.measure``). Prints one JSON line per event on stdout: ``{
 before a function's first call, ``{"done": fn, "error": e}`` after it (``e``: its output's
 largest difference from ``base``'s, relative to ``base``'s largest magnitude), and at the end
 ``{"times": {fn: seconds}}``, the median over interleaved rounds of each function that
-matched ``base``, less the median time of ``xgen_overhead`` (a call with nothing in it), timed
-in the same rounds.
+matched ``base``: of its dispatches' benchmarks (``settings["bench"]``: per function, the
+compiled benchmark modules of its dispatches, each called with a batch of N dispatches), or
+else of whole calls.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import numpy as np
-
-OVERHEAD = "xgen_overhead"  # tuning.measure.OVERHEAD_FN
 
 
 def _relative_error(out: np.ndarray, ref: np.ndarray) -> float:
@@ -30,6 +32,63 @@ def _relative_error(out: np.ndarray, ref: np.ndarray) -> float:
     scale = float(np.max(np.abs(ref[finite]))) if finite.any() else 0.0
     diff = float(np.max(np.abs(out[finite].astype(np.float64) - ref[finite]))) if scale else 0.0
     return diff / scale if scale else diff
+
+
+def _batch(call: Any, min_block_s: float) -> int:
+    """How many repetitions make a timed block last ``min_block_s``."""
+    t0 = time.perf_counter()
+    call(1)
+    return max(1, int(min_block_s / max(time.perf_counter() - t0, 1e-6)))
+
+
+def _timers(
+    names: list[str],
+    funcs: dict[str, Any],
+    args: list[Any],
+    bench: dict[str, list[str]] | None,
+    rt: Any,
+    config: Any,
+    min_block_s: float,
+) -> dict[str, Callable[[], float]]:
+    """Per function, a callable that times it once (seconds): the sum over its dispatches of
+    one benchmark call with a batch of N, divided by N; or whole calls without ``bench``."""
+    timers: dict[str, Callable[[], float]] = {}
+    if bench:
+        for name in names:
+            parts = []
+            for path in bench[name]:
+                with open(path, "rb") as f:
+                    module = rt.VmModule.copy_buffer(config.vm_instance, f.read())
+                ctx = rt.SystemContext(vm_modules=[module], config=config)
+                fns = [n for n in module.function_names if not n.startswith("__")]
+                fn = ctx.modules[module.name][fns[0]]
+                fn(1)
+                n = _batch(fn, min_block_s)
+                parts.append((fn, n, ctx))
+            timers[name] = partial(_time_dispatches, parts)
+        return timers
+    for name in names:
+        fn = funcs[name]
+        fn(*args)
+        n = _batch(lambda k, fn=fn: [fn(*args) for _ in range(k)], min_block_s)
+        timers[name] = partial(_time_calls, fn, args, n)
+    return timers
+
+
+def _time_dispatches(parts: list[tuple[Any, int, Any]]) -> float:
+    total = 0.0
+    for fn, n, _ in parts:
+        t0 = time.perf_counter()
+        fn(n)
+        total += (time.perf_counter() - t0) / n
+    return total
+
+
+def _time_calls(fn: Any, args: list[Any], n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn(*args)
+    return (time.perf_counter() - t0) / n
 
 
 def main(argv: list[str]) -> int:
@@ -63,29 +122,16 @@ def main(argv: list[str]) -> int:
         if np.isfinite(err) and err <= 1e-2:
             good.append(name)
 
-    # Block size: enough calls that a block lasts min_block_s with the slowest function.
-    slowest = 0.0
-    for name in good:
-        t0 = time.perf_counter()
-        funcs[name](*device_args)
-        slowest = max(slowest, time.perf_counter() - t0)
-    block = max(1, int(settings["min_block_s"] / max(slowest, 1e-6)))
-    timed = [*good, OVERHEAD]
-    call_args = {n: device_args for n in good}
-    call_args[OVERHEAD] = [rt.asdevicearray(config.device, np.ones(4, np.float32))]
-    funcs[OVERHEAD] = ctx.modules[module.name][OVERHEAD]
-    samples: dict[str, list[float]] = {n: [] for n in timed}
+    timers = _timers(
+        good, funcs, device_args, settings.get("bench"), rt, config, settings["min_block_s"]
+    )
+    samples: dict[str, list[float]] = {n: [] for n in good}
     rounds = int(settings["rounds"])
     for r in range(rounds):
-        order = timed[r % len(timed) :] + timed[: r % len(timed)]
+        order = good[r % len(good) :] + good[: r % len(good)]
         for name in order:
-            fn, fn_args = funcs[name], call_args[name]
-            t0 = time.perf_counter()
-            for _ in range(block):
-                fn(*fn_args)
-            samples[name].append((time.perf_counter() - t0) / block)
-    overhead = statistics.median(samples.pop(OVERHEAD))
-    times = {n: max(statistics.median(s) - overhead, 1e-7) for n, s in samples.items()}
+            samples[name].append(timers[name]())
+    times = {n: statistics.median(s) for n, s in samples.items()}
     print(json.dumps({"times": times}), flush=True)
     return 0
 

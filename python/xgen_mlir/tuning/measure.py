@@ -11,6 +11,15 @@ interleaves all functions round by round, rotating the order (``harness.time_blo
 scheme), so a noisy shared machine slows every candidate alike; the time of a candidate is
 the median of its rounds, and ``base``'s is recorded beside it.
 
+What is timed is each candidate's dispatches, not its call: IREE writes every dispatch of the
+module as a benchmark of its own (``--iree-hal-dump-executable-benchmarks-to``: the
+executable as configured, run N times in one command buffer), which is compiled and called
+with a batch of N, so the ~50 us an IREE call costs here (submission, waking the workers, the
+wait: as much as many of the dispatches compared) is spread over N dispatches. Where a
+candidate's dispatches cannot be told apart (a data-tiled one: IREE does not dump its packed
+matmul), the whole calls are timed instead. Times of the two kinds differ by the call's cost,
+so records are compared by their speedup over ``base`` in the same batch, never by time.
+
 A candidate IREE cannot compile fails the batch; then each is compiled alone with ``base``
 and the ones that fail are recorded as ``compile_error``.
 """
@@ -19,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,16 +65,6 @@ class MeasureSettings:
     compile_timeout_s: float = 300.0
     run_timeout_s: float = 120.0
     tolerance: float = 1e-4  # max |candidate - base| / max |base|, f32 (f16: 100x)
-
-
-# The cost of one call with nothing in it (IREE's submission, the worker threads' wake-up and
-# the wait: ~50 us here, as much as many of the dispatches timed), timed beside the candidates
-# and subtracted from every time; in a model the dispatches of one call share it.
-OVERHEAD_FN = "xgen_overhead"
-_OVERHEAD = f"""  func.func @{OVERHEAD_FN}(%a: tensor<4xf32>) -> tensor<4xf32> {{
-    %0 = arith.addf %a, %a : tensor<4xf32>
-    return %0 : tensor<4xf32>
-  }}"""
 
 
 def standalone_flags(model_flags: list[str], data_tiling: bool) -> list[str]:
@@ -139,17 +139,28 @@ def batch_module(standalone: str, configs: list[dict[str, Any]], seed: int = 0) 
         )
         body.append(f"    return %r : {result}")
         lines.append(f"  func.func @{name}({params}) -> {result} {{\n" + "\n".join(body) + "\n  }")
-    lines.append(_OVERHEAD)
     assert text.endswith("}")
     return text[:-1] + "\n".join(lines) + "\n}\n"
 
 
+DUMPS = "dispatches"
+
+
 def _compile(text: str, flags: list[str], work: Path, timeout: float) -> tuple[Path | None, str]:
-    src, out = work / "batch.mlir", work / "batch.vmfb"
+    """The batch module, and each of its dispatches as a benchmark in ``work/dispatches``."""
+    src, out, dumps = work / "batch.mlir", work / "batch.vmfb", work / DUMPS
     src.write_text(text)
+    shutil.rmtree(dumps, ignore_errors=True)
     try:
         proc = subprocess.run(
-            [iree_tool("iree-compile"), str(src), *flags, "-o", str(out)],
+            [
+                iree_tool("iree-compile"),
+                str(src),
+                *flags,
+                f"--iree-hal-dump-executable-benchmarks-to={dumps}",
+                "-o",
+                str(out),
+            ],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -159,6 +170,38 @@ def _compile(text: str, flags: list[str], work: Path, timeout: float) -> tuple[P
     if proc.returncode != 0:
         return None, "\n".join(error_lines(proc.stderr, 3))[:500]
     return out, ""
+
+
+def dispatch_benchmarks(
+    work: Path, names: list[str], flags: list[str], timeout: float
+) -> dict[str, list[str]] | None:
+    """Each function's dispatches as compiled benchmark modules (IREE names a dispatch after
+    the function it is in), or None where one has none of its own: IREE shared an identical
+    executable between two functions, or a data-tiled candidate (IREE dumps its packs, named
+    ``_encoding_N``, but not its packed matmul), or one does not compile."""
+    files = sorted((work / DUMPS).glob("*_benchmark.mlir"))
+    found: dict[str, list[Path]] = {n: [] for n in names}
+    for f in files:
+        for n in names:
+            if f.name.startswith(f"module_{n}_dispatch_"):
+                found[n].append(f)
+    if not all(found.values()):
+        return None
+    target = [f for f in flags if f.startswith(("--iree-hal-target", "--iree-llvmcpu-target"))]
+    jobs = [(f, f.with_suffix(".vmfb")) for fs in found.values() for f in fs]
+    running: list[tuple[subprocess.Popen[bytes], Path]] = []
+    ok = True
+    for src, out in jobs:
+        cmd = [iree_tool("iree-compile"), str(src), *target, "-o", str(out)]
+        running.append((subprocess.Popen(cmd, stderr=subprocess.DEVNULL), out))
+        if len(running) >= 2:
+            proc, _ = running.pop(0)
+            ok &= proc.wait(timeout=timeout) == 0
+    for proc, _ in running:
+        ok &= proc.wait(timeout=timeout) == 0
+    if not ok:
+        return None
+    return {n: [str(f.with_suffix(".vmfb")) for f in fs] for n, fs in found.items()}
 
 
 def _inputs(standalone: str, seed: int = 0) -> list[np.ndarray]:
@@ -188,7 +231,11 @@ def _inputs(standalone: str, seed: int = 0) -> list[np.ndarray]:
 
 
 def _run_child(
-    vmfb: Path, inputs: Path, fns: list[str], settings: MeasureSettings
+    vmfb: Path,
+    inputs: Path,
+    fns: list[str],
+    settings: MeasureSettings,
+    bench: dict[str, list[str]] | None = None,
 ) -> tuple[dict[str, Any], str | None, str]:
     """Run ``fns`` in a child; returns (per-function results, the function in flight when it
     died or None, why it died)."""
@@ -204,6 +251,7 @@ def _run_child(
                 "threads": settings.threads,
                 "rounds": settings.rounds,
                 "min_block_s": settings.min_block_s,
+                "bench": {n: bench[n] for n in fns} if bench else None,
             }
         ),
     ]
@@ -287,7 +335,9 @@ def measure_batch(
                 if vmfb is None:
                     raise RuntimeError(f"IREE rejected candidates it compiled alone: {err}")
         if runnable and vmfb is not None:
-            results.update(_run(vmfb, standalone, configs, runnable, settings, elem_bits, work))
+            results.update(
+                _run(vmfb, standalone, configs, runnable, settings, elem_bits, work, model_flags)
+            )
     return [results[i] for i in range(len(configs))]
 
 
@@ -299,6 +349,7 @@ def _run(
     settings: MeasureSettings,
     elem_bits: int,
     work: Path,
+    model_flags: list[str],
 ) -> dict[int, Measurement]:
     """Numerics, then timing, in children; a function that kills its child is recorded and
     the child restarted without it. ``runnable[j]`` is the config of function ``c{j}``
@@ -309,8 +360,9 @@ def _run(
     out: dict[int, Measurement] = {}
     tol = settings.tolerance * (100 if elem_bits < 32 else 1)
     pending = list(names)
+    bench = dispatch_benchmarks(work, ["base", *pending], model_flags, settings.compile_timeout_s)
     while pending:
-        res, dead, why = _run_child(vmfb, inputs, ["base", *pending], settings)
+        res, dead, why = _run_child(vmfb, inputs, ["base", *pending], settings, bench)
         if dead == "base":
             raise RuntimeError(f"IREE's own config failed to run: {why}")
         for name in list(pending):

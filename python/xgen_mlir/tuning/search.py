@@ -45,7 +45,7 @@ class OpProgress:
     measured: set[str] = field(default_factory=set)
     baseline: float | None = None  # IREE's own config, seconds (median of its measurements)
     base_samples: list[float] = field(default_factory=list)
-    best: float | None = None  # fastest ok config so far, seconds
+    best_speedup: float = 1.0  # over IREE's config timed beside it, of the best so far
     best_config: dict[str, Any] | None = None
     trials: int = 0
     failed: int = 0
@@ -54,9 +54,16 @@ class OpProgress:
 
     @property
     def speedup(self) -> float:
-        if not self.baseline or not self.best:
-            return 1.0
-        return max(1.0, self.baseline / self.best)
+        return self.best_speedup
+
+    @property
+    def best(self) -> float | None:
+        """The best config's time, as IREE's time over its speedup (seconds)."""
+        return self.baseline / self.best_speedup if self.baseline else None
+
+    def consider(self, seconds: float | None, baseline: float | None, config: Any) -> None:
+        if seconds and baseline and baseline / seconds > self.best_speedup:
+            self.best_speedup, self.best_config = baseline / seconds, config
 
     def left(self) -> list[dict[str, Any]]:
         return [c for c in self.space if json.dumps(c, sort_keys=True) not in self.measured]
@@ -220,8 +227,8 @@ def tune(
             op.measured.add(_key(r.config))
             if r.config.get("kind") == "iree" and r.status == "ok":
                 op.baseline = r.seconds
-            if r.status == "ok" and r.seconds and (op.best is None or r.seconds < op.best):
-                op.best, op.best_config = r.seconds, r.config
+            if r.status == "ok" and r.config.get("kind") != "iree":
+                op.consider(r.seconds, r.baseline_seconds, r.config)
     vbits, l2 = vector_bits(cpu_flags()), cache_bytes(2) or 0
     cost = CostModel(seed)
     if use_cost_model:
@@ -329,8 +336,7 @@ def _record(
             op.failed += 1
             continue
         base_seen = m["baseline_seconds"]
-        if op.best is None or m["seconds"] < op.best:
-            op.best, op.best_config = m["seconds"], m["config"]
+        op.consider(m["seconds"], m["baseline_seconds"], m["config"])
     if base_seen is not None:
         base_feats = features(op.tunable, IREE_DEFAULT, vbits, host.threads, l2)
         tdb.add(
@@ -347,8 +353,6 @@ def _record(
         )
         op.base_samples.append(base_seen)
         op.baseline = statistics.median(op.base_samples)
-        if op.best is None or base_seen < op.best:
-            op.best, op.best_config = base_seen, dict(IREE_DEFAULT)
     op.curve.append((op.trials, op.speedup))
     return n
 
