@@ -60,6 +60,11 @@ DEFAULT_DB_ENV = "XGEN_TUNING_DB"
 # A config only replaces IREE's own where it was this much faster than IREE's config in the
 # same interleaved measurement: smaller differences are within a shared machine's noise.
 MIN_GAIN = 1.03
+# The detail of a record measured again, beside IREE's config with more rounds, after a search
+# (xgen_mlir.tune): only those are applied.
+CONFIRMED = "confirmed"
+# ... and of a confirmed record whose config made the whole model slower: never applied.
+REJECTED_IN_MODEL = "confirmed alone, slower in the model"
 STATUSES = ("ok", "compile_error", "runtime_error", "wrong_numbers", "timeout")
 
 
@@ -295,6 +300,13 @@ class TuningDB:
                 ),
             )
 
+    def reject(self, host: HostIdentity, signature: str, config: dict[str, Any], why: str) -> None:
+        """Mark a record as not to be applied (it stays, with why, for the cost model)."""
+        for r in self.records(host.key, signature):
+            if r.config == config:
+                r.detail = why
+                self.add(r)
+
     def records(self, host_key: str | None = None, signature: str | None = None) -> list[Record]:
         """Every intact record (of one host / one signature when given); damaged ones are
         skipped with a warning naming them."""
@@ -329,10 +341,13 @@ class TuningDB:
     def best(self, host: HostIdentity) -> dict[str, Record]:
         """Per signature, the ``ok`` record of ``host`` with the largest speedup over IREE's
         config timed beside it (times of two batches may be timed differently: whole calls
-        or dispatches), if that is at least ``MIN_GAIN``: what ``compile()`` applies."""
+        or dispatches), if that is at least ``MIN_GAIN`` in a confirming measurement
+        (``CONFIRMED``): what ``compile()`` applies."""
         best: dict[str, Record] = {}
         for r in self.records(host.key):
             if r.config.get("kind") == "iree" or r.speedup is None or r.speedup < MIN_GAIN:
+                continue
+            if r.detail != CONFIRMED:
                 continue
             if r.signature not in best or r.speedup > (best[r.signature].speedup or 0):
                 best[r.signature] = r

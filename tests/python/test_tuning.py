@@ -20,6 +20,7 @@ import torch
 
 from xgen_mlir import compile as xcompile
 from xgen_mlir.tunedb import (
+    CONFIRMED,
     MIN_GAIN,
     HostIdentity,
     Record,
@@ -33,10 +34,11 @@ TILES = {"kind": "tiles", "dist": [16, 32, 0], "vec": [8, 16, 0], "red": [0, 0, 
 
 def _record(sig: str = "matmul_64x32x16_f32#abc", seconds: float = 1e-4, **kw) -> Record:
     config = kw.pop("config", TILES)
+    kw.setdefault("detail", CONFIRMED)
     return Record(sig, config, kw.pop("status", "ok"), seconds, kw.pop("base", 2e-4), **kw)
 
 
-def test_best_record_per_signature_needs_a_real_gain(tmp_path):
+def test_best_record_per_signature_needs_a_confirmed_gain(tmp_path):
     host = HostIdentity.current()
     with TuningDB(tmp_path / "t.db") as db:
         db.add(_record(seconds=1.5e-4, base=2e-4), host)
@@ -52,6 +54,8 @@ def test_best_record_per_signature_needs_a_real_gain(tmp_path):
         db.add(
             _record(seconds=None, status="wrong_numbers", config={**TILES, "red": [0, 0, 1]}), host
         )
+        unconfirmed = {**TILES, "dist": [8, 32, 0]}  # the search's own measurement only
+        db.add(_record(seconds=1e-5, base=2e-4, config=unconfirmed, detail=""), host)
         best = db.best(host)
     assert set(best) == {"matmul_64x32x16_f32#abc"}
     assert best["matmul_64x32x16_f32#abc"].config == faster
@@ -252,7 +256,10 @@ def test_search_on_a_local_ray_cluster_then_compile_applies_it(tmp_path):
     # goes on its op, with the model's numbers unchanged.
     chosen = tiles[0]
     with TuningDB(tmp_path / "mine.db") as mine:
-        mine.add(replace(chosen, host_key="", seconds=1e-4, baseline_seconds=1e-3), compile_host)
+        mine.add(
+            replace(chosen, host_key="", seconds=1e-4, baseline_seconds=1e-3, detail=CONFIRMED),
+            compile_host,
+        )
     module = xcompile(model, (x,), tuning_db=tmp_path / "mine.db")
     report = module.report.tuning
     assert [(s, c) for s, _, c in report.applied] == [(chosen.signature, chosen.config)]

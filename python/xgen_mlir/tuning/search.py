@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,15 @@ from ..compiler import compile as compile_model
 from ..errors import XGenError
 from ..fusion.tunable import DATA_TILED, IREE_DEFAULT, Tunable, candidates, features
 from ..target import cache_bytes, cpu_flags, host_threads, vector_bits
-from ..tunedb import HostIdentity, Record, TuningDB, default_db_path
+from ..tunedb import (
+    CONFIRMED,
+    MIN_GAIN,
+    REJECTED_IN_MODEL,
+    HostIdentity,
+    Record,
+    TuningDB,
+    default_db_path,
+)
 from .cost_model import CostModel, ranking_quality
 from .measure import MeasureSettings
 from .workers import RayPool
@@ -81,6 +89,7 @@ class TuneResult:
     ranking: dict[str, Any] = field(default_factory=dict)
     timeline: list[tuple[float, int, float]] = field(default_factory=list)  # (s, trials, est)
     module: Any = None  # the model compiled with the tuned configs
+    rejected: str = ""  # why the tuned configs were not kept, when the model was not faster
 
     def summary(self) -> str:
         lines = [f"tuned on {self.host}: {self.trials} trials in {self.seconds:.0f} s, {self.db}"]
@@ -91,6 +100,8 @@ class TuneResult:
                 f"  {op.description:<44} x{op.count}  IREE {base:>10}  tuned {best:>10}  "
                 f"{op.speedup:5.2f}x  ({op.trials} trials, {op.failed} failed){op.dead}"
             )
+        if self.rejected:
+            lines.append(f"  {self.rejected}")
         if self.model_ms_before and self.model_ms_after:
             lines.append(
                 f"  model: {self.model_ms_before:.3f} ms untuned -> {self.model_ms_after:.3f} ms "
@@ -270,6 +281,8 @@ def tune(
                 if bar is not None:
                     bar.n = trials
                     bar.set_postfix_str(_postfix(ops, budget_s - elapsed), refresh=True)
+        if pool is not None:
+            _confirm(pool, tdb, ops, host, flags, settings, vbits, l2)
     finally:
         if pool is not None:
             pool.close()
@@ -294,12 +307,59 @@ def tune(
             inputs = untuned_module.random_inputs(seed)
         before, after = time_models(untuned_module, result.module, inputs)
         result.model_ms_before, result.model_ms_after = before, after
+        applied = result.module.report.tuning.applied if result.module.report.tuning else []
+        if applied and after * MIN_GAIN > before:
+            # The model is the arbiter: configs that won alone but not in the model (a
+            # producer that now packs, a fusion IREE no longer forms) are not applied.
+            with TuningDB(db_path) as tdb:
+                for signature, _, config in applied:
+                    tdb.reject(host, signature, config, REJECTED_IN_MODEL)
+            result.rejected = (
+                f"the tuned configs of {len(applied)} op(s) made the model "
+                f"{before:.3f} -> {after:.3f} ms: not applied (kept in the database, marked)"
+            )
+            result.module = untuned_module
     result.seconds = time.perf_counter() - t_start
     if report is not None:
         from .report import write_report
 
         write_report(result, Path(report))
     return result
+
+
+CONFIRM_TOP = 3
+
+
+def _confirm(
+    pool: RayPool,
+    tdb: TuningDB,
+    ops: list[OpProgress],
+    host: HostIdentity,
+    flags: list[str],
+    settings: MeasureSettings,
+    vbits: int,
+    l2: int,
+) -> None:
+    """Measure each op's best few configs again, beside IREE's, with twice the rounds: the
+    best of many noisy measurements is partly noise (a batch whose IREE time came out slow
+    makes everything in it look fast), and only configs confirmed here are applied."""
+    strong = replace(settings, rounds=max(7, 2 * settings.rounds))
+    for op in ops:
+        ranked = sorted(
+            (
+                r
+                for r in tdb.records(host.key, op.signature)
+                if r.config.get("kind") != "iree" and (r.speedup or 0) >= MIN_GAIN
+            ),
+            key=lambda r: -(r.speedup or 0),
+        )
+        top = [r.config for r in ranked[:CONFIRM_TOP]]
+        if top:
+            pool.submit(op, op.module, top, flags, strong, op.tunable.elem_bits)
+    while pool.inflight:
+        for op, measured in pool.wait(timeout=5.0):
+            op.best_speedup, op.best_config = 1.0, None
+            _record(tdb, op, measured, host, vbits, l2, detail=CONFIRMED)
 
 
 def _record(
@@ -309,6 +369,7 @@ def _record(
     driver_host: HostIdentity,
     vbits: int,
     l2: int,
+    detail: str = "",
 ) -> int:
     """Store one batch's measurements (one transaction each); returns how many."""
     if result.get("error"):
@@ -327,7 +388,7 @@ def _record(
             m["baseline_seconds"],
             description=op.description,
             features=feats,
-            detail=m["detail"],
+            detail=m["detail"] or detail,
         )
         tdb.add(record, host)
         n += 1
