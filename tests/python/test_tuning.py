@@ -214,8 +214,15 @@ def test_search_on_a_local_ray_cluster_then_compile_applies_it(tmp_path):
         assert any(r.config["kind"] == "iree" for r in records)  # the baseline is kept
         first = {(r.signature, json.dumps(r.config, sort_keys=True)) for r in records}
         best = tdb.best(host)
-    # the tuned module carries the best records of the host (1 thread) they were taken on
-    assert {s for s, _, _ in result.module.report.tuning.applied} == set(best)
+    # the tuned module carries the best records of the host (1 thread) they were taken on,
+    # unless the model was not faster with them: then the untuned module comes back and the
+    # records it applied are marked, never applied again
+    report = result.module.report.tuning
+    applied = {s for s, _, _ in report.applied}
+    if result.rejected:
+        assert applied == set() and "not applied" in result.rejected
+    else:
+        assert applied <= set(best), (applied, set(best), report.untuned)
     np.testing.assert_allclose(
         np.asarray(result.module(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5
     )
