@@ -13,48 +13,10 @@ from __future__ import annotations
 import functools
 import platform
 import time
-from pathlib import Path
 
-# The ISA features that decide which kernels a CPU can run fast; all others are left out.
-ISA_OF_INTEREST = (
-    "sse4_2",
-    "avx",
-    "avx2",
-    "fma",
-    "avx512f",
-    "avx512bw",
-    "avx512vl",
-    "avx512_vnni",
-    "avx512_bf16",
-    "avx512_fp16",
-    "avx_vnni",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-    "asimd",
-    "asimddp",
-    "sve",
-    "bf16",
-    "i8mm",
-)
+from xgen_mlir.target import ISA_OF_INTEREST, cpu_model, isa_flags
 
-
-def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The CPU's marketing name (``model name`` in /proc/cpuinfo), else platform's guess."""
-    try:
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith(("model name", "Model", "Hardware")):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def isa_flags() -> list[str]:
-    from xgen_mlir.target import cpu_flags
-
-    flags = cpu_flags()
-    return [f for f in ISA_OF_INTEREST if f in flags]
+__all__ = ["ISA_OF_INTEREST", "cpu_model", "describe", "fp32_rate", "isa_flags", "summary"]
 
 
 def matmul_gflops(dtype: str, threads: int, n: int = 2048, calls: int = 5) -> float | None:

@@ -10,6 +10,7 @@ compile can set them for another machine.
 from __future__ import annotations
 
 import os
+import platform
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -62,6 +63,48 @@ def cpu_flags(cpuinfo: Path = _CPUINFO) -> set[str]:
         if line.startswith(("flags", "Features")):
             return set(line.split(":", 1)[-1].split())
     return set()
+
+
+# The ISA features that decide which kernels a CPU runs fast (what a results file or a tuning
+# record names of a host); /proc/cpuinfo's other flags do not tell two hosts apart for speed.
+ISA_OF_INTEREST = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "asimd",
+    "asimddp",
+    "sve",
+    "bf16",
+    "i8mm",
+)
+
+
+def isa_flags(cpuinfo: Path = _CPUINFO) -> list[str]:
+    """The features of ``ISA_OF_INTEREST`` this CPU has."""
+    flags = cpu_flags(cpuinfo)
+    return [f for f in ISA_OF_INTEREST if f in flags]
+
+
+def cpu_model(cpuinfo: Path = _CPUINFO) -> str:
+    """The CPU's marketing name (``model name`` in /proc/cpuinfo), else platform's guess."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith(("model name", "Model", "Hardware")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def vector_bits(flags: set[str]) -> int:

@@ -25,37 +25,15 @@ import platform
 import sqlite3
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import XGenError
-from .target import cache_bytes, cpu_flags, host_threads
+from .target import cache_bytes, cpu_model, host_threads, isa_flags
 
-# Features that decide which kernels a CPU runs fast; the rest of /proc/cpuinfo's flags do not
-# make two hosts different for tuning.
-ISA_FEATURES = (
-    "avx",
-    "avx2",
-    "fma",
-    "avx512f",
-    "avx512bw",
-    "avx512vl",
-    "avx512_vnni",
-    "avx512_bf16",
-    "avx512_fp16",
-    "avx_vnni",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-    "asimd",
-    "asimddp",
-    "sve",
-    "i8mm",
-    "bf16",
-)
 DEFAULT_DB_ENV = "XGEN_TUNING_DB"
 # A config only replaces IREE's own where it was this much faster than IREE's config in the
 # same interleaved measurement: smaller differences are within a shared machine's noise.
@@ -70,16 +48,6 @@ STATUSES = ("ok", "compile_error", "runtime_error", "wrong_numbers", "timeout")
 
 class TuningDBError(XGenError):
     """The database file cannot be used (not SQLite, another schema, unwritable)."""
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _iree_version() -> str:
@@ -106,11 +74,10 @@ class HostIdentity:
 
     @classmethod
     def current(cls, threads: int | None = None) -> HostIdentity:
-        flags = cpu_flags()
         return cls(
-            cpu=_cpu_model(),
+            cpu=cpu_model(),
             arch=platform.machine(),
-            isa=tuple(f for f in ISA_FEATURES if f in flags),
+            isa=tuple(isa_flags()),
             l1_bytes=cache_bytes(1) or 0,
             l2_bytes=cache_bytes(2) or 0,
             l3_bytes=cache_bytes(3) or 0,
@@ -448,7 +415,3 @@ def records_for(
         )
     note = f"{path}: {len(best)} tuned op signature(s) for {host.describe()}"
     return best, note
-
-
-def iter_ok(records: Iterable[Record]) -> Iterator[Record]:
-    return (r for r in records if r.status == "ok" and r.seconds)

@@ -84,6 +84,18 @@ def _random(shape: list[int], elem: str, rng: np.random.Generator) -> bytes:
     raise ValueError(f"no random constants of {elem}")
 
 
+def _main(ir: Any, module: Any) -> tuple[Any, Any, list[int]]:
+    """A standalone module's ``@main``, its type, and which arguments are the model's
+    constants (``xgen.constant``)."""
+    main = next(iter(module.body.operations)).operation
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    constant: list[int] = []
+    if "arg_attrs" in main.attributes:
+        attrs = ir.ArrayAttr(main.attributes["arg_attrs"])
+        constant = [i for i, d in enumerate(attrs) if CONSTANT_ARG in ir.DictAttr(d)]
+    return main, ftype, constant
+
+
 def batch_module(standalone: str, configs: list[dict[str, Any]], seed: int = 0) -> str:
     """``standalone``'s ``@main`` as ``@base`` (IREE's config) and ``@c0``, ``@c1``, ... (one
     per config), each a wrapper that reads the weights (arguments marked ``xgen.constant``)
@@ -93,12 +105,8 @@ def batch_module(standalone: str, configs: list[dict[str, Any]], seed: int = 0) 
     names = ["base", *(f"c{i}" for i in range(len(configs)))]
     with ir.Context():
         module = ir.Module.parse(standalone)
-        main = next(iter(module.body.operations)).operation
-        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-        constant: list[int] = []
+        main, ftype, constant = _main(ir, module)
         if "arg_attrs" in main.attributes:
-            attrs = ir.ArrayAttr(main.attributes["arg_attrs"])
-            constant = [i for i, d in enumerate(attrs) if CONSTANT_ARG in ir.DictAttr(d)]
             del main.attributes["arg_attrs"]
         types = [str(t) for t in ftype.inputs]
         shapes = [
@@ -211,13 +219,7 @@ def _inputs(standalone: str, seed: int = 0) -> list[np.ndarray]:
 
     rng = np.random.default_rng(seed + 1)
     with ir.Context():
-        module = ir.Module.parse(standalone)
-        main = next(iter(module.body.operations)).operation
-        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-        constant: set[int] = set()
-        if "arg_attrs" in main.attributes:
-            attrs = ir.ArrayAttr(main.attributes["arg_attrs"])
-            constant = {i for i, d in enumerate(attrs) if CONSTANT_ARG in ir.DictAttr(d)}
+        _, ftype, constant = _main(ir, ir.Module.parse(standalone))
         arrays = []
         for i, t in enumerate(ftype.inputs):
             if i in constant:
