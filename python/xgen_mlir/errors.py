@@ -109,3 +109,13 @@ class FallbackWarning(UserWarning):
 
 class InputMismatchError(XGenError, ValueError):
     """Call-time inputs do not match the compiled signature (count, shape or dtype)."""
+
+
+class ModuleCallError(XGenError):
+    """A loaded module failed while running: IREE's runtime reported an error, or (with
+    ``load(..., isolated=True)``) the process running it died; ``signal`` names the signal
+    that killed it (e.g. ``"SIGSEGV"``), None otherwise. The message names the file and entry."""
+
+    def __init__(self, message: str, signal: str | None = None) -> None:
+        self.signal = signal
+        super().__init__(message)
