@@ -7,10 +7,13 @@ or IREE's): both expose the same diagnostic API.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from .errors import XGenError
 
 
 @contextmanager
@@ -42,3 +45,26 @@ def warn_fallback(message: str) -> None:
     from .errors import FallbackWarning
 
     warnings.warn(message, FallbackWarning, stacklevel=3)
+
+
+# Entry (function) names a module, a manifest and run.sh can carry safely: an MLIR bare
+# identifier without the characters that break its ABI declaration, a shell word or a path.
+# Here, below every layer that names an entry (passes, the compiler, the runtime, bundles).
+ENTRY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.$-]*")
+ENTRY_NAME_DESCRIPTION = (
+    "a letter or '_', then letters, digits, '_', '.', '$' or '-' (like [A-Za-z_][A-Za-z0-9_.$-]*)"
+)
+MAX_ENTRY_NAME = 256
+
+
+def check_entry_name(name: object) -> str:
+    """Return ``name`` if it is a safe entry-function name, else raise :class:`XGenError`.
+
+    One rule for the compiler (naming the function it emits), ``load()`` and bundles: an empty
+    name, or one with ``/ ; ' " `` `` or spaces, would make invalid IR, an unreadable ABI
+    declaration (so no call-time input checks) and a broken run.sh or manifest."""
+    if not isinstance(name, str):
+        raise XGenError(f"entry name must be a string, got {type(name).__name__}")
+    if len(name) > MAX_ENTRY_NAME or not ENTRY_NAME.fullmatch(name):
+        raise XGenError(f"invalid entry name {name!r}: it must be {ENTRY_NAME_DESCRIPTION}")
+    return name

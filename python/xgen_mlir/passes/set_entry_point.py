@@ -3,7 +3,8 @@
 Frontends name the entry differently (torch-mlir: the requested name; ONNX: the graph's name,
 which may hold spaces and dots). Users and ``iree-run-module --function=`` need one known
 name, ``main`` unless asked otherwise. Runs first in every pipeline. Fails when the module has
-several public functions and none has the requested name (it will not guess).
+several public functions and none has the requested name (it will not guess), and on a name
+that is empty or not symbol-safe (``diagnostics.check_entry_name``): no invalid IR is printed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._mlir import ir
+from ..diagnostics import check_entry_name
+from ..errors import XGenError
 from .registry import PassFailure, register_pass
 
 
@@ -39,6 +42,10 @@ def public_functions(module_op: ir.Operation) -> list[ir.Operation]:
 )
 def set_entry_point(module_op: ir.Operation, opts: SetEntryPointOptions | None) -> None:
     name = (opts or SetEntryPointOptions()).name
+    try:
+        check_entry_name(name)
+    except XGenError as e:
+        raise PassFailure(str(e)) from None
     funcs = public_functions(module_op)
     names = [ir.StringAttr(f.attributes["sym_name"]).value for f in funcs]
     if name in names:
