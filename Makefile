@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 IMAGE ?=
 ARGS ?=
 
-.PHONY: venv demo check fast lint lit pytest bench
+.PHONY: venv demo check fast lint lit pytest bench fuzz
 
 venv:
 	@bash scripts/bootstrap.sh
@@ -30,3 +30,6 @@ fast: venv lint lit  ## the quick lane while working: everything but the tests m
 
 bench: venv  ## speed table of xgen_mlir vs IREE / ONNX Runtime / PyTorch (several minutes)
 	$(PY) benchmarks/bench_models.py $(ARGS)
+
+fuzz: venv  ## the long fuzz run: mutated MLIR/ONNX/.vmfb through xgen-opt, compile(), load() (ARGS="--cases N --seed S")
+	$(PY) tests/fuzz/campaign.py --cases 1000 --seed 1 --out fuzz-results $(ARGS)
