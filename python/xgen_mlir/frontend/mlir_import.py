@@ -1,9 +1,21 @@
-"""``.mlir`` / ``.mlirbc`` input: parse with file:line:col errors, lower torch IR if present."""
+"""``.mlir`` / ``.mlirbc`` input: parse with file:line:col errors, lower torch IR if present.
+
+Files (and xgen-opt's stdin) are untrusted: MLIR's parser recurses once per nesting level and
+crashes the process (SIGSEGV) on some malformed ops, so before a file is parsed here it is
+(1) refused if it nests brackets, braces, parentheses or angle brackets deeper than
+``MAX_NESTING`` levels (a cheap scan that names file:line:col), then (2) parsed once in a
+child process (``parse_check``) that only reports whether the parser survived: a crash there
+is an MLIRParseError naming the file and the signal, and this process never parses that
+input. Text our own code produced (passes, snapshots) is parsed in-process directly.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from .._mlir import binding_of, ir
@@ -62,12 +74,171 @@ def relabel_source(text: str, source: str) -> str:
     )
 
 
+BYTECODE_MAGIC = b"ML\xefR"
+SPLIT_MARKER = "// -----"
+MAX_NESTING = 256  # real models nest a few tens of levels; the parser crashes in the thousands
+PARSE_TIMEOUT_S = 600.0  # the child's limit (XGEN_PARSE_TIMEOUT overrides)
+
+
+def decode_mlir_input(raw: bytes, source: str) -> str | bytes:
+    """MLIR bytecode (by its magic number, whatever the file is called) or UTF-8 text; anything
+    else is an MLIRParseError naming the file and the first bad byte."""
+    if raw.startswith(BYTECODE_MAGIC):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MLIRParseError(
+            f"{source}: not MLIR (neither bytecode nor UTF-8 text: byte {e.start} is "
+            f"0x{raw[e.start]:02x})"
+        ) from None
+
+
+def split_chunks(text: str, split: bool) -> list[str]:
+    """``--split-input-file``: the ``// -----`` chunks, each padded with newlines so that
+    diagnostics keep the file's line numbers."""
+    if not split:
+        return [text]
+    out, line = [], 0
+    for part in text.split(SPLIT_MARKER):
+        out.append("\n" * line + part)
+        line += part.count("\n")
+    return out
+
+
+# What the nesting scan stops at: strings and comments (skipped: not nesting), '->', '>=' and
+# '<=' (not angle brackets), and the brackets themselves.
+_TOKEN = re.compile(rb'"|//|->|[<>]=|[][(){}<>]')
+
+
+def check_nesting(text: str | bytes, source: str, limit: int = MAX_NESTING) -> None:
+    """Refuse text nested deeper than ``limit`` levels of (), [], {} and <> (regions, array
+    attributes, types), naming file:line:col of the first level too deep. Strings (weight
+    blobs) are skipped at memchr speed: a few tenths of a second on a 100 MB model."""
+    data = text.encode() if isinstance(text, str) else text
+    depth, pos, search = 0, 0, _TOKEN.search
+    while m := search(data, pos):
+        token, pos = m.group(), m.end()
+        if token == b'"':
+            pos = _string_end(data, pos)
+        elif token == b"//":
+            newline = data.find(b"\n", pos)
+            pos = len(data) if newline < 0 else newline
+        elif len(token) == 2:
+            continue
+        elif token in b"([{<":
+            depth += 1
+            if depth > limit:
+                where = m.start()
+                line = data.count(b"\n", 0, where) + 1
+                col = where - data.rfind(b"\n", 0, where)
+                raise MLIRParseError(
+                    f"{source}:{line}:{col}: error: nested more than {limit} levels deep "
+                    "(brackets, braces, parentheses or angle brackets); not parsed: MLIR's "
+                    "parser recurses once per level and would crash"
+                )
+        else:
+            depth -= 1
+
+
+def _string_end(data: bytes, pos: int) -> int:
+    """The position after the '"' that closes the string whose body starts at ``pos``."""
+    while (quote := data.find(b'"', pos)) >= 0:
+        start = quote
+        while start > pos and data[start - 1] == 0x5C:  # backslashes before the quote
+            start -= 1
+        if (quote - start) % 2 == 0:
+            return quote + 1
+        pos = quote + 1
+    return len(data)
+
+
+# The child imports only what parsing needs (frontend, _mlir, dialects): the package's
+# __init__ (the compiler, the runtime, torch) is skipped by registering a bare package first.
+_CHILD = (
+    "import sys, types; pkg = types.ModuleType('xgen_mlir'); pkg.__path__ = [sys.argv[1]]; "
+    "sys.modules['xgen_mlir'] = pkg; from xgen_mlir.frontend.parse_check import main; "
+    "sys.exit(main(sys.argv[2:]))"
+)
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def precheck_parse(
+    path: str | os.PathLike[str], source: str, *, binding: str = "torch", split: bool = False
+) -> dict[int, str]:
+    """Parse the file at ``path`` in a child process; returns {chunk index: error} for the
+    chunks (``split_chunks``) on which the parser crashed, so that they are never parsed in
+    this process. Parse errors are not reported here: the in-process parse reports them."""
+    timeout = float(os.environ.get("XGEN_PARSE_TIMEOUT", PARSE_TIMEOUT_S))
+    package_dir = str(Path(__file__).resolve().parents[1])
+    crashed: dict[int, str] = {}
+    start = 0
+    while True:
+        cmd = [sys.executable, "-c", _CHILD, package_dir, binding, str(start)]
+        cmd += ["--split"] if split else []
+        try:
+            child = subprocess.run([*cmd, os.fspath(path)], capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise MLIRParseError(
+                f"{source}: MLIR's parser did not finish within {timeout:.0f} s (in a child "
+                "process; XGEN_PARSE_TIMEOUT sets the limit)"
+            ) from None
+        lines = child.stdout.decode(errors="replace").split()
+        if child.returncode == 0 and lines[-1:] == ["done"]:
+            return crashed
+        chunk = int(lines[-1]) if lines and lines[-1].isdigit() else start
+        if child.returncode >= 0:  # the child failed without crashing: say what it said
+            tail = child.stderr.decode(errors="replace").strip().splitlines()[-3:]
+            raise MLIRParseError(
+                f"{source}: checking the input in a child process failed "
+                f"(exit {child.returncode}): " + " | ".join(tail)
+            )
+        where = f":{_chunk_line(path, chunk)}" if split else ""
+        crashed[chunk] = (
+            f"{source}{where}: error: MLIR's parser crashed on this input "
+            f"({_signal_name(child.returncode)} in a child process); the input is malformed "
+            "or nested too deeply, and was not parsed"
+        )
+        start = chunk + 1
+        if not split:
+            return crashed
+
+
+def _chunk_line(path: str | os.PathLike[str], chunk: int) -> int:
+    """The file line on which ``// -----`` chunk ``chunk`` starts."""
+    text = Path(path).read_bytes().decode("utf-8", errors="replace")
+    return sum(part.count("\n") for part in text.split(SPLIT_MARKER)[:chunk]) + 1
+
+
+def read_untrusted_mlir(path: str | os.PathLike[str]) -> str | bytes:
+    """The text or bytecode of a user's file, checked as the module docstring says (nesting,
+    then a parse in a child process); raises MLIRParseError, never crashes this process."""
+    path = Path(path)
+    source = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise FrontendError(f"{source}: cannot read the file ({e.strerror or e})") from None
+    data = decode_mlir_input(raw, source)
+    if isinstance(data, str):
+        check_nesting(raw, source)
+    crashed = precheck_parse(path, source)
+    if crashed:
+        raise MLIRParseError(crashed[0])
+    return data
+
+
 def import_mlir_file(path: str | os.PathLike[str]) -> ir.Module:
     path = Path(path)
     if not path.is_file():
         raise FrontendError(f"{path}: no such file")
-    data = path.read_bytes()
-    module = parse_mlir(data if path.suffix == ".mlirbc" else data.decode(), str(path))
+    module = parse_mlir(read_untrusted_mlir(path), str(path))
     if _has_torch_ops(module):
         module = lower_torch_to_linalg(module, from_raw=True)
     return module

@@ -6,18 +6,33 @@ diagnostics stay those of the file); errors go to stderr and make the exit statu
 Graph passes run on torch-mlir's IR; dispatch passes (``xgen-plan-fusion``, the tile and pad
 steps) on IREE's: when the pipeline names a dispatch pass, or with ``--dispatch``, the input
 is parsed with IREE's bindings and upstream steps are IREE's passes.
+
+The input is untrusted (``frontend/mlir_import.py``): text nested too deeply is refused, and
+the file (stdin: a temporary copy) is parsed first in a child process, so that a chunk that
+crashes MLIR's parser is an error naming it, not a crash of xgen-opt.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from .._mlir import iree_binding
 from ..errors import XGenError
-from ..frontend.mlir_import import new_torch_context, parse_mlir, relabel_source
+from ..frontend.mlir_import import (
+    SPLIT_MARKER,
+    check_nesting,
+    decode_mlir_input,
+    new_torch_context,
+    parse_mlir,
+    precheck_parse,
+    relabel_source,
+    split_chunks,
+)
 from ..passes.registry import (
     DISPATCH,
     build_pass_manager,
@@ -29,18 +44,6 @@ from ..passes.registry import (
 )
 from ..passes.runner import run_steps
 from ..pipelines import available_pipelines, load_pipeline
-
-SPLIT_MARKER = "// -----"
-
-
-def _chunks(text: str, split: bool) -> list[str]:
-    if not split:
-        return [text]
-    out, line = [], 0
-    for part in text.split(SPLIT_MARKER):
-        out.append("\n" * line + part)  # keep file line numbers in diagnostics
-        line += part.count("\n")
-    return out
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -107,14 +110,19 @@ def main(argv: list[str] | None = None) -> int:
             if not path.is_file():
                 raise XGenError(f"{path}: no such file")
             raw = path.read_bytes()
-        data = _mlir_input(raw, source)
+        data = decode_mlir_input(raw, source)
+        chunks: list[str | bytes] = (
+            list(split_chunks(data, args.split_input_file)) if isinstance(data, str) else [data]
+        )
+        crashed = _precheck(raw, args.input, source, chunks, dispatch, args.split_input_file)
     except XGenError as e:
         print(f"xgen-opt: error: {e}", file=sys.stderr)
         return 1
-    chunks = _chunks(data, args.split_input_file) if isinstance(data, str) else [data]
     ok, outputs = True, []
-    for chunk in chunks:
+    for i, chunk in enumerate(chunks):
         try:
+            if i in crashed:
+                raise XGenError(crashed[i])
             module = parse_mlir(chunk, source, new_context())
             if steps:
                 run_steps(
@@ -132,21 +140,30 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
-_BYTECODE_MAGIC = b"ML\xefR"
-
-
-def _mlir_input(raw: bytes, source: str) -> str | bytes:
-    """MLIR bytecode (by its magic number, whatever the file is called) or UTF-8 text; anything
-    else is an XGenError naming the file and the first bad byte."""
-    if raw.startswith(_BYTECODE_MAGIC):
-        return raw
+def _precheck(
+    raw: bytes, name: str, source: str, chunks: list[str | bytes], dispatch: bool, split: bool
+) -> dict[int, str]:
+    """Untrusted input checks: nesting depth per chunk, then a parse in a child process.
+    Returns {chunk index: error} for the chunks that must not be parsed here."""
+    bad: dict[int, str] = {}
+    for i, chunk in enumerate(chunks):
+        if isinstance(chunk, str):
+            try:
+                check_nesting(chunk, source)
+            except XGenError as e:
+                bad[i] = str(e)
+    if len(bad) == len(chunks):
+        return bad
+    binding = "iree" if dispatch else "torch"
+    if name != "-":
+        return {**precheck_parse(name, source, binding=binding, split=split), **bad}
+    fd, tmp = tempfile.mkstemp(prefix="xgen-opt-stdin-", suffix=".mlir")
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise XGenError(
-            f"{source}: not MLIR (neither bytecode nor UTF-8 text: byte {e.start} is "
-            f"0x{raw[e.start]:02x})"
-        ) from None
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        return {**precheck_parse(tmp, source, binding=binding, split=split), **bad}
+    finally:
+        os.unlink(tmp)
 
 
 def _names_dispatch_pass(steps: list[str]) -> bool:
