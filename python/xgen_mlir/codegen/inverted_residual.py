@@ -15,7 +15,8 @@ One packed weight array: ``we[cin][ce] be[ce] wd[3][3][ce] bd[ce] wp[ce][cout] b
 (without ``we`` and ``be`` for a block with no expand conv: the depthwise conv reads the
 input, as in MobileNetV2's first block).
 The activations are C statements on the vector ``v`` (the pass translates the IR's
-elementwise ops, so NaN and -0 behave as the model's ops say). Sums run in a different order
+elementwise ops, so NaN and -0 behave as the model's ops say; C's fmaxf-style max would drop
+a NaN, so ``arith.maximumf``/``minimumf`` are written out to keep it). Sums run in a different order
 than IREE's (float reassociation only).
 """
 
@@ -26,9 +27,12 @@ from dataclasses import dataclass
 VL = 16  # floats per vector
 STACK_BUDGET = 80 * 1024  # bytes of expanded rows per band (IREE workers have 128 KiB stacks)
 
-# torch-mlir's ReLU6 (clamp 0..6): x > 0 ? x : 0 (NaN -> 0), then 6 < x ? 6 : x.
+# ReLU6 (clamp 0..6) as the pipelines give it (torch-mlir's x > 0 ? x : 0 made maximumf(x, 0)
+# by xgen-nan-minmax), as kernel_match.activation_c translates it: NaN stays NaN, -0 becomes
+# +0; then 6 < x ? 6 : x (NaN stays NaN).
 TORCH_RELU6 = (
-    "v = SEL(v > SPLAT(0.0f), v, SPLAT(0.0f));",
+    "v = SEL(((v > SPLAT(0.0f)) | (v != v)), v, SEL(((v < SPLAT(0.0f)) | (SPLAT(0.0f) != "
+    "SPLAT(0.0f))), SPLAT(0.0f), (v16)((vi16)v & (vi16)SPLAT(0.0f))));",
     "v = SEL(SPLAT(6.0f) < v, SPLAT(6.0f), v);",
 )
 

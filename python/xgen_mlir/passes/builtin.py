@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     lower_sparse_linalg,
     merge_sibling_matmuls,
     merge_sibling_transposes,
+    nan_minmax,
     nhwc_convs,
     op_stats,
     pointwise_kernels,

@@ -4,6 +4,8 @@ They recognise what a kernel can take in and say why not (``NoMatch``): a 1x1 NH
 constant weights and per-channel bias, chains of elementwise activations (translated op by op
 into C on 16-float vectors, so NaN, -0 and the comparison predicates behave as in the IR),
 and the residual add that follows a conv, through torch-mlir's layout transposes.
+``arith.maximumf`` / ``minimumf`` (what ``xgen-nan-minmax`` makes of clamp, relu6, hardtanh,
+maximum and minimum) are written out in C so that NaN propagates as in MLIR and PyTorch.
 """
 
 from __future__ import annotations
@@ -49,6 +51,15 @@ _CMP = {
     14: "~(({a} == {a}) & ({b} == {b}))",
 }
 _BINARY = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
+# arith.maximumf / minimumf as MLIR defines them: NaN if either operand is NaN, and -0 < +0
+# (C's fmaxf / a vector max instruction return the other operand for a NaN). Equal operands:
+# the bitwise and (max) / or (min) of the two, which picks +0 / -0 from a pair of zeros.
+_MINMAX = {
+    "arith.maximumf": "SEL((({a} > {b}) | ({a} != {a})), {a}, SEL((({a} < {b}) | ({b} != {b})), "
+    "{b}, (v16)((vi16){a} & (vi16){b})))",
+    "arith.minimumf": "SEL((({a} < {b}) | ({a} != {a})), {a}, SEL((({a} > {b}) | ({b} != {b})), "
+    "{b}, (v16)((vi16){a} | (vi16){b})))",
+}
 
 
 def _splat(x: float) -> str:
@@ -100,12 +111,14 @@ def activation_c(op: ir.Operation, chain: ir.Value, ev: ConstEval) -> str:
             expr, kind = f"SEL({operands[0]}, {operands[1]}, {operands[2]})", "v16"
         elif bop.name in _BINARY:
             expr, kind = f"({operands[0]} {_BINARY[bop.name]} {operands[1]})", "v16"
+        elif bop.name in _MINMAX:
+            expr, kind = _MINMAX[bop.name].format(a=operands[0], b=operands[1]), "v16"
         elif bop.name == "arith.negf":
             expr, kind = f"(-{operands[0]})", "v16"
         else:
             raise NoMatch(
                 f"{bop.name} in an activation (the kernel translates cmpf, select, "
-                "addf, subf, mulf, divf, negf)"
+                "addf, subf, mulf, divf, negf, maximumf, minimumf)"
             )
         names[bop.results[0]] = f"t{i}"
         lines.append(f"const {kind} t{i} = {expr};")
