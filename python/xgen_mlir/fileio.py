@@ -72,3 +72,58 @@ def remove_stale_temporaries(folder: Path, max_age_s: float = 3600.0) -> int:
         except OSError:
             pass
     return removed
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """:func:`atomic_write_bytes` of UTF-8 text."""
+    return atomic_write_bytes(path, text.encode())
+
+
+def _exchange_paths(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    import ctypes
+    import ctypes.util
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    renameat2.argtypes += [ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    return rc == 0
+
+
+def atomic_replace_dir(new: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path:
+    """Put the complete folder ``new`` (a sibling of ``target``) at ``target``, replacing what
+    was there only once ``new`` is complete: a reader sees the old folder or the new one.
+
+    An existing ``target`` is swapped with ``new`` in one step where Linux allows it
+    (renameat2 RENAME_EXCHANGE), else moved aside to a hidden sibling first; the old folder
+    is then deleted. A crash between the two renames of the fallback leaves the old folder
+    beside the target as ``.NAME.old-*`` (never a half-written one at ``target``)."""
+    import shutil
+
+    new, target = Path(new), Path(target)
+    if not target.exists() and not target.is_symlink():
+        os.replace(new, target)
+        return target
+    if _exchange_paths(new, target):
+        shutil.rmtree(new, ignore_errors=True)  # now holds the old folder
+        return target
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    os.rmdir(old)
+    os.replace(target, old)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        os.replace(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return target
