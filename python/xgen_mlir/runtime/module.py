@@ -1,23 +1,35 @@
 """CompiledModule: a loaded IREE module you can call, save, benchmark; and ``load()``.
 
 Calls check inputs against the module's own signature (count, shape, dtype) before anything
-reaches IREE, and return the kind of arrays they were given (torch in, torch out).
+reaches IREE, and return the kind of arrays they were given (torch in, torch out). Whatever
+IREE's runtime raises while loading or calling becomes a ModuleLoadError / ModuleCallError
+naming the file and the entry; ``isolated=True`` runs the calls in a child process
+(runtime/isolated.py), so a module that crashes cannot take the caller down.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import statistics
+import tempfile
 import time
+import weakref
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputMismatchError, ModuleLoadError, UnknownNameError
-from ..fileio import atomic_write_bytes
-from .signature import Signature, parse_declaration
+from ..errors import (
+    InputMismatchError,
+    ModuleCallError,
+    ModuleLoadError,
+    UnknownNameError,
+    XGenError,
+)
+from ..fileio import atomic_write_bytes, atomic_write_text
+from .signature import Signature, check_entry_name, parse_declaration
 from .targets import (
     GPU_FORMATS,
     check_device,
@@ -29,6 +41,13 @@ from .targets import (
 from .waiting import yielding_to_workers
 
 DEVICES = ("local-task", "local-sync", "vulkan", "cuda", "hip")
+SHA256_SUFFIX = ".sha256"  # save() writes <file>.sha256 beside the module; load() checks it
+
+
+def _short(e: BaseException) -> str:
+    """An exception from IREE as one readable line (its type when the message is empty)."""
+    text = " ".join(str(e).split())
+    return (text[:500] + " ...") if len(text) > 500 else (text or type(e).__name__)
 
 
 @dataclass(frozen=True)
@@ -73,7 +92,8 @@ class CompiledModule:
     The module is checked (valid ``.vmfb``, entry function, signature) when created, but loaded
     onto its device only on first use, so modules for other CPUs, GPUs or bare metal can be
     compiled, saved and bundled on any machine. Calling one the device here cannot run raises
-    :class:`~xgen_mlir.runtime.targets.TargetMismatchError`.
+    :class:`~xgen_mlir.runtime.targets.TargetMismatchError`. ``isolated=True`` loads and calls
+    it in a child process instead (see runtime/isolated.py and docs/runtime.md).
     """
 
     def __init__(
@@ -91,9 +111,14 @@ class CompiledModule:
         yield_to_workers: bool = True,
         report: Any = None,
         build_info: dict[str, Any] | None = None,
+        isolated: bool = False,
     ) -> None:
-        import iree.runtime as rt
-
+        try:
+            check_entry_name(entry)
+        except XGenError as e:
+            raise ModuleLoadError(f"{source}: {e}") from None
+        if not isinstance(vmfb, bytes):
+            vmfb = bytes(vmfb)
         self.vmfb, self.entry, self.target, self.source = vmfb, entry, target, source
         self.parameters, self.parameters_scope = parameters, parameters_scope
         self.artifacts: dict[str, bytes] = dict(artifacts or {})
@@ -106,18 +131,51 @@ class CompiledModule:
             raise UnknownNameError("device", self.device, list(DEVICES))
         self._fn: Any = None
         self._ctx: Any = None
+        self._config: Any = None
         # The caller waits in SCHED_BATCH on the CPU task system (runtime/waiting.py); False
         # waits the ordinary way (for A/B measurements).
         self.yield_to_workers = yield_to_workers
-        try:  # parsing needs no device: a bare VM instance reads functions and reflection
+        self.isolated = isolated
+        self._runner: Any = None  # isolated.IsolatedRunner: the child that reads and runs it
+        if isolated:  # IREE never reads these bytes in this process
+            self.declaration = self._isolated().start()
+        else:
+            self.declaration = self._parse(vmfb)
+        signature = parse_declaration(self.declaration)
+        if signature is None:
+            decl = self.declaration
+            shown = repr(decl[:200]) if decl else "missing"
+            raise ModuleLoadError(
+                f"{source}: cannot read the signature of entry function '{entry}' (its ABI "
+                f"declaration is {shown}), so its inputs could not be checked at call time; "
+                f"the module is refused (corrupt, or not compiled by xgen_mlir / iree-compile)"
+            )
+        self.signature: Signature | None = signature
+
+    def _parse(self, vmfb: bytes) -> str:
+        """The entry's ABI declaration, from IREE's parse of the module in this process."""
+        import iree.runtime as rt
+
+        source, entry = self.source, self.entry
+        # Parsing needs no device: a bare VM instance reads functions and reflection. IREE
+        # verifies the flatbuffer and the VM bytecode of every function here.
+        try:
             vm_module = rt.VmModule.copy_buffer(rt.VmInstance(), vmfb)
-        except (ValueError, RuntimeError) as e:
-            raise ModuleLoadError(f"{source}: not a valid IREE module (.vmfb): {e}") from None
-        if entry not in vm_module.function_names:
-            public = [f for f in vm_module.function_names if not f.startswith("__")]
+            names = [str(f) for f in vm_module.function_names]
+        except Exception as e:
+            raise ModuleLoadError(
+                f"{source}: not a valid IREE module (.vmfb): {_short(e)}"
+            ) from None
+        if entry not in names:
+            public = [f for f in names if not f.startswith("__")]
             raise ModuleLoadError(f"{source}: no entry function '{entry}'; functions: {public}")
-        decl = vm_module.lookup_function(entry).reflection.get("iree.abi.declaration", "")
-        self.signature: Signature | None = parse_declaration(decl)
+        try:
+            reflection = vm_module.lookup_function(entry).reflection
+            return str(reflection.get("iree.abi.declaration", ""))
+        except Exception as e:
+            raise ModuleLoadError(
+                f"{source}: cannot read entry function '{entry}' (corrupt module?): {_short(e)}"
+            ) from None
 
     def check_device(self) -> None:
         """Raise a clear error if this machine's ``self.device`` cannot run the module."""
@@ -141,33 +199,73 @@ class CompiledModule:
         try:
             config = rt.Config(self.device)
         except Exception as e:
-            raise ModuleLoadError(f"device '{self.device}' is not available here: {e}") from None
+            raise ModuleLoadError(
+                f"device '{self.device}' is not available here: {_short(e)}"
+            ) from None
         modules = []
         if self.parameters is not None:
-            index = rt.ParameterIndex()
             if isinstance(self.parameters, bytes):
-                import tempfile
-
-                with tempfile.NamedTemporaryFile(suffix=".irpa", delete=False) as f:
-                    f.write(self.parameters)
-                self.parameters = f.name
+                self.parameters = self._parameters_file(self.parameters)
             try:
+                index = rt.ParameterIndex()
                 index.load(str(self.parameters))
+                provider = index.create_provider(scope=self.parameters_scope)
+                modules.append(rt.create_io_parameters_module(config.vm_instance, provider))
             except Exception as e:
-                raise ModuleLoadError(f"{self.parameters}: not a parameter archive: {e}") from None
-            provider = index.create_provider(scope=self.parameters_scope)
-            modules.append(rt.create_io_parameters_module(config.vm_instance, provider))
-        vm_module = rt.VmModule.copy_buffer(config.vm_instance, self.vmfb)
+                raise ModuleLoadError(
+                    f"{self.parameters}: not a parameter archive: {_short(e)}"
+                ) from None
         try:
+            vm_module = rt.VmModule.copy_buffer(config.vm_instance, self.vmfb)
             self._ctx = rt.SystemContext(vm_modules=[*modules, vm_module], config=config)
-        except (ValueError, RuntimeError) as e:
+            fn = self._ctx.modules[vm_module.name][self.entry]
+        except Exception as e:
             raise ModuleLoadError(
-                f"{self.source}: cannot load on device '{self.device}' (was it compiled for "
-                f"another target, or does it need its parameter archive?): {e}"
+                f"{self.source}: cannot load entry '{self.entry}' on device '{self.device}' "
+                f"(corrupt, compiled for another target, or missing its parameter archive?): "
+                f"{_short(e)}"
             ) from None
         self._config = config
-        self._fn = self._ctx.modules[vm_module.name][self.entry]
+        self._fn = fn
         return self._fn
+
+    def _parameters_file(self, data: bytes) -> str:
+        """Parameters given as bytes go to a temporary .irpa that lives as long as the module."""
+        fd, name = tempfile.mkstemp(prefix="xgen-params-", suffix=".irpa")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        weakref.finalize(self, _unlink, name)
+        return name
+
+    def _isolated(self) -> Any:
+        if self._runner is None:
+            from .isolated import IsolatedRunner
+
+            self._runner = IsolatedRunner(self)
+        return self._runner
+
+    def _invoke(self, fn: Any, arrays: list[np.ndarray], wait_for_host: bool = False) -> Any:
+        """Call IREE; anything it raises becomes a ModuleCallError naming the file and entry.
+        ``wait_for_host``: copy the results to the host inside the wait (benchmarks)."""
+        try:
+            with self._waiting():
+                results = fn(*arrays)
+                return self._host(results) if wait_for_host else results
+        except XGenError:
+            raise
+        except Exception as e:
+            raise ModuleCallError(
+                f"{self.source}: call of '{self.entry}' failed in IREE's runtime: {_short(e)}"
+            ) from None
+
+    def _host(self, results: Any) -> list[np.ndarray]:
+        outs = results if isinstance(results, (tuple, list)) else (results,)
+        try:
+            return [to_host(r, self._config.device) for r in outs]
+        except Exception as e:
+            raise ModuleCallError(
+                f"{self.source}: cannot read the results of '{self.entry}': {_short(e)}"
+            ) from None
 
     # -- calling -------------------------------------------------------------------------
     def _check_inputs(self, arrays: list[np.ndarray]) -> None:
@@ -191,15 +289,19 @@ class CompiledModule:
                     f"(convert it explicitly; xgen_mlir does not cast silently)"
                 )
 
-    def __call__(self, *inputs: Any) -> Any:
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            raise InputMismatchError(
+                f"'{self.entry}' takes its inputs by position only; got keyword argument(s) "
+                f"{', '.join(map(repr, kwargs))}"
+            )
         as_torch = any(type(x).__module__.startswith("torch") for x in inputs)
         arrays = [_to_numpy(x, i) for i, x in enumerate(inputs)]
         self._check_inputs(arrays)
-        fn = self._load()
-        with self._waiting():
-            results = fn(*arrays)
-        outs = results if isinstance(results, (tuple, list)) else (results,)
-        host = [to_host(r, self._config.device) for r in outs]
+        if self.isolated:
+            _, host = self._isolated().request({"op": "call"}, arrays, "during a call")
+        else:
+            host = self._host(self._invoke(self._load(), arrays))
         if as_torch:
             import torch
 
@@ -209,9 +311,13 @@ class CompiledModule:
 
     # -- saving / benchmarking -------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the ``.vmfb`` (atomically: a crash leaves the old file, never half of the new);
+        """Write the ``.vmfb`` (atomically: a crash leaves the old file, never half of the new)
+        and ``PATH.sha256`` beside it (``sha256sum -c`` format), which ``load()`` checks;
         ``iree-run-module --module=PATH --function=<entry>`` runs it."""
-        return atomic_write_bytes(path, self.vmfb)
+        path = atomic_write_bytes(path, self.vmfb)
+        digest = hashlib.sha256(self.vmfb).hexdigest()
+        atomic_write_text(sha256_sidecar(path), f"{digest}  {path.name}\n")
+        return path
 
     def save_bundle(self, directory: str | os.PathLike[str]) -> Path:
         """Write a deployable bundle (module, weights, manifest.json, run.sh): runtime_bridge/."""
@@ -248,16 +354,18 @@ class CompiledModule:
         """Median/mean/min/max/p90 latency of ``runs`` calls (random inputs if none given)."""
         arrays = [_to_numpy(x, i) for i, x in enumerate(inputs)] or self.random_inputs()
         self._check_inputs(arrays)
+        if self.isolated:  # timed in the child: the module's latency, not the pipe's
+            reply, _ = self._isolated().request(
+                {"op": "benchmark", "runs": runs, "warmup": warmup}, arrays, "during a benchmark"
+            )
+            return BenchmarkStats(**{k: reply["stats"][k] for k in BenchmarkStats.__annotations__})
         fn = self._load()
-        device = self._config.device
         for _ in range(warmup):
-            with self._waiting():
-                _block(fn(*arrays), device)
+            self._invoke(fn, arrays, wait_for_host=True)
         samples = []
         for _ in range(runs):
             t0 = time.perf_counter()
-            with self._waiting():
-                _block(fn(*arrays), device)
+            self._invoke(fn, arrays, wait_for_host=True)
             samples.append(time.perf_counter() - t0)
         return latency_stats(samples)
 
@@ -277,11 +385,17 @@ class CompiledModule:
         return f"<CompiledModule {self.entry}({ins}) target={self.target} device={self.device}>"
 
 
-def _block(results: Any, device: Any) -> None:
-    """Wait for the results to be computed (local-task runs asynchronously)."""
-    outs = results if isinstance(results, (tuple, list)) else (results,)
-    for r in outs:
-        to_host(r, device)
+def _unlink(name: str) -> None:
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+
+
+def sha256_sidecar(path: str | os.PathLike[str]) -> Path:
+    """``model.vmfb`` -> ``model.vmfb.sha256``."""
+    path = Path(path)
+    return path.with_name(path.name + SHA256_SUFFIX)
 
 
 def to_host(result: Any, device: Any) -> np.ndarray:
@@ -327,9 +441,25 @@ def to_host(result: Any, device: Any) -> np.ndarray:
 
 def _to_numpy(x: Any, index: int) -> np.ndarray:
     if isinstance(x, np.ndarray):
+        if x.dtype.hasobject or x.dtype.kind not in "biufc":
+            raise InputMismatchError(
+                f"input {index}: a numpy array of dtype {x.dtype} holds no numbers a module takes"
+            )
         return np.ascontiguousarray(x)
     if type(x).__module__.startswith("torch"):
-        return np.ascontiguousarray(x.detach().cpu().numpy())
+        kind = type(x).__name__
+        device = getattr(getattr(x, "device", None), "type", None)
+        if device == "meta":
+            raise InputMismatchError(
+                f"input {index}: a meta tensor has a shape but no data; pass a real tensor"
+            )
+        try:
+            return np.ascontiguousarray(x.detach().cpu().numpy())
+        except Exception as e:
+            raise InputMismatchError(
+                f"input {index}: cannot read this torch {kind} as an array "
+                f"(dtype {getattr(x, 'dtype', '?')}, device {device}): {_short(e)}"
+            ) from None
     if isinstance(x, (int, float, bool, np.generic)):
         return np.asarray(x)
     raise InputMismatchError(
@@ -337,30 +467,93 @@ def _to_numpy(x: Any, index: int) -> np.ndarray:
     )
 
 
+def _check_sidecar(path: Path, data: bytes) -> None:
+    """Refuse a module whose ``PATH.sha256`` (written by save()) does not match it."""
+    sidecar = sha256_sidecar(path)
+    if not sidecar.exists():
+        return
+    try:
+        text = sidecar.read_text(errors="replace")
+    except OSError as e:
+        raise ModuleLoadError(f"{sidecar}: cannot read the module's checksum: {e}") from None
+    want = text.split()[0].lower() if text.split() else ""
+    if len(want) != 64 or any(c not in "0123456789abcdef" for c in want):
+        raise ModuleLoadError(
+            f"{sidecar}: not a sha256 checksum file (expected '<64 hex digits>  {path.name}')"
+        )
+    got = hashlib.sha256(data).hexdigest()
+    if got != want:
+        raise ModuleLoadError(
+            f"{path}: does not match its checksum {sidecar.name} (sha256 {got[:12]}..., "
+            f"expected {want[:12]}...): the file was modified, truncated or replaced after it "
+            f"was saved; save it again (or delete {sidecar.name} if the change is intended)"
+        )
+
+
 def load(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | bytes,
     device: str | None = None,
     entry: str = "main",
     yield_to_workers: bool = True,
+    isolated: bool = False,
 ) -> CompiledModule:
-    """Load a ``.vmfb`` written by ``CompiledModule.save`` (or by ``xgen-compile``).
-    ``yield_to_workers=False`` waits for calls without the scheduling hint of
-    runtime/waiting.py."""
-    path = Path(path)
-    if not path.is_file():
-        raise ModuleLoadError(f"{path}: no such file")
-    data = path.read_bytes()
-    if len(data) < 64:
-        raise ModuleLoadError(f"{path}: too small to be an IREE module ({len(data)} bytes)")
-    if device is None:  # a GPU-only module goes to its GPU driver
+    """Load a ``.vmfb`` written by ``CompiledModule.save`` (or by ``xgen-compile``), or the
+    bytes of one. A ``PATH.sha256`` beside the file (save() writes it) must match.
+
+    ``isolated=True`` loads and runs the module's calls in a child process, so a corrupted or
+    untrusted module that crashes (SIGSEGV, SIGILL) raises ModuleCallError naming the signal
+    instead of killing this process (costs a process start and a copy of the inputs and
+    outputs per call; docs/runtime.md). ``yield_to_workers=False`` waits for calls without the
+    scheduling hint of runtime/waiting.py."""
+    if isinstance(path, (bytes, bytearray, memoryview)):
+        data, source = bytes(path), "<bytes>"
+    elif isinstance(path, (str, os.PathLike)):
         try:
-            formats = executable_formats(data)
-        except ModuleLoadError as e:
-            raise ModuleLoadError(f"{path}: {e} (.vmfb)") from None
+            path = Path(path)
+        except TypeError as e:  # an os.PathLike whose __fspath__ returns bytes
+            raise ModuleLoadError(f"{path!r}: not a usable path: {e}") from None
+        if path.is_dir():
+            hint = (
+                "; it is a bundle: use xgen_mlir.load_bundle(DIR)"
+                if (path / "manifest.json").is_file()
+                else "; give the .vmfb file inside it"
+            )
+            raise ModuleLoadError(f"{path}: is a directory, not a module file{hint}")
+        if not path.is_file():
+            raise ModuleLoadError(f"{path}: no such file")
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise ModuleLoadError(f"{path}: cannot read: {e.strerror or e}") from None
+        _check_sidecar(path, data)
+        source = str(path)
+    else:
+        raise ModuleLoadError(
+            f"load() takes the path of a .vmfb file (str or os.PathLike) or its bytes; got "
+            f"{type(path).__name__}"
+        )
+    if len(data) < 64:
+        raise ModuleLoadError(f"{source}: too small to be an IREE module ({len(data)} bytes)")
+    try:
+        check_entry_name(entry)
+    except XGenError as e:
+        raise ModuleLoadError(f"{source}: {e}") from None
+    # iree-dump-module (a separate process) verifies the flatbuffer before this process parses
+    # it; it also names the executable formats, so a GPU-only module goes to its GPU driver.
+    try:
+        formats = executable_formats(data)
+    except ModuleLoadError as e:
+        raise ModuleLoadError(f"{source}: {e} (.vmfb)") from None
+    if device is None:
         gpu = [d for d, fmt in GPU_FORMATS.items() if fmt in formats]
         device = gpu[0] if gpu and len(formats) == 1 else None
     module = CompiledModule(
-        data, entry=entry, device=device, source=str(path), yield_to_workers=yield_to_workers
+        data,
+        entry=entry,
+        device=device,
+        source=source,
+        yield_to_workers=yield_to_workers,
+        isolated=isolated,
     )
     module.check_device()  # a module for another CPU/GPU fails here, clearly, not at first call
     return module
