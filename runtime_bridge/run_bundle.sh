@@ -23,6 +23,9 @@ bundle="$1"; shift
        "module.save_bundle(DIR) or xgen-compile --bundle DIR)" >&2; exit 2; }
 field() { sed -n "s/^  \"$1\": \"\(.*\)\",\{0,1\}\$/\1/p" "$bundle/manifest.json" | head -n 1; }
 arch="$(field arch)"
+# The arch names a variable below (${!dir_var}): only a plain name may get that far.
+[[ "$arch" =~ ^[a-z0-9_]*$ ]] || {
+  echo "error: $bundle/manifest.json: arch '$arch' is not an arch name: refused" >&2; exit 3; }
 host="$(uname -m)"; [[ "$host" == arm64 ]] && host=aarch64
 case "$(field target)" in embedded)
   echo "error: $bundle is a bare-metal bundle (static library + C module): link model.o," \
