@@ -303,6 +303,26 @@ def test_isolated_module_runs_like_in_process(cnn, tmp_path):
     assert isolated._runner.pid() != pid
 
 
+def test_parent_accepts_only_plain_arrays_from_the_worker():
+    import io
+
+    from xgen_mlir.runtime import isolated
+
+    stream = io.BytesIO()
+    isolated.send(stream, {"ok": True}, [np.arange(6, dtype=np.float32).reshape(2, 3)])
+    header, arrays = isolated.receive(io.BytesIO(stream.getvalue()))
+    assert header["ok"] is True and arrays[0].shape == (2, 3)
+    for bad in (
+        {"dtype": "|O", "shape": [1], "nbytes": 8},  # object arrays would unpickle
+        {"dtype": "<f4", "shape": [4], "nbytes": 999},  # size that does not add up
+        {"dtype": "<f4", "shape": [-1], "nbytes": 0},
+    ):
+        data = json.dumps({"ok": True, "arrays": [bad]}).encode()
+        raw = struct.pack("<I", len(data)) + data + b"\0" * 16
+        with pytest.raises(isolated._ProtocolError):
+            isolated.receive(io.BytesIO(raw))
+
+
 # -- the sha256 sidecar -----------------------------------------------------------------------
 def test_sha256_sidecar_written_and_checked(cnn, tmp_path):
     module, x, want = cnn

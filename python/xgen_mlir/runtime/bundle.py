@@ -104,6 +104,7 @@ def _replaceable(out: Path) -> None:
         ours |= {n for n in listed if isinstance(n, str)}
     except (OSError, ValueError, AttributeError):
         pass
+    ours |= {n + ".sha256" for n in ours}  # module.save() checksums of the bundle's files
     others = sorted(present - ours)
     if others or MANIFEST_FILE not in present:
         shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")

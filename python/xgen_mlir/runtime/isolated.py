@@ -43,12 +43,16 @@ class _ProtocolError(Exception):
     """The other side sent something that is not a well-formed message (or closed the pipe)."""
 
 
+class _PipeClosed(_ProtocolError):
+    """The other side closed the pipe (it exited, or died)."""
+
+
 def _read_exact(stream: IO[bytes], n: int) -> bytes:
     chunks, left = [], n
     while left:
         chunk = stream.read(left)
         if not chunk:
-            raise _ProtocolError("the pipe closed")
+            raise _PipeClosed("the pipe closed")
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
@@ -234,7 +238,7 @@ class IsolatedRunner:
             send(proc.stdin, header, arrays)
             reply, out = receive(proc.stdout)
         except (_ProtocolError, OSError, struct.error) as e:
-            raise self._died(doing, starting, e) from None
+            raise self._died(doing, e) from None
         except BaseException:  # KeyboardInterrupt mid-exchange: the pipe is out of step
             self.close()
             raise
@@ -246,12 +250,15 @@ class IsolatedRunner:
             message = f"{self.source}: '{self.entry}' failed {doing} ({name}): {message}"
         raise cls(message)
 
-    def _died(self, doing: str, starting: bool, cause: BaseException) -> XGenError:
+    def _died(self, doing: str, cause: BaseException) -> XGenError:
+        """The error for a child that died, or broke the protocol (it is stopped then)."""
         proc = self._proc
         assert proc is not None
+        malformed = not isinstance(cause, (_PipeClosed, OSError))
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # alive but talking nonsense
+            proc.wait(timeout=1 if malformed else 30)
+        except subprocess.TimeoutExpired:
+            malformed = True
             proc.kill()
             proc.wait()
         how, sig = describe_exit(proc.returncode)
@@ -265,10 +272,7 @@ class IsolatedRunner:
             except OSError:
                 pass
         self.close()
-        if proc.returncode == 0 or (proc.returncode > 0 and sig is None and not starting):
-            what = f"stopped answering ({cause})"
-        else:
-            what = how
+        what = f"sent a malformed reply ({cause}) and was stopped" if malformed else how
         hint = (
             " The module is corrupt, hostile or built for a CPU this one is not; this process"
             " is unaffected (the next call starts a fresh worker)."
