@@ -19,6 +19,7 @@ from ._mlir import ir
 from .analysis.flops import module_flops
 from .backend import compile_outputs
 from .backend.params import write_irpa
+from .diagnostics import check_entry_name
 from .errors import UnknownNameError, XGenError
 from .frontend import import_model
 from .fusion.tunable import TuningRequest
@@ -33,7 +34,7 @@ from .tunedb import HostIdentity, records_for
 class CompileOptions:
     """Everything ``compile()`` accepts as keyword options."""
 
-    entry: str = "main"  # name of the entry function in the compiled module
+    entry: str = "main"  # name of the entry function (diagnostics.check_entry_name's rule)
     device: str | None = None  # runtime device for the returned module (default local-task)
     dump_ir: str | Path | None = None  # write the IR after each of our steps here
     dump_executables: str | Path | None = None  # IREE's executable dumps (per dispatch)
@@ -54,6 +55,9 @@ class CompileOptions:
     tuning_collect: bool = False
     # The thread count the module will run with, for picking records (None: this host's).
     tuning_threads: int | None = None
+    # Load a .pt2 file as torch.export.load does, running whatever its pickles and shape
+    # expressions hold. False: a .pt2 that needs more than plain tensors is refused.
+    trust_pickle: bool = False
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> CompileOptions:
@@ -114,6 +118,7 @@ def compile(
     copy, so one import can be compiled with several option sets).
     """
     opts = CompileOptions.from_kwargs(options)
+    check_entry_name(opts.entry)
     try:
         pipeline = load_pipeline(target)
     except UnknownNameError as e:
@@ -124,7 +129,7 @@ def compile(
     report = CompileReport()
 
     t0 = time.perf_counter()
-    module = import_model(model, example_inputs)
+    module = import_model(model, example_inputs, trust_pickle=opts.trust_pickle)
     if module is model:  # an ir.Module of the caller's: the passes rewrite in place
         module = ir.Module.parse(snapshot(module), module.context)
     report.stage_seconds["import"] = time.perf_counter() - t0

@@ -23,8 +23,12 @@ SUFFIXES = {
 }
 
 
-def import_model(model: Any, example_inputs: Sequence[Any] | None = None) -> ir.Module:
-    """Return a linalg-on-tensors module for ``model`` (see module docstring for the kinds)."""
+def import_model(
+    model: Any, example_inputs: Sequence[Any] | None = None, *, trust_pickle: bool = False
+) -> ir.Module:
+    """Return a linalg-on-tensors module for ``model`` (see module docstring for the kinds).
+    ``trust_pickle``: load a ``.pt2`` file without first checking that it runs no code of its
+    own (``torch_import.load_pt2``)."""
     if isinstance(model, ir.Module):
         return model
     if isinstance(model, (str, os.PathLike)):
@@ -32,7 +36,7 @@ def import_model(model: Any, example_inputs: Sequence[Any] | None = None) -> ir.
         if path.suffix == ".pt2":
             from .torch_import import import_torch
 
-            return import_torch(path)
+            return import_torch(path, trust_pickle=trust_pickle)
         if path.suffix == ".onnx":
             from .onnx_import import import_onnx
 

@@ -3,12 +3,25 @@
 Accepts an ``nn.Module`` with example inputs, an ``ExportedProgram``, or a saved ``.pt2``.
 Hugging Face models keep some buffers non-persistent, which the importer cannot map
 ("Could not find state mapping for buffer"); they are made persistent before export.
+
+A ``.pt2`` file is untrusted. ``torch.export.load`` runs code from it in three ways: pickled
+members (sample inputs, some weights and constants) fall back to ``torch.load(weights_only=
+False)`` when the safe loader refuses them, and opaque constants go to ``pickle.loads``; shape
+expressions in the program's JSON go to ``sympy.sympify``, which evaluates Python; and
+AOTInductor members are shared libraries it loads. So, unless the caller trusts the file
+(``trust_pickle=True``), the archive is read into memory once and checked first (every member
+torch may unpickle must load with ``torch.load(weights_only=True)``, every shape expression
+must be plain sympy, no AOTInductor member), and then loaded from those same bytes.
 """
 
 from __future__ import annotations
 
+import ast
+import io
+import json
 import os
 import warnings
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,16 +62,191 @@ def export_program(
         ) from None
 
 
-def load_pt2(path: str | os.PathLike[str]) -> torch.export.ExportedProgram:
+def load_pt2(
+    path: str | os.PathLike[str], trust_pickle: bool = False
+) -> torch.export.ExportedProgram:
+    """Load a saved ``torch.export`` program; untrusted unless ``trust_pickle`` (module doc)."""
     path = Path(path)
     if not path.is_file():
         raise FrontendError(f"{path}: no such file (expected a torch.export .pt2 program)")
+    source: str | io.BytesIO = str(path)
+    if not trust_pickle:
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise FrontendError(f"{path}: cannot read the file ({e.strerror or e})") from None
+        check_pt2_archive(data, str(path))
+        source = io.BytesIO(data)
     try:
-        return torch.export.load(str(path))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch.export.load(source)
     except Exception as e:
         raise FrontendError(
-            f"{path}: not a loadable torch.export program: {_first_lines(e, 3)}"
+            f"{path}: not a loadable torch.export program: {type(e).__name__}: {_first_lines(e, 3)}"
         ) from None
+
+
+_OPT_IN = (
+    "load it only if you trust the file, with compile(..., trust_pickle=True) or "
+    "xgen-compile --trust-pickle"
+)
+
+
+def check_pt2_archive(data: bytes, label: str) -> None:
+    """Raise FrontendError unless ``torch.export.load`` can load the archive ``data`` without
+    running code from it: see the module docstring for what is checked and why."""
+    from torch.export.pt2_archive import constants as pt2
+
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = {i.filename: archive.read(i) for i in archive.infolist() if not i.is_dir()}
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as e:
+        raise FrontendError(f"{label}: not a torch.export .pt2 archive ({e})") from None
+    raw: set[str] = set()  # tensor payloads torch reads as bytes, never unpickles
+    for name, content in members.items():
+        if name.endswith(".json"):
+            raw |= _check_json_member(content, _inner(name), label)
+    tensor_prefixes = (pt2.WEIGHT_FILENAME_PREFIX, pt2.TENSOR_CONSTANT_FILENAME_PREFIX)
+    text_members = (pt2.ARCHIVE_FORMAT_PATH, pt2.ARCHIVE_VERSION_PATH, "byteorder", "version")
+    for name, content in members.items():
+        inner = _inner(name)
+        if inner.startswith(pt2.AOTINDUCTOR_DIR):
+            raise FrontendError(
+                f"{label}: refusing to load: member '{name}' is AOTInductor code (a shared "
+                f"library torch.export.load would load and run); {_OPT_IN}"
+            )
+        if (
+            name.endswith(".json")
+            or not content
+            or inner in text_members
+            or inner.startswith((".data/", pt2.EXTRA_DIR))
+            or (inner in raw and inner.rsplit("/", 1)[-1].startswith(tensor_prefixes))
+        ):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.load(io.BytesIO(content), weights_only=True, map_location="cpu")
+        except Exception as e:
+            raise FrontendError(
+                f"{label}: refusing to load: member '{name}' is a pickle of more than tensors "
+                f"({_unpickling_reason(e)}); loading it would unpickle arbitrary objects, "
+                f"which can run any code; {_OPT_IN}"
+            ) from None
+
+
+def _unpickling_reason(e: BaseException) -> str:
+    """The line of torch's weights-only error that names the refused object."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    why = [ln for ln in lines[1:] if not ln.startswith(("Check the documentation", "Please"))]
+    return (why or lines or [type(e).__name__])[0][:200]
+
+
+def _inner(name: str) -> str:
+    """A member's path inside the archive (torch's reader drops the archive's root folder)."""
+    return name.split("/", 1)[1] if "/" in name else name
+
+
+def _check_json_member(content: bytes, inner: str, label: str) -> set[str]:
+    """Check every shape expression of a JSON member; returns the raw (not pickled) tensor
+    payloads it lists, if it is a payload config."""
+    try:
+        doc = json.loads(content)
+    except (ValueError, RecursionError) as e:
+        raise FrontendError(f"{label}: member '{inner}' is not valid JSON ({e})"[:400]) from None
+    stack: list[object] = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            expr = node.get("expr_str")
+            if isinstance(expr, str) and not is_plain_sympy(expr):
+                raise FrontendError(
+                    f"{label}: refusing to load: member '{inner}' holds the shape expression "
+                    f"{expr[:120]!r}, which is not plain sympy (torch.export.load evaluates "
+                    f"these as Python); {_OPT_IN}"
+                )
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    config = doc.get("config") if isinstance(doc, dict) else None
+    if not isinstance(config, dict):
+        return set()
+    folder = inner.rsplit("/", 1)[0] + "/" if "/" in inner else ""
+    return {
+        folder + entry["path_name"]
+        for entry in config.values()
+        if isinstance(entry, dict)
+        and isinstance(entry.get("path_name"), str)
+        and entry.get("use_pickle") is False
+    }
+
+
+# Nodes of a plain arithmetic/comparison expression; calls and names are checked apart.
+_PLAIN_NODES = (
+    ast.Expression,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.Load,
+    ast.operator,
+    ast.unaryop,
+    ast.cmpop,
+    ast.boolop,
+    ast.keyword,
+    ast.Constant,
+)
+
+
+def is_plain_sympy(text: str) -> bool:
+    """Whether ``sympy.sympify(text)`` only builds sympy objects: numbers, names (symbols),
+    operators, and calls of sympy expression classes (``Symbol('s0', integer=True)``,
+    ``Max``, ``FloorDiv``...), strings only as a Symbol's name. No attributes, subscripts,
+    lambdas, or other callables (``__import__``, ``exec``, ``lambdify``...)."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    names: set[int] = set()  # the Symbol-name string constants
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if not isinstance(func, ast.Name) or not _is_sympy_class(func.id):
+                return False
+            for i, arg in enumerate(node.args):
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    if i or func.id not in ("Symbol", "Dummy"):
+                        return False
+                    names.add(id(arg))
+            if any(
+                kw.arg is None
+                or not isinstance(kw.value, ast.Constant)
+                or not isinstance(kw.value.value, (bool, int))
+                for kw in node.keywords
+            ):
+                return False
+        elif isinstance(node, ast.Name):
+            if node.id.startswith("_"):
+                return False
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and id(node) not in names:
+                return False
+            if not isinstance(node.value, (str, int, float, bool)):
+                return False
+        elif not isinstance(node, _PLAIN_NODES):
+            return False
+    return True
+
+
+def _is_sympy_class(name: str) -> bool:
+    import sympy  # type: ignore[import-untyped]
+    from torch.utils._sympy import functions as torch_sympy
+
+    if name.startswith("_"):
+        return False
+    obj = getattr(torch_sympy, name, None) or getattr(sympy, name, None)
+    return isinstance(obj, type) and issubclass(obj, sympy.Basic)
 
 
 def import_exported(prog: torch.export.ExportedProgram, entry: str = "main") -> ir.Module:
@@ -87,9 +275,10 @@ def import_torch(
     model: torch.nn.Module | torch.export.ExportedProgram | str | os.PathLike[str],
     example_inputs: Sequence[Any] | None = None,
     entry: str = "main",
+    trust_pickle: bool = False,
 ) -> ir.Module:
     if isinstance(model, (str, os.PathLike)):
-        return import_exported(load_pt2(model), entry)
+        return import_exported(load_pt2(model, trust_pickle), entry)
     if isinstance(model, torch.export.ExportedProgram):
         return import_exported(model, entry)
     if example_inputs is None:
