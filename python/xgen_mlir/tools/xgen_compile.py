@@ -59,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--benchmark", action="store_true", help="also time the module on random inputs")
     p.add_argument("--keep-temps", action="store_true", help="on failure, keep the inputs to rerun")
+    p.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load a .pt2 even if it holds pickled objects (they can run any code: only for "
+        "files you trust)",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -72,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     src = Path(args.input)
     out = Path(args.output) if args.output else src.with_suffix(f".{args.target}.vmfb")
     try:
+        _check_outputs(out, args.bundle)
         options = _parse_options(args.target_options)
         module = xgen_compile(
             src,
@@ -84,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             target_options=options,
             external_weights=args.external_weights,
             keep_temps=args.keep_temps or None,
+            trust_pickle=args.trust_pickle,
         )
         module.save(out)
         for name, data in module.artifacts.items():  # bare metal: .o, .h, C module beside it
@@ -98,10 +106,22 @@ def main(argv: list[str] | None = None) -> int:
     except XGenError as e:
         print(f"xgen-compile: error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # an output that cannot be written (permissions, a full disk...)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"xgen-compile: error: cannot write {where}{e.strerror or e}", file=sys.stderr)
+        return 1
     print(f"wrote {out} ({out.stat().st_size} bytes): {module!r}")
     if args.benchmark:
         print(f"latency: {module.benchmark()}")
     return 0
+
+
+def _check_outputs(out: Path, bundle: str | None) -> None:
+    """Refuse outputs that cannot be written before spending a compile on them."""
+    if out.is_dir():
+        raise XGenError(f"-o {out}: is a directory; give the path of the .vmfb file to write")
+    if bundle is not None and Path(bundle).exists() and not Path(bundle).is_dir():
+        raise XGenError(f"--bundle {bundle}: exists and is not a directory")
 
 
 def _parse_options(items: list[str]) -> dict[str, str]:
