@@ -30,6 +30,10 @@ What it matches: ``linalg.conv_2d_nchw_fchw`` and ``linalg.conv_2d_nhwc_hwcf`` w
 constant f32 filter, unit strides and dilations, static shapes, and an accumulator init that
 is a constant fill or a per-channel broadcast (the bias). Everything else is left alone.
 
+Bound: a conv whose transformed filter would exceed ``max-filter-mb`` (default 1024 MB; the
+float64 transform needs about three times that while it runs) stays direct, counted as
+skipped with the reason, rather than failing the compile with a MemoryError.
+
 Transform matrices: the Cook-Toom construction on the points 0, 1, -1, 2, -2, infinity
 (F(4x4)) and 0, 1, -1, infinity (F(2x2)), the choices with the smallest constants.
 """
@@ -110,6 +114,7 @@ class WinogradOptions:
     enable: bool = True  # the pipeline's opt-in switch (target option `winograd`)
     min_tiles: int = 16  # rewrite only convs with this many output tiles (4x4, else 2x2)
     verbose: bool = False  # print every rewritten conv to stderr
+    max_filter_mb: int = 1024  # leave convs whose transformed filter would be larger direct
 
 
 def filter_transform(weight_hwcf: np.ndarray, t: Transform = F4) -> np.ndarray:
@@ -250,8 +255,11 @@ def _winograd_nhwc(
     return y
 
 
-def _rewrite(op: ir.Operation, ev: ConstEval, min_tiles: int) -> tuple[Transform, int] | None:
-    """Rewrite ``op`` if it matches; returns the transform used and the tile count."""
+def _rewrite(
+    op: ir.Operation, ev: ConstEval, min_tiles: int, max_filter_mb: int = 1024
+) -> tuple[Transform, int] | str | None:
+    """Rewrite ``op`` if it matches; returns the transform used and the tile count, or why a
+    matching conv was skipped."""
     nchw = _CONVS[op.name]
     out_ty = ir.RankedTensorType(op.results[0].type)
     in_ty = ir.RankedTensorType(op.operands[0].type)
@@ -271,6 +279,12 @@ def _rewrite(op: ir.Operation, ev: ConstEval, min_tiles: int) -> tuple[Transform
         return None
     t = fits[0]
     th, tw = -(-ho // t.m), -(-wo // t.m)
+    channels = 1
+    for d in w_shape:
+        channels *= d
+    filter_mb = t.a * t.a * (channels // (R * R)) * 4 / 2**20
+    if filter_mb > max_filter_mb:
+        return f"transformed filter > {max_filter_mb} MB"
     weight = ev.value(op.operands[1])
     bias = ev.per_channel_init(op.operands[2], 1 if nchw else 3)
     if weight is None or weight.dtype != np.float32 or bias is None:
@@ -300,8 +314,14 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
         ev = ConstEval(module_op)
         for op in ops_named(module_op, *_CONVS):
             where, name = format_location(op.location), op.name
-            done = _rewrite(op, ev, opts.min_tiles)
-            if done:
+            done = _rewrite(op, ev, opts.min_tiles, opts.max_filter_mb)
+            if isinstance(done, str):
+                counts[f"{name} skipped: {done}"] += 1
+                if opts.verbose:
+                    print(
+                        f"xgen-winograd-convs: {where}: {name} left direct: {done}", file=sys.stderr
+                    )
+            elif done:
                 t, tiles = done
                 counts[f"{name} as F({t.m}x{t.m}, 3x3)"] += 1
                 if opts.verbose:
