@@ -122,7 +122,13 @@ def import_onnx(
         ) from None
     finally:
         handler.detach()
-    return module, _signature(proto)
+    try:
+        return module, _signature(proto)
+    except Exception as e:  # an element type numpy has no dtype for, ...
+        raise FrontendError(
+            f"{label}: cannot read the graph's inputs and outputs: {type(e).__name__}: "
+            f"{_short(str(e))}"
+        ) from None
 
 
 def _load(model: str | os.PathLike[str] | onnx.ModelProto) -> tuple[onnx.ModelProto, str]:
