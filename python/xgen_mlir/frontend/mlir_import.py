@@ -175,7 +175,10 @@ def precheck_parse(
     """Parse the file at ``path`` in a child process; returns {chunk index: error} for the
     chunks (``split_chunks``) on which the parser crashed, so that they are never parsed in
     this process. Parse errors are not reported here: the in-process parse reports them."""
-    timeout = float(os.environ.get("XGEN_PARSE_TIMEOUT", PARSE_TIMEOUT_S))
+    try:
+        timeout = float(os.environ.get("XGEN_PARSE_TIMEOUT", PARSE_TIMEOUT_S))
+    except ValueError:
+        timeout = PARSE_TIMEOUT_S
     package_dir = str(Path(__file__).resolve().parents[1])
     crashed: dict[int, str] = {}
     start = 0
@@ -184,6 +187,11 @@ def precheck_parse(
         cmd += ["--split"] if split else []
         try:
             child = subprocess.run([*cmd, os.fspath(path)], capture_output=True, timeout=timeout)
+        except OSError as e:  # no Python to start (an embedded interpreter, ...)
+            raise MLIRParseError(
+                f"{source}: cannot start the child process that checks untrusted MLIR "
+                f"({sys.executable!r}: {e.strerror or e})"
+            ) from None
         except subprocess.TimeoutExpired:
             raise MLIRParseError(
                 f"{source}: MLIR's parser did not finish within {timeout:.0f} s (in a child "
