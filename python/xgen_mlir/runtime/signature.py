@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import XGenError
+from ..diagnostics import check_entry_name
+
+__all__ = ["check_entry_name"]  # the runtime's callers import it from here
 
 _DTYPES = {
     "f32": np.float32,
@@ -28,26 +30,6 @@ _DTYPES = {
 }
 
 _TENSOR = re.compile(r"tensor<([^>]*)>")
-
-# Entry (function) names a module, a manifest and run.sh can carry safely: an MLIR bare
-# identifier without the characters that break its ABI declaration, a shell word or a path.
-ENTRY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.$-]*")
-ENTRY_NAME_DESCRIPTION = (
-    "a letter or '_', then letters, digits, '_', '.', '$' or '-' (like [A-Za-z_][A-Za-z0-9_.$-]*)"
-)
-
-
-def check_entry_name(name: object) -> str:
-    """Return ``name`` if it is a safe entry-function name, else raise :class:`XGenError`.
-
-    One rule for the compiler (naming the function it emits), ``load()`` and bundles: a name
-    with ``/ ; ' " `` `` or spaces would make the module's ABI declaration unreadable (so the
-    call-time input checks could not be done) and break run.sh and the manifest."""
-    if not isinstance(name, str):
-        raise XGenError(f"entry name must be a string, got {type(name).__name__}")
-    if len(name) > 256 or not ENTRY_NAME.fullmatch(name):
-        raise XGenError(f"invalid entry name {name!r}: it must be {ENTRY_NAME_DESCRIPTION}")
-    return name
 
 
 @dataclass(frozen=True)
