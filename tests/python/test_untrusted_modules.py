@@ -11,6 +11,7 @@ import os
 import platform
 import random
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -541,3 +542,18 @@ def test_parameters_given_as_bytes_leave_no_temp_file(cnn_ext):
     del copy
     gc.collect()
     assert not temp.exists(), "the temporary parameter archive outlived its module"
+
+
+def test_isolated_call_that_does_not_answer_is_stopped(cnn, tmp_path):
+    """A module stuck in a loop (here: a worker that is stopped) ends in a ModuleCallError
+    after call_timeout seconds, and the next call gets a fresh worker."""
+    module, x, want = cnn
+    path = module.save(tmp_path / "m.vmfb")
+    with pytest.raises(errors.XGenError, match="call_timeout needs isolated=True"):
+        xgen_mlir.load(path, call_timeout=1)
+    isolated = xgen_mlir.load(path, isolated=True, call_timeout=2)
+    os.kill(isolated._runner.pid(), signal.SIGSTOP)
+    with pytest.raises(errors.ModuleCallError, match="did not answer within 2 s") as info:
+        isolated(x)
+    assert info.value.signal is None and "m.vmfb" in str(info.value)
+    check_close(isolated(x).numpy(), want, atol=1e-4, rtol=1e-4, what="after the timeout")

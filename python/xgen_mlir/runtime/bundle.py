@@ -352,10 +352,14 @@ def verify_bundle(directory: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def load_bundle(
-    directory: str | os.PathLike[str], device: str | None = None, isolated: bool = False
+    directory: str | os.PathLike[str],
+    device: str | None = None,
+    isolated: bool = False,
+    call_timeout: float | None = None,
 ) -> CompiledModule:
     """Load a bundle (every file checked against its manifest) into the Python runtime.
-    ``isolated=True``: calls run in a child process, as with ``load(..., isolated=True)``."""
+    ``isolated=True`` (and ``call_timeout``): calls run in a child process, as with
+    ``load(..., isolated=True)``."""
     from .module import CompiledModule
 
     directory = Path(directory)
@@ -378,6 +382,7 @@ def load_bundle(
         parameters=_bundle_file(directory, params) if params else None,
         parameters_scope=manifest.get("parameters_scope") or "model",
         isolated=isolated,
+        call_timeout=call_timeout,
     )
     module.build_info = {
         k: manifest.get(k) for k in ("arch", "emulator", "target_options", "iree_flags")

@@ -158,6 +158,10 @@ class IsolatedRunner:
         self._errlog: IO[bytes] | None = None
         self._finalizer: weakref.finalize | None = None
         self._lock = threading.Lock()
+        # Seconds a reply may take before the child is stopped (a module stuck in a loop);
+        # None: no limit.
+        self.timeout: float | None = getattr(module, "call_timeout", None)
+        self._timed_out = False
 
     # -- the child's lifetime ----------------------------------------------------------------
     def _start(self) -> subprocess.Popen[bytes]:
@@ -234,6 +238,12 @@ class IsolatedRunner:
     ) -> tuple[dict[str, Any], list[np.ndarray]]:
         proc = self._proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        self._timed_out = False
+        watchdog = None
+        if self.timeout is not None:
+            watchdog = threading.Timer(self.timeout, self._stop_for_timeout, (proc,))
+            watchdog.daemon = True
+            watchdog.start()
         try:
             send(proc.stdin, header, arrays)
             reply, out = receive(proc.stdout)
@@ -242,6 +252,9 @@ class IsolatedRunner:
         except BaseException:  # KeyboardInterrupt mid-exchange: the pipe is out of step
             self.close()
             raise
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
         if reply.get("ok") is True:
             return reply, out
         name, message = str(reply.get("error", "")), str(reply.get("message", ""))[:4000]
@@ -249,6 +262,10 @@ class IsolatedRunner:
         if cls is ModuleCallError and name not in ("ModuleCallError", ""):
             message = f"{self.source}: '{self.entry}' failed {doing} ({name}): {message}"
         raise cls(message)
+
+    def _stop_for_timeout(self, proc: subprocess.Popen[bytes]) -> None:
+        self._timed_out = True
+        proc.kill()  # the pending read sees the pipe close; _died says why
 
     def _died(self, doing: str, cause: BaseException) -> XGenError:
         """The error for a child that died, or broke the protocol (it is stopped then)."""
@@ -273,6 +290,8 @@ class IsolatedRunner:
                 pass
         self.close()
         what = f"sent a malformed reply ({cause}) and was stopped" if malformed else how
+        if self._timed_out:
+            what, sig = f"did not answer within {self.timeout:g} s and was stopped", None
         hint = (
             " The module is corrupt, hostile or built for a CPU this one is not; this process"
             " is unaffected (the next call starts a fresh worker)."

@@ -112,6 +112,7 @@ class CompiledModule:
         report: Any = None,
         build_info: dict[str, Any] | None = None,
         isolated: bool = False,
+        call_timeout: float | None = None,
     ) -> None:
         try:
             check_entry_name(entry)
@@ -136,6 +137,9 @@ class CompiledModule:
         # waits the ordinary way (for A/B measurements).
         self.yield_to_workers = yield_to_workers
         self.isolated = isolated
+        if call_timeout is not None and not (isolated and call_timeout > 0):
+            raise XGenError("call_timeout needs isolated=True and a number of seconds > 0")
+        self.call_timeout = call_timeout  # seconds an isolated call may take
         self._runner: Any = None  # isolated.IsolatedRunner: the child that reads and runs it
         if isolated:  # IREE never reads these bytes in this process
             self.declaration = self._isolated().start()
@@ -496,6 +500,7 @@ def load(
     entry: str = "main",
     yield_to_workers: bool = True,
     isolated: bool = False,
+    call_timeout: float | None = None,
 ) -> CompiledModule:
     """Load a ``.vmfb`` written by ``CompiledModule.save`` (or by ``xgen-compile``), or the
     bytes of one. A ``PATH.sha256`` beside the file (save() writes it) must match.
@@ -503,8 +508,10 @@ def load(
     ``isolated=True`` loads and runs the module's calls in a child process, so a corrupted or
     untrusted module that crashes (SIGSEGV, SIGILL) raises ModuleCallError naming the signal
     instead of killing this process (costs a process start and a copy of the inputs and
-    outputs per call; docs/runtime.md). ``yield_to_workers=False`` waits for calls without the
-    scheduling hint of runtime/waiting.py."""
+    outputs per call; docs/runtime.md); ``call_timeout`` (seconds, isolated only) stops a call
+    that takes longer, e.g. a module stuck in a loop, with a ModuleCallError.
+    ``yield_to_workers=False`` waits for calls without the scheduling hint of
+    runtime/waiting.py."""
     if isinstance(path, (bytes, bytearray, memoryview)):
         data, source = bytes(path), "<bytes>"
     elif isinstance(path, (str, os.PathLike)):
@@ -554,6 +561,7 @@ def load(
         source=source,
         yield_to_workers=yield_to_workers,
         isolated=isolated,
+        call_timeout=call_timeout,
     )
     module.check_device()  # a module for another CPU/GPU fails here, clearly, not at first call
     return module
