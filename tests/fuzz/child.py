@@ -21,8 +21,12 @@ def main(mode: str, path: str) -> int:
         elif mode == "run-vmfb":
             # Modules from outside this process are run isolated, where load() offers it: a
             # corrupted module may crash the process that calls it.
-            isolated = "isolated" in inspect.signature(xgen_mlir.load).parameters
-            module = xgen_mlir.load(path, **({"isolated": True} if isolated else {}))
+            # (Checked by name so the campaign also measures versions before these options.)
+            params = inspect.signature(xgen_mlir.load).parameters
+            opts: dict[str, object] = {"isolated": True} if "isolated" in params else {}
+            if "call_timeout" in params:
+                opts["call_timeout"] = 60.0  # a module stuck in a loop is an error, not a hang
+            module = xgen_mlir.load(path, **opts)
             module(*module.random_inputs())
         else:
             raise SystemExit(f"child.py: unknown mode {mode!r}")
