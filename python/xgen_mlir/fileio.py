@@ -10,6 +10,7 @@ or ``XGEN_KEEP_TEMPS=1``); then the error says where they are.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -51,6 +52,26 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def atomic_copy_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:
+    """Copy ``src`` to ``dst`` atomically (streamed, for archives too big to hold in memory):
+    an interrupted copy leaves the previous ``dst`` or none, never a truncated one."""
+    dst = Path(dst)
+    if dst.is_dir():
+        raise XGenError(f"{dst} is a directory; give a file name")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
+    try:
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
+            shutil.copyfileobj(inp, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dst)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return dst
 
 
 def remove_stale_temporaries(folder: Path, max_age_s: float = 3600.0) -> int:

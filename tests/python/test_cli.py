@@ -50,6 +50,22 @@ def test_xgen_compile_pt2_then_run_with_bridge(mlp_pt2, tmp_path):
     )
 
 
+def test_xgen_compile_external_weights_beside_the_module(mlp_pt2, tmp_path):
+    """The .irpa is written beside the module (atomically: nothing else is left in the
+    folder) and the module runs with it."""
+    import xgen_mlir
+
+    path, model, x = mlp_pt2
+    out = tmp_path / "mlp.vmfb"
+    proc = run(str(BIN / "xgen-compile"), str(path), "-o", str(out), "--external-weights")
+    params = tmp_path / "mlp.irpa"
+    assert f"wrote {params}" in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.irpa", "mlp.vmfb", "mlp.vmfb.sha256"]
+    module = xgen_mlir.runtime.CompiledModule(out.read_bytes(), parameters=params)
+    want = model(x).detach().numpy()
+    check_close(module(x.numpy()), want, atol=1e-5, rtol=1e-5, what="external weights")
+
+
 def test_xgen_compile_errors_are_one_line_not_tracebacks(tmp_path):
     proc = run(str(BIN / "xgen-compile"), str(tmp_path / "none.onnx"), ok=False)
     assert proc.returncode == 1

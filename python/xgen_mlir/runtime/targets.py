@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 
 from ..errors import ModuleLoadError, XGenError
+from ..fileio import atomic_write_bytes
 
 
 class TargetMismatchError(ModuleLoadError):
@@ -227,12 +228,13 @@ def fetch_runtime_wheel(arch: str) -> Path:
         )
     with zipfile.ZipFile(wheels[-1]) as z:
         for member in z.namelist():
-            if member.startswith("iree/_runtime_libs/iree-") or member.startswith(
-                "iree/_runtime_libs/lib"
-            ):
-                z.extract(member, cache)
-                target = cache / member
-                target.chmod(0o755)
+            wanted = member.startswith(("iree/_runtime_libs/iree-", "iree/_runtime_libs/lib"))
+            if not wanted or ".." in Path(member).parts:
+                continue
+            # Atomically: a tool is taken as present when its file exists, so an interrupted
+            # unzip must not leave a truncated one behind.
+            target = atomic_write_bytes(cache / member, z.read(member))
+            target.chmod(0o755)
     return cache
 
 

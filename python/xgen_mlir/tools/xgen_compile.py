@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..compiler import compile as xgen_compile
 from ..errors import XGenError
+from ..fileio import atomic_copy_file, atomic_write_bytes
 from ..pipelines import available_pipelines, load_pipeline
 
 
@@ -95,11 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         module.save(out)
         for name, data in module.artifacts.items():  # bare metal: .o, .h, C module beside it
-            out.with_name(f"{out.stem}.{name}").write_bytes(data)
+            atomic_write_bytes(out.with_name(f"{out.stem}.{name}"), data)
         if module.parameters is not None:
             assert not isinstance(module.parameters, bytes)  # compile() writes an .irpa file
             params = out.with_suffix(".irpa")
-            params.write_bytes(Path(module.parameters).read_bytes())
+            atomic_copy_file(module.parameters, params)
             print(f"wrote {params} (run with --parameters=model={params})")
         if args.bundle:
             print(f"wrote bundle {module.save_bundle(args.bundle)}")
