@@ -18,20 +18,35 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .._mlir import binding_of, ir
+from .._mlir import binding_of, ir, passmanager
 from ..diagnostics import captured_diagnostics
 from ..errors import FrontendError, MLIRParseError
-from .lowering import lower_torch_to_linalg
+from .lowering import TORCH_TO_LINALG, lower_torch_to_linalg
 
 
 def new_torch_context() -> ir.Context:
+    """A torch-mlir context that parses every dialect our IR can hold: upstream MLIR's (the
+    bindings' site initializer), ``torch``, what torch-mlir's lowering emits (``torch_c``,
+    ``tm_tensor``, e.g. a cumsum's ``tm_tensor.scan``) and ours (``xgen_sparse``)."""
     from .._mlir import torch_dialect as torch_d
     from ..dialects import load_xgen_dialects
 
     ctx = ir.Context()
     torch_d.register_dialect(ctx)
+    _register_lowering_dialects(ctx)
     load_xgen_dialects(ctx)
     return ctx
+
+
+def _register_lowering_dialects(ctx: ir.Context) -> None:
+    """Register the dialects torch-mlir's lowering passes emit. Its Python bindings register
+    only ``torch`` (``torch_mlir.dialects.torch.register_dialect``); ``torch_c`` and
+    ``tm_tensor`` are registered in a context when a pass that produces them runs there (MLIR
+    appends each pass's dependent dialects to the context's registry). So the lowering
+    pipeline is run once on an empty module (a few ms)."""
+    with ctx, ir.Location.unknown():
+        empty = ir.Module.create()
+        passmanager.PassManager.parse(TORCH_TO_LINALG).run(empty.operation)
 
 
 def parse_mlir(

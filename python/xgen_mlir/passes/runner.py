@@ -49,10 +49,11 @@ def save_reproducer(data: bytes, module: Any = None, where: Path | None = None) 
     if len(data) <= _TEXT_REPRO_LIMIT:
         if module is not None:
             ir, ctx = binding_of(module).ir, module.context
-        else:
+        else:  # a context that knows every dialect our IR holds (tm_tensor, torch_c, ...)
             from .._mlir import ir
+            from ..frontend.mlir_import import new_torch_context
 
-            ctx = ir.Context()
+            ctx = new_torch_context()
         path = where / "input.mlir"
         path.write_text(str(ir.Module.parse(data, ctx)))
     else:
