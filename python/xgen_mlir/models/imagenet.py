@@ -1,5 +1,8 @@
 """ImageNet-1k class names, image preprocessing and top-k decoding, with PIL and numpy only.
 
+PIL (and scikit-learn, for the default image) come with the ``demo`` extra
+(``pip install 'xgen-mlir[demo]'``); they are imported when an image is loaded.
+
 ``imagenet_classes.txt`` holds the 1000 names in the standard index order (the first WordNet
 synonym of each class, as torchvision lists them; "crane" and "maillot" appear twice there
 too). It ships with the package because no installed package carries the list and the
@@ -10,15 +13,24 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from PIL import Image, UnidentifiedImageError
+
+from ..diagnostics import optional_import
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 __all__ = ["IMAGENET_CLASSES", "IMAGENET_MEAN", "IMAGENET_STD", "load_image", "preprocess", "top_k"]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def _pil_image() -> Any:
+    return optional_import("PIL.Image", "demo", "loading and preprocessing images")
 
 
 def _load_classes() -> list[str]:
@@ -40,10 +52,11 @@ IMAGENET_CLASSES: list[str] = _load_classes()
 def preprocess(img: Image.Image, resize: int = 256, crop: int = 224) -> torch.Tensor:
     """torchvision's eval transform: shorter side to ``resize`` (bilinear, antialiased),
     center ``crop``, scale to [0, 1], normalise by ImageNet mean/std -> 1x3xcropxcrop."""
+    pil = _pil_image()
     img = img.convert("RGB")
     w, h = img.size
     size = (resize, int(resize * h / w)) if w <= h else (int(resize * w / h), resize)
-    img = img.resize(size, Image.Resampling.BILINEAR)
+    img = img.resize(size, pil.Resampling.BILINEAR)
     w, h = img.size
     left, top = round((w - crop) / 2.0), round((h - crop) / 2.0)
     img = img.crop((left, top, left + crop, top + crop))
@@ -58,18 +71,18 @@ def load_image(path: str | os.PathLike[str] | None = None) -> torch.Tensor:
     ``path=None`` uses scikit-learn's bundled ``china.jpg`` (MobileNetV2 says "palace"), so
     demos and tests need no image file of their own.
     """
+    pil = _pil_image()
     if path is None:
-        from sklearn.datasets import load_sample_image
-
-        return preprocess(Image.fromarray(load_sample_image("china.jpg")))
+        datasets = optional_import("sklearn.datasets", "demo", "the default image (china.jpg)")
+        return preprocess(pil.fromarray(datasets.load_sample_image("china.jpg")))
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"image file not found: {path!r}")
     try:
-        with Image.open(path) as img:
+        with pil.open(path) as img:
             img.load()
             return preprocess(img)
-    except (UnidentifiedImageError, OSError) as e:
+    except (pil.UnidentifiedImageError, OSError) as e:
         raise ValueError(f"cannot read image {path!r}: {e}") from e
 
 

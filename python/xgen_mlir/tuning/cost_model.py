@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..diagnostics import optional_import
 from ..tunedb import Record
 
 MIN_RECORDS = 8
@@ -41,8 +42,7 @@ class CostModel:
         if len(rows) < MIN_RECORDS:
             self.model = None
             return False
-        import lightgbm
-
+        lightgbm = optional_import("lightgbm", "tune", "the tuning cost model (LightGBM)")
         self.names = sorted({k for f, _ in rows for k in f})
         x = np.array([[f.get(k, -1.0) for k in self.names] for f, _ in rows])
         target = np.array([t for _, t in rows])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from ..errors import XGenError
+from ..diagnostics import optional_import
 from .measure import MeasureSettings, measure_batch
 
 
@@ -45,12 +45,7 @@ class RayPool:
     def __init__(
         self, address: str | None = None, num_cpus: int | None = None, threads: int = 1
     ) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise XGenError(
-                "tuning measures on a Ray cluster: pip install 'xgen-mlir[tune]' (ray, lightgbm)"
-            ) from None
+        ray = optional_import("ray", "tune", "tuning (it measures on a Ray cluster)")
         self.ray = ray
         self.started = False
         if not ray.is_initialized():
