@@ -10,6 +10,12 @@ linalg (see ``xgen-lower-sparse-to-linalg``). If the target's C compiler is miss
 falls back the same way and says so. A ReLU that is the convolution's only use is applied by
 the kernel before its stores (epilogue fusion; batch norm is folded into the weights and bias
 before this, by ``xgen-fold-batchnorm{sparse-only=true}``), so it costs no pass over memory.
+NaN and Inf inputs give what the dense convolution gives (a pruned weight times NaN or Inf is
+NaN): the wrapper sums ``x * 0`` per input row (one reduction over the input, NaN iff a row
+holds a NaN or Inf) and passes it to the kernel, which, only if one is NaN, looks at
+its tile's inputs and marks the outputs whose skipped taps read one
+(``codegen/pattern_kernel.py``); ``nan-checks=false`` leaves that out (pruned taps then ignore
+NaN/Inf inputs).
 """
 
 from __future__ import annotations
@@ -44,6 +50,9 @@ class KernelOptions(ToolchainOptions):
     px: int = 1  # pixel vectors per accumulator row
     tile: int = 8  # pixel chunks per workgroup
     variant: str = "auto"  # kernel formulation: auto | pixels | filters (codegen.choose_variant)
+    # NaN/Inf as the dense conv gives them (0 * NaN at a pruned tap is NaN); false: the pruned
+    # taps are skipped for NaN/Inf inputs too (no flags reduction, no checks; codegen.pattern_kernel)
+    nan_checks: bool = True
 
 
 def _t(shape: list[int]) -> str:
@@ -79,6 +88,21 @@ def wrapper_text(spec: KernelSpec, wrapper: str, wlen: int) -> str:
     else:
         layout += f"""  %in = tensor.cast %flat : {_t([inlen])} to {kin}
 """
+    # NaN/Inf checks: per input row (channel, y), the sum of x * 0 (NaN iff the row holds a NaN
+    # or Inf), one read of the input for the whole layer; the kernel looks closer only if any is
+    flag_ops, flag_arg, flag_t = "", "", ""
+    if spec.nan_checks:
+        kf = _t([c * h])
+        flag_ops = f"""  %fz = arith.constant dense<0.0> : {_t([c, h])}
+  %fr = linalg.generic {{indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d1, d2)>], iterator_types = ["reduction", "parallel", "parallel", "reduction"]}} ins(%x : {_t([1, c, h, w])}) outs(%fz : {_t([c, h])}) {{
+  ^bb0(%v: f32, %acc: f32):
+    %v0 = arith.mulf %v, %z : f32
+    %s = arith.addf %acc, %v0 : f32
+    linalg.yield %s : f32
+  }} -> {_t([c, h])}
+  %flags = tensor.collapse_shape %fr [[0, 1]] : {_t([c, h])} into {kf}
+"""
+        flag_arg, flag_t = ", %flags", f", {kf}"
     return f"""
 func.func private @{wrapper}(%x: {_t([1, c, h, w])}, %w: {kw_t}, %b: {kb}) -> {_t([1, f, oh, ow])} {{
   %z = arith.constant 0.0 : f32
@@ -86,11 +110,11 @@ func.func private @{wrapper}(%x: {_t([1, c, h, w])}, %w: {kw_t}, %b: {kb}) -> {_
   ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
     tensor.yield %z : f32
   }} : {_t([1, c, h, w])} to {_t([1, c, hx, wp])}
-{layout}  %o = func.call @{spec.symbol}(%in, %w, %b) : ({kin}, {kw_t}, {kb}) -> {kout}
+{layout}{flag_ops}  %o = func.call @{spec.symbol}(%in, %w, %b{flag_arg}) : ({kin}, {kw_t}, {kb}{flag_t}) -> {kout}
   %r = tensor.expand_shape %o [[0, 1, 2, 3]] output_shape [1, {f}, {oh}, {ow}] : {kout} into {_t([1, f, oh, ow])}
   return %r : {_t([1, f, oh, ow])}
 }}
-func.func private @{spec.symbol}({kin}, {kw_t}, {kb}) -> {kout}
+func.func private @{spec.symbol}({kin}, {kw_t}, {kb}{flag_t}) -> {kout}
 """
 
 
@@ -102,7 +126,7 @@ def executable_text(spec: KernelSpec, obj_path: str, wlen: int, object_format: s
         spec.symbol,
         obj_path,
         object_format,
-        [d["in_len"] + d["slack"], wlen, spec.f],
+        [d["in_len"] + d["slack"], wlen, spec.f] + ([spec.c * spec.h] if spec.nan_checks else []),
         d["out_len"],
         (d["groups"], d["ntiles"], 1),
         ids=2,
@@ -136,6 +160,7 @@ def kernel_spec(
         px=opts.px,
         tile=opts.tile,
         variant=opts.variant,
+        nan_checks=opts.nan_checks,
     )
 
 

@@ -10,7 +10,7 @@
 // CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK-NOT: linalg.transpose
 // CHECK: tensor.collapse_shape
-// CHECK: call @xgen_fkw_kernel_{{[0-9]+}}(%{{.*}}) : (tensor<128xf32>, tensor<32xf32>, tensor<4xf32>) -> tensor<36xf32>
+// CHECK: call @xgen_fkw_kernel_{{[0-9]+}}(%{{.*}}) : (tensor<128xf32>, tensor<32xf32>, tensor<4xf32>, tensor<12xf32>) -> tensor<36xf32>
 // CHECK-LABEL: func.func @stride2_full_group
 func.func @stride2_full_group(%arg0: tensor<1x2x6x6xf32>) -> tensor<1x4x3x3xf32> {
   %w = arith.constant dense<[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7, 2.8, 2.9, 3.0, 3.1, 3.2]> : tensor<32xf32>

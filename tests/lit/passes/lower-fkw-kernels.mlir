@@ -3,7 +3,7 @@
 // An FKW convolution becomes a call to a wrapper (pad, phase split, flatten; kernel call, which
 // stores the final [F, OH, OW] layout: no slice after it) and a kernel declaration carrying its
 // stream.executable: the generated object, one workgroup per filter group (x) and pixel tile (y).
-// CHECK: func.func private @[[K:xgen_fkw_kernel_[0-9]+]](tensor<176xf32>, tensor<24xf32>, tensor<4xf32>) -> tensor<144xf32>
+// CHECK: func.func private @[[K:xgen_fkw_kernel_[0-9]+]](tensor<176xf32>, tensor<24xf32>, tensor<4xf32>, tensor<12xf32>) -> tensor<144xf32>
 // CHECK-SAME: xgen.executable = "{{.*}}stream.executable private @[[K]]_ex
 // CHECK-SAME: hal.executable.object<{path = \22{{.*}}cache/kernels/[[K]]-{{[0-9a-f]+}}.o\22}>
 // CHECK-SAME: %gx = arith.constant 2 : index
@@ -15,7 +15,9 @@
 // CHECK: } : tensor<1x2x6x6xf32> to tensor<1x2x11x8xf32>
 // CHECK-NOT: linalg.transpose
 // CHECK-NOT: tensor.pad
-// CHECK: call @[[K]](%{{.*}}, %arg1, %arg2) : (tensor<176xf32>, tensor<24xf32>, tensor<4xf32>) -> tensor<144xf32>
+// The NaN/Inf flags: per input row (channel, y), the sum of x * 0.
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel", "reduction"]} ins(%arg0 : tensor<1x2x6x6xf32>) outs(%{{.*}} : tensor<2x6xf32>)
+// CHECK: call @[[K]](%{{.*}}, %arg1, %arg2, %{{.*}}) : (tensor<176xf32>, tensor<24xf32>, tensor<4xf32>, tensor<12xf32>) -> tensor<144xf32>
 // CHECK-NEXT: tensor.expand_shape %{{.*}} {{\[\[}}0, 1, 2, 3]] output_shape [1, 4, 6, 6] : tensor<144xf32> into tensor<1x4x6x6xf32>
 // CHECK-NOT: tensor.extract_slice
 // CHECK-LABEL: func.func @two_layouts
