@@ -84,9 +84,8 @@ def test_threshold_leaves_small_blocks_to_iree():
 
 def test_nan_and_inf_come_out_as_unfused():
     """The kernel's activations are the IR's own ops translated, so a NaN or Inf input pixel
-    gives the fused module what the unfused one gives. (torch-mlir lowers ReLU6 to
-    ``x > 0 ? x : 0``, which maps NaN to 0, where eager PyTorch keeps the NaN: a difference of
-    the importer, present with or without this pass.)"""
+    gives the fused module what the unfused one gives (and, since xgen-nan-minmax, what eager
+    PyTorch gives: ReLU6's clamp propagates NaN; tests/python/test_nan_propagation.py)."""
     m = _model(16, 96, 24, 2)
     x = torch.randn(1, 16, 16, 16)
     x[0, 3, 5, 7] = float("nan")
