@@ -12,8 +12,8 @@ from .lowering import TileDecision
 from .matmul_tiling import tile_matmuls
 from .pad_sharing import PadShare, share_padded_buffers
 from .pads import PadPlacement, place_pads
-from .planner import FusionPlan, plan_block
-from .regions import wrap_in_region
+from .planner import DYNAMIC_SHAPES, FusionPlan, plan_block
+from .regions import dynamic_shaped, wrap_in_region
 from .transpose_tiling import tile_transposes
 
 __all__ = [
@@ -53,5 +53,8 @@ def form_regions(plan: FusionPlan, delegate_contractions: bool = True) -> None:
         rooted_at_contraction = group.contractions > group.matvecs  # not only small matvecs
         if (delegate_contractions and rooted_at_contraction) or len(group.members) < 2:
             group.delegated = True
+            continue
+        if dynamic_shaped(ops):
+            group.delegated, group.why_delegated = True, DYNAMIC_SHAPES
             continue
         wrap_in_region(ops)

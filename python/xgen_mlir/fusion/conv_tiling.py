@@ -100,6 +100,8 @@ def conv_geometry(op: Any) -> ConvGeometry | None:
     ir = ir_of(op)
     out = list(ir.RankedTensorType(op.results[0].type).shape)
     kh, kw, ic, oc = ir.RankedTensorType(op.operands[1].type).shape
+    if any(ir.ShapedType.is_dynamic_size(d) for d in [*out, kh, kw, ic, oc]):
+        return None  # the tile rules need every size
     stride = (int(match.group(1) or 1), int(match.group(2) or 1))
     return ConvGeometry(out[0], out[1], oc, kh, kw, ic, stride)
 
@@ -139,8 +141,8 @@ def tile_conv_groups(plan: Any, threads: int) -> list[ConvTile]:
     group_ops = list(zip(plan.groups, plan.group_ops(), strict=True))
     grouped = {o.operation for g, ops in group_ops if len(g.members) > 1 for o in ops}
     for group, ops in group_ops:
-        if not group.delegated or not group.contractions:
-            continue
+        if not group.delegated or not group.contractions or group.why_delegated:
+            continue  # delegated for a reason of its own (dynamic shapes): IREE's
         ops = [o.operation for o in ops]
         found = [(o, conv_geometry(o)) for o in ops]
         convs = [(o, g) for o, g in found if g is not None]

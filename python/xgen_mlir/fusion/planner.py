@@ -132,6 +132,12 @@ class Group:
     reductions: list[int] = field(default_factory=list)
     history: list[MappingType] = field(default_factory=list)  # type after each join
     delegated: bool = False  # left for IREE's own dispatch formation
+    why_delegated: str = ""  # when it is not the rule's default (e.g. dynamic shapes)
+
+
+# Why a group with a dynamic dim is left to IREE: a region of it would need its results'
+# sizes as operands, which IREE's own dispatch formation computes and ours does not.
+DYNAMIC_SHAPES = "dynamic shapes: left to IREE's dispatch formation"
 
 
 @dataclass
@@ -191,6 +197,9 @@ class FusionPlan:
             out["matmuls_tiled"] = sum(t.taken for t in self.matmul_tiles)
         if self.pad_placements:
             out["pads_in_readers"] = sum(p.fused for p in self.pad_placements)
+        dynamic = sum(g.why_delegated == DYNAMIC_SHAPES for g in self.groups)
+        if dynamic:
+            out["left_to_iree_dynamic"] = dynamic
         return out
 
 

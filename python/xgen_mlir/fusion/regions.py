@@ -18,9 +18,12 @@ def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
     """Move ``ops`` (one block, program order, a convex set) into a new dispatch region.
 
     Results used outside the group become the region's results; ops between the group's
-    first and last op that depend on the group are moved after the region.
+    first and last op that depend on the group are moved after the region. Static shapes
+    only (``dynamic_shaped``): a dynamic-shaped group is refused with a ValueError.
     """
     ops = [o.operation for o in ops]
+    if dynamic_shaped(ops):
+        raise ValueError("wrap_in_region: a group with dynamic shapes (leave it to IREE)")
     ir = ir_of(ops[0])
     block_ops = [o.operation for o in ops[0].block.operations]
     pos = {o: i for i, o in enumerate(block_ops)}
@@ -71,6 +74,19 @@ def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
         o.move_after(prev)
         prev = o
     return region_op
+
+
+def dynamic_shaped(ops: list[Any]) -> bool:
+    """Whether any of ``ops`` reads or writes a tensor with a dynamic dim. A region of them
+    would need the dynamic sizes of its results as operands (``flow.dispatch.region``'s
+    result dims), which ``wrap_in_region`` does not compute: such groups stay IREE's."""
+    for op in ops:
+        op = op.operation
+        for v in [*op.operands, *op.results]:
+            shape = getattr(v.type, "shape", None)
+            if shape is not None and any(v.type.is_dynamic_dim(i) for i in range(len(shape))):
+                return True
+    return False
 
 
 def within(op: Any, members: set[Any]) -> bool:

@@ -51,6 +51,7 @@ from .generic_util import (
     iterator_types,
     loop_dims,
     map_dims,
+    mixed_sizes,
     num_inputs,
     producer,
     transpose,
@@ -254,8 +255,9 @@ def cancel_sandwich(op: ir.Operation) -> str | None:
     for r, ins, maps in plans:
         with ir.InsertionPoint(r), op.location:
             elem = ir.RankedTensorType(r.results[0].type).element_type
-            if str(elem) not in inits:
-                inits[str(elem)] = empty(ir.RankedTensorType(source.type).shape, elem)
+            if str(elem) not in inits:  # a dynamic size: tensor.dim of the source, which
+                # dominates every region op (they all read the opening's result)
+                inits[str(elem)] = empty(mixed_sizes(source, range(rank)), elem)
             init = inits[str(elem)]
             copy = generic_like(r, [new_value.get(v, v) for v in ins], maps, init)
             new_value[r.results[0]] = copy.results[0]
@@ -326,8 +328,13 @@ def unit_transpose_to_reshape(op: ir.Operation) -> bool:
         collapsed = tensor.CollapseShapeOp(
             mid_ty, op.operands[0], _squeeze_groups(list(src_ty.shape))
         ).result
+        sizes = mixed_sizes(op.operands[0], perm)  # result dim i is source dim perm[i]
         expanded = tensor.ExpandShapeOp(
-            out_ty, collapsed, _squeeze_groups(list(out_ty.shape)), [], list(out_ty.shape)
+            out_ty,
+            collapsed,
+            _squeeze_groups(list(out_ty.shape)),
+            [v for v in sizes if not isinstance(v, int)],  # the dynamic sizes
+            list(out_ty.shape),
         ).result
     _replace(op, expanded)
     return True

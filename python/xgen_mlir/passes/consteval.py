@@ -83,7 +83,7 @@ class ConstEval:
         channel. None for anything else."""
         op = producer(init)
         shape = ir.RankedTensorType(init.type).shape
-        if op is None:
+        if op is None or ir.ShapedType.is_dynamic_size(shape[ch_dim]):
             return None
         if op.name == "arith.constant":
             attr = op.attributes["value"]
@@ -105,7 +105,7 @@ class ConstEval:
 
     def _eval(self, value: ir.Value) -> np.ndarray:
         op = producer(value)
-        if op is None:
+        if op is None or _dynamic(value.type):  # a dynamic-size tensor is never a constant
             raise NotConstant
         name = op.name
         if name == "arith.constant":
@@ -192,11 +192,22 @@ def env_get(env: dict[ir.Value, np.ndarray], value: ir.Value, ev: ConstEval) -> 
     return ev._eval_scalar(value)
 
 
+def _dynamic(ty: ir.Type) -> bool:
+    return isinstance(ty, ir.RankedTensorType) and any(
+        ir.ShapedType.is_dynamic_size(d) for d in ty.shape
+    )
+
+
 def loop_view(arr: np.ndarray, dims: list[int | None] | None, loops: list[int]) -> np.ndarray:
     """``arr`` indexed by a map with results ``dims`` (loop dims / size-1 zeros), laid out
-    over the loop space (broadcast where the map skips a loop)."""
+    over the loop space (broadcast where the map skips a loop). A dynamic loop the map skips
+    gets size 1 (the view is the same along it); one the map reads is not constant."""
     if dims is None:
         raise NotConstant
+    dynamic = [i for i, n in enumerate(loops) if ir.ShapedType.is_dynamic_size(n)]
+    if any(d in dynamic for d in dims):
+        raise NotConstant
+    loops = [1 if i in dynamic else n for i, n in enumerate(loops)]
     index = tuple(0 if d is None else slice(None) for d in dims)
     arr = arr[index] if dims else np.asarray(arr)
     kept = [d for d in dims if d is not None]

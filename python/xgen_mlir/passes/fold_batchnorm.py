@@ -20,6 +20,9 @@ every link, the contraction's result included, has exactly one use. The contract
 given new constant weights ``W*a`` (``a`` along the output-channel axis) and a broadcast bias
 init ``a*bias0 + b``; the chain is erased.
 
+Dynamic shapes: folded the same (the constants vary only along the channels, which must be
+static); the new init takes the dynamic sizes of the old one.
+
 Numerics: ``a`` and ``b`` are accumulated in float64 and rounded once; the result differs
 from the unfolded graph by float reassociation only (the constant multiply is distributed over
 the contraction's sum). f32 only.
@@ -44,9 +47,11 @@ from .generic_util import (
     erase_dead_tree,
     has_default_maps,
     indexing_maps,
+    is_dynamic,
     is_elementwise,
     is_identity,
     map_dims,
+    mixed_sizes,
     num_uses,
 )
 from .registry import register_pass
@@ -111,6 +116,8 @@ def fold_one(op: ir.Operation, ev: ConstEval) -> str | None:
     if str(out_ty.element_type) != "f32" or not (sparse or has_default_maps(op)):
         return None
     channels = out_ty.shape[ch_dim]
+    if is_dynamic(channels):  # a dynamic batch or image size is fine, dynamic channels not
+        return None
     a, b = np.ones(channels), np.zeros(channels)
     chain, links, scaled = op.results[0], [], False
     while num_uses(chain) == 1:
@@ -149,7 +156,8 @@ def fold_one(op: ir.Operation, ev: ConstEval) -> str | None:
         if sparse:
             init = constant_op(new_b, "xgen_bias").result
         else:
-            init = channel_init(new_b, out_ty.shape, ch_dim, out_ty.element_type)
+            sizes = mixed_sizes(old_init, range(len(out_ty.shape)))  # dynamic dims: tensor.dim
+            init = channel_init(new_b, sizes, ch_dim, out_ty.element_type)
     op.replace_uses_of_with(old_w, w)
     op.replace_uses_of_with(old_init, init)
     chain_values = [op.results[0], *(link.results[0] for link in links)]

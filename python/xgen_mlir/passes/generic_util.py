@@ -75,6 +75,37 @@ def tensor_shape(value: ir.Value) -> list[int] | None:
     return list(ty.shape)
 
 
+def is_dynamic(size: int) -> bool:
+    """Whether a shape entry is MLIR's dynamic-size sentinel (a ``?`` dim)."""
+    return bool(ir.ShapedType.is_dynamic_size(size))
+
+
+def dynamic_dims(value: ir.Value) -> list[int]:
+    """The positions of ``value``'s dynamic dims ([] for a static or unranked value)."""
+    shape = tensor_shape(value)
+    return [i for i, s in enumerate(shape or []) if is_dynamic(s)]
+
+
+def has_dynamic_shape(*values: ir.Value) -> bool:
+    """Whether any of ``values`` is a tensor with a dynamic dim. Passes that only know static
+    shapes test their operands and results with it and leave such ops to IREE."""
+    return any(dynamic_dims(v) for v in values)
+
+
+def mixed_sizes(source: ir.Value, dims: Sequence[int]) -> list[int | ir.Value]:
+    """``source``'s sizes along ``dims``: static ones as ints, dynamic ones as ``tensor.dim``
+    values (built at the current insertion point), the form ``empty`` takes."""
+    shape = ir.RankedTensorType(source.type).shape
+    out: list[int | ir.Value] = []
+    for d in dims:
+        if is_dynamic(shape[d]):
+            index = arith.ConstantOp(ir.IndexType.get(), d).result
+            out.append(tensor.DimOp(source, index).result)
+        else:
+            out.append(shape[d])
+    return out
+
+
 def body(op: ir.Operation) -> ir.Block:
     return op.regions[0].blocks[0]
 
@@ -115,7 +146,13 @@ def num_inputs(op: ir.Operation) -> int:
     return len(op.operands) - len(op.results)
 
 
-def empty(shape: Sequence[int], elem: ir.Type) -> ir.Value:
+def empty(shape: Sequence[int | ir.Value], elem: ir.Type) -> ir.Value:
+    """``tensor.empty``; a dynamic dim is given as its size (an index value, see
+    ``mixed_sizes``), never as the dynamic sentinel, which has no size to build with."""
+    if any(isinstance(s, int) and is_dynamic(s) for s in shape):
+        raise ValueError(
+            "tensor.empty of a dynamic shape needs the dynamic sizes (mixed_sizes), not '?'"
+        )
     return tensor.EmptyOp(list(shape), elem).result
 
 
@@ -138,7 +175,9 @@ def broadcast(value: ir.Value, init: ir.Value, dimensions: Sequence[int]) -> ir.
     return op.results[0]
 
 
-def channel_init(vec: np.ndarray, shape: Sequence[int], ch_dim: int, elem: ir.Type) -> ir.Value:
+def channel_init(
+    vec: np.ndarray, shape: Sequence[int | ir.Value], ch_dim: int, elem: ir.Type
+) -> ir.Value:
     """An accumulator init holding ``vec[c]`` along ``ch_dim``: a ``linalg.fill`` when all
     entries are equal (the form frontends emit for no bias), else a ``linalg.broadcast`` of
     the constant vector."""
@@ -227,9 +266,8 @@ def transpose(source: ir.Value, perm: Sequence[int]) -> ir.Value:
     region the parser would give it (the Python builder leaves it empty)."""
     src = ir.RankedTensorType(source.type)
     ty = ir.RankedTensorType.get([src.shape[p] for p in perm], src.element_type)
-    op = linalg.TransposeOp(
-        [ty], source, empty(ty.shape, ty.element_type), ir.DenseI64ArrayAttr.get(list(perm))
-    )
+    init = empty(mixed_sizes(source, perm), ty.element_type)  # dynamic dims: tensor.dim
+    op = linalg.TransposeOp([ty], source, init, ir.DenseI64ArrayAttr.get(list(perm)))
     block = op.region.blocks.append(ty.element_type, ty.element_type)
     with ir.InsertionPoint(block):
         linalg.YieldOp([block.arguments[0]])
@@ -241,7 +279,7 @@ def pad_high(x: ir.Value, extra: Sequence[int]) -> ir.Value:
     if not any(extra):
         return x
     src = ir.RankedTensorType(x.type)
-    n, h, w, c = src.shape
+    n, h, w, c = src.shape  # n may be dynamic (the pad's result type keeps it '?')
     ty = ir.RankedTensorType.get([n, h + extra[0], w + extra[1], c], src.element_type)
     zero = arith.ConstantOp(src.element_type, ir.FloatAttr.get(src.element_type, 0.0)).result
     pad = tensor.PadOp(ty, x, [], [], [0, 0, 0, 0], [0, extra[0], extra[1], 0])

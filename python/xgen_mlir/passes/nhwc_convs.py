@@ -15,6 +15,10 @@ constant f32 weights and an accumulator init that is a constant fill or a per-ch
 broadcast. A ``tensor.pad`` producing the input that pads only H and W with a constant is
 re-created in NHWC. Not matched: non-constant weights (left to IREE), other layouts.
 
+Dynamic shapes: a dynamic batch is kept (the new ``tensor.empty`` ops take it from the input
+with ``tensor.dim``); a conv or pool with any other dynamic dim is left NCHW, counted as
+``<op> left NCHW: dynamic H/W/C`` in the pass's report.
+
 The batch norm after each converted conv is folded into it first (``xgen-fold-batchnorm``'s
 rule): left as NCHW per-channel constants it keeps IREE from moving the transposes through,
 measured on EfficientNet-B0: 33.4 ms unfolded vs 11.2 ms folded.
@@ -41,6 +45,8 @@ from .generic_util import (
     empty,
     erase_dead_tree,
     fill,
+    is_dynamic,
+    mixed_sizes,
     pad_high,
     producer,
     transpose,
@@ -95,7 +101,10 @@ def nhwc_input(x: ir.Value, extra_high: tuple[int, int] = (0, 0)) -> ir.Value:
                 high = [high[p] for p in TO_NHWC]
                 high[1:3] = [high[1] + extra_high[0], high[2] + extra_high[1]]
                 low = [low[p] for p in TO_NHWC]
-                out_shape = [s + lo + hi for s, lo, hi in zip(src_ty.shape, low, high, strict=True)]
+                out_shape = [
+                    s if is_dynamic(s) else s + lo + hi  # a dynamic batch is never padded
+                    for s, lo, hi in zip(src_ty.shape, low, high, strict=True)
+                ]
                 out_ty = ir.RankedTensorType.get(out_shape, src_ty.element_type)
                 new = tensor.PadOp(out_ty, src, [], [], low, high)
                 block = new.regions[0].blocks.append(*([ir.IndexType.get()] * 4))
@@ -105,11 +114,28 @@ def nhwc_input(x: ir.Value, extra_high: tuple[int, int] = (0, 0)) -> ir.Value:
     return pad_high(transpose(x, TO_NHWC), extra_high)
 
 
-def _convert(op: ir.Operation, ev: ConstEval) -> bool:
+DYNAMIC_HWC = "left NCHW: dynamic H/W/C"
+
+
+def _dynamic_hwc(op: ir.Operation) -> bool:
+    """Whether the conv/pool has a dynamic dim other than the batch (dim 0 of its input and
+    result): the NHWC form is only built for a dynamic batch."""
+    values = [op.operands[0], op.results[0]]
+    return any(is_dynamic(s) for v in values for s in ir.RankedTensorType(v.type).shape[1:])
+
+
+def _init_sizes(x: ir.Value, static: list[int]) -> list[int | ir.Value]:
+    """An NHWC result's sizes [n, oh, ow, c]; a dynamic n is the NHWC input ``x``'s."""
+    return [mixed_sizes(x, [0])[0] if is_dynamic(static[0]) else static[0], *static[1:]]
+
+
+def _convert(op: ir.Operation, ev: ConstEval) -> bool | str:
     builder, perm = _CONVS[op.name]
     out_ty = ir.RankedTensorType(op.results[0].type)
     if str(out_ty.element_type) != "f32":
         return False
+    if _dynamic_hwc(op):
+        return DYNAMIC_HWC
     weight = ev.value(op.operands[1])
     bias = ev.per_channel_init(op.operands[2], 1)
     if weight is None or weight.dtype != np.float32 or bias is None:
@@ -118,7 +144,8 @@ def _convert(op: ir.Operation, ev: ConstEval) -> bool:
 
     def make(x: ir.Value, strides: list[int], dilations: list[int]) -> ir.Value:
         w = constant_op(np.ascontiguousarray(weight.transpose(perm)), "xgen_nhwc_weight").result
-        init = channel_init(bias.astype(np.float32), [n, oh, ow, f], 3, out_ty.element_type)
+        sizes = _init_sizes(x, [n, oh, ow, f])
+        init = channel_init(bias.astype(np.float32), sizes, 3, out_ty.element_type)
         return getattr(linalg, builder)(x, w, outs=[init], strides=strides, dilations=dilations)
 
     return _swap_in_nhwc(op, make)
@@ -138,7 +165,7 @@ def _swap_in_nhwc(op: ir.Operation, make) -> bool:
     return True
 
 
-def _convert_pool(op: ir.Operation) -> bool:
+def _convert_pool(op: ir.Operation) -> bool | str:
     """An NCHW pool becomes the named NHWC pool between transposes.
 
     Why, even in functions whose convs stay NCHW: IREE's channels-last preprocessing leaves
@@ -149,10 +176,12 @@ def _convert_pool(op: ir.Operation) -> bool:
     init_op = producer(op.operands[2])
     if str(out_ty.element_type) != "f32" or init_op is None or init_op.name != "linalg.fill":
         return False
+    if _dynamic_hwc(op):
+        return DYNAMIC_HWC
     n, c, oh, ow = out_ty.shape
 
     def make(x: ir.Value, strides: list[int], dilations: list[int]) -> ir.Value:
-        init = fill(init_op.operands[0], empty([n, oh, ow, c], out_ty.element_type))
+        init = fill(init_op.operands[0], empty(_init_sizes(x, [n, oh, ow, c]), out_ty.element_type))
         pool = getattr(linalg, _POOLS[op.name])
         return pool(x, op.operands[1], outs=[init], strides=strides, dilations=dilations)
 
@@ -168,7 +197,10 @@ def nhwc_convs(module_op: ir.Operation, opts: NhwcOptions | None = None) -> Coun
 
         def convert(op: ir.Operation, how) -> None:
             where, name = format_location(op.location), op.name
-            if how(op):
+            done = how(op)
+            if isinstance(done, str):  # skipped, with the reason
+                counts[f"{name} {done}"] += 1
+            elif done:
                 counts[name] += 1
                 if opts.verbose:
                     print(f"xgen-nhwc-convs: {where}: {name} -> NHWC", file=sys.stderr)
@@ -180,6 +212,9 @@ def nhwc_convs(module_op: ir.Operation, opts: NhwcOptions | None = None) -> Coun
         if opts.only_if_depthwise and not ops_named(module_op, "linalg.depthwise_conv_2d_nchw_chw"):
             return counts
         for op in ops_named(module_op, *names):
+            if _dynamic_hwc(op):
+                counts[f"{op.name} {DYNAMIC_HWC}"] += 1
+                continue
             fold_one(op, ev)  # per-channel constants in NCHW would pin transposes (see above)
             convert(op, lambda op: _convert(op, ev))
         return counts

@@ -14,6 +14,7 @@ before the FKW passes; does not handle grouped/depthwise or dilated convolutions
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +25,12 @@ from ..diagnostics import format_location
 from ..dialects import load_xgen_dialects
 from ..dialects.sparse import PATTERN_CONV
 from ..irutil import ConstantReader, constant_op, ops_named
+from .generic_util import has_dynamic_shape
 from .registry import register_pass
 
 MAX_PATTERNS = 32
+# The pattern kernels (xgen-lower-fkw-kernels) are generated for static shapes.
+DYNAMIC = "stays dense: dynamic shape (the pattern kernels take static shapes)"
 
 
 @dataclass
@@ -154,13 +158,21 @@ def _raise_one(conv: ir.Operation, parts: dict[str, Any], st: PatternStructure) 
     "Raise pattern-pruned constant-weight linalg convolutions to xgen_sparse.pattern_conv2d.",
     RaiseOptions,
 )
-def raise_pattern_conv(module_op: ir.Operation, opts: RaiseOptions | None) -> None:
+def raise_pattern_conv(module_op: ir.Operation, opts: RaiseOptions | None) -> Counter:
+    """Raise every qualifying conv; returns the count of convs left dense for a dynamic
+    shape (the other decisions print with ``verbose``)."""
     opts = opts or RaiseOptions()
     load_xgen_dialects(module_op.context)
     reader = ConstantReader(module_op)
     convs = ops_named(module_op, "linalg.conv_2d_nchw_fchw")
+    counts: Counter[str] = Counter()
     for conv in convs:
         where = format_location(conv.location)
+        if has_dynamic_shape(conv.operands[0], conv.results[0]):
+            counts[DYNAMIC] += 1
+            if opts.verbose:
+                print(f"xgen-raise-pattern-conv: {where}: {DYNAMIC}", file=sys.stderr)
+            continue
         parts = _conv_parts(conv, reader)
         st = infer_patterns(parts["weight"]) if isinstance(parts, dict) else None
         if isinstance(parts, str):
@@ -182,3 +194,4 @@ def raise_pattern_conv(module_op: ir.Operation, opts: RaiseOptions | None) -> No
             _raise_one(conv, parts, st)
         if opts.verbose:
             print(f"xgen-raise-pattern-conv: {where}: {decision}", file=sys.stderr)
+    return counts
