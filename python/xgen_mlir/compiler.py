@@ -23,6 +23,7 @@ from .diagnostics import check_entry_name
 from .errors import UnknownNameError, XGenError
 from .frontend import import_model
 from .fusion.tunable import TuningRequest
+from .passes.dim_bounds import Bounds, add_dim_bound_checks
 from .passes.dispatch_passes import shared_packs_record
 from .passes.runner import run_steps, snapshot
 from .pipelines import load_pipeline
@@ -58,6 +59,12 @@ class CompileOptions:
     # Load a .pt2 file as torch.export.load does, running whatever its pickles and shape
     # expressions hold. False: a .pt2 that needs more than plain tensors is refused.
     trust_pickle: bool = False
+    # Dynamic input dims, in torch.export's own form: for an nn.Module, passed to
+    # torch.export.export (e.g. ({0: torch.export.Dim("batch", min=1, max=64)},), one entry per
+    # input); for an ONNX model, the same per-input {dim: Dim or name} makes those dims
+    # symbolic (the model's own symbolic dims are kept without it). Bounded dims are checked
+    # by the module at call time.
+    dynamic_shapes: Any = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> CompileOptions:
@@ -104,6 +111,57 @@ def _tuning_request(opts: CompileOptions, target: str) -> TuningRequest:
     return request
 
 
+def _import(
+    model: Any, example_inputs: Sequence[Any] | None, opts: CompileOptions
+) -> tuple[ir.Module, Bounds]:
+    """The imported module and the bounds of its dynamic input dims ({(input, dim): (min,
+    max)}, only those the module must check)."""
+    import_opts = {"trust_pickle": opts.trust_pickle}
+    if opts.dynamic_shapes is None:
+        module = import_model(model, example_inputs, **import_opts)
+        if _is_exported(model):  # a program exported with dynamic shapes carries their bounds
+            from .frontend.torch_import import dynamic_dim_bounds
+
+            return module, dynamic_dim_bounds(model)
+        return module, {}
+    if _is_onnx(model):
+        from .frontend.onnx_import import import_onnx, onnx_dynamic_dims
+
+        dims, bounds = onnx_dynamic_dims(opts.dynamic_shapes)
+        return import_onnx(model, dynamic_dims=dims)[0], bounds
+    import torch
+
+    if isinstance(model, (str, Path)) and Path(model).suffix == ".pt2":
+        from .frontend.torch_import import dynamic_dim_bounds, load_pt2
+
+        prog = load_pt2(model, opts.trust_pickle)
+        return import_model(prog), dynamic_dim_bounds(prog)
+    if isinstance(model, torch.nn.Module):
+        from .frontend.torch_import import dynamic_dim_bounds, export_program
+
+        if example_inputs is None:
+            raise XGenError("dynamic_shapes needs example_inputs to export the nn.Module with")
+        prog = export_program(model, example_inputs, opts.dynamic_shapes)
+        return import_model(prog), dynamic_dim_bounds(prog)
+    raise XGenError(
+        f"dynamic_shapes applies to an nn.Module (passed to torch.export.export) or an ONNX "
+        f"model; a {type(model).__name__} already has its shapes (export it with "
+        "dynamic_shapes, or write the dims as '?' in the MLIR)"
+    )
+
+
+def _is_exported(model: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(model, torch.export.ExportedProgram)
+
+
+def _is_onnx(model: Any) -> bool:
+    if isinstance(model, (str, Path)) and Path(model).suffix == ".onnx":
+        return True
+    onnx = sys.modules.get("onnx")
+    return onnx is not None and isinstance(model, onnx.ModelProto)
+
+
 def compile(
     model: Any,
     example_inputs: Sequence[Any] | Any | None = None,
@@ -129,7 +187,7 @@ def compile(
     report = CompileReport()
 
     t0 = time.perf_counter()
-    module = import_model(model, example_inputs, trust_pickle=opts.trust_pickle)
+    module, bounds = _import(model, example_inputs, opts)
     if module is model:  # an ir.Module of the caller's: the passes rewrite in place
         module = ir.Module.parse(snapshot(module), module.context)
     report.stage_seconds["import"] = time.perf_counter() - t0
@@ -145,6 +203,8 @@ def compile(
         keep_temps=opts.keep_temps,
     )
     report.flops_after_rewrites = module_flops(module.operation)
+    if bounds:
+        add_dim_bound_checks(module.operation, opts.entry, bounds)
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 
     tuning = _tuning_request(opts, target)

@@ -80,8 +80,13 @@ def import_onnx(
     *,
     entry_name: str = "main",
     context: ir.Context | None = None,
+    dynamic_dims: dict[int, dict[int, str]] | None = None,
 ) -> tuple[ir.Module, OnnxSignature]:
     """Import an ONNX model as a linalg-on-tensors module with public entry ``entry_name``.
+
+    The graph's symbolic dims (``dim_param``, or no value) stay dynamic (``?``) in the
+    module. ``dynamic_dims`` ({input index: {dim: name}}, inputs counted without the
+    initializers) makes more dims symbolic first (``onnx_dynamic_dims``).
 
     Raises FrontendError for missing/unreadable/invalid models and UnsupportedOpsError listing
     every op (ONNX op type, node name) that torch-mlir cannot convert or lower.
@@ -92,6 +97,8 @@ def import_onnx(
 
     proto, label = _load(model)
     proto = _prepare(proto, label)
+    if dynamic_dims:
+        _make_symbolic(proto, dynamic_dims, label)
     nodes: dict[str, str] = {}  # node name -> "domain.OpType"
     _name_nodes(proto.graph, nodes)
     try:
@@ -170,6 +177,62 @@ def _prepare(proto: onnx.ModelProto, label: str) -> onnx.ModelProto:
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
     return copy
+
+
+def onnx_dynamic_dims(
+    spec: object,
+) -> tuple[dict[int, dict[int, str]], dict[tuple[int, int], tuple[int | None, int | None]]]:
+    """``compile(dynamic_shapes=...)`` for an ONNX model: one entry per graph input (None, or
+    {dim: torch.export.Dim, a name, or None}), as for an nn.Module. Returns {input: {dim:
+    symbol name}} and the bounds {(input, dim): (min, max)} of the dims given as a ``Dim``."""
+    if not isinstance(spec, (tuple, list)):
+        raise FrontendError(
+            "dynamic_shapes for an ONNX model: a tuple with one entry per graph input, each "
+            "None or {dim: torch.export.Dim(...) | name}"
+        )
+    dims: dict[int, dict[int, str]] = {}
+    bounds: dict[tuple[int, int], tuple[int | None, int | None]] = {}
+    for i, entry in enumerate(spec):
+        if entry is None:
+            continue
+        if not isinstance(entry, dict):
+            raise FrontendError(
+                f"dynamic_shapes[{i}]: expected None or {{dim: Dim}}, got {entry!r}"
+            )
+        for d, dim in entry.items():
+            name = getattr(dim, "__name__", None) or (dim if isinstance(dim, str) else None)
+            dims.setdefault(i, {})[int(d)] = name or f"input{i}_dim{d}"
+            lo, hi = getattr(dim, "min", None), getattr(dim, "max", None)
+            lo = int(lo) if isinstance(lo, int) and lo > 0 else None
+            hi = int(hi) if isinstance(hi, int) and hi < 2**62 else None
+            if lo is not None or hi is not None:
+                bounds[(i, int(d))] = (lo, hi)
+    return dims, bounds
+
+
+def _make_symbolic(proto: onnx.ModelProto, dims: dict[int, dict[int, str]], label: str) -> None:
+    """Give the named dims of the graph's inputs a ``dim_param`` (dynamic)."""
+    g = proto.graph
+    inits = {t.name for t in g.initializer}
+    inputs = [v for v in g.input if v.name not in inits]
+    for i, by_dim in dims.items():
+        if not 0 <= i < len(inputs):
+            raise FrontendError(f"{label}: dynamic_shapes names input {i}; it has {len(inputs)}")
+        shape = inputs[i].type.tensor_type.shape
+        for d, name in by_dim.items():
+            if not 0 <= d < len(shape.dim):
+                raise FrontendError(
+                    f"{label}: dynamic_shapes names dim {d} of input {i} "
+                    f"('{inputs[i].name}'), which has {len(shape.dim)} dims"
+                )
+            shape.dim[d].Clear()
+            shape.dim[d].dim_param = name
+    # Shapes recorded for the old static sizes would contradict the new dims: shape
+    # inference (next) gives them again.
+    del g.value_info[:]
+    for out in g.output:
+        if out.type.HasField("tensor_type"):
+            out.type.tensor_type.ClearField("shape")
 
 
 def _opset(proto: onnx.ModelProto) -> int:

@@ -17,6 +17,7 @@ must be plain sympy, no AOTInductor member), and then loaded from those same byt
 from __future__ import annotations
 
 import ast
+import inspect
 import io
 import json
 import os
@@ -44,22 +45,78 @@ def _first_lines(e: BaseException, n: int = 6) -> str:
 
 
 def export_program(
-    model: torch.nn.Module, example_inputs: Sequence[Any]
+    model: torch.nn.Module, example_inputs: Sequence[Any], dynamic_shapes: Any = None
 ) -> torch.export.ExportedProgram:
-    """torch.export the model (eval mode) with its example inputs."""
+    """torch.export the model (eval mode) with its example inputs; ``dynamic_shapes`` is
+    ``torch.export.export``'s own argument (``{dim: torch.export.Dim(...)}`` per input)."""
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     model = model.eval()
     _make_buffers_persistent(model)
+    shapes = _for_signature(model, example_inputs, dynamic_shapes)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            return torch.export.export(model, tuple(example_inputs), strict=False)
+            return torch.export.export(
+                model, tuple(example_inputs), dynamic_shapes=shapes, strict=False
+            )
     except Exception as e:  # torch.export raises many kinds; all mean "cannot trace"
         raise FrontendError(
             f"torch.export could not trace {type(model).__name__}: {type(e).__name__}: "
             f"{_first_lines(e)}"
         ) from None
+
+
+def _for_signature(model: torch.nn.Module, inputs: Sequence[Any], dynamic_shapes: Any) -> Any:
+    """``dynamic_shapes`` as torch.export wants it for ``model.forward``'s parameters. One
+    case is adapted: a ``forward(*inputs)`` (the Hugging Face wrappers) takes its specs as
+    one nested tuple, so a flat tuple with one spec per input (the form every other model
+    takes) is nested for it."""
+    if not isinstance(dynamic_shapes, (tuple, list)) or len(dynamic_shapes) != len(inputs):
+        return dynamic_shapes
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return dynamic_shapes
+    varargs = len(params) == 1 and params[0].kind is inspect.Parameter.VAR_POSITIONAL
+    if varargs and not (len(inputs) == 1 and isinstance(dynamic_shapes[0], (tuple, list))):
+        return (tuple(dynamic_shapes),)
+    return dynamic_shapes
+
+
+def dynamic_dim_bounds(
+    prog: torch.export.ExportedProgram,
+) -> dict[tuple[int, int], tuple[int | None, int | None]]:
+    """{(input index, dim): (min, max)} for every dynamic dim of the program's user inputs,
+    from its range constraints (``Dim(min=, max=)`` and what tracing proved). A bound is None
+    where nothing is enforced: no upper bound, or a lower bound of 2 or less (torch.export
+    assumes sizes 0 and 1 away and reports 2 as the default minimum, but the compiled module
+    is correct for 1 too)."""
+    from torch.export.graph_signature import InputKind
+
+    placeholders = {n.name: n for n in prog.graph.nodes if n.op == "placeholder"}
+    users = [s for s in prog.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
+    bounds: dict[tuple[int, int], tuple[int | None, int | None]] = {}
+    for i, spec in enumerate(users):
+        node = placeholders.get(getattr(spec.arg, "name", ""))
+        val = node.meta.get("val") if node is not None else None
+        for d, size in enumerate(getattr(val, "shape", ())):
+            if not isinstance(size, torch.SymInt):
+                continue
+            vr = prog.range_constraints.get(size.node.expr)
+            lo = _finite(vr.lower) if vr is not None else None
+            hi = _finite(vr.upper) if vr is not None else None
+            bounds[(i, d)] = (lo if lo is not None and lo > 2 else None, hi)
+    return bounds
+
+
+def _finite(bound: Any) -> int | None:
+    """A range bound as an int; None for torch's infinities (``int_oo``, sympy's ``oo``)."""
+    from torch.utils._sympy.numbers import int_oo
+
+    if bound in (int_oo, -int_oo) or not getattr(bound, "is_finite", False):
+        return None
+    return int(bound)
 
 
 def load_pt2(
