@@ -116,10 +116,15 @@ def _import(
 ) -> tuple[ir.Module, Bounds]:
     """The imported module and the bounds of its dynamic input dims ({(input, dim): (min,
     max)}, only those the module must check)."""
-    import_opts = {"trust_pickle": opts.trust_pickle}
+    pt2 = isinstance(model, (str, Path)) and Path(model).suffix == ".pt2"
     if opts.dynamic_shapes is None:
-        module = import_model(model, example_inputs, **import_opts)
-        if _is_exported(model):  # a program exported with dynamic shapes carries their bounds
+        if pt2:  # a program exported with dynamic shapes carries their bounds
+            from .frontend.torch_import import dynamic_dim_bounds, load_pt2
+
+            prog = load_pt2(model, opts.trust_pickle)
+            return import_model(prog), dynamic_dim_bounds(prog)
+        module = import_model(model, example_inputs, trust_pickle=opts.trust_pickle)
+        if _is_exported(model):
             from .frontend.torch_import import dynamic_dim_bounds
 
             return module, dynamic_dim_bounds(model)
@@ -131,11 +136,6 @@ def _import(
         return import_onnx(model, dynamic_dims=dims)[0], bounds
     import torch
 
-    if isinstance(model, (str, Path)) and Path(model).suffix == ".pt2":
-        from .frontend.torch_import import dynamic_dim_bounds, load_pt2
-
-        prog = load_pt2(model, opts.trust_pickle)
-        return import_model(prog), dynamic_dim_bounds(prog)
     if isinstance(model, torch.nn.Module):
         from .frontend.torch_import import dynamic_dim_bounds, export_program
 

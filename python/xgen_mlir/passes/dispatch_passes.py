@@ -314,7 +314,7 @@ def isolate_pad_sources(module_op: Any, opts: PrintOptions, state: DispatchState
     blocks) gives wrong numbers on llvmpipe (docs/targets.md). The copy dispatch IREE makes
     for a pad of a barrier's result stores element by element, and is right."""
     ir = binding_of(module_op.context).ir
-    isolated = 0
+    isolated = skipped_dynamic = 0
     with module_op.context:
         for name, block in function_blocks(module_op):
             pads: list[Any] = []
@@ -332,6 +332,12 @@ def isolate_pad_sources(module_op: Any, opts: PrintOptions, state: DispatchState
                     owner = owner.operation
                 if not isinstance(owner, ir.Operation) or not owner.name.startswith(_COMPUTED):
                     continue
+                ty = source.type
+                if any(ty.is_dynamic_dim(i) for i in range(ty.rank)):
+                    # IREE cannot reify a dynamic size through the barrier ("tensor.dim
+                    # unexpected during shape cleanup"): left as it is, and counted
+                    skipped_dynamic += 1
+                    continue
                 with ir.InsertionPoint(pad), pad.location:
                     barrier = ir.Operation.create(
                         "util.optimization_barrier", results=[source.type], operands=[source]
@@ -341,6 +347,8 @@ def isolate_pad_sources(module_op: Any, opts: PrintOptions, state: DispatchState
                 if opts.print:
                     print(f"xgen-isolate-pad-sources: {name}: {pad.location}", file=sys.stderr)
     state.records["isolated_pads"] = isolated
+    if skipped_dynamic:
+        state.records["isolated_pads_left_dynamic"] = skipped_dynamic
 
 
 @dataclass

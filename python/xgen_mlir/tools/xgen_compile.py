@@ -66,6 +66,17 @@ def _parser() -> argparse.ArgumentParser:
         help="load a .pt2 even if it holds pickled objects (they can run any code: only for "
         "files you trust)",
     )
+    p.add_argument(
+        "--dynamic-dim",
+        action="append",
+        default=[],
+        dest="dynamic_dims",
+        metavar="INPUT:DIM[:MIN:MAX]",
+        help="ONNX models: make dim DIM of input INPUT (both counted from 0) dynamic, "
+        "optionally bounded (MIN or MAX may be left empty); repeatable, e.g. 0:0:1:64 for a "
+        "batch of 1 to 64. The model's own symbolic dims stay dynamic without it. A .pt2 "
+        "carries its dims from torch.export(dynamic_shapes=...)",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -81,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _check_outputs(out, args.bundle)
         options = _parse_options(args.target_options)
+        dynamic = _parse_dynamic_dims(args.dynamic_dims)
         module = xgen_compile(
             src,
             target=args.target,
@@ -93,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             external_weights=args.external_weights,
             keep_temps=args.keep_temps or None,
             trust_pickle=args.trust_pickle,
+            dynamic_shapes=dynamic,
         )
         module.save(out)
         for name, data in module.artifacts.items():  # bare metal: .o, .h, C module beside it
@@ -133,6 +146,35 @@ def _parse_options(items: list[str]) -> dict[str, str]:
         key, value = item.split("=", 1)
         out[key.strip()] = value
     return out
+
+
+def _parse_dynamic_dims(items: list[str]) -> tuple[dict[int, object] | None, ...] | None:
+    """``--dynamic-dim INPUT:DIM[:MIN:MAX]`` items as compile()'s ``dynamic_shapes`` (one entry
+    per input up to the last one named, ``torch.export.Dim`` per dim)."""
+    if not items:
+        return None
+    from torch.export import Dim
+
+    by_input: dict[int, dict[int, object]] = {}
+    for item in items:
+        parts = item.split(":")
+        try:
+            if len(parts) not in (2, 4):
+                raise ValueError
+            i, d = int(parts[0]), int(parts[1])
+            lo, hi = (int(x) if x else None for x in (parts[2:] or ["", ""]))
+            if i < 0 or d < 0 or (lo is not None and lo < 0):
+                raise ValueError
+        except ValueError:
+            raise XGenError(
+                f"--dynamic-dim {item!r}: expected INPUT:DIM or INPUT:DIM:MIN:MAX with "
+                "non-negative integers (MIN or MAX may be empty), e.g. 0:0:1:64"
+            ) from None
+        if lo is not None and hi is not None and lo > hi:
+            raise XGenError(f"--dynamic-dim {item!r}: MIN {lo} is above MAX {hi}")
+        bounds = {k: v for k, v in (("min", lo), ("max", hi)) if v is not None}
+        by_input.setdefault(i, {})[d] = Dim(f"input{i}_dim{d}", **bounds)  # type: ignore[arg-type]
+    return tuple(by_input.get(i) for i in range(max(by_input) + 1))
 
 
 def _list_options(target: str) -> int:

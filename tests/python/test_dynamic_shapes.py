@@ -1,0 +1,198 @@
+"""Dynamic dims: one compile serves every batch / sequence length, numerics vs PyTorch / ONNX
+Runtime at each size; static dims stay checked, bounded dims are enforced by the module.
+
+``compile(dynamic_shapes=...)`` takes torch.export's own form (``{dim: Dim(...)}`` per input).
+Sizes are kept small so the whole file stays fast; the bigger compiles are marked slow.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from conftest import check_close
+from targets_util import need_vulkan
+from torch.export import Dim
+
+import xgen_mlir
+from xgen_mlir.errors import FallbackWarning, InputMismatchError, ModuleCallError, XGenError
+from xgen_mlir.models import transformers_zoo, vision
+from xgen_mlir.tools import xgen_compile
+
+BATCHES = (1, 3, 8)
+
+
+def _vision(name: str) -> tuple[torch.nn.Module, tuple[int, ...]]:
+    model = getattr(vision, name)()
+    return model, tuple(vision.random_input(name).shape[1:])
+
+
+def _compile_quiet(*args, **kwargs):
+    """Compile with every fallback an error: a dynamic shape must not need one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        return xgen_mlir.compile(*args, **kwargs)
+
+
+def _check_batches(m, model, item_shape, atol=1e-5):
+    gen = torch.Generator().manual_seed(0)
+    for b in BATCHES:
+        x = torch.randn(b, *item_shape, generator=gen)
+        with torch.no_grad():
+            want = model(x).numpy()
+        check_close(m(x.numpy()), want, atol=atol, rtol=1e-4, what=f"batch {b}")
+
+
+@pytest.mark.parametrize("target", ["cpu", "x86_64"])
+@pytest.mark.parametrize("name", ["mlp", "small_cnn"])
+def test_dynamic_batch(name, target):
+    model, item = _vision(name)
+    example = torch.randn(2, *item)
+    m = _compile_quiet(
+        model, (example,), target=target, dynamic_shapes=({0: Dim("batch", max=64)},)
+    )
+    assert m.signature.inputs[0].shape == (None, *item)
+    _check_batches(m, model, item)
+    with pytest.raises(InputMismatchError, match="expected shape"):  # static dims still checked
+        m(np.zeros((2, *item[:-1], item[-1] + 1), np.float32))
+
+
+@pytest.mark.parametrize("name", ["mlp", "small_cnn"])
+def test_dynamic_batch_vulkan(name):
+    need_vulkan()
+    model, item = _vision(name)
+    m = _compile_quiet(
+        model, (torch.randn(2, *item),), target="vulkan", dynamic_shapes=({0: Dim("batch")},)
+    )
+    _check_batches(m, model, item, atol=1e-4)
+
+
+def test_small_cnn_dynamic_batch_reports_what_passes_did():
+    """The NHWC pools keep the dynamic batch; winograd on a dynamic batch is exact too."""
+    model, item = _vision("small_cnn")
+    m = _compile_quiet(
+        model,
+        (torch.randn(2, *item),),
+        dynamic_shapes=({0: Dim("batch")},),
+        target_options={"winograd": "true"},
+    )
+    assert m.report.rewrites["xgen-nhwc-convs"] == {"linalg.pooling_nchw_max": 2}
+    _check_batches(m, model, item, atol=1e-4)
+
+
+def test_bounds_are_enforced():
+    model, item = _vision("mlp")
+    m = xgen_mlir.compile(
+        model, (torch.randn(4, *item),), dynamic_shapes=({0: Dim("batch", min=3, max=16)},)
+    )
+    for b in (3, 16):
+        x = torch.randn(b, *item)
+        check_close(m(x), model(x).detach(), atol=1e-5, rtol=1e-4, what=f"batch {b}")
+    for b in (2, 17):
+        with pytest.raises(ModuleCallError, match=r"input 0 dim 0: size outside .* 3\.\.16"):
+            m(np.zeros((b, *item), np.float32))
+
+
+def test_example_outside_bounds_is_a_clear_error():
+    model, item = _vision("mlp")
+    with pytest.raises(XGenError, match="torch.export could not trace"):
+        xgen_mlir.compile(
+            model, (torch.randn(2, *item),), dynamic_shapes=({0: Dim("batch", min=4, max=8)},)
+        )
+
+
+@pytest.mark.slow
+def test_gpt2_tiny_dynamic_sequence():
+    model, inputs = transformers_zoo.gpt2_tiny(seq=16)
+    m = _compile_quiet(model, inputs, dynamic_shapes=({1: Dim("seq", max=128)},))
+    assert m.signature.inputs[0].shape == (1, None)
+    gen = torch.Generator().manual_seed(0)
+    for seq in (8, 32, 77):
+        ids = torch.randint(0, 1000, (1, seq), generator=gen)
+        with torch.no_grad():
+            want = model(ids).numpy()
+        check_close(m(ids.numpy()), want, atol=1e-4, rtol=1e-4, what=f"sequence {seq}")
+    with pytest.raises(ModuleCallError, match="at most 128"):
+        m(np.zeros((1, 129), np.int64))
+
+
+@pytest.mark.slow
+def test_bert_tiny_dynamic_sequence():
+    model, inputs = transformers_zoo.bert_tiny(seq=16)
+    m = _compile_quiet(model, inputs, dynamic_shapes=({1: Dim("seq", max=32)},))
+    gen = torch.Generator().manual_seed(1)
+    for seq in (5, 16, 32):
+        ids = torch.randint(0, 64, (1, seq), generator=gen)
+        with torch.no_grad():
+            want = model(ids).numpy()
+        check_close(m(ids.numpy()), want, atol=1e-4, rtol=1e-4, what=f"sequence {seq}")
+
+
+def _onnx_mlp(symbolic: bool) -> tuple[bytes, torch.nn.Module]:
+    model = vision.mlp()
+    f = io.BytesIO()
+    axes = {"x": {0: "batch"}, "y": {0: "batch"}} if symbolic else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model,
+            (torch.randn(1, 64),),
+            f,
+            dynamo=False,
+            input_names=["x"],
+            output_names=["y"],
+            dynamic_axes=axes,
+        )
+    return f.getvalue(), model
+
+
+def _check_onnx(m, data: bytes) -> None:
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    for b in BATCHES:
+        x = rng.standard_normal((b, 64)).astype(np.float32)
+        want = sess.run(None, {"x": x})[0]
+        check_close(m(x), want, atol=1e-5, rtol=1e-4, what=f"batch {b}")
+
+
+def test_onnx_symbolic_batch_is_kept():
+    import onnx
+
+    data, _ = _onnx_mlp(symbolic=True)
+    m = _compile_quiet(onnx.load_from_string(data))
+    assert m.signature.inputs[0].shape == (None, 64)
+    _check_onnx(m, data)
+
+
+def test_onnx_static_batch_made_dynamic_with_bounds(tmp_path):
+    data, _ = _onnx_mlp(symbolic=False)
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(data)
+    out = tmp_path / "mlp.vmfb"
+    rc = xgen_compile.main([str(path), "-o", str(out), "--dynamic-dim", "0:0:1:8"])
+    assert rc == 0
+    m = xgen_mlir.load(out)
+    assert m.signature.inputs[0].shape == (None, 64)
+    _check_onnx(m, _onnx_mlp(symbolic=True)[0])  # ONNX Runtime needs the symbolic dim
+    with pytest.raises(ModuleCallError, match="1..8"):
+        m(np.zeros((9, 64), np.float32))
+
+
+@pytest.mark.parametrize("bad", ["0", "0:x", "0:0:5:2", "1:-1", "0:0:1"])
+def test_cli_dynamic_dim_syntax(bad, tmp_path, capsys):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_onnx_mlp(symbolic=False)[0])
+    assert xgen_compile.main([str(path), "-o", str(tmp_path / "o.vmfb"), "--dynamic-dim", bad]) == 1
+    assert "--dynamic-dim" in capsys.readouterr().err
+
+
+def test_dynamic_shapes_refused_for_a_fixed_program():
+    model, item = _vision("mlp")
+    prog = torch.export.export(model, (torch.randn(2, *item),))
+    with pytest.raises(XGenError, match="already has its shapes"):
+        xgen_mlir.compile(prog, dynamic_shapes=({0: Dim("batch")},))
