@@ -29,6 +29,10 @@ Zero padding is finite, so only real inputs count. (A check of the tile's inputs
 workgroup, without the reduction, cost 25-40% on the filter-vectorised layers: each of the
 F/16 groups re-reads all C channels.)
 
+A batch of N images is N workgroups along z (``batch``): each image's input, flags and output
+are laid out as at batch 1, one image after another, and the kernel starts from image
+``gz``'s bases; at batch 1 the code is what it was before batches were taken.
+
 Written in portable C with GCC vector extensions: the same source compiles for x86-64
 (AVX-512/AVX2), aarch64 (NEON) and riscv64 (RVV via vector extensions) cross compilers.
 """
@@ -91,6 +95,7 @@ class KernelSpec:
     relu: bool = False  # max(x, 0) after the bias (a fused ReLU epilogue)
     nan_checks: bool = True  # NaN where a pruned tap meets a NaN/Inf input, as dense math gives
     variant: str = "auto"  # "pixels" | "filters" | "auto" (see choose_variant)
+    batch: int = 1  # images; each a workgroup z, its operands one image after another
     derived: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -198,6 +203,25 @@ class KernelSpec:
 def _arr(name: str, values: list[int] | np.ndarray) -> str:
     body = ",".join(str(int(v)) for v in values) or "0"
     return f"static const int32_t {name}[] = {{{body}}};"
+
+
+def _entry(spec: KernelSpec) -> list[str]:
+    """The exported function's head: memrefs, workgroup ids (x: filter group, y: pixel tile,
+    z: image of the batch, only for a batch above 1) and each operand's base for this image."""
+    flags = "MEMREF(const float, flags), " if spec.nan_checks else ""
+    ids = "size_t gx, size_t gy" + (", size_t gz" if spec.batch > 1 else "")
+    lines = [
+        f"void {spec.symbol}_impl(MEMREF(const float, in), MEMREF(const float, w), "
+        f"MEMREF(const float, bias), {flags}MEMREF(float, out), {ids}) {{",
+        "  in += in_off; w += w_off; bias += bias_off; out += out_off;",
+    ]
+    if spec.batch > 1:  # images one after another in each batched operand
+        d = spec.derived
+        lines.append(
+            f"  in += gz * {d['in_len'] + d['slack']}; out += gz * {d['out_len']};"
+            + (f" flags += gz * {spec.c * spec.h};" if spec.nan_checks else "")
+        )
+    return lines
 
 
 def _relu(v: str) -> str:
@@ -351,10 +375,7 @@ def generate(spec: KernelSpec) -> str:
     for gs in sorted(set(sizes)):
         out += _group_function(spec, gs, n, npat)
     out += [
-        f"void {spec.symbol}_impl(MEMREF(const float, in), MEMREF(const float, w), "
-        f"MEMREF(const float, bias), {'MEMREF(const float, flags), ' if spec.nan_checks else ''}"
-        "MEMREF(float, out), size_t gx, size_t gy) {",
-        "  in += in_off; w += w_off; bias += bias_off; out += out_off;",
+        *_entry(spec),
         f"  size_t c0 = gy * {spec.tile}, c1 = c0 + {spec.tile};",
         f"  if (c1 > {d['nchunks']}) c1 = {d['nchunks']};",
         "  switch (GSIZE[gx]) {",
@@ -460,10 +481,7 @@ def _generate_filters(spec: KernelSpec) -> str:
     for rows in sorted({d["r"], d["rtail"]}):
         out += _filters_block(spec, rows)
     out += [
-        f"void {spec.symbol}_impl(MEMREF(const float, in), MEMREF(const float, w), "
-        f"MEMREF(const float, bias), {'MEMREF(const float, flags), ' if spec.nan_checks else ''}"
-        "MEMREF(float, out), size_t gx, size_t gy) {",
-        "  in += in_off; w += w_off; bias += bias_off; out += out_off;",
+        *_entry(spec),
         f"  size_t b0 = gy * {d['btile']}, b1 = b0 + {d['btile']};",
         f"  if (b1 > {d['nblocks']}) b1 = {d['nblocks']};",
         "  for (size_t b = b0; b < b1; b++) {",

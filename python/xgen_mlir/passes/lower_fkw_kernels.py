@@ -5,8 +5,11 @@ zero-pad, split rows into stride phases, flatten; call the kernel, which stores 
 [F, OH, OW] layout itself) and a private kernel declaration that carries the text of its ``stream.executable`` (the generated
 C object linked into an IREE dispatch). The backend swaps declaration and calls for the
 executable and ``flow.dispatch`` ops when it hands the module to IREE (IREE's dialects do not
-exist in this MLIR context). Batch 1 and strides 1 or 2 only; others are lowered back to dense
-linalg (see ``xgen-lower-sparse-to-linalg``). If the target's C compiler is missing, the pass
+exist in this MLIR context). Any static batch N (the images one after another in each flat
+operand, one workgroup z per image: batch 1 is the same IR and code as before batches were
+taken) and strides 1 or 2; other convs (a dynamic batch, other strides) are lowered back to
+dense linalg (see ``xgen-lower-sparse-to-linalg``), counted with the reason in the pass's
+report and said once in a ``FallbackWarning``. If the target's C compiler is missing, the pass
 falls back the same way and says so. A ReLU that is the convolution's only use is applied by
 the kernel before its stores (epilogue fusion; batch norm is folded into the weights and bias
 before this, by ``xgen-fold-batchnorm{sparse-only=true}``), so it costs no pass over memory.
@@ -20,6 +23,7 @@ NaN/Inf inputs).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from .._mlir import ir
@@ -43,6 +47,10 @@ from .kernel_call import free_symbol
 from .lower_sparse_linalg import lower_fkw_to_linalg
 from .registry import PassFailure, register_pass
 
+# A dynamic shape (a dynamic batch): the kernels are generated for static shapes, one
+# workgroup z per image of a batch known at compile time
+DYNAMIC = "dynamic shape (the pattern kernels take a static batch and static sizes)"
+
 
 @dataclass
 class KernelOptions(ToolchainOptions):
@@ -61,6 +69,8 @@ def _t(shape: list[int]) -> str:
 
 def wrapper_text(spec: KernelSpec, wrapper: str, wlen: int) -> str:
     """The private function that lays the input out for the kernel and calls it."""
+    if spec.batch > 1:
+        return _batched_wrapper_text(spec, wrapper, wlen)
     d = spec.derived
     c, h, w, f = spec.c, spec.h, spec.w, spec.f
     ph = d["phases"]  # row phases the input is split into (the stride, or 1)
@@ -118,18 +128,77 @@ func.func private @{spec.symbol}({kin}, {kw_t}, {kb}{flag_t}) -> {kout}
 """
 
 
+def _batched_wrapper_text(spec: KernelSpec, wrapper: str, wlen: int) -> str:
+    """``wrapper_text`` for N > 1 images: the same layout per image (zero pad, row phases,
+    slack), images one after another in the kernel's flat input, flags and output."""
+    d = spec.derived
+    n, c, h, w, f = spec.batch, spec.c, spec.h, spec.w, spec.f
+    ph = d["phases"]
+    pt, pl = spec.padding[0], spec.padding[1]
+    hq, wp, oh, ow = d["hq"], d["wp"], d["oh"], d["ow"]
+    hx = hq * ph
+    inlen, full = d["in_len"], d["in_len"] + d["slack"]
+    kin, kw_t, kb, kout = _t([n * full]), _t([wlen]), _t([f]), _t([n * d["out_len"]])
+    if ph == 1:
+        layout = f"""  %img = tensor.collapse_shape %p [[0], [1, 2, 3]] : {_t([n, c, hx, wp])} into {_t([n, inlen])}
+"""
+    else:
+        layout = f"""  %e = tensor.expand_shape %p [[0], [1], [2, 3], [4]] output_shape [{n}, {c}, {hq}, {ph}, {wp}] : {_t([n, c, hx, wp])} into {_t([n, c, hq, ph, wp])}
+  %t0 = tensor.empty() : {_t([n, ph, c, hq, wp])}
+  %t = linalg.transpose ins(%e : {_t([n, c, hq, ph, wp])}) outs(%t0 : {_t([n, ph, c, hq, wp])}) permutation = [0, 3, 1, 2, 4]
+  %img = tensor.collapse_shape %t [[0], [1, 2, 3, 4]] : {_t([n, ph, c, hq, wp])} into {_t([n, inlen])}
+"""
+    if d["slack"]:
+        layout += f"""  %sl = tensor.pad %img low[0, 0] high[0, {d["slack"]}] {{
+  ^bb0(%i: index, %j: index):
+    tensor.yield %z : f32
+  }} : {_t([n, inlen])} to {_t([n, full])}
+  %in = tensor.collapse_shape %sl [[0, 1]] : {_t([n, full])} into {kin}
+"""
+    else:
+        layout += f"""  %in = tensor.collapse_shape %img [[0, 1]] : {_t([n, inlen])} into {kin}
+"""
+    flag_ops, flag_arg, flag_t = "", "", ""
+    if spec.nan_checks:  # per image and input row (channel, y): the sum of x * 0
+        kf = _t([n * c * h])
+        flag_ops = f"""  %fz = arith.constant dense<0.0> : {_t([n, c, h])}
+  %fr = linalg.generic {{indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}} ins(%x : {_t([n, c, h, w])}) outs(%fz : {_t([n, c, h])}) {{
+  ^bb0(%v: f32, %acc: f32):
+    %v0 = arith.mulf %v, %z : f32
+    %s = arith.addf %acc, %v0 : f32
+    linalg.yield %s : f32
+  }} -> {_t([n, c, h])}
+  %flags = tensor.collapse_shape %fr [[0, 1, 2]] : {_t([n, c, h])} into {kf}
+"""
+        flag_arg, flag_t = ", %flags", f", {kf}"
+    return f"""
+func.func private @{wrapper}(%x: {_t([n, c, h, w])}, %w: {kw_t}, %b: {kb}) -> {_t([n, f, oh, ow])} {{
+  %z = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, {pt}, {pl}] high[0, 0, {hx - h - pt}, {wp - w - pl}] {{
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %z : f32
+  }} : {_t([n, c, h, w])} to {_t([n, c, hx, wp])}
+{layout}{flag_ops}  %o = func.call @{spec.symbol}(%in, %w, %b{flag_arg}) : ({kin}, {kw_t}, {kb}{flag_t}) -> {kout}
+  %r = tensor.expand_shape %o [[0, 1, 2, 3]] output_shape [{n}, {f}, {oh}, {ow}] : {kout} into {_t([n, f, oh, ow])}
+  return %r : {_t([n, f, oh, ow])}
+}}
+func.func private @{spec.symbol}({kin}, {kw_t}, {kb}{flag_t}) -> {kout}
+"""
+
+
 def executable_text(spec: KernelSpec, obj_path: str, wlen: int, object_format: str) -> str:
     """The stream.executable that links the kernel object into an IREE dispatch: one
-    workgroup per (filter group, pixel tile)."""
-    d = spec.derived
+    workgroup per (filter group, pixel tile, image)."""
+    d, n = spec.derived, spec.batch
+    flags = [n * spec.c * spec.h] if spec.nan_checks else []
     return dispatch.executable_text(
         spec.symbol,
         obj_path,
         object_format,
-        [d["in_len"] + d["slack"], wlen, spec.f] + ([spec.c * spec.h] if spec.nan_checks else []),
-        d["out_len"],
-        (d["groups"], d["ntiles"], 1),
-        ids=2,
+        [n * (d["in_len"] + d["slack"]), wlen, spec.f, *flags],
+        n * d["out_len"],
+        (d["groups"], d["ntiles"], n),
+        ids=3 if n > 1 else 2,
     )
 
 
@@ -164,16 +233,31 @@ def kernel_spec(
     )
 
 
+def _dense_reason(op: ir.Operation, reader: ConstantReader) -> str | None:
+    """Why the pattern kernel cannot take ``op`` (it is then lowered dense), or None."""
+    g = geometry(op)
+    if any(ir.ShapedType.is_dynamic_size(v) for v in (g.n, g.c, g.h, g.w)):
+        return DYNAMIC
+    if not all(reader.value_of(op.operands[i]) is not None for i in range(3, 8)):
+        return "the FKW tables are not constants"
+    if g.strides[0] != g.strides[1] or g.strides[0] not in SUPPORTED_STRIDES:
+        return f"strides {list(g.strides)} (the kernels take equal strides 1 or 2)"
+    return None
+
+
 @register_pass(
     "xgen-lower-fkw-kernels",
     "Lower xgen_sparse.fkw_conv2d to generated C kernels linked into IREE dispatches.",
     KernelOptions,
 )
-def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> None:
+def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> Counter:
+    """Lower every FKW conv to its kernel (or dense linalg where none can take it); returns
+    counts of the kernels and of the reasons for the dense ones."""
     opts = opts or KernelOptions()
     toolchain = opts.toolchain()
     reader = ConstantReader(module_op)
     convs = ops_named(module_op, FKW_CONV)
+    counts: Counter[str] = Counter()
     if convs and not toolchain.available():
         warn_fallback(
             f"xgen-lower-fkw-kernels: C compiler '{opts.cc}' not found; "
@@ -182,16 +266,19 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
     if opts.variant not in ("auto", "pixels", "filters"):
         raise PassFailure(f"variant must be auto, pixels or filters, got '{opts.variant}'")
     for op in convs:
-        g = geometry(op)
-        tables_const = all(reader.value_of(op.operands[i]) is not None for i in range(3, 8))
-        supported = g.strides[0] == g.strides[1] and g.strides[0] in SUPPORTED_STRIDES
-        if g.n != 1 or not tables_const or not supported or not toolchain.available():
+        why = _dense_reason(op, reader)
+        if why is None and not toolchain.available():
+            why = f"C compiler '{opts.cc}' not found"
+        if why is not None:
             lower_fkw_to_linalg(op, reader)
+            counts[f"lowered dense: {why}"] += 1
             continue
+        g = geometry(op)
         # numbered within the module, never per process: the same model gives the same bytes
         # however many modules this process compiled before (tests/python/test_reproducible.py)
         symbol = free_symbol(module_op, "xgen_fkw_kernel", 1)
         spec = kernel_spec(op, reader, symbol, opts)
+        spec.batch = g.n
         relu = relu_consumer(op.results[0])
         spec.relu = relu is not None
         obj = compile_object(generate(spec), toolchain, symbol)
@@ -214,6 +301,18 @@ def lower_fkw_kernels(module_op: ir.Operation, opts: KernelOptions | None) -> No
             relu.erase()
         op.results[0].replace_all_uses_with(call.results[0])
         op.erase()
+        counts["pattern kernels"] += 1
+        if g.n > 1:
+            counts[f"of them for a batch of {g.n}"] += 1
+    dense = {
+        k: v for k, v in counts.items() if k.startswith("lowered dense: ") and "C compiler" not in k
+    }
+    if dense:
+        warn_fallback(
+            "xgen-lower-fkw-kernels: pattern convolution(s) run dense, without the pruning's "
+            "speedup: " + "; ".join(f"{v} {k[len('lowered dense: ') :]}" for k, v in dense.items())
+        )
+    return counts
 
 
 def relu_consumer(value: ir.Value) -> ir.Operation | None:

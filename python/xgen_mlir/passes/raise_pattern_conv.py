@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._mlir import ir
-from ..diagnostics import format_location
+from ..diagnostics import format_location, warn_fallback
 from ..dialects import load_xgen_dialects
 from ..dialects.sparse import PATTERN_CONV
 from ..irutil import ConstantReader, constant_op, ops_named
@@ -166,15 +166,18 @@ def raise_pattern_conv(module_op: ir.Operation, opts: RaiseOptions | None) -> Co
     reader = ConstantReader(module_op)
     convs = ops_named(module_op, "linalg.conv_2d_nchw_fchw")
     counts: Counter[str] = Counter()
+    pruned_dynamic = 0
     for conv in convs:
         where = format_location(conv.location)
+        parts = _conv_parts(conv, reader)
+        st = infer_patterns(parts["weight"]) if isinstance(parts, dict) else None
         if has_dynamic_shape(conv.operands[0], conv.results[0]):
             counts[DYNAMIC] += 1
+            if st is not None and st.density <= opts.max_density:
+                pruned_dynamic += 1  # pattern-pruned: the speedup is lost, say so
             if opts.verbose:
                 print(f"xgen-raise-pattern-conv: {where}: {DYNAMIC}", file=sys.stderr)
             continue
-        parts = _conv_parts(conv, reader)
-        st = infer_patterns(parts["weight"]) if isinstance(parts, dict) else None
         if isinstance(parts, str):
             decision = f"stays dense: {parts}"
         elif st is None:
@@ -194,4 +197,10 @@ def raise_pattern_conv(module_op: ir.Operation, opts: RaiseOptions | None) -> Co
             _raise_one(conv, parts, st)
         if opts.verbose:
             print(f"xgen-raise-pattern-conv: {where}: {decision}", file=sys.stderr)
+    if pruned_dynamic:
+        warn_fallback(
+            f"xgen-raise-pattern-conv: {pruned_dynamic} pattern-pruned convolution(s) with a "
+            "dynamic shape (e.g. a dynamic batch) run dense, without the pruning's speedup: "
+            "the pattern kernels take static shapes (compile with a static batch to use them)"
+        )
     return counts

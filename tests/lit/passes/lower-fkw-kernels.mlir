@@ -36,14 +36,25 @@
   }
 
 // -----
-// Must not fire: batch 2 has no kernel; the op falls back to a dense linalg convolution with
-// the weights rebuilt from FKW storage.
-// CHECK-LABEL: func.func private @xgen_dense_conv_{{[0-9]+}}
-// CHECK: linalg.conv_2d_nchw_fchw
+// Batch 2: one kernel for both images. The flat operands hold the images one after another
+// (each laid out as at batch 1), the flags are per image and input row, and the grid's z is
+// the image.
+// CHECK: func.func private @[[K:xgen_fkw_kernel_[0-9]+]](tensor<88xf32>, tensor<4xf32>, tensor<1xf32>, tensor<8xf32>) -> tensor<8xf32>
+// CHECK-SAME: %gz = arith.constant 2 : index
+// CHECK-SAME: %g2 = stream.dispatch.workgroup.id[2] : index
+// CHECK-SAME: func.call @[[K]]_impl({{.*}}, %g0, %g1, %g2)
+// CHECK: func.func private @[[K]]_call(%arg0: tensor<2x1x4x4xf32>
+// CHECK: tensor.pad %arg0 low[0, 0, 0, 0] high[0, 0, 7, 0]
+// CHECK: } : tensor<2x1x4x4xf32> to tensor<2x1x11x4xf32>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2, 3]] : tensor<2x1x11x4xf32> into tensor<2x44xf32>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<2x44xf32> into tensor<88xf32>
+// CHECK: iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%arg0 : tensor<2x1x4x4xf32>) outs(%{{.*}} : tensor<2x1x4xf32>)
+// CHECK: call @[[K]](%{{.*}}, %arg1, %arg2, %{{.*}}) : (tensor<88xf32>, tensor<4xf32>, tensor<1xf32>, tensor<8xf32>) -> tensor<8xf32>
+// CHECK-NEXT: tensor.expand_shape %{{.*}} {{\[\[}}0, 1, 2, 3]] output_shape [2, 1, 2, 2] : tensor<8xf32> into tensor<2x1x2x2xf32>
 // CHECK-LABEL: func.func @batch2
-// CHECK: arith.constant dense<{{\[\[\[\[}}0.000000e+00, 1.000000e+00, 0.000000e+00], [1.000000e+00, 1.000000e+00, 1.000000e+00]
+// CHECK: call @[[K]]_call(%arg0, %{{.*}}, %{{.*}}) : (tensor<2x1x4x4xf32>, tensor<4xf32>, tensor<1xf32>) -> tensor<2x1x2x2xf32>
 // CHECK-NOT: xgen_sparse
-// CHECK-NOT: xgen.executable
+// CHECK-NOT: linalg.conv_2d_nchw_fchw
 func.func @batch2(%arg0: tensor<2x1x4x4xf32>) -> tensor<2x1x2x2xf32> {
   %w = arith.constant dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>
   %b = arith.constant dense<[0.5]> : tensor<1xf32>
@@ -54,4 +65,29 @@ func.func @batch2(%arg0: tensor<2x1x4x4xf32>) -> tensor<2x1x2x2xf32> {
   %pat = arith.constant dense<[0]> : tensor<1xi32>
   %0 = "xgen_sparse.fkw_conv2d"(%arg0, %w, %b, %order, %gfo, %gko, %chan, %pat) {kernel_size = [3, 3], padding = [0, 0, 0, 0], patterns = [[1, 3, 4, 5]], strides = [1, 1]} : (tensor<2x1x4x4xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xi32>, tensor<2xi32>, tensor<2xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<2x1x2x2xf32>
   return %0 : tensor<2x1x2x2xf32>
+}
+
+// -----
+// Batch 2 at stride 2: each image split into its row phases (the batch stays outermost) and
+// given the read slack on its own.
+// CHECK: func.func private @[[K:xgen_fkw_kernel_[0-9]+]](tensor<212xf32>, tensor<4xf32>, tensor<1xf32>, tensor<12xf32>) -> tensor<18xf32>
+// CHECK-SAME: %gz = arith.constant 2 : index
+// CHECK: func.func private @[[K]]_call(%arg0: tensor<2x1x6x6xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1], [2, 3], [4]] output_shape [2, 1, 4, 2, 8] : tensor<2x1x8x8xf32> into tensor<2x1x4x2x8xf32>
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<2x1x4x2x8xf32>) outs(%{{.*}} : tensor<2x2x1x4x8xf32>) permutation = [0, 3, 1, 2, 4]
+// CHECK: tensor.pad %{{.*}} low[0, 0] high[0, 42]
+// CHECK: } : tensor<2x64xf32> to tensor<2x106xf32>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<2x106xf32> into tensor<212xf32>
+// CHECK-LABEL: func.func @batch2_stride2
+// CHECK-NOT: xgen_sparse
+func.func @batch2_stride2(%arg0: tensor<2x1x6x6xf32>) -> tensor<2x1x3x3xf32> {
+  %w = arith.constant dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>
+  %b = arith.constant dense<[0.5]> : tensor<1xf32>
+  %order = arith.constant dense<[0]> : tensor<1xi32>
+  %gfo = arith.constant dense<[0, 1]> : tensor<2xi32>
+  %gko = arith.constant dense<[0, 1]> : tensor<2xi32>
+  %chan = arith.constant dense<[0]> : tensor<1xi32>
+  %pat = arith.constant dense<[0]> : tensor<1xi32>
+  %0 = "xgen_sparse.fkw_conv2d"(%arg0, %w, %b, %order, %gfo, %gko, %chan, %pat) {kernel_size = [3, 3], padding = [1, 1, 1, 1], patterns = [[1, 3, 4, 5]], strides = [2, 2]} : (tensor<2x1x6x6xf32>, tensor<4xf32>, tensor<1xf32>, tensor<1xi32>, tensor<2xi32>, tensor<2xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<2x1x3x3xf32>
+  return %0 : tensor<2x1x3x3xf32>
 }
