@@ -10,7 +10,8 @@ workgroup each); for each block of 16 expanded channels it expands the band's in
 depthwise conv and its activation, and adds that block's share of the project conv into the
 output band. Bands are independent (rows between two bands are expanded by both).
 
-NHWC, batch 1, fp32, GCC vector extensions (16-float vectors; AVX-512 with -march=native).
+NHWC, fp32, any static batch (one workgroup per band and image; the images one after
+another in the input and output, as NHWC has them), GCC vector extensions (16-float vectors; AVX-512 with -march=native).
 One packed weight array: ``we[cin][ce] be[ce] wd[3][3][ce] bd[ce] wp[ce][cout] bp[cout]``
 (without ``we`` and ``be`` for a block with no expand conv: the depthwise conv reads the
 input, as in MobileNetV2's first block).
@@ -52,6 +53,7 @@ class BlockSpec:
     pixels: int = 4  # output pixels per depthwise/project register block
     residual: bool = False  # add the block's input to the output (stride 1, cin == cout)
     expand: bool = True  # False: no expand conv (MobileNetV2's first block), ce == cin
+    batch: int = 1  # images, one after another in x and y; workgroup y is the image
 
     @property
     def out_hw(self) -> tuple[int, int]:
@@ -286,8 +288,21 @@ static void run_band(const float* restrict x, const float* restrict wts, float* 
   }}
 }}
 
-void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), MEMREF(float, y),
+{_entry(spec)}"""
+
+
+def _entry(spec: BlockSpec) -> str:
+    """The IREE entry: workgroup x is the band; y, for a batch above 1, the image."""
+    if spec.batch == 1:
+        return f"""void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), MEMREF(float, y),
                         size_t gx) {{
   run_band(x + x_off, w + w_off, y + y_off, gx);
+}}
+"""
+    ho, wo = spec.out_hw
+    return f"""void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), MEMREF(float, y),
+                        size_t gx, size_t gy) {{
+  run_band(x + x_off + gy * {spec.h * spec.w * spec.cin}, w + w_off,
+           y + y_off + gy * {ho * wo * spec.cout}, gx);
 }}
 """

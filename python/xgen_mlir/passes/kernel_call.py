@@ -79,11 +79,12 @@ def install_kernel(
     end: ir.Operation,
     perm: list[int] | None = None,
     weights_name: str = "xgen_kernel_weights",
+    ids: int = 1,
 ) -> None:
-    """Replace ``end``'s result by a call of the kernel in object ``obj`` (one workgroup id)
-    on ``inputs`` (numpy arrays become constants), transposed by ``perm`` where ``end``
-    wrote another layout than the kernel; erase what is then dead. The declaration carries
-    the FLOPs of the ``replaced`` ops, for the report's count."""
+    """Replace ``end``'s result by a call of the kernel in object ``obj`` (taking ``ids``
+    workgroup ids: x, then y, z) on ``inputs`` (numpy arrays become constants), transposed
+    by ``perm`` where ``end`` wrote another layout than the kernel; erase what is then dead.
+    The declaration carries the FLOPs of the ``replaced`` ops, for the report's count."""
     shapes = [[a.size] if isinstance(a, np.ndarray) else _shape(a.type) for a in inputs]
     result = _shape(result_type)
     splice_functions(module_op, wrapper_text(symbol, shapes, result))
@@ -94,7 +95,7 @@ def install_kernel(
         [int(np.prod(s)) for s in shapes],
         int(np.prod(result)),
         grid,
-        ids=1,
+        ids=ids,
     )
     decl = find_func(module_op, symbol)
     decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(text)
