@@ -15,8 +15,8 @@ the columns that exist. The activation is C statements on the vector ``v`` (the 
 elementwise ops translated, as for the inverted-residual kernel). ``r`` (optional) is added
 after the activation, as the model's residual add does. Rows are NHWC pixels (M = N x H x W: a
 batch's images are more rows) or a matmul's rows, fp32; products are summed over k in order,
-as a plain dot product, starting from the bias (a conv's accumulator init) or from zero with the bias added after
-(``bias_after``: a matmul followed by its bias add).
+as a plain dot product, starting from the bias (a conv's accumulator init) or from zero with
+the bias added after (``bias_after``: a matmul followed by its bias add).
 
 One row (M = 1, a classifier head's matrix-vector product) reads every weight once: it is
 bound by memory, and its panels are 64 channels wide, so that four independent accumulators
