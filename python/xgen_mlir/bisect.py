@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ._paths import iree_tool
+from .dtypes import from_torch, is_float, numpy_dtype
 from .errors import XGenError
 from .fileio import atomic_write_bytes
 from .frontend import import_model
@@ -43,8 +44,6 @@ _REFERENCE_CPU = [
     "--iree-opt-data-tiling=false",  # dispatches formed as on GPU targets, so names align
 ]
 _DEVICES = {"vulkan-spirv": "vulkan", "llvm-cpu": "local-task", "cuda": "cuda", "rocm": "hip"}
-_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i32": np.int32,
-           "i64": np.int64, "i8": np.int8, "i1": np.bool_, "bf16": np.float32}  # fmt: skip
 
 
 class BisectError(XGenError):
@@ -140,7 +139,7 @@ def parse_trace(text: str) -> list[Traced]:
         if current is not None and m:
             shape = [int(d) for d in m.group(1).split("x") if d]
             values = [v for v in re.split(r"[\[\]\s]+", m.group(3)) if v]
-            dtype = _DTYPES.get(m.group(2), np.float64)
+            dtype = numpy_dtype(m.group(2)) or np.dtype(np.float64)
             array = np.array([float(v) for v in values], dtype=np.float64)
             if array.size == int(np.prod(shape)):
                 current.append(array.reshape(shape).astype(dtype))
@@ -250,7 +249,7 @@ def random_inputs(model: Any, seed: int = 0) -> list[np.ndarray]:
             dtype = np_dtype(ty.element_type)
             arrays.append(
                 rng.standard_normal(shape).astype(dtype)
-                if np.issubdtype(dtype, np.floating)
+                if is_float(dtype)
                 else np.zeros(shape, dtype)
             )
         return arrays
@@ -260,7 +259,7 @@ def random_inputs(model: Any, seed: int = 0) -> list[np.ndarray]:
 def _save_inputs(inputs: Sequence[Any], work: Path) -> list[Path]:
     paths = []
     for k, x in enumerate(inputs):
-        arr = x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+        arr = from_torch(x) if hasattr(x, "detach") else np.asarray(x)
         paths.append(work / f"input{k}.npy")
         np.save(paths[-1], arr)
     return paths

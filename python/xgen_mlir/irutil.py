@@ -15,18 +15,9 @@ import numpy as np
 
 from ._mlir import binding_of, ir
 from .diagnostics import format_location
+from .dtypes import element_type, numpy_dtype
 from .errors import UnsupportedOp
 
-_NP = {
-    "f32": np.float32,
-    "f64": np.float64,
-    "f16": np.float16,
-    "i64": np.int64,
-    "i32": np.int32,
-    "i16": np.int16,
-    "i8": np.int8,
-    "i1": np.bool_,
-}
 _BLOB = re.compile(r'^\s*"?([^":\s]+)"?: "0x([0-9A-Fa-f]+)"', re.M)
 _RESOURCE_NAME = re.compile(r"dense_resource<([^>]+)>")
 
@@ -52,10 +43,12 @@ def ops_named(module_op: ir.Operation, *names: str) -> list[ir.Operation]:
 
 
 def np_dtype(elem: ir.Type) -> np.dtype:
-    key = str(elem)
-    if key not in _NP:
-        raise TypeError(f"no numpy dtype for MLIR element type {key}")
-    return np.dtype(_NP[key])
+    """The numpy dtype of an element type (dtypes.py's table; bf16 as ml_dtypes.bfloat16);
+    TypeError for a type numpy cannot hold."""
+    dt = numpy_dtype(elem)
+    if dt is None:
+        raise TypeError(f"no numpy dtype for MLIR element type {elem}")
+    return dt
 
 
 class ConstantReader:
@@ -104,6 +97,9 @@ class ConstantReader:
                 return np.full(
                     ty.shape, np.array(dense.get_splat_value().value), np_dtype(ty.element_type)
                 )
+            dtype = np_dtype(ty.element_type)
+            if dtype.kind == "V":  # bf16: no buffer protocol; read back what MLIR prints
+                return _dense_from_text(str(dense), dtype, ty.shape)
             return np.array(dense).reshape(ty.shape)
         m = _RESOURCE_NAME.search(str(attr))
         if m is None or op is None:
@@ -112,6 +108,21 @@ class ConstantReader:
         if blob is None:
             return None
         return np.frombuffer(blob, np_dtype(ty.element_type)).reshape(ty.shape)
+
+
+def _dense_from_text(text: str, dtype: np.dtype, shape: list[int]) -> np.ndarray:
+    """The values of a printed ``dense<...>`` attribute of a type the bindings cannot hand
+    to numpy (bf16): a hex blob (``dense<"0x...">``, raw little-endian elements) or a list
+    of literals, each a number or the element's bits in hex (NaN, Inf: ``0x7FC0``)."""
+    body = text[text.index("<") + 1 : text.rindex(":")].strip().removesuffix(">").strip()
+    if body.startswith('"0x'):
+        return np.frombuffer(bytes.fromhex(body[3:-1]), dtype).reshape(shape).copy()
+    bits = np.dtype(f"<u{dtype.itemsize}")
+    values = [
+        np.array(int(tok, 16), bits).view(dtype) if tok.startswith("0x") else float(tok)
+        for tok in re.findall(r"0x[0-9A-Fa-f]+|[-+]?[\d.]+(?:[eE][-+]?\d+)?", body)
+    ]
+    return np.array(values, dtype).reshape(shape)
 
 
 _counter = [0]
@@ -125,18 +136,19 @@ def constant_op(array: np.ndarray, name_hint: str = "xgen") -> Any:
     from ._mlir import arith
 
     array = np.ascontiguousarray(array)
-    elem = {
-        np.dtype(np.float32): ir.F32Type.get(),
-        np.dtype(np.int32): ir.IntegerType.get_signless(32),
-        np.dtype(np.int64): ir.IntegerType.get_signless(64),
-    }[array.dtype]
+    name = element_type(array.dtype)
+    if name is None:
+        raise TypeError(f"no MLIR element type for numpy dtype {array.dtype}")
+    elem = ir.Type.parse(name)
     ty = ir.RankedTensorType.get(list(array.shape), elem)
+    # bf16 has no buffer format the bindings read: hand them its bits, typed by ``elem``
+    raw = array if array.dtype.kind != "V" else array.view(f"<u{array.dtype.itemsize}")
     if array.size <= 64:
-        attr = ir.DenseElementsAttr.get(array, type=elem, shape=list(array.shape))
+        attr = ir.DenseElementsAttr.get(raw, type=elem, shape=list(array.shape))
     else:
         _counter[0] += 1
         attr = ir.DenseResourceElementsAttr.get_from_buffer(
-            array.data, f"{name_hint}_{_counter[0]}", ty
+            raw.data, f"{name_hint}_{_counter[0]}", ty
         )
     return arith.ConstantOp(ty, attr)
 

@@ -16,7 +16,7 @@ ROOT = Path(xgen_mlir.__file__).parent
 # docs/architecture.md).
 LAYERS = [
     ["errors"],
-    ["_paths", "_mlir", "diagnostics", "target", "fileio"],
+    ["_paths", "_mlir", "diagnostics", "target", "fileio", "dtypes"],
     ["tunedb"],  # measured configs per (op signature, host)
     ["irutil", "analysis", "codegen", "compress", "models"],
     ["dialects", "pipelines"],

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..dtypes import element_bytes
 from ..errors import XGenError
 
 DEFAULT_SCOPE = "model"
@@ -29,18 +30,6 @@ _SECTION = re.compile(
     r"\{-#\s*dialect_resources:\s*\{\s*builtin:\s*\{(?P<body>.*?)\}\s*\}\s*#-\}", re.S
 )
 _ENTRY = re.compile(r'\s*(?P<key>"[^"]*"|[\w.$-]+)\s*:\s*"0x(?P<hex>[0-9A-Fa-f]*)"\s*,?')
-
-_ELEM_BYTES = {
-    "f32": 4,
-    "f16": 2,
-    "bf16": 2,
-    "f64": 8,
-    "i64": 8,
-    "i32": 4,
-    "i16": 2,
-    "i8": 1,
-    "ui8": 1,
-}
 
 
 @dataclass
@@ -61,7 +50,7 @@ class Externalized:
 
 def _nbytes(tensor_type: str) -> int | None:
     dims = tensor_type[len("tensor<") : -1].split("x")
-    elem = _ELEM_BYTES.get(dims[-1])
+    elem = None if dims[-1] == "i1" else element_bytes(dims[-1])  # i1 weights stay inline
     if elem is None or any(not d.isdigit() for d in dims[:-1]):
         return None
     return int(np.prod([int(d) for d in dims[:-1]], dtype=np.int64)) * elem

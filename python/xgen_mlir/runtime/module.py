@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import from_torch, is_float, is_numeric, to_torch
 from ..errors import (
     InputMismatchError,
     ModuleCallError,
@@ -307,9 +308,7 @@ class CompiledModule:
         else:
             host = self._host(self._invoke(self._load(), arrays))
         if as_torch:
-            import torch
-
-            tensors = [torch.from_numpy(h) for h in host]
+            tensors = [to_torch(h) for h in host]
             return tensors[0] if len(tensors) == 1 else tuple(tensors)
         return host[0] if len(host) == 1 else tuple(host)
 
@@ -346,7 +345,7 @@ class CompiledModule:
         for spec in self.signature.inputs:
             shape = tuple(1 if d is None else d for d in spec.shape)
             dtype = spec.dtype if spec.dtype is not None else np.dtype(np.float32)
-            if dtype.kind == "f":
+            if is_float(dtype):
                 arrays.append(rng.standard_normal(shape).astype(dtype))
             elif dtype.kind == "b":
                 arrays.append(np.ones(shape, dtype))
@@ -445,7 +444,7 @@ def to_host(result: Any, device: Any) -> np.ndarray:
 
 def _to_numpy(x: Any, index: int) -> np.ndarray:
     if isinstance(x, np.ndarray):
-        if x.dtype.hasobject or x.dtype.kind not in "biufc":
+        if x.dtype.hasobject or not is_numeric(x.dtype):
             raise InputMismatchError(
                 f"input {index}: a numpy array of dtype {x.dtype} holds no numbers a module takes"
             )
@@ -458,7 +457,7 @@ def _to_numpy(x: Any, index: int) -> np.ndarray:
                 f"input {index}: a meta tensor has a shape but no data; pass a real tensor"
             )
         try:
-            return np.ascontiguousarray(x.detach().cpu().numpy())
+            return np.ascontiguousarray(from_torch(x))
         except Exception as e:
             raise InputMismatchError(
                 f"input {index}: cannot read this torch {kind} as an array "

@@ -12,22 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..diagnostics import check_entry_name
+from ..dtypes import numpy_dtype
 
 __all__ = ["check_entry_name"]  # the runtime's callers import it from here
-
-_DTYPES = {
-    "f32": np.float32,
-    "f64": np.float64,
-    "f16": np.float16,
-    "i64": np.int64,
-    "i32": np.int32,
-    "i16": np.int16,
-    "i8": np.int8,
-    "ui8": np.uint8,
-    "i1": np.bool_,
-    "si64": np.int64,
-    "si32": np.int32,
-}
 
 _TENSOR = re.compile(r"tensor<([^>]*)>")
 
@@ -35,7 +22,7 @@ _TENSOR = re.compile(r"tensor<([^>]*)>")
 @dataclass(frozen=True)
 class TensorSpec:
     shape: tuple[int | None, ...]  # None = dynamic
-    dtype: np.dtype | None  # None = a type numpy cannot hold (e.g. bf16)
+    dtype: np.dtype | None  # None = a type numpy cannot hold (complex, f8...)
     mlir_type: str
 
     def describe(self) -> str:
@@ -57,8 +44,7 @@ class Signature:
 def parse_tensor_type(text: str) -> TensorSpec:
     *dims, elem = text.split("x") if "x" in text else [text]
     shape = tuple(None if d == "?" else int(d) for d in dims)
-    dt = _DTYPES.get(elem)
-    return TensorSpec(shape, np.dtype(dt) if dt is not None else None, f"tensor<{text}>")
+    return TensorSpec(shape, numpy_dtype(elem), f"tensor<{text}>")
 
 
 def parse_declaration(decl: str) -> Signature | None:
