@@ -54,6 +54,7 @@ from .consteval import ConstEval
 from .generic_util import (
     body_ops,
     is_elementwise,
+    num_inputs,
     num_uses,
     producer,
 )
@@ -67,6 +68,7 @@ from .kernel_match import (
     static_f32,
     tensor_input,
 )
+from .pointwise_kernels import f32_only
 from .registry import register_pass
 
 
@@ -125,15 +127,19 @@ def reads_depthwise(conv: ir.Operation) -> bool:
             return op is not None
         if op.name != "linalg.generic" or not is_elementwise(op):
             return False
-        value = tensor_input(op, value)
-        if value is None:
+        chain = tensor_input(op, value)
+        if chain is None and num_inputs(op) == 1:  # a cast: an fp16 / bf16 model's truncf
+            chain = op.operands[0]
+        if chain is None:
             return False
+        value = chain
     return False
 
 
 def match_block(project: ir.Operation, ev: ConstEval, without_expand: bool = False) -> Block:
     """The block ending at ``project`` (a 1x1 conv), or NoMatch; with ``without_expand`` also
     one with no expand conv."""
+    f32_only(project)  # an fp16 / bf16 model's blocks stay with IREE, with that reason
     wp, bp = conv_1x1(project, ev, "project")
     ops = [project]
     src, act_d = activations_up(project.operands[0], ev, ops)

@@ -27,6 +27,11 @@ the columns) is taken in and added after the sum, as the IR does.
 
 Numerics: each output is a dot product summed over k in order, then the bias where the IR
 adds it after the product, the activation and the add as the IR has them.
+
+The kernels compute f32 only: an op with any other element type among its operands and
+results (an fp16 or bf16 model's convs, which torch-mlir gives f16 inputs and an f32
+accumulator) or whose result is converted to another type right after it (the truncf after
+an fp16 model's f32 head) stays with IREE, counted with that reason.
 """
 
 from __future__ import annotations
@@ -91,8 +96,24 @@ def padding(m: int, row_tile: int) -> float:
     return (-m % row_tile) / m if m > row_tile else 0.0
 
 
+def _element_types(op: ir.Operation) -> set[str]:
+    return {
+        str(v.type.element_type)
+        for v in [*op.operands, *op.results]
+        if isinstance(v.type, ir.ShapedType)
+    }
+
+
+def f32_only(op: ir.Operation) -> None:
+    """NoMatch unless every tensor ``op`` reads and writes is f32 (the kernels' only type)."""
+    other = sorted(_element_types(op) - {"f32"})
+    if other:
+        raise NoMatch(f"{'/'.join(other)} tensors (the kernel computes f32 only)")
+
+
 def match_conv(conv: ir.Operation, ev: ConstEval) -> Match:
     """The conv with the activations and residual add it takes in, or NoMatch."""
+    f32_only(conv)
     w, b = conv_1x1(conv, ev, "pointwise")
     n_, h, wd, k = static_f32(conv.operands[0])
     shape = static_f32(conv.results[0])
@@ -110,6 +131,7 @@ def match_conv(conv: ir.Operation, ev: ConstEval) -> Match:
 def match_matmul(mm: ir.Operation, ev: ConstEval) -> Match:
     """A matmul with a constant right-hand side, with its bias add and the activations after
     it, or NoMatch."""
+    f32_only(mm)
     if not has_default_maps(mm):
         raise NoMatch("a matmul with transposing or broadcasting indexing maps")
     m, k = static_f32(mm.operands[0])
@@ -140,7 +162,14 @@ def _epilogue(
     act = []
     while num_uses(value) == 1:  # the activations after it, as far as they translate
         op = next(iter(value.uses)).owner.operation
-        if not is_elementwise(op) or tensor_input(op, op.results[0]) != value:
+        if not is_elementwise(op):
+            break
+        chain = tensor_input(op, op.results[0])
+        if chain is None and len(op.results) == 1:
+            elem = ir.ShapedType(op.results[0].type).element_type
+            if isinstance(elem, ir.FloatType):  # a truncf to f16 / bf16 after an f32 product
+                raise NoMatch(f"its result is converted to {elem} (the kernel writes f32 only)")
+        if chain is None or chain != value:
             break
         try:
             stmt = activation_c(op, value, ev)
