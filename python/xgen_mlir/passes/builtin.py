@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     algebraic_simplify,
+    bf16_constants,
     cancel_reshapes,
     dispatch_passes,
     fkw_compact,
