@@ -177,3 +177,61 @@ def test_pointwise_kernels_take_the_batch(batch):
     with torch.no_grad():
         want = model(x).numpy()
     check_close(module(x).numpy(), want, atol=1e-4, rtol=1e-4, what=f"batch {batch}")
+
+
+# ---------------------------------------------------------------------------------------------
+# inverted-residual blocks (xgen-fuse-inverted-residuals): workgroup y is the image
+
+
+def _inverted_residual(cin: int, ce: int, cout: int, stride: int) -> torch.nn.Sequential:
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Conv2d(cin, ce, 1, bias=False),
+        nn.BatchNorm2d(ce),
+        nn.ReLU6(),
+        nn.Conv2d(ce, ce, 3, stride, 1, groups=ce, bias=False),
+        nn.BatchNorm2d(ce),
+        nn.ReLU6(),
+        nn.Conv2d(ce, cout, 1, bias=False),
+        nn.BatchNorm2d(cout),
+    )
+
+
+class TwoBlocks(torch.nn.Module):
+    """Two MobileNetV2 blocks whose expanded tensor (32x32x288 floats, 1.2 MB) is above the
+    default fusion threshold at batch 1: stride 1 with its residual add, then stride 2."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = _inverted_residual(48, 288, 48, 1)
+        self.b = _inverted_residual(48, 288, 64, 2)
+
+    def forward(self, x):
+        return self.b(x + self.a(x))
+
+
+@pytest.fixture(scope="module")
+def two_blocks():
+    torch.manual_seed(0)
+    model = TwoBlocks().eval()
+    with torch.no_grad():
+        for mod in model.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 2.0)
+    return model
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_inverted_residual_kernels_take_the_batch(two_blocks, batch):
+    torch.manual_seed(batch)
+    x = torch.randn(batch, 48, 32, 32)
+    module = xgen_mlir.compile(two_blocks, (x,))
+    done = _rewrites(module, "xgen-fuse-inverted-residuals")
+    assert done.get("blocks fused") == 2, done
+    assert done.get("of them with their residual add") == 1, done
+    if batch > 1:
+        assert done.get(f"of them for a batch of {batch}") == 2, done
+    with torch.no_grad():
+        want = two_blocks(x).numpy()
+    check_close(module(x).numpy(), want, atol=1e-4, rtol=1e-4, what=f"batch {batch}")

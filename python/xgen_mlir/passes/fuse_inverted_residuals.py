@@ -13,8 +13,10 @@ buffer and never writes the expanded tensor at all.
 What it matches (NHWC, after ``xgen-nhwc-convs``): ``linalg.conv_2d_nhwc_hwcf`` with a 1x1
 constant filter (the expand), elementwise activations, a zero ``tensor.pad`` of 1 on H and W,
 ``linalg.depthwise_conv_2d_nhwc_hwc`` 3x3 with stride 1 or 2 and constant filter,
-activations, and a 1x1 ``linalg.conv_2d_nhwc_hwcf`` (the project); batch 1, f32, static
-shapes, per-channel constant biases (the accumulator inits), every intermediate with one use.
+activations, and a 1x1 ``linalg.conv_2d_nhwc_hwcf`` (the project); any static batch (one
+workgroup per band and image), f32, static shapes (a dynamic batch is counted as not fused,
+with that reason, and left to IREE), per-channel constant biases (the accumulator inits),
+every intermediate with one use.
 Where the project's result (through transposes) is only added to the block's input, element
 for element in whatever layout the add works (torch-mlir adds the NCHW views), that add is
 taken in as well: the kernel starts its output from bias + input, and the add disappears.
@@ -102,6 +104,7 @@ class Block:
     """One matched block: its input, the ops it replaces, and the kernel's weights."""
 
     x: ir.Value
+    batch: int
     shape: tuple[int, int, int, int, int, int]  # h, w, cin, ce, cout, stride
     weights: list[np.ndarray]  # we, be, wd, bd, wp, bp
     act_expand: list[str]
@@ -168,8 +171,6 @@ def match_block(project: ir.Operation, ev: ConstEval, without_expand: bool = Fal
         raise NoMatch("no expand conv (single-use, 1x1, constant) before the depthwise conv")
     n, h, w, cin = static_f32(x)
     static_f32(project.results[0])
-    if n != 1:
-        raise NoMatch(f"batch {n} (the kernel does batch 1)")
     ce, cout = wd.shape[2], wp.shape[1]
     s = stride[0]
     if (expand_weights[0].shape[1] if expand_weights else cin) != ce or wp.shape[0] != ce:
@@ -181,6 +182,7 @@ def match_block(project: ir.Operation, ev: ConstEval, without_expand: bool = Fal
     add = residual_add(project.results[0], x) if s == 1 and cin == cout else None
     return Block(
         x,
+        n,
         (h, w, cin, ce, cout, s),
         weights,
         act_e,
@@ -233,6 +235,7 @@ def fuse_block(
         pick_pixels((w - 1) // s + 1) or 1,
         residual=block.residual is not None,
         expand=block.expand,
+        batch=block.batch,
     )
     packed = np.concatenate([a.astype(np.float32).ravel() for a in block.weights])
     assert packed.size == spec.offsets["total"]
@@ -244,11 +247,12 @@ def fuse_block(
         opts.object_format,
         [block.x, packed],
         block.ops[0].results[0].type,
-        (spec.bands, 1, 1),
+        (spec.bands, block.batch, 1),
         block.ops + ([block.residual] if block.residual else []),
         block.end,
         block.residual_perm,
         "xgen_block_weights",
+        ids=2 if block.batch > 1 else 1,
     )
     return spec
 
@@ -271,7 +275,7 @@ def fuse_inverted_residuals(module_op: ir.Operation, opts: FuseOptions | None = 
                 counts[f"not fused: {e}"] += 1
                 continue
             h, w, _cin, ce, _cout, _s = block.shape
-            if h * w * ce * 4 < opts.min_expanded_bytes:
+            if block.batch * h * w * ce * 4 < opts.min_expanded_bytes:  # all images' in IREE
                 counts["not fused: expanded tensor below min-expanded-bytes"] += 1
                 continue
             if not toolchain.available():
@@ -281,6 +285,8 @@ def fuse_inverted_residuals(module_op: ir.Operation, opts: FuseOptions | None = 
             symbol = free_symbol(module_op, "xgen_inverted_residual", counts["blocks fused"] + 1)
             spec = fuse_block(module_op, block, symbol, opts)
             counts["blocks fused"] += 1
+            if spec.batch > 1:
+                counts[f"of them for a batch of {spec.batch}"] += 1
             if spec.residual:
                 counts["of them with their residual add"] += 1
             if opts.verbose:

@@ -8,8 +8,9 @@ on one core. It fires where the padding IREE would add is at least ``min-padding
 (49 rows: 31%; 196 rows: 6%, left to IREE).
 
 What it matches (NHWC, after ``xgen-nhwc-convs``): ``linalg.conv_2d_nhwc_hwcf`` with a 1x1
-constant filter, stride 1, a per-channel constant bias (the accumulator init), batch 1,
-static f32; then the single-use elementwise activations after it that translate to C
+constant filter, stride 1, a per-channel constant bias (the accumulator init), any static
+batch (its images are more rows: M = N x H x W, and the padding test is on that M), static
+f32; then the single-use elementwise activations after it that translate to C
 (``kernel_match.activation_c``: comparisons with the IR's predicates, select, arithmetic),
 and an add of another tensor of the same shape (a residual), followed through torch-mlir's
 layout transposes. A conv followed by an elementwise op the kernel cannot take (e.g.
@@ -18,7 +19,8 @@ The conv, activations and add become one call; the add's layout is restored with
 transpose of the kernel's result where it was not NHWC.
 
 It also takes ``linalg.matmul`` with fewer than 4 rows and a constant right-hand side (a
-classifier head: pool -> flatten -> linear), reading the weights packed in 64-column panels,
+classifier head: pool -> flatten -> linear; its rows are the batch, so a batch of 4 or more
+is a real matmul, left to IREE's tiles), reading the weights packed in 64-column panels,
 four independent accumulators per row. Measured in the model against IREE with xgen_mlir's
 gemv tiles (``fusion/gemv_tiling.py``): ResNet-18's 512 -> 1000 0.085-0.090 -> 0.059-0.065
 ms; MobileNetV2's 1280 -> 1000 reads 5 MB and is bound by DRAM, 0.11-0.21 ms for both,
@@ -65,6 +67,11 @@ from .kernel_match import (
     tensor_input,
 )
 from .registry import register_pass
+
+# The kernels are generated for a static number of rows (batch x pixels); a dynamic batch or
+# size is IREE's (whose matmul takes it as fast as at a static shape: nothing is lost that the
+# pruning bought, so no warning)
+DYNAMIC = "dynamic shape (the kernels take static shapes)"
 
 
 @dataclass
@@ -117,9 +124,7 @@ def match_conv(conv: ir.Operation, ev: ConstEval) -> Match:
     w, b = conv_1x1(conv, ev, "pointwise")
     n_, h, wd, k = static_f32(conv.operands[0])
     shape = static_f32(conv.results[0])
-    if n_ != 1:
-        raise NoMatch(f"batch {n_} (the kernel does batch 1)")
-    m, n = h * wd, shape[3]
+    m, n = n_ * h * wd, shape[3]  # NHWC: a batch's images are more rows, [N*H*W, C]
     replaced = [conv]
     act, end, residual, perm = _epilogue(conv.results[0], ev, replaced, True)
     why = unsupported(m, k, n, residual is not None)
@@ -222,6 +227,10 @@ def _candidates(module_op: ir.Operation, opts: PointwiseOptions) -> Iterator[tup
     program order."""
     names = ("linalg.conv_2d_nhwc_hwcf",) + (("linalg.matmul",) if opts.matvec else ())
     for op in ops_named(module_op, *names):
+        ty = ir.RankedTensorType(op.results[0].type)
+        if not ty.has_static_shape:
+            yield op, 0, None, DYNAMIC
+            continue
         try:
             shape = static_f32(op.results[0])
         except NoMatch:
@@ -229,8 +238,10 @@ def _candidates(module_op: ir.Operation, opts: PointwiseOptions) -> Iterator[tup
         if op.name == "linalg.matmul":
             if len(shape) == 2 and shape[0] < 4:
                 yield op, shape[0], match_matmul, "matrix-vector products"
-        elif padding(shape[1] * shape[2], opts.row_tile) >= opts.min_padding:
-            yield op, shape[1] * shape[2], match_conv, "convs"
+            continue
+        rows = shape[0] * shape[1] * shape[2]  # the batch's images one after another
+        if padding(rows, opts.row_tile) >= opts.min_padding:
+            yield op, rows, match_conv, "convs"
 
 
 def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = None) -> Counter:
@@ -243,6 +254,9 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
     with module_op.context:
         ev = ConstEval(module_op)
         for op, m, matcher, kind in list(_candidates(module_op, opts)):
+            if matcher is None:
+                counts[f"not replaced: {kind}"] += 1
+                continue
             try:
                 match = matcher(op, ev)
             except NoMatch as e:

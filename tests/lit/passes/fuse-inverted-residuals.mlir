@@ -529,3 +529,131 @@ func.func @residual_hw_swapped(%xn: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> 
   } -> tensor<1x8x4x4xf32>
   return %r : tensor<1x8x4x4xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#sc = affine_map<(d0, d1, d2, d3) -> ()>
+// Batch 2: one call for both images; the executable's grid is (bands, images), and the kernel
+// takes the image as workgroup y.
+// CHECK-LABEL: func.func private @xgen_inverted_residual_1(tensor<256xf32>, tensor<440xf32>) -> tensor<256xf32>
+// CHECK-SAME: xgen.executable = {{.*}}%gx = arith.constant 4 : index{{.*}}%gy = arith.constant 2 : index{{.*}}hal.import.static{{.*}}stream.dispatch.workgroup.id[1]
+// CHECK-LABEL: func.func @batch2(
+// CHECK: %[[Y:.*]] = call @xgen_inverted_residual_1_call(%arg0, %{{.*}})
+// CHECK-NOT: linalg
+// CHECK: return %[[Y]] : tensor<2x4x4x8xf32>
+// SRC-DAG: size_t gx, size_t gy) {
+// SRC-DAG: run_band(x + x_off + gy * 128, w + w_off,
+func.func @batch2(%x: tensor<2x4x4x8xf32>) -> (tensor<2x4x4x8xf32>) {
+  %we = arith.constant dense<0.25> : tensor<1x1x8x16xf32>
+  %wd = arith.constant dense<0.5> : tensor<3x3x16xf32>
+  %wp = arith.constant dense<0.125> : tensor<1x1x16x8xf32>
+  %b = arith.constant 0.1 : f32
+  %zero = arith.constant 0.0 : f32
+  %padv = arith.constant 0.0 : f32
+  %zero_t = arith.constant dense<0.0> : tensor<f32>
+  %six_t = arith.constant dense<6.0> : tensor<f32>
+  %e0 = tensor.empty() : tensor<2x4x4x16xf32>
+  %eb = linalg.fill ins(%b : f32) outs(%e0 : tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+  %ex = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %we : tensor<2x4x4x8xf32>, tensor<1x1x8x16xf32>) outs(%eb : tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+  %a1e = tensor.empty() : tensor<2x4x4x16xf32>
+  %a1a = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %zero_t : tensor<2x4x4x16xf32>, tensor<f32>) outs(%a1e : tensor<2x4x4x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %m = arith.cmpf ogt, %in, %c : f32
+    %r = arith.select %m, %in, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4x16xf32>
+  %a1 = linalg.generic {indexing_maps = [#sc, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%six_t, %a1a : tensor<f32>, tensor<2x4x4x16xf32>) outs(%a1e : tensor<2x4x4x16xf32>) {
+  ^bb0(%c: f32, %in: f32, %out: f32):
+    %m = arith.cmpf olt, %c, %in : f32
+    %r = arith.select %m, %c, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4x16xf32>
+  %pd = tensor.pad %a1 low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %padv : f32
+  } : tensor<2x4x4x16xf32> to tensor<2x6x6x16xf32>
+  %d0 = tensor.empty() : tensor<2x4x4x16xf32>
+  %db = linalg.fill ins(%b : f32) outs(%d0 : tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+  %dw = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%pd, %wd : tensor<2x6x6x16xf32>, tensor<3x3x16xf32>) outs(%db : tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+  %a2e = tensor.empty() : tensor<2x4x4x16xf32>
+  %a2a = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dw, %zero_t : tensor<2x4x4x16xf32>, tensor<f32>) outs(%a2e : tensor<2x4x4x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %m = arith.cmpf ogt, %in, %c : f32
+    %r = arith.select %m, %in, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4x16xf32>
+  %a2 = linalg.generic {indexing_maps = [#sc, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%six_t, %a2a : tensor<f32>, tensor<2x4x4x16xf32>) outs(%a2e : tensor<2x4x4x16xf32>) {
+  ^bb0(%c: f32, %in: f32, %out: f32):
+    %m = arith.cmpf olt, %c, %in : f32
+    %r = arith.select %m, %c, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4x16xf32>
+  %p0 = tensor.empty() : tensor<2x4x4x8xf32>
+  %pb = linalg.fill ins(%zero : f32) outs(%p0 : tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32>
+  %pr = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%a2, %wp : tensor<2x4x4x16xf32>, tensor<1x1x16x8xf32>) outs(%pb : tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32>
+  return %pr : tensor<2x4x4x8xf32>
+}
+
+
+// -----
+
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#sc = affine_map<(d0, d1, d2, d3) -> ()>
+// Must not fire: a dynamic batch (the kernel is generated for a static one).
+// CHECK-LABEL: func.func @dynamic_batch(
+// CHECK-NOT: call
+// CHECK: linalg.depthwise_conv_2d_nhwc_hwc
+func.func @dynamic_batch(%x: tensor<?x4x4x8xf32>) -> (tensor<?x4x4x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x4x4x8xf32>
+  %we = arith.constant dense<0.25> : tensor<1x1x8x16xf32>
+  %wd = arith.constant dense<0.5> : tensor<3x3x16xf32>
+  %wp = arith.constant dense<0.125> : tensor<1x1x16x8xf32>
+  %b = arith.constant 0.1 : f32
+  %zero = arith.constant 0.0 : f32
+  %padv = arith.constant 0.0 : f32
+  %zero_t = arith.constant dense<0.0> : tensor<f32>
+  %six_t = arith.constant dense<6.0> : tensor<f32>
+  %e0 = tensor.empty(%n) : tensor<?x4x4x16xf32>
+  %eb = linalg.fill ins(%b : f32) outs(%e0 : tensor<?x4x4x16xf32>) -> tensor<?x4x4x16xf32>
+  %ex = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %we : tensor<?x4x4x8xf32>, tensor<1x1x8x16xf32>) outs(%eb : tensor<?x4x4x16xf32>) -> tensor<?x4x4x16xf32>
+  %a1e = tensor.empty(%n) : tensor<?x4x4x16xf32>
+  %a1a = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %zero_t : tensor<?x4x4x16xf32>, tensor<f32>) outs(%a1e : tensor<?x4x4x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %m = arith.cmpf ogt, %in, %c : f32
+    %r = arith.select %m, %in, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x16xf32>
+  %a1 = linalg.generic {indexing_maps = [#sc, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%six_t, %a1a : tensor<f32>, tensor<?x4x4x16xf32>) outs(%a1e : tensor<?x4x4x16xf32>) {
+  ^bb0(%c: f32, %in: f32, %out: f32):
+    %m = arith.cmpf olt, %c, %in : f32
+    %r = arith.select %m, %c, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x16xf32>
+  %pd = tensor.pad %a1 low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %padv : f32
+  } : tensor<?x4x4x16xf32> to tensor<?x6x6x16xf32>
+  %d0 = tensor.empty(%n) : tensor<?x4x4x16xf32>
+  %db = linalg.fill ins(%b : f32) outs(%d0 : tensor<?x4x4x16xf32>) -> tensor<?x4x4x16xf32>
+  %dw = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%pd, %wd : tensor<?x6x6x16xf32>, tensor<3x3x16xf32>) outs(%db : tensor<?x4x4x16xf32>) -> tensor<?x4x4x16xf32>
+  %a2e = tensor.empty(%n) : tensor<?x4x4x16xf32>
+  %a2a = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dw, %zero_t : tensor<?x4x4x16xf32>, tensor<f32>) outs(%a2e : tensor<?x4x4x16xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %m = arith.cmpf ogt, %in, %c : f32
+    %r = arith.select %m, %in, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x16xf32>
+  %a2 = linalg.generic {indexing_maps = [#sc, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%six_t, %a2a : tensor<f32>, tensor<?x4x4x16xf32>) outs(%a2e : tensor<?x4x4x16xf32>) {
+  ^bb0(%c: f32, %in: f32, %out: f32):
+    %m = arith.cmpf olt, %c, %in : f32
+    %r = arith.select %m, %c, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x16xf32>
+  %p0 = tensor.empty(%n) : tensor<?x4x4x8xf32>
+  %pb = linalg.fill ins(%zero : f32) outs(%p0 : tensor<?x4x4x8xf32>) -> tensor<?x4x4x8xf32>
+  %pr = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%a2, %wp : tensor<?x4x4x16xf32>, tensor<1x1x16x8xf32>) outs(%pb : tensor<?x4x4x8xf32>) -> tensor<?x4x4x8xf32>
+  return %pr : tensor<?x4x4x8xf32>
+}
+

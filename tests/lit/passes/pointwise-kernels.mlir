@@ -272,3 +272,53 @@ func.func @matmul_tanh(%x: tensor<1x64xf32>) -> tensor<1x48xf32> {
   } -> tensor<1x48xf32>
   return %t : tensor<1x48xf32>
 }
+
+// -----
+
+// Batch 2: the images are more rows of one product (2x7x7 = 98 rows, 112 in IREE's tiles);
+// the same kernel call, for 98 rows.
+// CHECK-LABEL: func.func private @xgen_pointwise_1(tensor<1568xf32>, tensor<272xf32>) -> tensor<1568xf32>
+// SRC-DAG: 98 rows x 16 -> 16, panels of 16 channels
+// CHECK-LABEL: func.func @batch2(
+// CHECK: call @xgen_pointwise_1_call(%arg0, %{{.*}}) : (tensor<2x7x7x16xf32>, tensor<272xf32>) -> tensor<2x7x7x16xf32>
+// CHECK-NOT: linalg.conv_2d_nhwc_hwcf
+func.func @batch2(%x: tensor<2x7x7x16xf32>) -> tensor<2x7x7x16xf32> {
+  %w = arith.constant dense<0.25> : tensor<1x1x16x16xf32>
+  %b = arith.constant 0.1 : f32
+  %e0 = tensor.empty() : tensor<2x7x7x16xf32>
+  %eb = linalg.fill ins(%b : f32) outs(%e0 : tensor<2x7x7x16xf32>) -> tensor<2x7x7x16xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<2x7x7x16xf32>, tensor<1x1x16x16xf32>) outs(%eb : tensor<2x7x7x16xf32>) -> tensor<2x7x7x16xf32>
+  return %c : tensor<2x7x7x16xf32>
+}
+
+// -----
+
+// Must not fire: batch 4 of 7x7 is 196 rows, which IREE's tiles pad by only 6%.
+// CHECK-LABEL: func.func @batch4_rows_fill_tiles(
+// CHECK-NOT: call
+// CHECK: linalg.conv_2d_nhwc_hwcf
+func.func @batch4_rows_fill_tiles(%x: tensor<4x7x7x16xf32>) -> tensor<4x7x7x16xf32> {
+  %w = arith.constant dense<0.25> : tensor<1x1x16x16xf32>
+  %b = arith.constant 0.1 : f32
+  %e0 = tensor.empty() : tensor<4x7x7x16xf32>
+  %eb = linalg.fill ins(%b : f32) outs(%e0 : tensor<4x7x7x16xf32>) -> tensor<4x7x7x16xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<4x7x7x16xf32>, tensor<1x1x16x16xf32>) outs(%eb : tensor<4x7x7x16xf32>) -> tensor<4x7x7x16xf32>
+  return %c : tensor<4x7x7x16xf32>
+}
+
+// -----
+
+// Must not fire: a dynamic batch (the kernels are generated for a static number of rows).
+// CHECK-LABEL: func.func @dynamic_batch(
+// CHECK-NOT: call
+// CHECK: linalg.conv_2d_nhwc_hwcf
+func.func @dynamic_batch(%x: tensor<?x7x7x16xf32>) -> tensor<?x7x7x16xf32> {
+  %w = arith.constant dense<0.25> : tensor<1x1x16x16xf32>
+  %b = arith.constant 0.1 : f32
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x7x7x16xf32>
+  %e0 = tensor.empty(%n) : tensor<?x7x7x16xf32>
+  %eb = linalg.fill ins(%b : f32) outs(%e0 : tensor<?x7x7x16xf32>) -> tensor<?x7x7x16xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<?x7x7x16xf32>, tensor<1x1x16x16xf32>) outs(%eb : tensor<?x7x7x16xf32>) -> tensor<?x7x7x16xf32>
+  return %c : tensor<?x7x7x16xf32>
+}
