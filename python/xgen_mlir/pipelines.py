@@ -21,7 +21,9 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
   ``[[steps]]``, plus ``at`` [``"global-optimization"``]: the IREE phase after which the step
   runs (IREE stops there, the steps run, IREE resumes), and ``optional`` [false]: an
   optimization IREE may reject; when the compile fails with it, it is dropped and the compile
-  retried. The passes' own ordering rules (``after``/``requires`` in their registration) are
+  retried; ``required`` [false]: a step the numbers depend on (a workaround for an IREE bug):
+  when it cannot run, the compile fails instead of falling back to IREE's own dispatches.
+  The passes' own ordering rules (``after``/``requires`` in their registration) are
   checked when the pipeline is built.
 * ``[runtime]``: ``devices`` [local-task, local-sync] the module runs on, ``arch`` ["host"] of
   its CPU executables (``none`` for GPU targets), ``emulator`` to run a foreign arch here.
@@ -48,6 +50,7 @@ class Step:
     why: str
     at: str = ""  # dispatch steps: the IREE phase they run after
     optional: bool = False  # dispatch steps: dropped (and the compile retried) when IREE fails
+    required: bool = False  # dispatch steps: no fallback without it (the numbers depend on it)
 
 
 @dataclass(frozen=True)
@@ -275,7 +278,10 @@ def _dispatch_step(path: Path, spec: dict[str, object]) -> Step:
             f"{path}: dispatch step {spec.get('pass')!r} at {at!r}: IREE phases are "
             f"{', '.join(IREE_PHASES)}"
         )
-    return Step(str(spec["pass"]), str(spec["why"]), at, bool(spec.get("optional", False)))
+    optional, required = bool(spec.get("optional", False)), bool(spec.get("required", False))
+    if optional and required:
+        raise PipelineError(f"{path}: dispatch step {spec['pass']!r} is both optional and required")
+    return Step(str(spec["pass"]), str(spec["why"]), at, optional, required)
 
 
 def _option(name: str, spec: object) -> TargetOption:

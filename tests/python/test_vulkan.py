@@ -141,3 +141,12 @@ def test_vendor_of_a_profile():
                                                           "arm", "qualcomm"]  # fmt: skip
     check_vulkan_profile("ampere", ["NVIDIA GeForce RTX 3090"], "m")  # the right vendor loads
     check_vulkan_profile("vp_android_baseline_2022", ["llvmpipe"], "m")
+
+
+def test_no_fallback_without_the_steps_the_numbers_need():
+    """xgen-isolate-pad-sources is `required` in vulkan.toml: where it cannot run (external
+    weights skip the dispatch steps) the compile is refused, not built by IREE alone with
+    the padded-store bug (docs/targets.md)."""
+    model, x = vision.small_cnn(), vision.random_input("small_cnn")
+    with pytest.raises(xgen_mlir.errors.BackendCompileError, match="isolate-pad-sources"):
+        xgen_mlir.compile(model, x, target="vulkan", external_weights=True)

@@ -102,6 +102,14 @@ def iree_flags(pipeline: Pipeline, extra: list[str] | None = None) -> list[str]:
     return list(pipeline.flags) + list(extra or [])
 
 
+def _required_note(pipeline: Pipeline, required: list[str], why: str) -> str:
+    return (
+        f"target '{pipeline.name}' gives correct numbers only with its dispatch step(s) "
+        f"{', '.join(required)} (pipelines/{pipeline.name}.toml says why), which could not run "
+        f"here, so the module is refused rather than built without them:\n{why}"
+    )
+
+
 def _warn_fallback(why: str | None, pipeline: Pipeline) -> None:
     if why is not None:
         warn_fallback(
@@ -210,8 +218,11 @@ def compile_vmfb(
         fusion_note = ""
         stages = pipeline.dispatch_stages()
         can_stage = weights is None and pipeline.outputs == ("vmfb",)
+        required = [s.pass_text for _, steps in stages for s in steps if s.required]
         if stages and not can_stage:
             fusion_note = "dispatch steps not used: external weights / non-vmfb outputs"
+            if required:
+                raise BackendCompileError(_required_note(pipeline, required, fusion_note))
         for why, flags in candidates:
             plan_error: DispatchStageError | None = None
             if stages and can_stage:
@@ -247,6 +258,8 @@ def compile_vmfb(
                 attempts.append(_trim(e.stderr if hasattr(e, "stderr") and e.stderr else str(e)))
                 plan_error = None  # the flags fail with or without the plan: not the plan's fault
                 continue
+            if plan_error is not None and required:  # no fallback: the numbers need them
+                raise BackendCompileError(_required_note(pipeline, required, str(plan_error)))
             if plan_error is not None:  # IREE takes these flags, but not with our regions
                 fusion_note = f"dispatch steps not used: {plan_error}"
                 warn_fallback(
