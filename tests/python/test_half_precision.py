@@ -34,7 +34,7 @@ from targets_util import need_vulkan
 
 import xgen_mlir
 from xgen_mlir import dtypes
-from xgen_mlir.errors import InputMismatchError
+from xgen_mlir.errors import BackendCompileError, InputMismatchError
 from xgen_mlir.models import vision
 
 TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -205,3 +205,15 @@ def test_torch_bf16_conversion_is_bit_exact():
     np.testing.assert_array_equal(arr.view(np.int16), bits.numpy())
     back = dtypes.to_torch(arr)
     assert back.dtype == torch.bfloat16 and torch.equal(back.view(torch.int16), bits)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_vulkan_profile_without_16bit_storage_refuses_half_models(precision):
+    """The portable profile has no 16-bit storage buffers: IREE would build the module and
+    return wrong numbers (an fp16 MLP gave all zeros), so the compile is refused with the
+    flag that declares the device's 16-bit storage."""
+    model = vision.mlp().eval().to(TORCH[precision])
+    x = vision.random_input("mlp").to(TORCH[precision])
+    with pytest.raises(BackendCompileError, match="no 16-bit storage") as info:
+        xgen_mlir.compile(model, x, target="vulkan")
+    assert "StorageBuffer16BitAccess" in str(info.value)

@@ -102,6 +102,43 @@ def iree_flags(pipeline: Pipeline, extra: list[str] | None = None) -> list[str]:
     return list(pipeline.flags) + list(extra or [])
 
 
+# Vulkan profiles without 16-bit storage buffers: IREE 3.13 then reads an f16/bf16 buffer as
+# if it held 32-bit values and returns wrong numbers (an fp16 MLP gave all zeros on llvmpipe).
+_NO_16BIT_STORAGE = ("vp_android_baseline_2022",)
+_STORAGE_16BIT = (
+    "--iree-vulkan-target-features=spirv:v1.3,cap:Shader,cap:Float16,cap:Int16,"
+    "cap:StorageBuffer16BitAccess,ext:SPV_KHR_16bit_storage"
+)
+_FLOAT16 = re.compile(r"\bb?f16\b")
+
+
+def _check_16bit_storage(module: ir.Module, pipeline: Pipeline, flags: list[str]) -> None:
+    """Refuse an f16/bf16 model for a Vulkan profile without 16-bit storage, unless the flags
+    declare the device's 16-bit features: IREE would build it and return wrong numbers."""
+    if "vulkan-spirv" not in pipeline.backends:
+        return
+    profiles = [f.split("=", 1)[1] for f in flags if f.startswith("--iree-vulkan-target=")]
+    features = [f for f in flags if f.startswith("--iree-vulkan-target-features=")]
+    if not profiles or profiles[-1] not in _NO_16BIT_STORAGE or features:
+        return
+    found: list[str] = []
+
+    def visit(op: Any) -> Any:
+        if not found and any(_FLOAT16.search(str(r.type)) for r in op.results):
+            found.append(f"{op.name} at {op.location}")
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if found:
+        raise BackendCompileError(
+            f"this model computes in f16/bf16 (first: {found[0]}), and the Vulkan profile "
+            f"'{profiles[-1]}' has no 16-bit storage: IREE would return wrong numbers. For a "
+            "device with 16-bit storage (llvmpipe, most desktop GPUs) pass "
+            f"extra_iree_flags=['{_STORAGE_16BIT}'] (bf16 also "
+            "'--iree-flow-inline-constants-max-byte-length=0'), or run the model in float32."
+        )
+
+
 def _required_note(pipeline: Pipeline, required: list[str], why: str) -> str:
     return (
         f"target '{pipeline.name}' gives correct numbers only with its dispatch step(s) "
@@ -185,6 +222,7 @@ def compile_vmfb(
     import iree.compiler as ic
 
     base = iree_flags(pipeline, extra_flags)
+    _check_16bit_storage(module, pipeline, base)
     if dump_executables:
         Path(dump_executables).mkdir(parents=True, exist_ok=True)
         base.append(f"--iree-hal-dump-executable-files-to={dump_executables}")
