@@ -129,6 +129,21 @@ def test_numpy_in_numpy_out_keeps_the_dtype(precision):
 
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_isolated_module_takes_and_returns_the_dtype(precision, tmp_path):
+    """The isolated worker's wire format names bf16 (numpy's own string for it, '<V2', says
+    nothing of what the bytes are): the same bits as in-process, both ways."""
+    module, _, x, _ = _compiled_model("small_cnn", precision)
+    isolated = xgen_mlir.load(module.save(tmp_path / "m.vmfb"), isolated=True)
+    got = isolated(x)
+    assert isinstance(got, torch.Tensor) and got.dtype == TORCH[precision]
+    np.testing.assert_array_equal(
+        dtypes.from_torch(got).view(np.uint16), dtypes.from_torch(module(x)).view(np.uint16)
+    )
+    arr = isolated(dtypes.from_torch(x))
+    assert isinstance(arr, np.ndarray) and arr.dtype == NUMPY[precision]
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_wrong_dtype_names_the_expected_one(precision):
     module, _, x, _ = _compiled_model("small_cnn", precision)
     expected = NUMPY[precision].name  # float16 / bfloat16

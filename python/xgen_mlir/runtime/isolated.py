@@ -31,12 +31,11 @@ from typing import IO, Any
 
 import numpy as np
 
+from ..dtypes import element_type, is_numeric, numpy_dtype
 from ..errors import InputMismatchError, ModuleCallError, ModuleLoadError, XGenError
 
 _LEN = struct.Struct("<I")
 _MAX_HEADER = 1 << 20
-# dtype kinds an array from the child may have: bool, signed/unsigned int, float, complex.
-_NUMERIC_KINDS = "biufc"
 
 
 class _ProtocolError(Exception):
@@ -62,7 +61,7 @@ def send(stream: IO[bytes], header: dict[str, Any], arrays: list[np.ndarray] | N
     arrays = [np.ascontiguousarray(a) for a in arrays or []]
     header = dict(header)
     header["arrays"] = [
-        {"dtype": a.dtype.str, "shape": list(a.shape), "nbytes": a.nbytes} for a in arrays
+        {"dtype": _dtype_name(a.dtype), "shape": list(a.shape), "nbytes": a.nbytes} for a in arrays
     ]
     data = json.dumps(header).encode()
     stream.write(_LEN.pack(len(data)) + data)
@@ -70,6 +69,16 @@ def send(stream: IO[bytes], header: dict[str, Any], arrays: list[np.ndarray] | N
         if a.nbytes:
             stream.write(a.reshape(-1).view(np.uint8).data)
     stream.flush()
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    """The wire name of a dtype: its MLIR element type where it has one (``bf16``: numpy's own
+    string for bfloat16, ``<V2``, would not say what the bytes are), else numpy's string."""
+    return element_type(dtype) or dtype.str
+
+
+def _dtype_of(name: str) -> np.dtype:
+    return numpy_dtype(name) or np.dtype(name)
 
 
 def receive(stream: IO[bytes]) -> tuple[dict[str, Any], list[np.ndarray]]:
@@ -86,12 +95,12 @@ def receive(stream: IO[bytes]) -> tuple[dict[str, Any], list[np.ndarray]]:
     arrays = []
     for spec in header["arrays"]:
         try:
-            dtype = np.dtype(str(spec["dtype"]))
+            dtype = _dtype_of(str(spec["dtype"]))
             shape = tuple(int(d) for d in spec["shape"])
             nbytes = int(spec["nbytes"])
         except (KeyError, TypeError, ValueError) as e:
             raise _ProtocolError(f"bad array description {spec!r}: {e}") from None
-        if dtype.kind not in _NUMERIC_KINDS or dtype.hasobject or any(d < 0 for d in shape):
+        if not is_numeric(dtype) or dtype.hasobject or any(d < 0 for d in shape):
             raise _ProtocolError(f"array of dtype {dtype} shape {shape} refused")
         if nbytes != math.prod(shape) * dtype.itemsize:
             raise _ProtocolError(f"array of shape {shape} {dtype} announced as {nbytes} bytes")
