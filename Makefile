@@ -21,7 +21,7 @@ lit: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -sv tests/lit
 
 pytest: venv
-	$(PY) -m pytest -n 2 -q $(ARGS)
+	$(PY) -m pytest -n 2 -q --durations=25 $(ARGS)
 
 check: venv lint lit pytest  ## all tests: lint, lit/FileCheck, pytest
 

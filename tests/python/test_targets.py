@@ -42,7 +42,11 @@ def test_options_are_substituted_into_flags():
     pl = load_pipeline("arm64").with_options({"features": "+neon,+dotprod"})
     assert "--iree-llvmcpu-target-cpu-features=+neon,+dotprod" in pl.flags
     assert "--iree-llvmcpu-target-triple=aarch64-linux-gnu" in pl.flags
-    assert dict(pl.option_values) == {"cpu": "generic", "features": "+neon,+dotprod"}
+    assert dict(pl.option_values) == {
+        "cpu": "generic",
+        "features": "+neon,+dotprod",
+        "pattern_nan_checks": "true",
+    }
     assert not any("${" in f for f in pl.flags)
     vk = load_pipeline("vulkan").with_options({"gpu": "rdna3"})
     assert vk.flags == ("--iree-vulkan-target=rdna3",) and vk.runtime.devices == ("vulkan",)
