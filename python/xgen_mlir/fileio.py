@@ -9,11 +9,14 @@ or ``XGEN_KEEP_TEMPS=1``); then the error says where they are.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from .errors import XGenError
 
@@ -34,43 +37,39 @@ def keep_temps(requested: bool | None = None) -> bool:
     return value not in ("", "0", "false", "no", "off")
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (parents created). A folder at ``path`` is an
-    ``XGenError`` naming it."""
-    path = Path(path)
+@contextlib.contextmanager
+def _atomic_target(path: Path) -> Iterator[IO[bytes]]:
+    """A file to write ``path``'s new content into: fsynced and renamed over ``path`` when
+    the block ends, removed if it raises (a reader sees the old file or the new one)."""
     if path.is_dir():
         raise XGenError(f"{path} is a directory; give a file name (e.g. {path / 'model.vmfb'})")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (parents created). A folder at ``path`` is an
+    ``XGenError`` naming it."""
+    path = Path(path)
+    with _atomic_target(path) as f:
+        f.write(data)
     return path
 
 
 def atomic_copy_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:
-    """Copy ``src`` to ``dst`` atomically (streamed, for archives too big to hold in memory):
-    an interrupted copy leaves the previous ``dst`` or none, never a truncated one."""
+    """Copy ``src`` to ``dst`` atomically, streamed (archives too big to hold in memory)."""
     dst = Path(dst)
-    if dst.is_dir():
-        raise XGenError(f"{dst} is a directory; give a file name")
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
-    try:
-        with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
-            shutil.copyfileobj(inp, out, 1 << 20)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, dst)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with _atomic_target(dst) as out, open(src, "rb") as inp:
+        shutil.copyfileobj(inp, out, 1 << 20)
     return dst
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import numpy as np
 import pytest
 import torch
@@ -40,3 +42,14 @@ def _limit_torch_threads():
     # IREE's workers and PyTorch's pool would fight over the 2 cores otherwise.
     torch.set_num_threads(1)
     yield
+
+
+@pytest.fixture
+def tmpdir_env(tmp_path, monkeypatch):
+    """A fresh, empty temp directory for everything the test (and xgen_mlir) makes."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.delenv("XGEN_KEEP_TEMPS", raising=False)
+    return tmp

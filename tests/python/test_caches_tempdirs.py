@@ -13,7 +13,6 @@ import gc
 import os
 import shlex
 import subprocess
-import tempfile
 import time
 import warnings
 
@@ -35,17 +34,6 @@ TORCHY = (
     "  %a = torch.aten.erfinv %x : !torch.vtensor<[4],f32> -> !torch.vtensor<[4],f32>\n"
     "  return %a : !torch.vtensor<[4],f32>\n}\n"
 )
-
-
-@pytest.fixture
-def tmpdir_env(tmp_path, monkeypatch):
-    """A fresh, empty temp directory for everything the test (and xgen_mlir) makes."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    monkeypatch.delenv("XGEN_KEEP_TEMPS", raising=False)
-    return tmp
 
 
 def _xgen_entries(tmp):

@@ -5,7 +5,6 @@ in our IR, and the contexts xgen-opt and the reproducer parse in know them."""
 from __future__ import annotations
 
 import shlex
-import tempfile
 
 import pytest
 
@@ -34,16 +33,6 @@ func.func @main(%x: tensor<2x8xf32>, %y: !torch.vtensor<[4],f32>)
   return %r#0, %t : tensor<2x8xf32>, !torch.vtensor<[4],f32>
 }
 """
-
-
-@pytest.fixture
-def tmpdir_env(tmp_path, monkeypatch):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    monkeypatch.delenv("XGEN_KEEP_TEMPS", raising=False)
-    return tmp
 
 
 @pytest.mark.parametrize("dialect", ["tm_tensor", "torch_c", "torch", "xgen_sparse"])
