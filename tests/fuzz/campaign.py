@@ -546,6 +546,10 @@ def main(argv: list[str] | None = None) -> int:
     campaign.run(args.cases, mix)
     print(campaign.table())
     summary = campaign.summary()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from host import describe  # CPU model, ISA flags, measured matmul rates
+
+    summary["host"] = describe(threads=args.jobs)
     (args.out / "results.json").write_text(json.dumps(summary, indent=1))
     print(f"results: {args.out / 'results.json'}")
     bad = sum(summary["totals"][o] for o in ("traceback", "signal", "hang"))  # type: ignore[index]
