@@ -141,3 +141,21 @@ def matmul_tile_bytes(facts: TargetFacts) -> str:
     default, 256 KiB, is a guess for an unknown CPU). Empty (flag dropped, IREE's default
     kept) where the L2 size is unknown."""
     return str(facts.l2_bytes // 2) if facts.l2_bytes else ""
+
+
+def block_tile(vector_bits: int) -> tuple[int, int, int]:
+    """The block-sparse GEMM kernel's register tile on a CPU with ``vector_bits`` SIMD vectors,
+    as (rows, m_vectors, lanes): ``rows`` weight rows' accumulators, each ``m_vectors``
+    vectors of ``lanes`` f32 tokens/pixels (``codegen/block_sparse.py``). Rows are the largest
+    power of two whose accumulators leave the input vectors and two spare registers free (32
+    vector registers with AVX-512, 16 otherwise): 8 at 512 bits, 4 at 256 and 128 bits.
+    Block pruning defaults to blocks of ``rows`` x ``4 * lanes`` (``compress.blocks``), the
+    co-design contract: a block's kept rows fill the tile, its kept columns stream through it.
+    """
+    lanes = max(vector_bits // 32, 4)
+    registers = 32 if vector_bits >= 512 else 16
+    m_vectors = 2
+    rows = 1
+    while rows * 2 * m_vectors + m_vectors + 2 <= registers:
+        rows *= 2
+    return rows, m_vectors, lanes

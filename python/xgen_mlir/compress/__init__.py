@@ -6,7 +6,10 @@
 - :func:`finetune`: masked, resumable fine-tuning that keeps that structure exact;
   :func:`progressive_prune`: rising rates with fine-tuning between; :func:`recalibrate_bn`;
 - :func:`describe`: the JSON-serialisable layerwise description; :func:`check_structure`;
-- :func:`save` / :func:`load`: a pruned model with its description.
+- :func:`save` / :func:`load`: a pruned model with its description;
+- ``prune(..., scheme="block")`` / :func:`prune_blocks`: block-based pruning of Linear and
+  conv layers through their GEMM view (columns and rows pruned inside blocks the size of the
+  target's register tile; :mod:`.blocks`).
 
 The contract with the compiler is the zeros: every kept kernel has exactly n nonzeros forming
 one of the layer's P patterns, removed kernels are all zero, and filters of a group share their
@@ -14,6 +17,7 @@ kept input channels and patterns. The structure also lives in three buffers per 
 (``xgen_patterns``, ``xgen_pattern_ids``, ``xgen_groups``; see :mod:`.structure`).
 """
 
+from .blocks import default_block_shape, prune_blocks
 from .description import LayerSparsity, SparsityDescription, describe
 from .finetune import finetune, progressive_prune, recalibrate_bn
 from .io import load, save
@@ -26,12 +30,14 @@ __all__ = [
     "SparsityDescription",
     "StructureError",
     "check_structure",
+    "default_block_shape",
     "describe",
     "finetune",
     "load",
     "mask_of",
     "progressive_prune",
     "prune",
+    "prune_blocks",
     "pruned_layers",
     "recalibrate_bn",
     "save",

@@ -35,6 +35,12 @@ class LayerSparsity:
     group_size: int
     weights: int
     nonzeros: int
+    # block scheme (compress.blocks): (rows, cols) of a block, and per block (row-major over
+    # the block grid) the kept local row / column indices; empty for pattern layers
+    scheme: str = "pattern"
+    block_shape: list[int] = field(default_factory=list)
+    block_rows: list[list[int]] = field(default_factory=list)
+    block_cols: list[list[int]] = field(default_factory=list)
 
     @property
     def density(self) -> float:
@@ -42,7 +48,9 @@ class LayerSparsity:
 
     @property
     def kernels_removed(self) -> float:
-        """Fraction of kernels removed by connectivity pruning."""
+        """Fraction of kernels removed by connectivity pruning (0 for block layers)."""
+        if not self.pattern_ids:
+            return 0.0
         ids = torch.tensor(self.pattern_ids)
         return float((ids < 0).float().mean())
 
@@ -54,6 +62,8 @@ class SparsityDescription:
     layers: dict[str, LayerSparsity] = field(default_factory=dict)
     conv_weights_before: int = 0
     conv_weights_after: int = 0
+    block_weights_before: int = 0  # weights of the block-pruned layers, before / after
+    block_weights_after: int = 0
 
     @property
     def compression_rate(self) -> float:
@@ -74,7 +84,13 @@ class SparsityDescription:
             n: LayerSparsity(**{k: v for k, v in ld.items() if k in keys})
             for n, ld in d["layers"].items()
         }
-        return cls(layers, d["conv_weights_before"], d["conv_weights_after"])
+        return cls(
+            layers,
+            d["conv_weights_before"],
+            d["conv_weights_after"],
+            d.get("block_weights_before", 0),
+            d.get("block_weights_after", 0),
+        )
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
         """The description as JSON text; also written to ``path`` when given."""
@@ -105,6 +121,12 @@ class SparsityDescription:
                 f"{ly.pattern_size:>3} {ly.group_size:>3} {len(ly.groups):>6} "
                 f"{ly.kernels_removed:>8.1%} {ly.density:>8.3f}"
             )
+        if self.block_weights_before:
+            lines.append(
+                f"block-pruned weights: {self.block_weights_before} -> "
+                f"{self.block_weights_after} "
+                f"({self.block_weights_before / max(self.block_weights_after, 1):.2f}x fewer)"
+            )
         lines.append(
             f"conv weights: {self.conv_weights_before} -> {self.conv_weights_after} "
             f"({self.compression_rate:.2f}x fewer)"
@@ -124,6 +146,11 @@ def describe(model: nn.Module) -> SparsityDescription:
     """Describe every pruned layer of ``model`` and count its conv weights."""
     desc = SparsityDescription()
     for name, m in pruned_layers(model).items():
+        if "xgen_block_rows" in m._buffers:
+            desc.layers[name] = _describe_blocks(name, m)
+            desc.block_weights_before += desc.layers[name].weights
+            desc.block_weights_after += desc.layers[name].nonzeros
+            continue
         lib = buffer_of(m, "xgen_patterns")
         flat = lib.reshape(len(lib), -1)
         groups = buffer_of(m, "xgen_groups").long()
@@ -149,3 +176,29 @@ def describe(model: nn.Module) -> SparsityDescription:
             after = desc.layers[layer].nonzeros if layer else m.weight.numel()
             desc.conv_weights_after += after
     return desc
+
+
+def _describe_blocks(name: str, m: nn.Module) -> LayerSparsity:
+    w = weight_of(m)
+    rows = buffer_of(m, "xgen_block_rows")
+    cols = buffer_of(m, "xgen_block_cols")
+    kind = "linear" if isinstance(m, nn.Linear) else f"conv{w.dim() - 2}d"
+    if kind == "conv2d" and w.shape[-1] == w.shape[-2] == 1:
+        kind = "pointwise"
+    return LayerSparsity(
+        name=name,
+        kind=kind,
+        weight_shape=list(w.shape),
+        kernel_size=int(w.shape[-1]) if w.dim() > 2 else 1,
+        pattern_size=0,
+        patterns=[],
+        pattern_ids=[],
+        groups=[],
+        group_size=0,
+        weights=w.numel(),
+        nonzeros=int(mask_of(m).sum()),
+        scheme="block",
+        block_shape=buffer_of(m, "xgen_block_shape").tolist(),
+        block_rows=[torch.nonzero(r).flatten().tolist() for r in rows.reshape(-1, rows.shape[-1])],
+        block_cols=[torch.nonzero(c).flatten().tolist() for c in cols.reshape(-1, cols.shape[-1])],
+    )

@@ -14,7 +14,8 @@ import torch
 from torch import nn
 
 from ..errors import XGenError
-from .description import SparsityDescription, describe
+from .blocks import attach_blocks, gemm_view
+from .description import LayerSparsity, SparsityDescription, describe
 from .patterns import patterns_to_masks
 from .structure import attach, check_structure, weight_of
 
@@ -58,6 +59,9 @@ def load(
                 f"{path!r}: layer {name!r} has weight {list(weight_of(module).shape)} in the "
                 f"architecture but {ly.weight_shape} in the file"
             )
+        if ly.scheme == "block":
+            _attach_blocks(module, ly)
+            continue
         k = ly.kernel_size
         groups = torch.empty(ly.weight_shape[0], dtype=torch.int64)
         for g, members in enumerate(ly.groups):
@@ -70,3 +74,21 @@ def load(
         raise XGenError(f"{path!r} does not fit the given architecture: {e}") from e
     check_structure(model)
     return model.eval()
+
+
+def _attach_blocks(module: nn.Module, ly: LayerSparsity) -> None:
+    """Rebuild a block layer's buffers from its description."""
+    br, bc = ly.block_shape
+    n, k = gemm_view(weight_of(module)).shape
+    nbr, nbc = -(-n // br), -(-k // bc)
+    if len(ly.block_rows) != nbr * nbc or len(ly.block_cols) != nbr * nbc:
+        raise XGenError(
+            f"layer {ly.name!r}: the description lists {len(ly.block_rows)} blocks, its "
+            f"{n}x{k} GEMM view has {nbr * nbc} of {br}x{bc}"
+        )
+    rows = torch.zeros(nbr * nbc, br, dtype=torch.bool)
+    cols = torch.zeros(nbr * nbc, bc, dtype=torch.bool)
+    for i, (r, c) in enumerate(zip(ly.block_rows, ly.block_cols, strict=True)):
+        rows[i, r] = True
+        cols[i, c] = True
+    attach_blocks(module, (br, bc), rows.reshape(nbr, nbc, br), cols.reshape(nbr, nbc, bc))

@@ -94,13 +94,17 @@ def prune(
     pattern_size: int | dict[str, int] | None = None,
     connectivity: float | dict[str, float] = 0.0,
     target_rate: float | None = None,
-    allocation: str = "erk",
+    allocation: str | None = None,
     group_size: int | None = None,
     layers: LayerFilter = None,
     exclude: LayerFilter = (),
     pointwise: float | dict[str, float] | None = None,
     library: str = "model",
     verbose: bool = False,
+    scheme: str = "pattern",
+    rate: float | dict[str, float] = 4.0,
+    block_shape: tuple[int, int] | dict[str, tuple[int, int]] | None = None,
+    row_share: float = 0.5,
 ) -> nn.Module:
     """Pattern- and connectivity-prune a deep copy of ``model`` for ``target``.
 
@@ -116,7 +120,40 @@ def prune(
     ("erk": big layers pruned harder, the default; or "uniform"); ``group_size``: filters sharing a
     layout (default by target, 1 = unconstrained); ``library``: "model" (one library per
     kernel size, the paper's default) or "layer".
+
+    ``scheme="block"``: block-based pruning of Linear and conv layers through their GEMM view
+    instead (:func:`.blocks.prune_blocks`, which takes ``rate``, ``block_shape``,
+    ``row_share``, ``allocation`` ("uniform" by default there), ``layers``, ``exclude``).
     """
+    if scheme == "block":
+        pattern_args = {
+            "patterns": patterns != 8,
+            "pattern_size": pattern_size is not None,
+            "connectivity": bool(connectivity),
+            "target_rate": target_rate is not None,
+            "group_size": group_size is not None,
+            "pointwise": pointwise is not None,
+        }
+        wrong = [k for k, given in pattern_args.items() if given]
+        if wrong:
+            raise XGenError(f"scheme='block' does not take the pattern scheme's {wrong}")
+        from .blocks import prune_blocks
+
+        return prune_blocks(
+            model,
+            example_inputs,
+            target,
+            rate=rate,
+            block_shape=block_shape,
+            row_share=row_share,
+            allocation=allocation or "uniform",
+            layers=layers,
+            exclude=exclude,
+            verbose=verbose,
+        )
+    if scheme != "pattern":
+        raise XGenError(f"scheme={scheme!r}: use 'pattern' or 'block'")
+    allocation = allocation or "erk"
     if target not in TARGET_GROUP_SIZE:
         raise XGenError(f"unknown target {target!r}; known: {sorted(TARGET_GROUP_SIZE)}")
     if not 4 <= patterns <= 8:

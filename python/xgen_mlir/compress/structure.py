@@ -62,12 +62,21 @@ def detach(module: nn.Module) -> None:
 
 
 def pruned_layers(model: nn.Module) -> dict[str, nn.Module]:
-    """Name -> module of every module that carries a structure, in module order."""
-    return {n: m for n, m in model.named_modules() if "xgen_pattern_ids" in m._buffers}
+    """Name -> module of every module that carries a structure (pattern or block), in module
+    order."""
+    return {
+        n: m
+        for n, m in model.named_modules()
+        if "xgen_pattern_ids" in m._buffers or "xgen_block_rows" in m._buffers
+    }
 
 
 def mask_of(module: nn.Module) -> torch.Tensor:
     """The bool keep-mask of ``module.weight`` that its structure buffers describe."""
+    if "xgen_block_rows" in module._buffers:
+        from .blocks import block_mask
+
+        return block_mask(module)
     patterns = buffer_of(module, "xgen_patterns")
     lib = patterns.reshape(len(patterns), -1)
     ids = buffer_of(module, "xgen_pattern_ids").long()
@@ -101,6 +110,11 @@ def check_structure(model: nn.Module) -> list[str]:
 
 
 def _check_layer(name: str, m: nn.Module) -> None:
+    if "xgen_block_rows" in m._buffers:
+        from .blocks import check_block_layer
+
+        check_block_layer(name, m, StructureError)
+        return
     lib = buffer_of(m, "xgen_patterns")
     ids = buffer_of(m, "xgen_pattern_ids").long()
     groups = buffer_of(m, "xgen_groups").long()

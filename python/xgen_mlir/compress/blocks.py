@@ -1,0 +1,351 @@
+"""Block-based pruning (XGen §2.1.2): blocks of a layer's GEMM view, columns and rows pruned
+inside each block.
+
+Every prunable layer is seen as a GEMM weight ``W[out, in]``: a Linear as it is, a conv
+(1-D/2-D/3-D, groups=1) as ``[filters, channels * kernel volume]`` (the im2col view, so a
+1x1 or 1x1x1 conv is exactly a GEMM over pixels). ``W`` is cut into blocks of ``rows x
+cols``; inside each block the weakest columns are removed (all rows of the block skip them),
+then the weakest rows over the kept columns. What is kept in a block is therefore a dense
+``kept rows x kept columns`` sub-matrix, the shape the block-sparse kernels consume
+(``codegen/block_sparse.py``): a kept column is one input row streamed through the register
+tile, a kept row one accumulator of it.
+
+The co-design constraint: the default block is the target's register tile
+(``target.block_tile``): ``rows`` = the tile's accumulator rows, ``cols`` = 4 vectors of lanes
+(8 x 64 on AVX-512, 4 x 32 on AVX2), so a block's kept rows fill the tile and the per-block
+accumulator flush stays small against its kept columns' FMAs.
+
+The structure lives in three persistent buffers of each pruned module (``state_dict`` and
+``torch.export`` keep them; the zeros alone are what the compiler reads):
+
+- ``xgen_block_shape`` [2] int32: (rows, cols) of a block;
+- ``xgen_block_rows`` [NBR, NBC, rows] bool: kept rows of each block (local index);
+- ``xgen_block_cols`` [NBR, NBC, cols] bool: kept columns of each block (local index).
+
+A block keeps rows and columns, or none of either (a removed block). Positions past the
+matrix's edge (edge blocks) are never kept.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import math
+from collections.abc import Callable, Iterable
+from typing import cast
+
+import torch
+from torch import nn
+
+from ..errors import XGenError
+from ..target import block_tile, host_fact
+
+__all__ = [
+    "BLOCK_BUFFERS",
+    "attach_blocks",
+    "block_mask",
+    "check_block_layer",
+    "default_block_shape",
+    "gemm_view",
+    "is_block_pruned",
+    "prune_blocks",
+]
+
+BLOCK_BUFFERS = ("xgen_block_shape", "xgen_block_rows", "xgen_block_cols")
+#: Targets whose block shape comes from the compiling host's facts.
+HOST_TARGETS = ("cpu",)
+
+LayerFilter = Iterable[str] | Callable[[str, nn.Module], bool] | None
+_CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
+
+
+def default_block_shape(target: str = "cpu", vector_bits: int | None = None) -> tuple[int, int]:
+    """(rows, cols) of the target's block: its kernel's register tile (``target.block_tile``)."""
+    if vector_bits is None:
+        if target not in HOST_TARGETS:
+            raise XGenError(
+                f"block pruning for target {target!r}: give block_shape= or vector_bits= "
+                f"(the block shape of {HOST_TARGETS} comes from the host's vector width)"
+            )
+        vector_bits = host_fact("vector_bits")
+    rows, _, lanes = block_tile(vector_bits or 128)
+    return rows, 4 * lanes
+
+
+def is_block_pruned(module: nn.Module) -> bool:
+    return "xgen_block_rows" in module._buffers
+
+
+def _weight(module: nn.Module) -> torch.Tensor:
+    return cast(torch.Tensor, module.weight)
+
+
+def gemm_view(weight: torch.Tensor) -> torch.Tensor:
+    """``weight`` as the GEMM matrix [out, in * kernel volume] (a view)."""
+    return weight.reshape(weight.shape[0], -1)
+
+
+def _grid(n: int, k: int, br: int, bc: int) -> tuple[int, int]:
+    return -(-n // br), -(-k // bc)
+
+
+def _to_blocks(w: torch.Tensor, br: int, bc: int) -> torch.Tensor:
+    """[N, K] -> [NBR, NBC, br, bc], zero-padded at the edges."""
+    n, k = w.shape
+    nbr, nbc = _grid(n, k, br, bc)
+    padded = torch.zeros(nbr * br, nbc * bc, dtype=w.dtype)
+    padded[:n, :k] = w
+    return padded.reshape(nbr, br, nbc, bc).permute(0, 2, 1, 3)
+
+
+def _from_blocks(b: torch.Tensor, n: int, k: int) -> torch.Tensor:
+    nbr, nbc, br, bc = b.shape
+    return b.permute(0, 2, 1, 3).reshape(nbr * br, nbc * bc)[:n, :k]
+
+
+def attach_blocks(
+    module: nn.Module, shape: tuple[int, int], rows: torch.Tensor, cols: torch.Tensor
+) -> None:
+    """Register (or overwrite) the block structure buffers of ``module``."""
+    for name in ("xgen_patterns", "xgen_pattern_ids", "xgen_groups"):
+        module._buffers.pop(name, None)
+    module.register_buffer("xgen_block_shape", torch.tensor(shape, dtype=torch.int32))
+    module.register_buffer("xgen_block_rows", rows.to(torch.bool).clone())
+    module.register_buffer("xgen_block_cols", cols.to(torch.bool).clone())
+
+
+def block_mask(module: nn.Module) -> torch.Tensor:
+    """The bool keep-mask of ``module.weight`` its block buffers describe."""
+
+    rows = cast(torch.Tensor, module.xgen_block_rows)
+    cols = cast(torch.Tensor, module.xgen_block_cols)
+    w = _weight(module)
+    n, k = gemm_view(w).shape
+    keep = rows[..., :, None] & cols[..., None, :]  # [NBR, NBC, br, bc]
+    return _from_blocks(keep, n, k).reshape(w.shape)
+
+
+def _edge_valid(n: int, k: int, br: int, bc: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """[NBR, NBC, br] / [NBR, NBC, bc] bool: positions inside the matrix."""
+    nbr, nbc = _grid(n, k, br, bc)
+    r = (torch.arange(nbr)[:, None] * br + torch.arange(br)[None, :]) < n
+    c = (torch.arange(nbc)[:, None] * bc + torch.arange(bc)[None, :]) < k
+    return r[:, None, :].expand(nbr, nbc, br), c[None, :, :].expand(nbr, nbc, bc)
+
+
+def check_block_layer(name: str, module: nn.Module, error: type[Exception]) -> None:
+    """Raise ``error`` naming the layer and block where the weights break the structure."""
+    where = f"layer {name!r}"
+    shape = cast(torch.Tensor, module.xgen_block_shape)
+    rows = cast(torch.Tensor, module.xgen_block_rows)
+    cols = cast(torch.Tensor, module.xgen_block_cols)
+    w = gemm_view(_weight(module).detach())
+    n, k = w.shape
+    if shape.shape != (2,) or int(shape.min()) < 1:
+        raise error(f"{where}: xgen_block_shape must be two positive sizes, got {shape.tolist()}")
+    br, bc = (int(v) for v in shape)
+    nbr, nbc = _grid(n, k, br, bc)
+    if rows.shape != (nbr, nbc, br) or cols.shape != (nbr, nbc, bc):
+        raise error(
+            f"{where}: block buffers {tuple(rows.shape)}, {tuple(cols.shape)} do not fit weight "
+            f"{tuple(_weight(module).shape)} (GEMM view {n}x{k}) in {br}x{bc} blocks "
+            f"(want ({nbr}, {nbc}, {br}) and ({nbr}, {nbc}, {bc}))"
+        )
+    vr, vc = _edge_valid(n, k, br, bc)
+    if bool((rows & ~vr).any() or (cols & ~vc).any()):
+        raise error(f"{where}: a block keeps a row or column past the matrix's edge")
+    half = rows.any(-1) != cols.any(-1)
+    if bool(half.any()):
+        i, j = (int(v) for v in torch.nonzero(half)[0])
+        raise error(
+            f"{where}: block ({i}, {j}) keeps rows but no columns or columns but no rows "
+            "(a removed block keeps neither)"
+        )
+    mask = gemm_view(block_mask(module))
+    nz = w != 0
+    bad = nz != mask
+    if bool(bad.any()):
+        r, c = (int(v) for v in torch.nonzero(bad)[0])
+        what = "nonzero outside" if bool(nz[r, c]) else "zero inside"
+        raise error(
+            f"{where}: weight [row {r}, column {c}] (block ({r // br}, {c // bc})) is {what} "
+            f"the block's kept rows x columns ({int(bad.sum())} bad weight(s) in this layer)"
+        )
+
+
+def _matches(name: str, m: nn.Module, spec: LayerFilter) -> bool:
+    if callable(spec):
+        return bool(spec(name, m))
+    return any(fnmatch.fnmatchcase(name, pat) for pat in spec or ())
+
+
+def _candidates(
+    model: nn.Module, shape: tuple[int, int], layers: LayerFilter, exclude: LayerFilter
+) -> dict[str, nn.Module]:
+    out: dict[str, nn.Module] = {}
+    for name, m in model.named_modules():
+        if not isinstance(m, (nn.Linear, *_CONVS)):
+            continue
+        if isinstance(m, _CONVS) and m.groups != 1:
+            continue
+        if layers is not None and not _matches(name, m, layers):
+            continue
+        if _matches(name, m, exclude):
+            continue
+        n, k = gemm_view(_weight(m)).shape
+        if n < shape[0] or k < shape[1]:
+            continue  # smaller than one block: nothing the kernels could skip
+        out[name] = m
+    if layers is not None and not callable(layers):
+        names = [n for n, _ in model.named_modules()]
+        unknown = [p for p in layers if not any(fnmatch.fnmatchcase(n, p) for n in names)]
+        if unknown:
+            raise XGenError(f"layers= names match no module: {unknown}")
+    return out
+
+
+def _layer_rates(
+    chosen: dict[str, nn.Module], rate: float | dict[str, float], allocation: str
+) -> dict[str, float]:
+    """Per-layer compression rates (>= 1): a dict of globs, one rate for all, or ERK."""
+    if isinstance(rate, dict):
+        out = {}
+        for name in chosen:
+            hits = [r for pat, r in rate.items() if fnmatch.fnmatchcase(name, pat)]
+            out[name] = float(hits[-1]) if hits else 1.0
+        return out
+    if allocation == "uniform":
+        return {name: float(rate) for name in chosen}
+    if allocation != "erk":
+        raise XGenError(f"allocation={allocation!r}: use 'uniform' or 'erk'")
+    # ERK (RigL): kept fraction proportional to (N + K) / (N K), scaled so the pruned layers
+    # keep 1/rate of their weights; a layer keeps at most all of them
+    sizes = {name: gemm_view(_weight(m)).shape for name, m in chosen.items()}
+    scale = {name: (n + k) / (n * k) for name, (n, k) in sizes.items()}
+    total = sum(n * k for n, k in sizes.values())
+    want = total / rate
+    lo, hi = 0.0, 1 / min(scale.values())
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        kept = sum(min(1.0, mid * scale[x]) * n * k for x, (n, k) in sizes.items())
+        lo, hi = (mid, hi) if kept <= want else (lo, mid)
+    return {name: 1 / max(min(1.0, lo * scale[name]), 1e-6) for name in chosen}
+
+
+def _keep_top(score: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """[..., L] scores, [...] counts -> bool mask of each row's ``count`` highest scores."""
+    order = score.argsort(dim=-1, descending=True, stable=True)
+    rank = torch.empty_like(order)
+    rank.scatter_(-1, order, torch.arange(score.shape[-1]).expand_as(order).contiguous())
+    return rank < count[..., None]
+
+
+def block_structure(
+    w: torch.Tensor, shape: tuple[int, int], rate: float, row_share: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Kept rows and columns of every block of GEMM matrix ``w`` for a ``rate``x reduction:
+    columns by their energy in the block, then rows by their energy over the kept columns.
+    ``row_share`` is the part of the reduction (in log scale) taken by rows."""
+    br, bc = shape
+    n, k = w.shape
+    density = 1.0 / rate
+    row_keep = density**row_share
+    kr = min(br, max(1, round(br * row_keep)))
+    kc = min(bc, max(1, round(bc * density * br / kr)))
+    energy = _to_blocks(w.detach().double() ** 2, br, bc)  # [NBR, NBC, br, bc]
+    vr, vc = _edge_valid(n, k, br, bc)
+    # edge blocks keep the same share of the rows / columns they have
+    nr, nc = vr.sum(-1), vc.sum(-1)
+    kr_b = torch.clamp(torch.round(nr * kr / br), min=1).long()
+    kc_b = torch.clamp(torch.round(nc * kc / bc), min=1).long()
+    col_e = energy.sum(-2).masked_fill(~vc, -math.inf)
+    cols = _keep_top(col_e, kc_b) & vc
+    row_e = (energy * cols[..., None, :]).sum(-1).masked_fill(~vr, -math.inf)
+    rows = _keep_top(row_e, kr_b) & vr
+    return rows, cols
+
+
+@torch.no_grad()
+def _project(module: nn.Module) -> None:
+    from .structure import TINY
+
+    mask = block_mask(module)
+    w = _weight(module)
+    w.mul_(mask)
+    w.masked_fill_(mask & (w == 0), TINY)
+
+
+def prune_blocks(
+    model: nn.Module,
+    example_inputs: tuple,
+    target: str = "cpu",
+    *,
+    rate: float | dict[str, float] = 4.0,
+    block_shape: tuple[int, int] | dict[str, tuple[int, int]] | None = None,
+    row_share: float = 0.5,
+    allocation: str = "uniform",
+    layers: LayerFilter = None,
+    exclude: LayerFilter = (),
+    vector_bits: int | None = None,
+    verbose: bool = False,
+) -> nn.Module:
+    """Block-prune a deep copy of ``model`` (``compress.prune(..., scheme="block")``).
+
+    ``rate``: weights become this many times fewer in every pruned layer (or a
+    ``{glob: rate}`` dict; unmatched layers stay dense); ``allocation``: "uniform" or "erk"
+    (big layers pruned harder, the pruned layers together still ``rate``x fewer);
+    ``block_shape``: (rows, cols) for all layers or ``{glob: shape}`` (default: the
+    target's register tile, :func:`default_block_shape`); ``row_share``: the part of each
+    block's reduction (in log scale) taken by removing rows, the rest by columns.
+    Candidates: Linear and groups=1 Conv1d/2d/3d layers at least one block big.
+    """
+    if not 0.0 <= row_share <= 1.0:
+        raise XGenError(f"row_share={row_share} not in [0, 1]")
+    default = default_block_shape(target, vector_bits) if block_shape is None else None
+    pruned = copy.deepcopy(model).eval()
+    from .structure import detach
+
+    for m in pruned.modules():
+        detach(m)
+        for b in BLOCK_BUFFERS:
+            m._buffers.pop(b, None)
+
+    def shape_of(name: str) -> tuple[int, int]:
+        if isinstance(block_shape, dict):
+            hits = [s for pat, s in block_shape.items() if fnmatch.fnmatchcase(name, pat)]
+            if hits:
+                return (int(hits[-1][0]), int(hits[-1][1]))
+            return default or default_block_shape(target, vector_bits)
+        if block_shape is not None:
+            return (int(block_shape[0]), int(block_shape[1]))
+        assert default is not None
+        return default
+
+    smallest = (1, 1) if isinstance(block_shape, dict) else shape_of("")
+    chosen = _candidates(pruned, smallest, layers, exclude)
+    if not chosen:
+        raise XGenError(
+            "no layer to block-prune (Linear or groups=1 conv layers at least one block big)"
+        )
+    rates = _layer_rates(chosen, rate, allocation)
+    bad = {n: r for n, r in rates.items() if r < 1.0}
+    if bad:
+        raise XGenError(f"block pruning rates must be >= 1 (1 = dense): {bad}")
+    for name, m in chosen.items():
+        shape = shape_of(name)
+        if min(shape) < 1:
+            raise XGenError(f"{name}: block_shape {shape} must be positive")
+        w = gemm_view(_weight(m))
+        rows, cols = block_structure(w, shape, rates[name], row_share)
+        attach_blocks(m, shape, rows, cols)
+        _project(m)
+    from .structure import check_structure
+
+    check_structure(pruned)
+    with torch.no_grad():
+        pruned(*example_inputs)
+    if verbose:
+        from .description import describe
+
+        print(describe(pruned).summary())
+    return pruned
