@@ -1,0 +1,140 @@
+"""Which queued request runs next, and at which OS priority band.
+
+A policy ranks ready requests (``key``: smaller runs first) and maps a request to a band
+(0 = the highest OS priority; a band's executors have a higher nice value than the band above).
+A request may preempt running work only from a strictly better band. Queues here are short
+(requests waiting for a core), so selection is a linear scan: ranks that change with time
+(aging) need no re-heapify.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ...errors import UnknownNameError
+
+if TYPE_CHECKING:
+    from .core import Request
+    from .models import SchedModel
+
+
+@dataclass
+class Policy:
+    """Base: first come, first served, one band, no preemption."""
+
+    name: str = "fifo"
+    preemptive: bool = False
+
+    def levels(self, models: list[SchedModel]) -> list[float]:
+        return [0.0]
+
+    def band(self, req: Request, now: float, levels: list[float]) -> int:
+        return 0
+
+    def key(self, req: Request, now: float) -> tuple[float, ...]:
+        return (req.submitted, req.id)
+
+    def select(self, ready: list[Request], now: float) -> Request:
+        return min(ready, key=lambda r: self.key(r, now))
+
+    def charge(self, req: Request, seconds: float, workers: int) -> None:
+        """Account a finished request (fair share)."""
+
+    def activate(self, model: str, active: list[str]) -> None:
+        """``model`` has work again; ``active``: the models that had work all along."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"policy": self.name, "preemptive": self.preemptive}
+
+
+@dataclass
+class PriorityAging(Policy):
+    """Fixed priority (higher runs first) with aging: a waiting request gains ``aging_rate``
+    priority levels per second of waiting, so any request eventually outranks newer ones of
+    a higher base priority (no starvation). Bands follow the models' distinct priority levels;
+    a request's band is that of its *aged* priority when it starts."""
+
+    name: str = "priority"
+    preemptive: bool = True
+    aging_rate: float = 1.0
+
+    def effective(self, req: Request, now: float) -> float:
+        return req.priority + self.aging_rate * max(0.0, now - req.submitted)
+
+    def levels(self, models: list[SchedModel]) -> list[float]:
+        return sorted({m.priority for m in models}, reverse=True) or [0.0]
+
+    def band(self, req: Request, now: float, levels: list[float]) -> int:
+        p = self.effective(req, now)
+        for i, level in enumerate(levels):
+            if p >= level:
+                return i
+        return len(levels) - 1
+
+    def key(self, req: Request, now: float) -> tuple[float, ...]:
+        return (-self.effective(req, now), req.submitted, req.id)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "aging_rate_per_s": self.aging_rate}
+
+
+@dataclass
+class EarliestDeadlineFirst(Policy):
+    """Earliest absolute deadline first (requests without one after all that have one, in
+    arrival order). Bands are deadline-monotonic: models with shorter relative deadlines get
+    better bands, so a request with a tight deadline can preempt running background work."""
+
+    name: str = "edf"
+    preemptive: bool = True
+
+    def levels(self, models: list[SchedModel]) -> list[float]:
+        rel = sorted({m.deadline for m in models if m.deadline is not None})
+        return [*rel, math.inf]
+
+    def band(self, req: Request, now: float, levels: list[float]) -> int:
+        rel = math.inf if req.deadline is None else req.deadline - req.submitted
+        for i, level in enumerate(levels):
+            if rel <= level:
+                return i
+        return len(levels) - 1
+
+    def key(self, req: Request, now: float) -> tuple[float, ...]:
+        d = math.inf if req.deadline is None else req.deadline
+        return (d, req.submitted, req.id)
+
+
+@dataclass
+class FairShare(Policy):
+    """Weighted fair share: the model with the least service received per unit of weight
+    (worker-seconds / weight) goes next; a model that was idle restarts at the current minimum
+    (it cannot bank idle time). Cores are split among backlogged models by weight. One band,
+    no preemption."""
+
+    name: str = "fair"
+    preemptive: bool = False
+    service: dict[str, float] = field(default_factory=dict)
+
+    def key(self, req: Request, now: float) -> tuple[float, ...]:
+        return (self.service.get(req.model, 0.0), req.submitted, req.id)
+
+    def activate(self, model: str, active: list[str]) -> None:
+        if active:
+            floor = min(self.service.get(m, 0.0) for m in active)
+            self.service[model] = max(self.service.get(model, 0.0), floor)
+
+    def charge(self, req: Request, seconds: float, workers: int) -> None:
+        w = req.weight if req.weight > 0 else 1.0
+        self.service[req.model] = self.service.get(req.model, 0.0) + seconds * workers / w
+
+
+POLICIES = {"priority": PriorityAging, "edf": EarliestDeadlineFirst, "fair": FairShare}
+
+
+def make_policy(policy: str | Policy, **options: Any) -> Policy:
+    if isinstance(policy, Policy):
+        return policy
+    if policy not in POLICIES:
+        raise UnknownNameError("scheduling policy", policy, list(POLICIES))
+    return POLICIES[policy](**options)  # type: ignore[arg-type]
