@@ -46,4 +46,40 @@ irdl.dialect @xgen_sparse {
                      "kernel_size" = %kernel_size}
     irdl.results(output: %output)
   }
+
+  // A linear layer y = x W^T + bias (x: MxK, W: NxK, y: MxN) whose constant weights are
+  // block-pruned: in each `block` = [rows, cols] tile of W, the nonzeros lie on kept rows x
+  // kept columns (compress/blocks.py). Dense weights, zeros included.
+  irdl.operation @block_linear {
+    %input = irdl.base "!builtin.tensor"
+    %weight = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %output = irdl.base "!builtin.tensor"
+    %block = irdl.base "#builtin.array"
+    irdl.operands(input: %input, weight: %weight, bias: %bias)
+    irdl.attributes {"block" = %block}
+    irdl.results(output: %output)
+  }
+
+  // The same layer in compact block storage: per block-row the list of its non-empty blocks,
+  // per block its kept rows and columns (absolute indices), and only the kept rows x kept
+  // columns values, column by column.
+  irdl.operation @bcsr_linear {
+    %input = irdl.base "!builtin.tensor"
+    %values = irdl.base "!builtin.tensor"
+    %bias = irdl.base "!builtin.tensor"
+    %block_offsets = irdl.base "!builtin.tensor"
+    %row_offsets = irdl.base "!builtin.tensor"
+    %col_offsets = irdl.base "!builtin.tensor"
+    %kept_rows = irdl.base "!builtin.tensor"
+    %kept_cols = irdl.base "!builtin.tensor"
+    %output = irdl.base "!builtin.tensor"
+    %block = irdl.base "#builtin.array"
+    %weight_shape = irdl.base "#builtin.array"
+    irdl.operands(input: %input, values: %values, bias: %bias, block_offsets: %block_offsets,
+                  row_offsets: %row_offsets, col_offsets: %col_offsets,
+                  kept_rows: %kept_rows, kept_cols: %kept_cols)
+    irdl.attributes {"block" = %block, "weight_shape" = %weight_shape}
+    irdl.results(output: %output)
+  }
 }

@@ -224,8 +224,15 @@ def verify_sparse_ops(module_op: ir.Operation) -> None:
     reader = ConstantReader(module_op)
     problems: list[str] = []
 
+    from .block_sparse import BLOCK_OPS, verify_block_op
+
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in (PATTERN_CONV, FKW_CONV):
+        if op.name in BLOCK_OPS:
+            found: list[str] = []
+            verify_block_op(op, reader, found)
+            where = format_location(op.location)
+            problems.extend(f"{where}: error: '{op.name}' op {e}" for e in found)
+        elif op.name in (PATTERN_CONV, FKW_CONV):
             errs: list[str] = []
             (_verify_pattern_conv if op.name == PATTERN_CONV else _verify_fkw_conv)(
                 op, reader, errs

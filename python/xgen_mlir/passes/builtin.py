@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     algebraic_simplify,
     bf16_constants,
+    block_sparse,
     cancel_reshapes,
     dispatch_passes,
     fkw_compact,

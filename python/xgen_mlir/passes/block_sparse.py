@@ -1,0 +1,492 @@
+"""Block-sparse linear layers: raise, compact, and generate kernels (``compress.blocks``).
+
+- ``xgen-raise-block-linear``: a ``linalg.matmul`` with a constant right-hand side (a Linear
+  as torch-mlir emits it: ``x @ transpose(W)``, init a zero fill, then its bias add) or a
+  1x1 (1x1x1) NCHW (NCDHW) convolution with constant weights, whose weights' zeros make the
+  compact block form small enough, becomes ``xgen_sparse.block_linear`` (a conv between
+  transposes to and from rows of pixels). The block is the target's register tile
+  (``target.block_tile`` of ``vector-bits``: the shape ``compress.prune(scheme="block")``
+  prunes to by default). Raised only where profitable: the compact form keeps at most
+  ``max-density`` of the weights, and there are at least ``min-rows`` rows (default: one
+  vector of lanes); every other candidate stays dense and its reason is counted.
+- ``xgen-bcsr-compact``: ``block_linear`` -> ``bcsr_linear`` (non-empty blocks only, their
+  kept rows and columns, values column by column).
+- ``xgen-lower-bcsr-kernels``: ``bcsr_linear`` -> a generated C kernel
+  (``codegen/block_sparse.py``) in an IREE dispatch, with the elementwise activations after
+  it that translate to C; dense linalg where the C compiler is missing (warned).
+- ``xgen-lower-block-to-linalg``: either op -> dense ``linalg.matmul`` (reference semantics
+  and fallback); with ``warn=true`` it says once how many block-pruned layers run dense.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._mlir import func, ir, tensor
+from ..codegen import dispatch
+from ..codegen.block_sparse import BcsrSpec, generate, pack_values
+from ..codegen.dispatch import EXECUTABLE_ATTR
+from ..codegen.toolchain import ToolchainOptions, compile_object
+from ..diagnostics import format_location, warn_fallback
+from ..dialects import load_xgen_dialects
+from ..dialects.block_sparse import (
+    BCSR_LINEAR,
+    BLOCK_LINEAR,
+    BLOCK_OPS,
+    bcsr_to_dense,
+    block_of,
+    tables_of,
+    weight_shape,
+)
+from ..irutil import ConstantReader, constant_op, find_func, ops_named, splice_functions
+from ..target import block_tile
+from .consteval import ConstEval
+from .generic_util import erase_dead_tree, has_default_maps, is_elementwise, num_uses, transpose
+from .kernel_call import free_symbol
+from .kernel_match import NoMatch, activation_c, bias_add, tensor_input
+from .lower_fkw_kernels import relu_consumer
+from .registry import PassFailure, register_pass
+
+_CONV_1X1 = ("linalg.conv_2d_nchw_fchw", "linalg.conv_3d_ncdhw_fcdhw")
+
+
+@dataclass
+class RaiseBlockOptions:
+    vector_bits: int = 512  # the target's vector width: the block is its register tile
+    max_density: float = 0.5  # raise where the compact blocks keep at most this share
+    min_rows: int = 0  # and at least this many rows (0: one vector of lanes)
+    verbose: bool = False
+
+
+def _i64_array(values: list[int]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in values])
+
+
+def block_shape(vector_bits: int) -> tuple[int, int]:
+    rows, _, lanes = block_tile(vector_bits or 128)
+    return rows, 4 * lanes
+
+
+def compact_density(w: np.ndarray, block: tuple[int, int]) -> float:
+    """Share of ``w`` [N, K] the compact blocks store: per block, rows with a nonzero x
+    columns with a nonzero."""
+    br, bc = block
+    n, k = w.shape
+    nbr, nbc = -(-n // br), -(-k // bc)
+    nz = np.zeros((nbr * br, nbc * bc), bool)
+    nz[:n, :k] = w != 0
+    b = nz.reshape(nbr, br, nbc, bc)
+    rows = b.any(3).sum(1)  # [nbr, nbc]
+    cols = b.any(1).sum(2)
+    return float((rows * cols).sum()) / max(n * k, 1)
+
+
+def _matmul_parts(mm: ir.Operation, ev: ConstEval) -> dict[str, Any]:
+    if not has_default_maps(mm):
+        raise NoMatch("a matmul with transposing or broadcasting maps")
+    ty = ir.RankedTensorType(mm.results[0].type)
+    if not ty.has_static_shape or not ir.RankedTensorType(mm.operands[0].type).has_static_shape:
+        raise NoMatch("dynamic shape (the kernels take static shapes)")
+    if str(ty.element_type) != "f32" or str(mm.operands[0].type.element_type) != "f32":
+        raise NoMatch("not f32 (the kernels compute f32 only)")
+    rhs = ev.value(mm.operands[1])
+    if rhs is None or rhs.dtype != np.float32:
+        raise NoMatch("the right-hand side is not a constant f32 matrix")
+    init = ev.per_channel_init(mm.operands[2], 1)
+    if init is None:
+        raise NoMatch("the accumulator is not a per-column constant")
+    parts = {"x": mm.operands[0], "w": np.ascontiguousarray(rhs.T), "bias": init, "end": mm}
+    if not init.any():
+        found = bias_add(mm, ev)
+        if found is not None:
+            parts["end"], parts["bias"] = found
+    return parts
+
+
+def _conv_parts(conv: ir.Operation, ev: ConstEval) -> dict[str, Any]:
+    w = ev.value(conv.operands[1])
+    if w is None or w.dtype != np.float32:
+        raise NoMatch("the conv's weights are not a constant f32 tensor")
+    if any(s != 1 for s in w.shape[2:]):
+        raise NoMatch("a conv with a kernel larger than 1 (only 1x1 / 1x1x1 are GEMMs)")
+    strides = np.array(conv.attributes["strides"]).tolist()
+    dil = np.array(conv.attributes["dilations"]).tolist()
+    if any(v != 1 for v in strides + dil):
+        raise NoMatch("a strided or dilated 1x1 conv")
+    ty = ir.RankedTensorType(conv.results[0].type)
+    if not ty.has_static_shape or not ir.RankedTensorType(conv.operands[0].type).has_static_shape:
+        raise NoMatch("dynamic shape (the kernels take static shapes)")
+    if str(ty.element_type) != "f32":
+        raise NoMatch("not f32 (the kernels compute f32 only)")
+    init = ev.per_channel_init(conv.operands[2], 1)
+    if init is None:
+        raise NoMatch("the accumulator is not a per-channel constant")
+    return {"x": conv.operands[0], "w": w.reshape(w.shape[0], -1), "bias": init, "end": conv}
+
+
+def _raise(op: ir.Operation, parts: dict[str, Any], block: tuple[int, int]) -> None:
+    end: ir.Operation = parts["end"]
+    f32 = ir.F32Type.get()
+    with ir.InsertionPoint(end), end.location:
+        w = constant_op(parts["w"].astype(np.float32), "xgen_block_weight").result
+        b = constant_op(np.asarray(parts["bias"], np.float32), "xgen_block_bias").result
+        x = parts["x"]
+        shape = list(ir.RankedTensorType(x.type).shape)
+        conv = op.name in _CONV_1X1
+        if conv:  # N C *S -> N *S C -> (N * S) x C
+            rank = len(shape)
+            perm = [0, *range(2, rank), 1]
+            x = transpose(x, perm)
+            m = int(np.prod([shape[0], *shape[2:]]))
+            x = tensor.CollapseShapeOp(
+                ir.RankedTensorType.get([m, shape[1]], f32),
+                x,
+                ir.ArrayAttr.get([_i64_array(list(range(rank - 1))), _i64_array([rank - 1])]),
+            ).result
+        m = ir.RankedTensorType(x.type).shape[0]
+        n = parts["w"].shape[0]
+        new = ir.Operation.create(
+            BLOCK_LINEAR,
+            results=[ir.RankedTensorType.get([m, n], f32)],
+            operands=[x, w, b],
+            attributes={"block": _i64_array(list(block))},
+        )
+        value = new.results[0]
+        if conv:
+            out = list(ir.RankedTensorType(end.results[0].type).shape)
+            rank = len(out)
+            nhwc = [out[0], *out[2:], out[1]]
+            value = tensor.ExpandShapeOp(
+                ir.RankedTensorType.get(nhwc, f32),
+                value,
+                ir.ArrayAttr.get([_i64_array(list(range(rank - 1))), _i64_array([rank - 1])]),
+                [],
+                nhwc,
+            ).result
+            value = transpose(value, [0, rank - 1, *range(1, rank - 1)])
+    old = list(op.operands)
+    if end is not op:
+        old += [v for v in end.operands if v != op.results[0]]
+    end.results[0].replace_all_uses_with(value)
+    end.erase()
+    if end is not op:
+        op.erase()
+    erase_dead_tree(old)
+
+
+@register_pass(
+    "xgen-raise-block-linear",
+    "Raise block-pruned constant-weight matmuls and 1x1 convs to xgen_sparse.block_linear "
+    "where the compact blocks are small enough.",
+    RaiseBlockOptions,
+)
+def raise_block_linear(module_op: ir.Operation, opts: RaiseBlockOptions | None) -> Counter:
+    opts = opts or RaiseBlockOptions()
+    load_xgen_dialects(module_op.context)
+    block = block_shape(opts.vector_bits)
+    min_rows = opts.min_rows or block_tile(opts.vector_bits or 128)[2]
+    counts: Counter[str] = Counter()
+    with module_op.context:
+        ev = ConstEval(module_op)
+        for op in ops_named(module_op, "linalg.matmul", *_CONV_1X1):
+            where = format_location(op.location)
+            try:
+                parts = (_conv_parts if op.name in _CONV_1X1 else _matmul_parts)(op, ev)
+                dens = compact_density(parts["w"], block)
+                rows = ir.RankedTensorType(op.operands[0].type).shape
+                m = rows[0] if op.name == "linalg.matmul" else int(np.prod([rows[0], *rows[2:]]))
+                if dens > opts.max_density:
+                    raise NoMatch(
+                        f"dense enough: compact blocks keep {dens:.2f} > {opts.max_density}"
+                    )
+                if m < min_rows:
+                    raise NoMatch(f"{m} rows < {min_rows} (a vector of tokens per tile)")
+            except NoMatch as e:
+                if op.name != "linalg.matmul" or "constant" not in str(e):
+                    counts[f"stays dense: {e}"] += 1
+                if opts.verbose:
+                    print(f"xgen-raise-block-linear: {where}: stays dense: {e}", file=sys.stderr)
+                continue
+            _raise(op, parts, block)
+            counts["raised"] += 1
+            if opts.verbose:
+                print(
+                    f"xgen-raise-block-linear: {where}: raised {parts['w'].shape[0]}x"
+                    f"{parts['w'].shape[1]}, {m} rows, compact density {dens:.3f}",
+                    file=sys.stderr,
+                )
+    return counts
+
+
+def bcsr_tables(w: np.ndarray, block: tuple[int, int]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Compact tables ([block_offsets, row_offsets, col_offsets, kept_rows, kept_cols]) and
+    values of ``w`` [N, K] in ``block`` tiles."""
+    br, bc = block
+    n, k = w.shape
+    nbr, nbc = -(-n // br), -(-k // bc)
+    bo, ro, co, rows, cols, vals = [0], [0], [0], [], [], []
+    for i in range(nbr):
+        for j in range(nbc):
+            tile = w[i * br : (i + 1) * br, j * bc : (j + 1) * bc]
+            nz = tile != 0
+            r = np.flatnonzero(nz.any(1))
+            c = np.flatnonzero(nz.any(0))
+            if not len(r):
+                continue
+            rows.extend((r + i * br).tolist())
+            cols.extend((c + j * bc).tolist())
+            ro.append(len(rows))
+            co.append(len(cols))
+            vals.append(tile[np.ix_(r, c)].T.ravel())
+        bo.append(len(ro) - 1)
+    i32 = np.int32
+    tables = [np.array(t, i32) for t in (bo, ro, co, rows, cols)]
+    values = np.concatenate(vals).astype(np.float32) if vals else np.zeros(0, np.float32)
+    return tables, values
+
+
+@register_pass(
+    "xgen-bcsr-compact",
+    "Compact xgen_sparse.block_linear into bcsr_linear (kept blocks, rows, columns, values).",
+)
+def bcsr_compact(module_op: ir.Operation, _opts: Any) -> None:
+    reader = ConstantReader(module_op)
+    for op in ops_named(module_op, BLOCK_LINEAR):
+        w = reader.value_of(op.operands[1])
+        if w is None:
+            continue  # not constant: left for the dense lowering
+        br, bc = block_of(op)
+        tables, values = bcsr_tables(np.asarray(w, np.float32), (br, bc))
+        with ir.InsertionPoint(op), op.location:
+            consts = [constant_op(values, "xgen_bcsr_values").result]
+            consts += [constant_op(t, "xgen_bcsr_table").result for t in tables]
+            new = ir.Operation.create(
+                BCSR_LINEAR,
+                results=[op.results[0].type],
+                operands=[op.operands[0], consts[0], op.operands[2], *consts[1:]],
+                attributes={
+                    "block": op.attributes["block"],
+                    "weight_shape": _i64_array(list(w.shape)),
+                },
+            )
+        op.results[0].replace_all_uses_with(new.results[0])
+        old = list(op.operands)
+        op.erase()
+        erase_dead_tree(old)
+
+
+def _t(shape: list[int]) -> str:
+    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
+
+
+def _dense_text(name: str, m: int, n: int, k: int) -> str:
+    return f"""
+func.func private @{name}(%x: {_t([m, k])}, %w: {_t([k, n])}, %b: {_t([n])}) -> {_t([m, n])} {{
+  %e = tensor.empty() : {_t([m, n])}
+  %bb = linalg.broadcast ins(%b : {_t([n])}) outs(%e : {_t([m, n])}) dimensions = [0]
+  %y = linalg.matmul ins(%x, %w : {_t([m, k])}, {_t([k, n])}) outs(%bb : {_t([m, n])}) -> {_t([m, n])}
+  return %y : {_t([m, n])}
+}}"""
+
+
+def lower_to_linalg(module_op: ir.Operation, op: ir.Operation, reader: ConstantReader) -> None:
+    """``op`` as a dense matmul + bias (weights rebuilt from the compact storage)."""
+    n, k = weight_shape(op)
+    m = ir.RankedTensorType(op.operands[0].type).shape[0]
+    if op.name == BLOCK_LINEAR:
+        w = reader.value_of(op.operands[1])
+    else:
+        w = bcsr_to_dense(op, reader)
+    if w is None:
+        raise PassFailure(f"{format_location(op.location)}: {op.name} needs constant weights")
+    name = free_symbol(module_op, "xgen_block_dense", 1)
+    splice_functions(module_op, _dense_text(name, m, n, k))
+    with ir.InsertionPoint(op), op.location:
+        wt = constant_op(np.ascontiguousarray(np.asarray(w, np.float32).T), "xgen_dense_weight")
+        call = func.CallOp(
+            [op.results[0].type],
+            ir.FlatSymbolRefAttr.get(name),
+            [op.operands[0], wt.result, op.operands[2]],
+        )
+    op.results[0].replace_all_uses_with(call.results[0])
+    old = list(op.operands)
+    op.erase()
+    erase_dead_tree(old)
+
+
+@dataclass
+class LowerBlockOptions:
+    warn: bool = False  # say once that block-pruned layers run dense (targets without kernels)
+
+
+@register_pass(
+    "xgen-lower-block-to-linalg",
+    "Lower xgen_sparse block_linear / bcsr_linear to dense linalg.matmul (reference, fallback).",
+    LowerBlockOptions,
+)
+def lower_block_to_linalg(module_op: ir.Operation, opts: LowerBlockOptions | None) -> Counter:
+    opts = opts or LowerBlockOptions()
+    reader = ConstantReader(module_op)
+    ops = ops_named(module_op, *BLOCK_OPS)
+    for op in ops:
+        lower_to_linalg(module_op, op, reader)
+    if ops and opts.warn:
+        warn_fallback(
+            f"xgen-lower-block-to-linalg: {len(ops)} block-pruned layer(s) run dense on this "
+            "target (block-sparse kernels exist for the cpu target only)"
+        )
+    return Counter({"lowered dense": len(ops)} if ops else {})
+
+
+@dataclass
+class BcsrKernelOptions(ToolchainOptions):
+    vector_bits: int = 512  # the target's vector width (the kernel's register tile)
+    nan_checks: bool = True  # NaN/Inf inputs at pruned weights give NaN, as dense does
+
+
+def _wrapper_text(spec: BcsrSpec, wlen: int) -> str:
+    m, k, n, mp = spec.m, spec.k, spec.n, spec.m_padded
+    sym = spec.symbol
+    pad = ""
+    src = "%t"
+    if mp > m:
+        pad = f"""  %p = tensor.pad %t low[0, 0] high[0, {mp - m}] {{
+  ^bb0(%i: index, %j: index):
+    tensor.yield %z : f32
+  }} : {_t([k, m])} to {_t([k, mp])}
+"""
+        src = "%p"
+    flags, farg, ftype = "", "", ""
+    if spec.nan_checks:
+        flags = f"""  %fz = arith.constant dense<0.0> : {_t([mp])}
+  %fl = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}} ins({src} : {_t([k, mp])}) outs(%fz : {_t([mp])}) {{
+  ^bb0(%v: f32, %acc: f32):
+    %v0 = arith.mulf %v, %z : f32
+    %s = arith.addf %acc, %v0 : f32
+    linalg.yield %s : f32
+  }} -> {_t([mp])}
+"""
+        farg, ftype = ", %fl", f", {_t([mp])}"
+    return f"""
+func.func private @{sym}_call(%x: {_t([m, k])}, %w: {_t([wlen])}) -> {_t([m, n])} {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : {_t([k, m])}
+  %t = linalg.transpose ins(%x : {_t([m, k])}) outs(%e : {_t([k, m])}) permutation = [1, 0]
+{pad}  %flat = tensor.collapse_shape {src} [[0, 1]] : {_t([k, mp])} into {_t([k * mp])}
+{flags}  %o = func.call @{sym}(%flat, %w{farg}) : ({_t([k * mp])}, {_t([wlen])}{ftype}) -> {_t([m * n])}
+  %r = tensor.expand_shape %o [[0, 1]] output_shape [{m}, {n}] : {_t([m * n])} into {_t([m, n])}
+  return %r : {_t([m, n])}
+}}
+func.func private @{sym}({_t([k * mp])}, {_t([wlen])}{ftype}) -> {_t([m * n])}
+"""
+
+
+def _activations(value: ir.Value, ev: ConstEval) -> tuple[list[str], list[ir.Operation]]:
+    """The single-use elementwise activations after ``value`` that translate to C."""
+    act, ops = [], []
+    while num_uses(value) == 1:
+        op = next(iter(value.uses)).owner.operation
+        if not is_elementwise(op) or tensor_input(op, op.results[0]) != value:
+            break
+        try:
+            act.append(activation_c(op, value, ev))
+        except NoMatch:
+            if relu_consumer(value) is None:
+                break
+            # torch-mlir's ReLU (x ugt 0 ? x : 0, its zero captured from outside the body)
+            act.append("{ const vi16 t0 = ~(v <= SPLAT(0.0f)); v = SEL(t0, v, SPLAT(0.0f)); }")
+        ops.append(op)
+        value = op.results[0]
+    return act, ops
+
+
+@register_pass(
+    "xgen-lower-bcsr-kernels",
+    "Lower xgen_sparse.bcsr_linear to generated block-sparse C kernels in IREE dispatches.",
+    BcsrKernelOptions,
+)
+def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) -> Counter:
+    opts = opts or BcsrKernelOptions()
+    toolchain = opts.toolchain()
+    reader = ConstantReader(module_op)
+    ops = ops_named(module_op, BCSR_LINEAR)
+    counts: Counter[str] = Counter()
+    if ops and not toolchain.available():
+        warn_fallback(
+            f"xgen-lower-bcsr-kernels: C compiler '{opts.cc}' not found; "
+            f"{len(ops)} block-pruned layer(s) run dense instead"
+        )
+    _, m_vectors, lanes = block_tile(opts.vector_bits or 128)
+    with module_op.context:
+        ev = ConstEval(module_op)
+        for op in ops:
+            tab = tables_of(op, reader)
+            vals = reader.value_of(op.operands[1])
+            bias = reader.value_of(op.operands[2])
+            if not toolchain.available() or tab is None or vals is None or bias is None:
+                lower_to_linalg(module_op, op, reader)
+                counts["lowered dense"] += 1
+                continue
+            n, k = weight_shape(op)
+            m = ir.RankedTensorType(op.operands[0].type).shape[0]
+            symbol = free_symbol(module_op, "xgen_bcsr", 1)
+            act, act_ops = _activations(op.results[0], ev)
+            br, bc = block_of(op)
+            spec = BcsrSpec(
+                symbol=symbol,
+                m=m,
+                n=n,
+                k=k,
+                block=(br, bc),
+                lanes=lanes,
+                m_vectors=m_vectors,
+                block_offsets=tab.block_offsets,
+                row_offsets=tab.row_offsets,
+                col_offsets=tab.col_offsets,
+                kept_rows=tab.kept_rows,
+                kept_cols=tab.kept_cols,
+                act=tuple(act),
+                nan_checks=opts.nan_checks,
+            )
+            packed = pack_values(vals, bias)
+            obj = compile_object(generate(spec), toolchain, symbol)
+            splice_functions(module_op, _wrapper_text(spec, packed.size))
+            operands = [k * spec.m_padded, packed.size] + (
+                [spec.m_padded] if opts.nan_checks else []
+            )
+            decl = find_func(module_op, symbol)
+            decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(
+                dispatch.executable_text(
+                    symbol,
+                    str(obj),
+                    opts.object_format,
+                    operands,
+                    m * n,
+                    (spec.block_rows, 1, 1),
+                    ids=1,
+                )
+            )
+            end = act_ops[-1] if act_ops else op
+            with ir.InsertionPoint(end), end.location:
+                w = constant_op(packed, "xgen_bcsr_weights").result
+                call = func.CallOp(
+                    [op.results[0].type],
+                    ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
+                    [op.operands[0], w],
+                )
+            end.results[0].replace_all_uses_with(call.results[0])
+            for a in reversed(act_ops):
+                a.erase()
+            old = list(op.operands)
+            op.erase()
+            erase_dead_tree(old)
+            counts["block-sparse kernels"] += 1
+            if act:
+                counts["of them with their activations"] += 1
+    return counts
