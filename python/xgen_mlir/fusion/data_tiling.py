@@ -60,24 +60,24 @@ MANY_BATCHES = 32
 @dataclass
 class TilingDecision:
     op: str  # op name and location, for people
-    m: int
-    n: int
-    k: int
+    m: int | None  # None: a dynamic size
+    n: int | None
+    k: int | None
     tiled: bool
     reason: str
-    batch: int = 1  # a batch matmul's batch size (attention heads)
+    batch: int | None = 1  # a batch matmul's batch size (attention heads)
 
 
 def decide(
-    m: int,
-    n: int,
-    k: int,
+    m: int | None,
+    n: int | None,
+    k: int | None,
     small_m: int = SMALL_M,
     big: int = BIG,
     padded: bool = False,
     sliced: bool = False,
     after_reduction: bool = False,
-    batch: int = 1,
+    batch: int | None = 1,
 ) -> tuple[bool, str]:
     """Whether a contraction of M x N x K should be data-tiled, and why.
 
@@ -85,7 +85,14 @@ def decide(
     the unpacked result cannot take the pad into its dispatch: one more dispatch, for no
     measured gain (MobileNetV2's 7x7 expand convs, 49x960x160: 0.186 ms tiled, 0.197 plain).
     ``sliced``: its input is an ``extract_slice`` (ResNet-18's stride-2 downsample convs):
-    tiled, ResNet-18 ran 2 more dispatches (34 instead of 32) to save 0.08 ms of ~25."""
+    tiled, ResNet-18 ran 2 more dispatches (34 instead of 32) to save 0.08 ms of ~25.
+
+    A dynamic size (None: a dynamic batch or sequence length) counts as unbounded: only the
+    rules that hold at every size decide (a large N x K GEMM is tiled whatever its M; few rows
+    cannot be promised). Before, every contraction of a model with a dynamic sequence length
+    ran plain."""
+    if m is None or n is None or k is None or batch is None:
+        return _decide_dynamic(m, n, k, big, padded, sliced, after_reduction)
     if batch * m * n * k < MIN_WORK:
         shape = f"{batch}x{m}x{n}x{k}" if batch > 1 else f"{m}x{n}x{k}"
         return (
@@ -116,8 +123,9 @@ def decide(
     )
 
 
-def gemm_shape(op: Any) -> tuple[int, int, int, int] | None:
-    """(M, N, K, batch) of a contraction IREE can data-tile, else None.
+def gemm_shape(op: Any) -> tuple[int | None, int | None, int | None, int | None] | None:
+    """(M, N, K, batch) of a contraction IREE can data-tile, else None; a dynamic size is
+    None.
 
     Several M (or N) loops count as one of their product: IREE collapses them (a 1x1 conv's
     H and W) before it data-tiles. Several K loops (a KxK conv) are not tiled by IREE. The
@@ -142,10 +150,28 @@ def gemm_shape(op: Any) -> tuple[int, int, int, int] | None:
         known = [v for v in vals if v is not None]
         return None if len(known) != len(vals) else prod(known)
 
-    m, n, k, batch = size(dims.m), size(dims.n), size(dims.k), size(dims.batch)
-    if m is None or n is None or k is None or batch is None:
-        return None  # dynamic sizes: leave the decision to IREE
-    return m, n, k, batch
+    return size(dims.m), size(dims.n), size(dims.k), size(dims.batch)
+
+
+def _decide_dynamic(
+    m: int | None,
+    n: int | None,
+    k: int | None,
+    big: int,
+    padded: bool,
+    sliced: bool,
+    after_reduction: bool,
+) -> tuple[bool, str]:
+    """``decide`` for a contraction with dynamic sizes (None): tiled only when both N and K
+    are large (or unbounded) and nothing next to it forbids the pack."""
+    shape = "x".join("?" if v is None else str(v) for v in (m, n, k))
+    if after_reduction:
+        return False, "next to a reduction (a pool): IREE fails to compile the pack fused into it"
+    if padded or sliced:
+        return False, f"dynamic {shape} next to a conv's pad or strided slice: left plain"
+    if (n is None or n >= big) and (k is None or k >= big):
+        return True, f"large GEMM ({shape}, N and K unbounded or >= {big}): tiled at any M"
+    return False, f"dynamic {shape}: its work is unknown, left plain (IREE's default tiling)"
 
 
 def _reduction_loops(op: Any) -> int:
@@ -291,6 +317,11 @@ def collapse_to_gemm(op: Any) -> Any:
 
     if op.name != "linalg.generic" or len(op.results) != 1:
         return op
+    if any(
+        isinstance(v.type, ir.RankedTensorType) and not ir.RankedTensorType(v.type).has_static_shape
+        for v in op.operands
+    ):
+        return op  # a dynamic size: the reshapes would need its runtime value
     dims = linalg.infer_contraction_dimensions(op.opview)
     maps = indexing_maps(op)
     out_map = maps[-1] if maps else None

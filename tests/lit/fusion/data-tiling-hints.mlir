@@ -39,3 +39,29 @@ util.func public @seven_rows(%a: tensor<49x960xf32>, %b: tensor<960x160xf32>) ->
   %m = linalg.matmul ins(%a, %b : tensor<49x960xf32>, tensor<960x160xf32>) outs(%f : tensor<49x160xf32>) -> tensor<49x160xf32>
   util.return %m : tensor<49x160xf32>
 }
+
+// -----
+
+// A dynamic sequence length (M unknown): a GEMM with large N and K is tiled at any M; an
+// attention-style product with a small K and dynamic N is left plain (its work is unknown).
+// DECIDE: linalg.matmul at {{.*}}: tiled: large GEMM (?x768x3072
+// DECIDE: linalg.matmul at {{.*}}: plain: dynamic ?x?x64
+// CHECK-LABEL: util.func public @dynamic_rows
+// LEAVE-LABEL: util.func public @dynamic_rows
+// CHECK: linalg.matmul {iree.opt.data_tiling} ins(%{{.*}}, %{{.*}} : tensor<?x3072xf32>, tensor<3072x768xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<64x?xf32>)
+util.func public @dynamic_rows(%a: tensor<?x3072xf32>, %b: tensor<3072x768xf32>, %q: tensor<?x64xf32>, %k: tensor<64x?xf32>) -> (tensor<?x768xf32>, tensor<?x?xf32>) {
+  %z = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %s = tensor.dim %a, %c0 : tensor<?x3072xf32>
+  %e = tensor.empty(%s) : tensor<?x768xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x768xf32>) -> tensor<?x768xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<?x3072xf32>, tensor<3072x768xf32>) outs(%f : tensor<?x768xf32>) -> tensor<?x768xf32>
+  %r = tensor.dim %q, %c0 : tensor<?x64xf32>
+  %n = tensor.dim %k, %c1 : tensor<64x?xf32>
+  %e2 = tensor.empty(%r, %n) : tensor<?x?xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %t = linalg.matmul ins(%q, %k : tensor<?x64xf32>, tensor<64x?xf32>) outs(%f2 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  util.return %m, %t : tensor<?x768xf32>, tensor<?x?xf32>
+}
