@@ -37,6 +37,7 @@ class Request:
     as_torch: bool
     priority: float
     deadline: float | None  # absolute, seconds since the scheduler started
+    rel_deadline: float | None  # the deadline as given, relative to submission
     submitted: float
     weight: float
     lane: str
@@ -195,9 +196,11 @@ class Scheduler:
                     f"request for model '{model}': the scheduler is shut down"
                 )
             now = self.now()
-            rel = deadline if deadline is not None else m.deadline
-            if deadline_at is None and rel is not None:
-                deadline_at = now + rel
+            if deadline_at is not None:  # a task graph's end-to-end deadline
+                rel: float | None = deadline_at - now
+            else:
+                rel = deadline if deadline is not None else m.deadline
+                deadline_at = None if rel is None else now + rel
             req = Request(
                 next(self._ids),
                 model,
@@ -205,6 +208,7 @@ class Scheduler:
                 as_torch,
                 m.priority if priority is None else float(priority),
                 deadline_at,
+                rel,
                 now,
                 m.weight,
                 "vulkan" if m.placement == "vulkan" else "cpu",
@@ -243,18 +247,26 @@ class Scheduler:
                 self._cond.wait()
 
     def _dispatch(self) -> None:
+        """Start what can start. Candidates are tried in the policy's order; one that cannot
+        start (no free worker) lets a later one start only by preempting work of a lower band
+        than its own, so the policy's order among equals is kept."""
         progress = True
         while progress:
             progress = False
             now = self.now()
             for lane in ("cpu", "vulkan"):
                 ready = [r for r in self._queue if r.lane == lane]
-                if ready:
-                    req = self.policy.select(ready, now)
+                ready.sort(key=lambda r: self.policy.key(r, now))
+                for req in ready:
                     if lane == "cpu":
-                        progress |= self._start_cpu(req, now)
+                        started = self._start_cpu(req, now)
                     else:
-                        progress |= self._start_gpu(req, now)
+                        started = self._start_gpu(req, now)
+                    if started:
+                        progress = True
+                        break
+                    if lane != "cpu" or not self.policy.preemptive:
+                        break
 
     def _claim(self, req: Request, now: float) -> bool:
         """Mark the future running; False (and the request dropped) if it was cancelled."""

@@ -36,9 +36,6 @@ class Policy:
     def key(self, req: Request, now: float) -> tuple[float, ...]:
         return (req.submitted, req.id)
 
-    def select(self, ready: list[Request], now: float) -> Request:
-        return min(ready, key=lambda r: self.key(r, now))
-
     def charge(self, req: Request, seconds: float, workers: int) -> None:
         """Account a finished request (fair share)."""
 
@@ -94,7 +91,7 @@ class EarliestDeadlineFirst(Policy):
         return [*rel, math.inf]
 
     def band(self, req: Request, now: float, levels: list[float]) -> int:
-        rel = math.inf if req.deadline is None else req.deadline - req.submitted
+        rel = math.inf if req.rel_deadline is None else req.rel_deadline
         for i, level in enumerate(levels):
             if rel <= level:
                 return i

@@ -1,0 +1,353 @@
+"""Several models on one 2-core machine at once (issue 30): the xgen_mlir scheduler against
+naive Python threads over the same compiled modules and ONNX Runtime sessions in threads.
+
+Workload (the issue's): MobileNetV2 at 30 requests/s with the highest priority and a 33 ms
+deadline (one period), ResNet-18 at 10/s with a 100 ms deadline, BERT-base (seq 128) as
+background batch work: one request always outstanding, no deadline. Arrivals are periodic
+(open loop): a late system builds a queue, it does not slow the arrivals. Latency is arrival
+to result. The baseline "alone" is MobileNetV2 at 30/s with nothing else, through the same
+scheduler. Every system gets the same arrival times; each runs for --duration seconds, then
+finishes what it was given.
+
+    .venv/bin/python benchmarks/bench_coschedule.py --duration 25 [--cache DIR] [--systems ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import queue
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).parent))
+import xgen_mlir
+from harness import write_results
+from xgen_mlir.runtime.scheduler import Scheduler
+from xgen_mlir.runtime.scheduling.observe import percentile
+
+MODELS = {  # name: (priority, rate per s or None for background, relative deadline s)
+    "mobilenet_v2": (2, 30.0, 0.033),
+    "resnet18": (1, 10.0, 0.100),
+    "bert_base": (0, None, None),
+}
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def prepare(cache: Path) -> dict[str, dict[str, Any]]:
+    """Compile each model once (cached .vmfb) and export it to ONNX (cached .onnx)."""
+    from bench_models import build, export_onnx
+
+    cache.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name in MODELS:
+        vmfb, onnx_path = cache / f"{name}.vmfb", cache / f"{name}.onnx"
+        model, inputs = build(name)
+        if not vmfb.exists():
+            log(f"{name}: compiling with xgen_mlir (cpu)")
+            xgen_mlir.compile(model, inputs).save(vmfb)
+        if not onnx_path.exists():
+            log(f"{name}: exporting ONNX")
+            path, _ = export_onnx(model, inputs)
+            onnx_path.write_bytes(path.read_bytes())
+        with torch.no_grad():
+            ref = model(*inputs)
+        out[name] = {
+            "vmfb": vmfb,
+            "onnx": onnx_path,
+            "inputs": [t.numpy() for t in inputs],
+            "ref": ref.numpy() if isinstance(ref, torch.Tensor) else None,
+        }
+    return out
+
+
+class Collector:
+    """Arrival and completion times of every request, per model."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.rows: dict[str, list[tuple[float, float | None, bool]]] = {m: [] for m in MODELS}
+
+    def track(self, model: str, fut: Future, arrival: float) -> None:
+        def done(f: Future) -> None:
+            t = time.perf_counter()
+            with self.lock:
+                self.rows[model].append((arrival, t, f.exception() is None))
+
+        fut.add_done_callback(done)
+
+    def summary(self, t0: float, duration: float) -> dict[str, Any]:
+        out = {}
+        for model, rows in self.rows.items():
+            if not rows:
+                continue
+            lat = [(f - a) for a, f, ok in rows if ok and f is not None]
+            rel = MODELS[model][2]
+            within = [f for a, f, ok in rows if ok and f is not None and f - t0 <= duration]
+            out[model] = {
+                "completed": len(lat),
+                "failed": sum(not ok for _, _, ok in rows),
+                "completed_within_duration": len(within),
+                "p50_ms": _ms(percentile(lat, 50)),
+                "p99_ms": _ms(percentile(lat, 99)),
+                "max_ms": _ms(max(lat) if lat else None),
+                "deadline_misses": None if rel is None else sum(x > rel for x in lat),
+            }
+        return out
+
+
+def _ms(v: float | None) -> float | None:
+    return None if v is None else round(v * 1e3, 2)
+
+
+class ThreadSystem:
+    """One Python thread per model calling ``call[model](inputs)`` for its queued requests in
+    arrival order: the naive way (xgen_mlir modules) and ONNX Runtime sessions."""
+
+    def __init__(self, calls: dict[str, Any]) -> None:
+        self.calls = calls
+        self.queues: dict[str, queue.Queue] = {m: queue.Queue() for m in calls}
+        self.threads = [threading.Thread(target=self._serve, args=(m,), daemon=True) for m in calls]
+        for t in self.threads:
+            t.start()
+
+    def _serve(self, model: str) -> None:
+        while True:
+            item = self.queues[model].get()
+            if item is None:
+                return
+            fut, inputs = item
+            fut.set_running_or_notify_cancel()
+            try:
+                fut.set_result(self.calls[model](inputs))
+            except Exception as e:
+                fut.set_exception(e)
+
+    def submit(self, model: str, inputs: list[np.ndarray]) -> Future:
+        fut: Future = Future()
+        self.queues[model].put((fut, inputs))
+        return fut
+
+    def close(self) -> None:
+        for q in self.queues.values():
+            q.put(None)
+        for t in self.threads:
+            t.join()
+
+
+class SchedSystem:
+    def __init__(self, policy: str, data: dict[str, Any], models: list[str]) -> None:
+        self.sched = Scheduler(policy)
+        for name in models:
+            prio, _, deadline = MODELS[name]
+            self.sched.add_model(name, data[name]["vmfb"], priority=prio, deadline=deadline)
+        log(f"scheduler ({policy}): warming up every executor and context")
+        self.sched.warm_up()
+        calls = {m: (lambda xs, m=m: self.submit(m, xs).result()) for m in models}
+        check_outputs(data, calls, f"scheduler ({policy})")
+
+    def submit(self, model: str, inputs: list[np.ndarray]) -> Future:
+        return self.sched.submit(model, *inputs)
+
+    def close(self) -> None:
+        self.sched.shutdown(wait=True)
+
+
+def run_workload(
+    system: Any, data: dict[str, Any], models: list[str], duration: float, label: str
+) -> dict[str, Any]:
+    coll = Collector()
+    t0 = time.perf_counter()
+    stop = threading.Event()
+    pending: list[Future] = []
+    plock = threading.Lock()
+
+    def submit(model: str, arrival: float) -> Future:
+        fut = system.submit(model, data[model]["inputs"])
+        coll.track(model, fut, arrival)
+        with plock:
+            pending.append(fut)
+        return fut
+
+    def periodic(model: str, rate: float) -> None:
+        k = 0
+        while True:
+            arrival = t0 + k / rate
+            if arrival - t0 >= duration:
+                return
+            delay = arrival - time.perf_counter()
+            if delay > 0 and stop.wait(delay):
+                return
+            submit(model, arrival)
+            k += 1
+
+    def background(model: str) -> None:
+        def again(_: Future | None = None) -> None:
+            now = time.perf_counter()
+            if now - t0 < duration:
+                submit(model, now).add_done_callback(again)
+
+        again()
+
+    gens = []
+    for m in models:
+        rate = MODELS[m][1]
+        if rate is None:
+            background(m)
+        else:
+            gens.append(threading.Thread(target=periodic, args=(m, rate), daemon=True))
+    for g in gens:
+        g.start()
+    for _ in tqdm(range(int(duration)), desc=label, leave=False):
+        time.sleep(1)
+    for g in gens:
+        g.join()
+    # Everything submitted resolves (BERT's last request included).
+    while True:
+        with plock:
+            todo = [f for f in pending if not f.done()]
+        if not todo:
+            break
+        todo[0].exception(timeout=120)
+    elapsed = time.perf_counter() - t0
+    out = {
+        "duration_s": duration,
+        "elapsed_s": round(elapsed, 2),
+        "models": coll.summary(t0, duration),
+    }
+    done = sum(v["completed_within_duration"] for v in out["models"].values())
+    out["throughput_per_s"] = round(done / duration, 2)
+    return out
+
+
+def check_outputs(data: dict[str, Any], calls: dict[str, Any], label: str) -> None:
+    for name, d in data.items():
+        if d["ref"] is None or name not in calls:
+            continue
+        got = np.asarray(calls[name](d["inputs"]))
+        err = float(np.max(np.abs(got - d["ref"])) / (np.max(np.abs(d["ref"])) + 1e-12))
+        log(f"{label} {name}: relative max error vs PyTorch {err:.2e}")
+        if err > 1e-3:
+            raise SystemExit(f"{label} {name}: wrong numbers (relative error {err:.2e})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--duration", type=float, default=25.0, help="seconds per scenario")
+    p.add_argument("--cache", default=None, help="folder for the compiled modules and ONNX")
+    p.add_argument(
+        "--systems",
+        nargs="+",
+        default=["alone", "xgen-priority", "xgen-edf", "naive-threads", "ort-threads"],
+    )
+    p.add_argument("--json", default=str(Path(__file__).parent / "results" / "coschedule.json"))
+    p.add_argument(
+        "--timeline-dir", default=None, help="write timeline-<system>.html of each xgen run here"
+    )
+    args = p.parse_args(argv)
+    torch.set_num_threads(2)
+    import tempfile
+
+    cache = Path(args.cache) if args.cache else Path(tempfile.mkdtemp(prefix="coschedule-"))
+    data = prepare(cache)
+    torch.set_num_threads(1)
+    results: dict[str, Any] = {}
+    everything = list(MODELS)
+    for system_name in args.systems:
+        log(f"scenario {system_name}")
+        if system_name == "alone":
+            sys_ = SchedSystem("priority", data, ["mobilenet_v2"])
+            models = ["mobilenet_v2"]
+        elif system_name.startswith("xgen-"):
+            sys_ = SchedSystem(system_name.split("-", 1)[1], data, everything)
+            models = everything
+        elif system_name == "naive-threads":
+            mods = {n: xgen_mlir.load(data[n]["vmfb"]) for n in everything}
+            calls = {n: (lambda xs, m=mods[n]: m(*xs)) for n in everything}
+            check_outputs(data, calls, system_name)
+            sys_ = ThreadSystem(calls)
+            models = everything
+        elif system_name == "ort-threads":
+            from bench_models import ort_session
+
+            sess = {n: ort_session(data[n]["onnx"], 2) for n in everything}
+            names = {n: [i.name for i in sess[n].get_inputs()] for n in everything}
+            calls = {
+                n: (lambda xs, s=sess[n], k=names[n]: s.run(None, dict(zip(k, xs, strict=True)))[0])
+                for n in everything
+            }
+            check_outputs(data, calls, system_name)
+            sys_ = ThreadSystem(calls)
+            models = everything
+        else:
+            raise SystemExit(f"unknown system {system_name}")
+        res = run_workload(sys_, data, models, args.duration, system_name)
+        if isinstance(sys_, SchedSystem):
+            st = sys_.sched.stats()
+            res["scheduler"] = {
+                k: st[k] for k in ("policy", "preemptions", "executors", "nice_offsets")
+            }
+            res["worker_share_avg"] = {m: v["worker_share_avg"] for m, v in st["models"].items()}
+            if args.timeline_dir:
+                out = Path(args.timeline_dir) / f"timeline-{system_name}.html"
+                sys_.sched.write_timeline(out, title=f"{system_name}, mixed workload")
+                sys_.sched.write_stats(out.with_suffix(".json"))
+                log(f"wrote {out}")
+        sys_.close()
+        results[system_name] = res
+        log(f"{system_name}: {res['models']}")
+    print_table(results)
+    payload = {
+        "meta": {
+            "date": dt.datetime.now().isoformat(timespec="seconds"),
+            "cpus": os.cpu_count(),
+            "duration_s": args.duration,
+            "workload": {
+                m: {"priority": p, "rate_per_s": r, "deadline_ms": None if d is None else d * 1e3}
+                for m, (p, r, d) in MODELS.items()
+            },
+            "note": "shared 2-core host: other jobs ran beside this benchmark; one run",
+            "command": "python benchmarks/bench_coschedule.py " + " ".join(sys.argv[1:]),
+        },
+        "results": results,
+    }
+    write_results(Path(args.json), payload, threads=2)
+    return 0
+
+
+def print_table(results: dict[str, Any]) -> None:
+    alone = results.get("alone", {}).get("models", {}).get("mobilenet_v2", {}).get("p99_ms")
+    head = (
+        f"{'system':<15} {'model':<13} {'done':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
+        f"{'miss':>5} {'p99/alone':>9} {'req/s':>6}"
+    )
+    print("\n" + head + "\n" + "-" * len(head))
+    for system, res in results.items():
+        for model, m in res["models"].items():
+            ratio = (
+                f"{m['p99_ms'] / alone:.2f}"
+                if alone and model == "mobilenet_v2" and m["p99_ms"]
+                else ""
+            )
+            miss = "" if m["deadline_misses"] is None else str(m["deadline_misses"])
+            print(
+                f"{system:<15} {model:<13} {m['completed']:>5} {m['p50_ms'] or 0:>8.1f} "
+                f"{m['p99_ms'] or 0:>8.1f} {m['max_ms'] or 0:>8.1f} {miss:>5} {ratio:>9} "
+                f"{res['throughput_per_s']:>6.1f}"
+            )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
