@@ -69,8 +69,18 @@ def _i64_array(values: list[int]) -> ir.ArrayAttr:
 
 
 def block_shape(vector_bits: int) -> tuple[int, int]:
+    """The target's block (what ``compress.prune(scheme="block")`` prunes to by default)."""
     rows, _, lanes = block_tile(vector_bits or 128)
     return rows, 4 * lanes
+
+
+def best_block(w: np.ndarray, vector_bits: int) -> tuple[tuple[int, int], float]:
+    """The block (the tile's rows x 4, 2 or 1 vectors of columns) whose compact form stores
+    the least of ``w``, and that share: a model pruned with narrower blocks than the
+    target's default still compacts to what it kept."""
+    rows, _, lanes = block_tile(vector_bits or 128)
+    found = [((rows, c * lanes), compact_density(w, (rows, c * lanes))) for c in (4, 2, 1)]
+    return min(found, key=lambda f: f[1])
 
 
 def compact_density(w: np.ndarray, block: tuple[int, int]) -> float:
@@ -189,7 +199,6 @@ def _raise(op: ir.Operation, parts: dict[str, Any], block: tuple[int, int]) -> N
 def raise_block_linear(module_op: ir.Operation, opts: RaiseBlockOptions | None) -> Counter:
     opts = opts or RaiseBlockOptions()
     load_xgen_dialects(module_op.context)
-    block = block_shape(opts.vector_bits)
     min_rows = opts.min_rows or block_tile(opts.vector_bits or 128)[2]
     counts: Counter[str] = Counter()
     with module_op.context:
@@ -198,7 +207,7 @@ def raise_block_linear(module_op: ir.Operation, opts: RaiseBlockOptions | None) 
             where = format_location(op.location)
             try:
                 parts = (_conv_parts if op.name in _CONV_1X1 else _matmul_parts)(op, ev)
-                dens = compact_density(parts["w"], block)
+                block, dens = best_block(parts["w"], opts.vector_bits)
                 rows = ir.RankedTensorType(op.operands[0].type).shape
                 m = rows[0] if op.name == "linalg.matmul" else int(np.prod([rows[0], *rows[2:]]))
                 if dens > opts.max_density:
