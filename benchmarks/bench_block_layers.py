@@ -1,0 +1,115 @@
+"""Per-layer speed of block-pruned Linear layers: every distinct Linear shape of BERT-base.
+
+Each layer (sequence 128, batch 1: x [128, K]) is block-pruned with
+``compress.prune(scheme="block")`` at 2x, 4x and 8x (the cpu target's default block, its
+register tile) and compiled by xgen_mlir's cpu pipeline (xgen_sparse.bcsr_linear, generated
+block-sparse kernel); the same dense layer runs through plain IREE (best stock flags) and
+xgen_mlir's dense path. Timed side by side in one process (blocks of calls, rotating order;
+in-process wall clock per call, which includes the fixed per-call cost of Python and of
+copying input and output, the same for every system). Prints achieved vs ideal (FLOP)
+speedup over xgen_mlir dense and over plain IREE, the max abs error vs PyTorch, and writes
+JSON with the host record.
+
+    .venv/bin/python benchmarks/bench_block_layers.py [--rounds 4] [--block 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+sys.path.insert(0, str(Path(__file__).parent))
+import xgen_mlir
+from bench_models import IREE_BEST, iree_plain
+from harness import time_blocks, write_results
+from xgen_mlir import compress
+from xgen_mlir.frontend import import_model
+from xgen_mlir.passes.runner import snapshot
+
+# (name, in features, out features, how many BERT-base has)
+BERT_BASE_LINEARS = [
+    ("attention q/k/v/out", 768, 768, 48),
+    ("intermediate", 768, 3072, 12),
+    ("output", 3072, 768, 12),
+]
+
+
+def bench_shape(k: int, n: int, rates: list[float], seq: int, rounds: int, block: int) -> dict:
+    torch.manual_seed(0)
+    layer = torch.nn.Sequential(torch.nn.Linear(k, n)).eval()
+    x = torch.randn(seq, k)
+    arr = x.numpy()
+    systems = {
+        "iree": iree_plain(snapshot(import_model(layer, (x,))), IREE_BEST),
+        "xgen_dense": xgen_mlir.compile(layer, (x,)),
+    }
+    refs = {"iree": layer, "xgen_dense": layer}
+    fired = {}
+    for r in rates:
+        pruned = compress.prune(layer, (x,), scheme="block", rate=r)
+        compiled = xgen_mlir.compile(pruned, (x,))
+        fired[r] = compiled.report.rewrites.get("xgen-lower-bcsr-kernels", {})
+        systems[f"block_{r:g}x"] = compiled
+        refs[f"block_{r:g}x"] = pruned
+    errs = {}
+    with torch.no_grad():
+        for name, mod in systems.items():
+            errs[name] = float(np.abs(np.asarray(mod(arr)) - refs[name](x).numpy()).max())
+    t = time_blocks(
+        {k_: (lambda m=m: m(arr)) for k_, m in systems.items()}, rounds=rounds, block=block
+    )
+    ms = {name: v["median_ms"] for name, v in t.items()}
+    out = {"ms": ms, "max_abs_err": errs, "kernels": {f"{r:g}x": fired[r] for r in rates}}
+    out["speedup_vs_xgen_dense"] = {
+        f"{r:g}x": ms["xgen_dense"] / ms[f"block_{r:g}x"] for r in rates
+    }
+    out["speedup_vs_iree"] = {f"{r:g}x": ms["iree"] / ms[f"block_{r:g}x"] for r in rates}
+    out["fraction_of_ideal"] = {
+        f"{r:g}x": out["speedup_vs_xgen_dense"][f"{r:g}x"] / r for r in rates
+    }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--block", type=int, default=20)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--rates", type=float, nargs="*", default=[2.0, 4.0, 8.0])
+    p.add_argument("--json", default=str(Path(__file__).parent / "results" / "block_layers.json"))
+    args = p.parse_args(argv)
+    rows = {}
+    for name, k, n, count in tqdm(BERT_BASE_LINEARS, desc="shapes"):
+        t0 = time.perf_counter()
+        r = bench_shape(k, n, args.rates, args.seq, args.rounds, args.block)
+        r.update({"shape": f"{args.seq}x{k} -> {n}", "count": count})
+        rows[name] = r
+        tqdm.write(f"{name}: {time.perf_counter() - t0:.0f}s")
+    print(f"\nBERT-base Linear layers, sequence {args.seq}, median ms per call (wall clock)")
+    head = f"{'layer':<22}{'shape':<18}{'IREE':>8}{'xgen dense':>11}"
+    for r in args.rates:
+        head += f"{f'{r:g}x ms':>9}{'speedup':>8}{'of ideal':>9}"
+    print(head)
+    print("-" * len(head))
+    for name, r in rows.items():
+        line = f"{name:<22}{r['shape']:<18}{r['ms']['iree']:>8.3f}{r['ms']['xgen_dense']:>11.3f}"
+        for rate in args.rates:
+            key = f"{rate:g}x"
+            line += (
+                f"{r['ms'][f'block_{key}']:>9.3f}{r['speedup_vs_xgen_dense'][key]:>7.2f}x"
+                f"{r['fraction_of_ideal'][key]:>9.2f}"
+            )
+        print(line)
+    print("speedup: over xgen_mlir dense; of ideal: speedup / the rate (the FLOP ratio)")
+    write_results(Path(args.json), {"args": vars(args), "layers": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
