@@ -18,16 +18,19 @@ from typing import Any
 from ._mlir import ir
 from .analysis.flops import module_flops
 from .backend import compile_outputs
+from .backend.cpu_target import CpuTarget, resolve_cpu_target
 from .backend.params import write_irpa
-from .diagnostics import check_entry_name
+from .diagnostics import check_entry_name, warn_fallback
 from .errors import UnknownNameError, XGenError
 from .frontend import import_model
 from .fusion.tunable import TuningRequest
+from .irutil import find_func
 from .passes.dim_bounds import Bounds, add_dim_bound_checks
 from .passes.dispatch_passes import shared_packs_record
 from .passes.runner import run_steps, snapshot
-from .pipelines import load_pipeline
+from .pipelines import Pipeline, available_pipelines, load_pipeline
 from .runtime import CompiledModule
+from .runtime.cpu_features import CPU_KEY, FORMAT_KEY, REFLECTION_KEY
 from .tunedb import HostIdentity, records_for
 
 
@@ -65,6 +68,12 @@ class CompileOptions:
     # symbolic (the model's own symbolic dims are kept without it). Bounded dims are checked
     # by the module at call time.
     dynamic_shapes: Any = None
+    # "fp32", or "bf16": conv and matmul operands in bf16, accumulation and everything else
+    # in f32 (the target's 'precision' option; docs/precision.md). None: the target's default.
+    precision: str | None = None
+    # For a reduced precision: also compile in fp32 and give each output's error against it
+    # (report.precision_errors), on the example inputs or, without them, random ones.
+    precision_check: bool = True
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> CompileOptions:
@@ -96,6 +105,36 @@ class CompileReport:
     # fusion.tunable.TuningRequest: which contractions got a tuned config, which did not and
     # why, where the configs came from (None: the target has no xgen-apply-tuning step)
     tuning: Any = None
+    cpu_target: CpuTarget | None = None  # llvm-cpu targets: the CPU and features compiled for
+    precision: str = "fp32"  # what the module computes contractions in
+    precision_note: str = ""  # a fallback from the precision asked for, or why no errors
+    # per output, against the fp32 compile: {"output", "rel_l2", "max_abs", "ref_max_abs"}
+    precision_errors: list[dict[str, float]] = field(default_factory=list)
+    precision_inputs: str = ""  # which inputs the errors were measured on
+
+    def text(self) -> str:
+        """The report as a few lines of text."""
+        lines = []
+        if self.stage_seconds:
+            top = {k: v for k, v in self.stage_seconds.items() if ":" not in k}
+            lines.append("stages: " + ", ".join(f"{k} {v:.1f}s" for k, v in top.items()))
+        if self.fallback_used:
+            lines.append(f"IREE flags fallback: {self.fallback_used}")
+        if self.cpu_target is not None:
+            c = self.cpu_target
+            lines.append(f"CPU: {c.cpu or 'generic'} ({c.format}), {len(c.features)} features")
+        lines.append(f"precision: {self.precision}")
+        if self.precision_note:
+            lines.append(f"  {self.precision_note}")
+        for e in self.precision_errors:
+            lines.append(
+                f"  output {int(e['output'])}: relative error {e['rel_l2']:.2e} (L2), max abs "
+                f"{e['max_abs']:.3g} (max |fp32| {e['ref_max_abs']:.3g}) against the fp32 "
+                f"compile, {self.precision_inputs}"
+            )
+        return "\n".join(lines)
+
+    __str__ = text
 
 
 def _tuning_request(opts: CompileOptions, target: str) -> TuningRequest:
@@ -109,6 +148,130 @@ def _tuning_request(opts: CompileOptions, target: str) -> TuningRequest:
     request.configs = {sig: r.config for sig, r in best.items()}
     request.source = note
     return request
+
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def _target_options(pipeline: Pipeline, opts: CompileOptions) -> dict[str, str]:
+    """``target_options`` with ``precision=`` folded in: it is the target's option of that
+    name; a target without one computes in fp32 only."""
+    values = dict(opts.target_options)
+    if opts.precision is None:
+        return values
+    if opts.precision not in PRECISIONS:
+        raise UnknownNameError("precision", str(opts.precision), list(PRECISIONS))
+    if any(o.name == "precision" for o in pipeline.options):
+        if values.get("precision", opts.precision) != opts.precision:
+            raise XGenError(
+                f"precision={opts.precision!r} and target_options precision="
+                f"{values['precision']!r} disagree; give one"
+            )
+        values["precision"] = opts.precision
+    elif opts.precision != "fp32":
+        able = [n for n in available_pipelines() if load_pipeline(n).option_value("precision")]
+        raise XGenError(
+            f"target '{pipeline.name}' cannot compile in {opts.precision}: its pipeline "
+            f"(pipelines/{pipeline.name}.toml) has no 'precision' option, it computes in fp32 "
+            f"only (targets with one: {', '.join(able)})"
+        )
+    return values
+
+
+def _cpu_target(pipeline: Pipeline, extra_flags: list[str]) -> CpuTarget | None:
+    if "llvm-cpu" not in pipeline.backends:
+        return None
+    return resolve_cpu_target(tuple([*pipeline.flags, *extra_flags]))
+
+
+def _meet_needs(
+    base: Pipeline, pipeline: Pipeline, values: dict[str, str], cpu: CpuTarget | None
+) -> tuple[Pipeline, str]:
+    """The pipeline with each option value whose CPU ``needs`` the target lacks set back to
+    the option's default (a FallbackWarning each), and what was changed."""
+    if cpu is None:
+        return pipeline, ""
+    unmet = pipeline.unmet_needs(set(cpu.features))
+    if not unmet:
+        return pipeline, ""
+    defaults = {o.name: o.default for o in pipeline.options}
+    notes = []
+    for name, value, need in unmet:
+        values[name] = defaults[name]
+        notes.append(
+            f"{name}={value} needs one of the CPU features {', '.join(need)}, which the target "
+            f"CPU '{cpu.cpu or 'generic'}' lacks; compiled with {name}={defaults[name]}"
+        )
+        warn_fallback(f"target '{pipeline.name}': {notes[-1]}")
+    return base.with_options(values), "; ".join(notes)
+
+
+def _record_cpu_target(module: ir.Module, entry: str, cpu: CpuTarget) -> None:
+    """The CPU the code is compiled for, in the entry's reflection: the module carries it
+    (``iree-dump-module`` shows it) and ``load()`` checks it against the host."""
+    try:
+        func = find_func(module.operation, entry)
+    except KeyError:
+        return
+    with module.context:
+        attrs = func.attributes
+        old = attrs["iree.reflection"] if "iree.reflection" in attrs else None
+        entries = {a.name: a.attr for a in ir.DictAttr(old)} if old is not None else {}
+        entries[REFLECTION_KEY] = ir.StringAttr.get(",".join(f"+{f}" for f in cpu.features))
+        entries[CPU_KEY] = ir.StringAttr.get(cpu.cpu)
+        entries[FORMAT_KEY] = ir.StringAttr.get(cpu.format)
+        attrs["iree.reflection"] = ir.DictAttr.get(entries)
+
+
+def _as_arrays(result: Any) -> list[Any]:
+    import numpy as np
+
+    outs = result if isinstance(result, (tuple, list)) else (result,)
+    arrays = []
+    for o in outs:
+        if type(o).__module__.startswith("torch"):
+            o = o.detach().float().numpy()
+        arrays.append(np.asarray(o, dtype=np.float64))
+    return arrays
+
+
+def _precision_errors(
+    compiled: CompiledModule,
+    model: Any,
+    example_inputs: Sequence[Any] | None,
+    target: str,
+    options: dict[str, Any],
+    report: CompileReport,
+) -> None:
+    """Each output's error against the same model compiled in fp32, on the example inputs
+    (random ones without them); a module this host cannot run gets a note instead."""
+    import numpy as np
+
+    ref_opts = {k: v for k, v in options.items() if k not in ("dump_ir", "dump_executables")}
+    ref_opts["target_options"] = {**dict(options.get("target_options", {})), "precision": "fp32"}
+    ref_opts.update(precision="fp32", precision_check=False, verbose=False)
+    try:
+        compiled.check_device()
+    except XGenError as e:
+        report.precision_note = f"errors against fp32 not measured: {e}"
+        return
+    reference = compile(model, example_inputs, target, **ref_opts)
+    if example_inputs is not None:
+        inputs, report.precision_inputs = list(example_inputs), "example inputs"
+    else:
+        inputs, report.precision_inputs = compiled.random_inputs(), "random inputs (seed 0)"
+    got, want = _as_arrays(compiled(*inputs)), _as_arrays(reference(*inputs))
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        norm = float(np.linalg.norm(w))
+        diff = float(np.linalg.norm(g - w))
+        report.precision_errors.append(
+            {
+                "output": i,
+                "rel_l2": diff / norm if norm else diff,
+                "max_abs": float(np.max(np.abs(g - w))) if g.size else 0.0,
+                "ref_max_abs": float(np.max(np.abs(w))) if w.size else 0.0,
+            }
+        )
 
 
 def _import(
@@ -181,10 +344,15 @@ def compile(
         pipeline = load_pipeline(target)
     except UnknownNameError as e:
         raise UnknownNameError("target", target, e.known) from None
-    pipeline = pipeline.with_options(opts.target_options)
+    base = pipeline
+    values = _target_options(base, opts)
+    pipeline = base.with_options(values)
+    cpu = _cpu_target(pipeline, list(opts.extra_iree_flags))
+    pipeline, precision_note = _meet_needs(base, pipeline, values, cpu)
     if example_inputs is not None and not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
-    report = CompileReport()
+    report = CompileReport(cpu_target=cpu, precision_note=precision_note)
+    report.precision = pipeline.option_value("precision") or "fp32"
 
     t0 = time.perf_counter()
     module, bounds = _import(model, example_inputs, opts)
@@ -205,6 +373,8 @@ def compile(
     report.flops_after_rewrites = module_flops(module.operation)
     if bounds:
         add_dim_bound_checks(module.operation, opts.entry, bounds)
+    if cpu is not None:
+        _record_cpu_target(module, opts.entry, cpu)
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 
     tuning = _tuning_request(opts, target)
@@ -259,4 +429,8 @@ def compile(
     )
     if weights_dir is not None:  # the archive lives as long as the module (save_bundle copies it)
         weakref.finalize(compiled, shutil.rmtree, weights_dir, ignore_errors=True)
+    if report.precision != "fp32" and opts.precision_check:
+        t0 = time.perf_counter()
+        _precision_errors(compiled, model, example_inputs, target, options, report)
+        report.stage_seconds["precision-check"] = time.perf_counter() - t0
     return compiled

@@ -12,6 +12,10 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
   Values are checked before they reach any pipeline text (a plain word: letters, digits and
   ``. , + - _``). A flag that ends in ``=`` after substitution (an empty option) is dropped.
   The value ``auto`` is computed from the target facts by the rule of that name in ``_AUTO``.
+  ``[options.NAME.flags]`` maps a value to IREE flags that value adds (after ``[iree] flags``),
+  and ``[options.NAME.needs]`` a value to LLVM CPU features of which the target must have one
+  (e.g. ``precision = "bf16"`` needs ``avx512bf16`` or ``amx-bf16``); ``compile()`` checks
+  them against the resolved target and falls back to the default value with a warning.
 * ``[target]``: facts of the machine the module runs on (``target.TargetFacts``: vector_bits,
   l2_bytes, threads), each a number or ``"host"`` (read off the compiling machine: for targets
   that are the host). Steps and flags use them as ``${vector_bits}`` etc.
@@ -70,6 +74,8 @@ class TargetOption:
     default: str
     help: str = ""
     choices: tuple[str, ...] = ()
+    flags: tuple[tuple[str, tuple[str, ...]], ...] = ()  # value -> IREE flags it adds
+    needs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # value -> CPU features (any one)
 
 
 @dataclass(frozen=True)
@@ -156,7 +162,8 @@ class Pipeline:
             except ValueError as e:
                 raise PipelineError(f"{self.path}: {text!r}: {e}") from None
 
-        flags = tuple(f for f in (subst(f) for f in self.flags) if not f.endswith("="))
+        chosen = [f for o in self.options for f in dict(o.flags).get(values[o.name], ())]
+        flags = tuple(f for f in (subst(f) for f in (*self.flags, *chosen)) if not f.endswith("="))
         steps = tuple(replace(s, pass_text=subst(s.pass_text)) for s in self.steps)
         dispatch = tuple(replace(s, pass_text=subst(s.pass_text)) for s in self.dispatch_steps)
         enabled = subst(self.dispatch_enabled)
@@ -174,6 +181,21 @@ class Pipeline:
             dispatch_enabled=enabled,
             option_values=tuple(sorted(values.items())),
         )
+
+    def option_value(self, name: str) -> str | None:
+        """The resolved value of option ``name`` (None: the target has no such option)."""
+        return dict(self._resolved().option_values).get(name)
+
+    def unmet_needs(self, features: set[str]) -> list[tuple[str, str, tuple[str, ...]]]:
+        """(option, value, features of which none is in ``features``) for each chosen option
+        value whose ``needs`` the target's CPU features do not meet."""
+        values = dict(self._resolved().option_values)
+        out = []
+        for o in self.options:
+            need = dict(o.needs).get(values.get(o.name, o.default), ())
+            if need and not set(need) & features:
+                out.append((o.name, values[o.name], need))
+        return out
 
     def _resolved(self) -> Pipeline:
         return self if self.option_values or not self.options else self.with_options()
@@ -289,9 +311,23 @@ def _option(name: str, spec: object) -> TargetOption:
         return TargetOption(name, spec)
     if not isinstance(spec, dict) or "default" not in spec:
         raise TypeError(f"options.{name} needs a 'default'")
+    choices = tuple(str(c) for c in spec.get("choices", ()))
+    per_value = {}
+    for table in ("flags", "needs"):
+        entries = spec.get(table, {})
+        if not isinstance(entries, dict) or not all(
+            isinstance(v, list) and all(isinstance(x, str) for x in v) for v in entries.values()
+        ):
+            raise TypeError(f"options.{name}.{table} must map values to lists of strings")
+        unknown = [k for k in entries if choices and k not in choices]
+        if unknown:
+            raise TypeError(f"options.{name}.{table} names values {unknown} not in its choices")
+        per_value[table] = tuple((str(k), tuple(v)) for k, v in entries.items())
     return TargetOption(
         name,
         str(spec["default"]),
         str(spec.get("help", "")),
-        tuple(str(c) for c in spec.get("choices", ())),
+        choices,
+        per_value["flags"],
+        per_value["needs"],
     )

@@ -180,6 +180,8 @@ def _write_bundle(module: CompiledModule, out: Path) -> None:
         "target_options": dict(info.get("target_options", {})),
         "iree_flags": list(info.get("iree_flags", [])),
         "executable_formats": formats,
+        # the CPU the module's code was compiled for (load() refuses a host that lacks one)
+        "cpu_features": module.cpu_features,
         "files": files,
         "versions": _versions(),
     }
@@ -214,6 +216,7 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "target_options": dict,
     "iree_flags": list,
     "executable_formats": list,
+    "cpu_features": str,
     "versions": dict,
 }
 _JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number"}
@@ -387,6 +390,7 @@ def load_bundle(
     module.build_info = {
         k: manifest.get(k) for k in ("arch", "emulator", "target_options", "iree_flags")
     }
+    module.check_cpu_features()  # compiled for CPU features this host lacks: refused here
     sig = module.signature
     assert sig is not None  # CompiledModule refuses a module whose signature it cannot read
     want = [(tuple(-1 if d is None else d for d in s.shape), s.mlir_type) for s in sig.inputs]

@@ -30,6 +30,7 @@ from ..errors import (
     XGenError,
 )
 from ..fileio import atomic_write_bytes, atomic_write_text
+from .cpu_features import CPU_KEY, FORMAT_KEY, REFLECTION_KEY, check_cpu_features
 from .signature import Signature, check_entry_name, parse_declaration
 from .targets import (
     GPU_FORMATS,
@@ -142,8 +143,12 @@ class CompiledModule:
             raise XGenError("call_timeout needs isolated=True and a number of seconds > 0")
         self.call_timeout = call_timeout  # seconds an isolated call may take
         self._runner: Any = None  # isolated.IsolatedRunner: the child that reads and runs it
+        # The entry's reflection: its ABI declaration and what compile() recorded (the CPU
+        # target and its features, checked against this host before the module runs).
+        self.reflection: dict[str, str] = {}
         if isolated:  # IREE never reads these bytes in this process
             self.declaration = self._isolated().start()
+            self.reflection = _reflection_from_metadata(vmfb, entry)
         else:
             self.declaration = self._parse(vmfb)
         signature = parse_declaration(self.declaration)
@@ -176,19 +181,31 @@ class CompiledModule:
             raise ModuleLoadError(f"{source}: no entry function '{entry}'; functions: {public}")
         try:
             reflection = vm_module.lookup_function(entry).reflection
+            self.reflection = {str(k): str(v) for k, v in dict(reflection).items()}
             return str(reflection.get("iree.abi.declaration", ""))
         except Exception as e:
             raise ModuleLoadError(
                 f"{source}: cannot read entry function '{entry}' (corrupt module?): {_short(e)}"
             ) from None
 
+    @property
+    def cpu_features(self) -> str:
+        """The LLVM CPU features the module's CPU code was compiled for ('' if not recorded)."""
+        return self.reflection.get(REFLECTION_KEY, "")
+
     def check_device(self) -> None:
-        """Raise a clear error if this machine's ``self.device`` cannot run the module."""
-        check_device(
-            self.vmfb,
-            self.device,
-            self.source if self.source != "<memory>" else f"module for target '{self.target}'",
-        )
+        """Raise a clear error if this machine's ``self.device`` cannot run the module: another
+        arch or GPU, or CPU features this host lacks (runtime/cpu_features.py)."""
+        source = self.source if self.source != "<memory>" else f"module for target '{self.target}'"
+        check_device(self.vmfb, self.device, source)
+        self.check_cpu_features(source)
+
+    def check_cpu_features(self, source: str | None = None) -> None:
+        """Raise CpuFeatureError if the module's CPU code needs features this host lacks."""
+        if self.device in ("local-task", "local-sync") and self.cpu_features:
+            r = self.reflection
+            where = source or self.source
+            check_cpu_features(self.cpu_features, r.get(CPU_KEY, ""), r.get(FORMAT_KEY, ""), where)
 
     def _load(self) -> Any:
         """Load onto the device on first use; returns the entry function."""
@@ -386,6 +403,24 @@ class CompiledModule:
         sig = self.signature
         ins = ", ".join(s.describe() for s in sig.inputs) if sig else "?"
         return f"<CompiledModule {self.entry}({ins}) target={self.target} device={self.device}>"
+
+
+def _reflection_from_metadata(vmfb: bytes, entry: str) -> dict[str, str]:
+    """The entry's reflection entries as ``iree-dump-module`` lists them (in its own process:
+    for isolated modules, which this process never parses)."""
+    from .inspect import module_metadata
+
+    out: dict[str, str] = {}
+    inside = False
+    for line in module_metadata(vmfb).splitlines():
+        if line.lstrip().startswith("["):
+            inside = line.split("]", 1)[1].strip().startswith(f"{entry}(")
+        elif inside and ": " in line:
+            key, value = line.strip().split(": ", 1)
+            out[key] = value
+        elif not line.strip():
+            inside = False
+    return out
 
 
 def _unlink(name: str) -> None:
