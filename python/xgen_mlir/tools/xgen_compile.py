@@ -41,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
         help="set one of the target's options (repeatable), e.g. features=+neon,+dotprod",
     )
     p.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        help="bf16: conv/matmul operands in bf16, f32 accumulation (targets with a 'precision' "
+        "option); prints each output's error against an fp32 compile",
+    )
+    p.add_argument(
         "--bundle",
         metavar="DIR",
         help="also write a deployable bundle (module, weights, manifest.json, run.sh)",
@@ -106,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             keep_temps=args.keep_temps or None,
             trust_pickle=args.trust_pickle,
             dynamic_shapes=dynamic,
+            precision=args.precision,
         )
         module.save(out)
         for name, data in module.artifacts.items():  # bare metal: .o, .h, C module beside it
@@ -125,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xgen-compile: error: cannot write {where}{e.strerror or e}", file=sys.stderr)
         return 1
     print(f"wrote {out} ({out.stat().st_size} bytes): {module!r}")
+    if args.precision and module.report is not None:
+        print(module.report.text())
     if args.benchmark:
         print(f"latency: {module.benchmark()}")
     return 0
