@@ -140,6 +140,12 @@ class Scheduler:
     def models(self) -> list[str]:
         return list(self._models)
 
+    def module(self, name: str) -> Any:
+        """The CompiledModule registered as ``name`` (None for a Python callable)."""
+        if name not in self._models:
+            raise UnknownNameError("model", name, list(self._models))
+        return self._models[name].module
+
     def warm_up(self) -> None:
         """Create every executor and VM context a request could use, and run each once, so the
         first measured requests do not pay for them."""

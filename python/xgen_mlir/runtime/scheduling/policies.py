@@ -10,10 +10,10 @@ A request may preempt running work only from a strictly better band. Queues here
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from ...errors import UnknownNameError
+from ...errors import UnknownNameError, XGenError
 
 if TYPE_CHECKING:
     from .core import Request
@@ -49,9 +49,11 @@ class Policy:
 @dataclass
 class PriorityAging(Policy):
     """Fixed priority (higher runs first) with aging: a waiting request gains ``aging_rate``
-    priority levels per second of waiting, so any request eventually outranks newer ones of
-    a higher base priority (no starvation). Bands follow the models' distinct priority levels;
-    a request's band is that of its *aged* priority when it starts."""
+    priority levels per second of waiting, so it eventually starts ahead of newer requests of
+    a higher base priority (no starvation). Bands follow the models' distinct priority levels
+    and a request's *base* priority: aging changes the order requests start in, not the OS
+    priority they run at, so a new high-priority request still preempts an aged low one
+    (which keeps running at its band's share of the cores and so finishes)."""
 
     name: str = "priority"
     preemptive: bool = True
@@ -64,9 +66,8 @@ class PriorityAging(Policy):
         return sorted({m.priority for m in models}, reverse=True) or [0.0]
 
     def band(self, req: Request, now: float, levels: list[float]) -> int:
-        p = self.effective(req, now)
         for i, level in enumerate(levels):
-            if p >= level:
+            if req.priority >= level:
                 return i
         return len(levels) - 1
 
@@ -134,4 +135,8 @@ def make_policy(policy: str | Policy, **options: Any) -> Policy:
         return policy
     if policy not in POLICIES:
         raise UnknownNameError("scheduling policy", policy, list(POLICIES))
-    return POLICIES[policy](**options)  # type: ignore[arg-type]
+    cls = POLICIES[policy]
+    unknown = sorted(set(options) - {f.name for f in fields(cls)} - {"name", "preemptive"})
+    if unknown:
+        raise XGenError(f"policy '{policy}' takes no option(s) {', '.join(unknown)}")
+    return cls(**options)  # type: ignore[arg-type]

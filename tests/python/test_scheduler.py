@@ -1,0 +1,469 @@
+"""The co-scheduling runtime (xgen_mlir.runtime.scheduler): order, preemption, aging, EDF,
+fair share, cancellation, errors, shutdown, task graphs, Vulkan placement, observability and
+the xgen-serve CLI. Orders and counts only, never wall-clock thresholds: a "gate" model (a
+Python callable that blocks on an Event) holds the only worker while requests queue up, so
+the order they start in is decided by the policy alone."""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import CancelledError
+
+import numpy as np
+import pytest
+import torch
+from conftest import check_close
+from targets_util import need_vulkan
+
+import xgen_mlir
+from xgen_mlir.errors import InputMismatchError, UnknownNameError
+from xgen_mlir.models import vision
+from xgen_mlir.runtime.scheduler import (
+    FairShare,
+    Scheduler,
+    SchedulerClosedError,
+    TaskGraph,
+)
+from xgen_mlir.runtime.scheduling.policies import PriorityAging
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    torch.manual_seed(0)
+    model = vision.mlp().eval()
+    x = vision.random_input("mlp")
+    with torch.no_grad():
+        want = model(x).numpy()
+    return model, x.numpy(), want, xgen_mlir.compile(model, (x,))
+
+
+@pytest.fixture(scope="module")
+def head():
+    """A second tiny model (Linear 10 -> 3) for the task graph."""
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(10, 3), torch.nn.Tanh()).eval()
+    x = torch.randn(1, 10)
+    return model, xgen_mlir.compile(model, (x,))
+
+
+class Gate:
+    """A model that blocks until opened: it holds a worker while others queue."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.open = threading.Event()
+
+    def __call__(self, *args):
+        self.entered.set()
+        assert self.open.wait(60), "gate never opened"
+        return np.zeros(1, np.float32)
+
+
+def _started(sched, model=None):
+    evs = [e for e in sched.events() if e["started"] is not None]
+    evs.sort(key=lambda e: (e["started"], e["id"]))
+    return [e for e in evs if model is None or e["model"] == model]
+
+
+def _hold(sched, gate, name="gate", **kw):
+    fut = sched.submit(name, **kw)
+    assert gate.entered.wait(30)
+    return fut
+
+
+def test_priority_order_and_results(mlp):
+    _, x, want, module = mlp
+    gate = Gate()
+    with Scheduler("priority", workers=1, aging_rate=0.0) as s:
+        s.add_model("gate", gate, priority=10)
+        s.add_model("low", module, priority=0)
+        s.add_model("high", module, priority=5)
+        g = _hold(s, gate)
+        futs = []
+        for _ in range(3):
+            futs.append(("low", s.submit("low", x)))
+            futs.append(("high", s.submit("high", x)))
+        gate.open.set()
+        g.result(30)
+        for _, f in futs:
+            check_close(f.result(30), want, atol=1e-5, rtol=1e-5, what="scheduled mlp")
+    order = [e["model"] for e in _started(s) if e["model"] != "gate"]
+    assert order == ["high"] * 3 + ["low"] * 3
+    st = s.stats()["models"]
+    assert st["low"]["completed"] == 3 and st["high"]["completed"] == 3
+
+
+def test_torch_in_torch_out(mlp):
+    _, x, want, module = mlp
+    with Scheduler() as s:
+        s.add_model("m", module)
+        out = s.submit("m", torch.from_numpy(x)).result(30)
+    assert isinstance(out, torch.Tensor)
+    check_close(out.numpy(), want, atol=1e-5, rtol=1e-5, what="torch in, torch out")
+
+
+def test_higher_band_preempts_running_lower_band(mlp):
+    """A high-priority request starts while a low-priority one holds the only worker (the low
+    one keeps running, on lower-OS-priority threads) and finishes before it."""
+    _, x, want, module = mlp
+    gate = Gate()
+    with Scheduler("priority", workers=1, aging_rate=0.0) as s:
+        s.add_model("gate", gate, priority=0)
+        s.add_model("high", module, priority=5)
+        g = _hold(s, gate)
+        out = s.submit("high", x).result(30)  # would hang without preemption
+        assert not g.done()
+        gate.open.set()
+        g.result(30)
+    check_close(out, want, atol=1e-5, rtol=1e-5, what="preempting request")
+    high = _started(s, "high")[0]
+    gate_ev = _started(s, "gate")[0]
+    assert high["preempted"] == [gate_ev["id"]]
+    assert high["band"] < gate_ev["band"]
+    assert s.stats()["preemptions"] == 1
+
+
+def test_same_band_waits_and_fair_never_preempts(mlp):
+    _, x, _, module = mlp
+    for policy, prio in (("priority", 0), ("fair", 5)):
+        gate = Gate()
+        with Scheduler(policy, workers=1) as s:
+            s.add_model("gate", gate, priority=0)
+            s.add_model("m", module, priority=prio)
+            g = _hold(s, gate)
+            f = s.submit("m", x)
+            with pytest.raises(TimeoutError):
+                f.result(0.3)  # cannot start: same band (priority) / no preemption (fair)
+            gate.open.set()
+            g.result(30)
+            f.result(30)
+        assert _started(s)[-1]["model"] == "m" and s.stats()["preemptions"] == 0
+
+
+def test_lower_nice_executors_and_worker_caps():
+    s = Scheduler("priority", workers=2)
+    try:
+        s.add_model("a", lambda: 0, priority=1)
+        s.add_model("b", lambda: 0, priority=0)
+        one = s._pool.get(1, 0)
+        two = s._pool.get(2, 1)
+        from xgen_mlir.runtime.scheduling.executors import _comm
+
+        assert sum(_comm(t).startswith("iree-worker") for t in one.thread_ids) == 1
+        assert sum(_comm(t).startswith("iree-worker") for t in two.thread_ids) == 2
+        assert s._pool.get(2, 1) is two  # made once, reused
+        import os
+
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        if base + 10 <= 19:
+            assert two.nice == base + 10
+            assert all(os.getpriority(os.PRIO_PROCESS, t) == base + 10 for t in two.thread_ids)
+    finally:
+        s.shutdown()
+
+
+def test_aging_orders_an_old_low_request_first(mlp):
+    _, x, _, module = mlp
+    orders = {}
+    for rate in (0.0, 1000.0):  # 1000 levels/s: 5 levels after 5 ms of waiting
+        gate = Gate()
+        with Scheduler("priority", workers=1, aging_rate=rate) as s:
+            s.add_model("gate", gate, priority=10)
+            s.add_model("low", module, priority=0)
+            s.add_model("high", module, priority=5)
+            g = _hold(s, gate)
+            s.submit("low", x)
+            threading.Event().wait(0.05)  # the low request has waited >= 50 ms
+            for _ in range(3):
+                s.submit("high", x)
+            gate.open.set()
+            g.result(30)
+        orders[rate] = [e["model"] for e in _started(s) if e["model"] != "gate"]
+    assert orders[0.0] == ["high"] * 3 + ["low"]
+    assert orders[1000.0] == ["low"] + ["high"] * 3
+
+
+def test_no_starvation_under_a_continuous_high_priority_stream(mlp):
+    """One worker, a high-priority request always queued: with aging the low one finishes
+    while the stream goes on (counted in high completions, bounded by the cap)."""
+    _, x, _, module = mlp
+    cap = 400
+    with Scheduler("priority", workers=1, aging_rate=200.0) as s:
+        s.add_model("low", module, priority=0)
+        s.add_model("high", module, priority=5)
+        done_high = [0]
+        low_done = threading.Event()
+
+        def again(_=None):
+            done_high[0] += 1
+            if not low_done.is_set() and done_high[0] < cap:
+                s.submit("high", x).add_done_callback(again)
+
+        s.submit("high", x).add_done_callback(again)
+        s.submit("high", x).add_done_callback(again)  # two in flight: one always queued
+        low = s.submit("low", x)
+        low.add_done_callback(lambda _: low_done.set())
+        low.result(60)
+        highs_before_low = done_high[0]
+    assert highs_before_low < cap
+
+
+def test_edf_order(mlp):
+    _, x, _, module = mlp
+    gate = Gate()
+    with Scheduler("edf", workers=1) as s:
+        s.add_model("gate", gate, deadline=0.001)
+        s.add_model("m", module)
+        g = _hold(s, gate)
+        ids = {}
+        for d in (5.0, 1.0, None, 3.0):
+            ids[s.submit("m", x, deadline=d)] = d
+        gate.open.set()
+        g.result(30)
+        for f in ids:
+            f.result(30)
+    deadlines = [e["deadline"] for e in _started(s, "m")]
+    rel = [
+        None if d is None else round(d - e["submitted"], 3)
+        for e, d in zip(_started(s, "m"), deadlines, strict=True)
+    ]
+    assert rel == [1.0, 3.0, 5.0, None]
+
+
+def test_fair_share_alternates_and_charges_by_weight(mlp):
+    _, x, _, module = mlp
+    gate = Gate()
+    with Scheduler("fair", workers=1) as s:
+        s.add_model("gate", gate)
+        s.add_model("a", module)
+        s.add_model("b", module)
+        g = _hold(s, gate)
+        futs = [s.submit("a", x) for _ in range(3)] + [s.submit("b", x) for _ in range(3)]
+        gate.open.set()
+        g.result(30)
+        for f in futs:
+            f.result(30)
+    first_two = {e["model"] for e in _started(s)[1:3]}
+    assert first_two == {"a", "b"}  # b does not wait for all of a's requests
+    # The accounting itself: service per weight decides, and a returning model cannot bank.
+    p = FairShare()
+    from types import SimpleNamespace as NS
+
+    p.charge(NS(model="a", weight=1.0), 1.0, 2)
+    p.charge(NS(model="b", weight=4.0), 1.0, 2)
+    assert p.service == {"a": 2.0, "b": 0.5}
+    p.activate("c", ["a", "b"])
+    assert p.service["c"] == 0.5
+
+
+def test_cancel_a_queued_request(mlp):
+    _, x, want, module = mlp
+    gate = Gate()
+    with Scheduler(workers=1) as s:
+        s.add_model("gate", gate, priority=10)
+        s.add_model("m", module)
+        g = _hold(s, gate)
+        futs = [s.submit("m", x) for _ in range(3)]
+        assert futs[1].cancel()
+        gate.open.set()
+        g.result(30)
+        check_close(futs[0].result(30), want, atol=1e-5, rtol=1e-5, what="first")
+        check_close(futs[2].result(30), want, atol=1e-5, rtol=1e-5, what="third")
+    with pytest.raises(CancelledError):
+        futs[1].result()
+    m = s.stats()["models"]["m"]
+    assert (m["completed"], m["cancelled"]) == (2, 1)
+    assert len(_started(s, "m")) == 2
+
+
+def test_a_model_that_raises(mlp):
+    _, x, want, module = mlp
+
+    def broken(*_):
+        raise ValueError("broken model")
+
+    with Scheduler(workers=1) as s:
+        s.add_model("bad", broken)
+        s.add_model("good", module)
+        futs = [s.submit("bad"), s.submit("good", x), s.submit("bad"), s.submit("good", x)]
+        for f in futs[0::2]:
+            with pytest.raises(ValueError, match="broken model"):
+                f.result(30)
+        for f in futs[1::2]:
+            check_close(f.result(30), want, atol=1e-5, rtol=1e-5, what="good after bad")
+    st = s.stats()["models"]
+    assert (st["bad"]["failed"], st["good"]["completed"]) == (2, 2)
+
+
+def test_bad_requests_are_refused_at_submit(mlp):
+    _, x, _, module = mlp
+    with Scheduler() as s:
+        s.add_model("m", module)
+        with pytest.raises(InputMismatchError, match="expected shape"):
+            s.submit("m", np.zeros((2, 3), np.float32))
+        with pytest.raises(UnknownNameError, match="nope"):
+            s.submit("nope", x)
+        with pytest.raises(xgen_mlir.XGenError, match="already registered"):
+            s.add_model("m", module)
+
+
+def test_shutdown_with_requests_in_flight(mlp):
+    _, x, want, module = mlp
+    # Cancel what is queued: every future resolves, the running one with its result.
+    gate = Gate()
+    s = Scheduler(workers=1)
+    s.add_model("gate", gate, priority=10)
+    s.add_model("m", module)
+    g = _hold(s, gate)
+    futs = [s.submit("m", x) for _ in range(5)]
+    assert s.shutdown(wait=False, cancel_pending=True) is False  # the gate still runs
+    with pytest.raises(SchedulerClosedError):
+        s.submit("m", x)
+    gate.open.set()
+    assert s.shutdown(wait=True, timeout=60)
+    assert g.result(0) is not None
+    assert all(f.cancelled() for f in futs)
+    # Drain: queued requests still run.
+    gate = Gate()
+    s = Scheduler(workers=1)
+    s.add_model("gate", gate, priority=10)
+    s.add_model("m", module)
+    g = _hold(s, gate)
+    futs = [s.submit("m", x) for _ in range(5)]
+    threading.Timer(0.1, gate.open.set).start()
+    assert s.shutdown(wait=True, timeout=60)
+    for f in futs:
+        check_close(f.result(0), want, atol=1e-5, rtol=1e-5, what="drained")
+
+
+def test_task_graph_fan_out_with_end_to_end_deadline(mlp, head):
+    _, x, want, module = mlp
+    hmodel, hmodule = head
+    with Scheduler("edf") as s:
+        s.add_model("features", module)
+        s.add_model("head", hmodule)
+        g = TaskGraph(s, "pipeline", deadline=5.0)
+        g.node("features", "features")
+        g.node(
+            "head",
+            "head",
+            after=["features"],
+            inputs=lambda features: [(features,), (features * 2).astype(np.float32)],
+        )
+        with pytest.raises(xgen_mlir.XGenError, match="undeclared"):
+            g.node("x", "head", after=["later"], inputs=lambda later: later)
+        runs = [g.submit(x) for _ in range(3)]
+        outs = [r.result(60) for r in runs]
+    with torch.no_grad():
+        want_heads = [hmodel(torch.from_numpy(want * k)).numpy() for k in (1, 2)]
+    for out in outs:
+        check_close(out["features"], want, atol=1e-5, rtol=1e-5, what="graph features")
+        assert len(out["head"]) == 2
+        for got, w in zip(out["head"], want_heads, strict=True):
+            check_close(got, w, atol=1e-5, rtol=1e-5, what="graph head")
+    ev = s.events()
+    assert sum(e["graph"] == "pipeline" for e in ev) == 9  # 3 runs x (1 + 2 fan-out)
+    # Every request of a run carries the run's end-to-end deadline; heads start after features.
+    for e in ev:
+        assert e["deadline"] is not None
+    gst = s.stats()["graphs"]["pipeline"]
+    assert gst["completed"] == 3 and gst["failed"] == 0
+
+
+def test_task_graph_error_reaches_the_run(mlp):
+    _, x, _, module = mlp
+
+    def broken(*_):
+        raise RuntimeError("crop failed")
+
+    with Scheduler() as s:
+        s.add_model("features", module)
+        s.add_model("crop", broken)
+        g = TaskGraph(s, "p")
+        g.node("features", "features").node(
+            "crop", "crop", after=["features"], inputs=lambda features: features
+        )
+        with pytest.raises(RuntimeError, match="crop failed"):
+            g.submit(x).result(60)
+        assert s.stats()["graphs"]["p"]["failed"] == 1
+
+
+def test_observability_json_and_timeline(mlp, tmp_path):
+    _, x, _, module = mlp
+    with Scheduler(workers=1) as s:
+        s.add_model("m", module, deadline=60.0)
+        for f in [s.submit("m", x) for _ in range(4)]:
+            f.result(30)
+        text = s.text()
+        js = s.write_stats(tmp_path / "stats.json")
+        page = s.write_timeline(tmp_path / "t.html")
+    data = json.loads(js.read_text())
+    m = data["models"]["m"]
+    assert m["completed"] == 4 and m["deadlines"] == 4 and m["deadline_misses"] == 0
+    assert m["latency_ms"]["p50"] <= m["latency_ms"]["p99"] <= m["latency_ms"]["max"]
+    assert m["queue_depth_max"] >= 1 and len(data["events"]) == 4
+    assert "m" in text and "p99 ms" in text
+    html = page.read_text()
+    assert html.count("<rect") == 2 * 4 and "<script" not in html and "<svg" in html
+
+
+def test_vulkan_placement(mlp):
+    need_vulkan()
+    model, x, want, cpu_module = mlp
+    vk = xgen_mlir.compile(model, (torch.from_numpy(x),), target="vulkan")
+    with Scheduler() as s:
+        s.add_model("gpu", vk)
+        s.add_model("cpu", cpu_module)
+        futs = [s.submit("gpu", x), s.submit("cpu", x), s.submit("gpu", x)]
+        outs = [f.result(120) for f in futs]
+    for out in outs:
+        check_close(out, want, atol=1e-5, rtol=1e-5, what="vulkan placement")
+    lanes = {e["model"]: e["lane"] for e in s.events()}
+    assert lanes == {"gpu": "vulkan", "cpu": "cpu"}
+    with Scheduler() as s, pytest.raises(xgen_mlir.XGenError, match="vulkan"):
+        s.add_model("wrong", cpu_module, placement="vulkan")
+
+
+def test_xgen_serve_cli(mlp, tmp_path, capsys):
+    from xgen_mlir.tools.xgen_serve import main
+
+    _, _, _, module = mlp
+    module.save(tmp_path / "mlp.vmfb")
+    (tmp_path / "s.toml").write_text(
+        'policy = "priority"\nduration = 1\n'
+        '[[models]]\nname = "fast"\npath = "mlp.vmfb"\nrate = 20\npriority = 1\n'
+        "deadline_ms = 1000\n"
+        '[[models]]\nname = "batch"\npath = "mlp.vmfb"\nbackground = true\n'
+    )
+    rc = main(
+        [
+            str(tmp_path / "s.toml"),
+            "--no-live",
+            "--json",
+            str(tmp_path / "o.json"),
+            "--html",
+            str(tmp_path / "o.html"),
+        ]
+    )
+    assert rc == 0
+    data = json.loads((tmp_path / "o.json").read_text())
+    assert data["models"]["fast"]["completed"] >= 1 and data["models"]["batch"]["completed"] >= 1
+    assert data["models"]["fast"]["failed"] == 0
+    assert "<svg" in (tmp_path / "o.html").read_text()
+    assert "fast" in capsys.readouterr().out
+    (tmp_path / "bad.toml").write_text('polcy = "x"\n[[models]]\nname = "a"\n')
+    assert main([str(tmp_path / "bad.toml"), "--no-live"]) == 2
+    err = capsys.readouterr().err
+    assert "3 problem(s)" in err and "unknown key 'polcy'" in err and "'path'" in err
+
+
+def test_priority_policy_unit():
+    from types import SimpleNamespace as NS
+
+    p = PriorityAging(aging_rate=1.0)
+    levels = [5.0, 2.0, 0.0]
+    old, new = NS(priority=0.0, submitted=0.0, id=0), NS(priority=5.0, submitted=9.0, id=1)
+    assert p.key(old, 9.5) < p.key(new, 9.5)  # aged 9.5 levels: starts first
+    assert [p.band(r, 9.5, levels) for r in (old, new)] == [2, 0]  # bands stay by base priority
+    assert p.band(NS(priority=3.0), 0.0, levels) == 1
