@@ -82,7 +82,8 @@ class PriorityAging(Policy):
 class EarliestDeadlineFirst(Policy):
     """Earliest absolute deadline first (requests without one after all that have one, in
     arrival order). Bands are deadline-monotonic: models with shorter relative deadlines get
-    better bands, so a request with a tight deadline can preempt running background work."""
+    better bands, so a request with a tight deadline can preempt running background work; a
+    deadline longer than every model's default (a task graph's) still ranks above none."""
 
     name: str = "edf"
     preemptive: bool = True
@@ -92,11 +93,12 @@ class EarliestDeadlineFirst(Policy):
         return [*rel, math.inf]
 
     def band(self, req: Request, now: float, levels: list[float]) -> int:
-        rel = math.inf if req.rel_deadline is None else req.rel_deadline
-        for i, level in enumerate(levels):
-            if rel <= level:
+        if req.rel_deadline is None:
+            return len(levels) - 1
+        for i, level in enumerate(levels[:-1]):
+            if req.rel_deadline <= level:
                 return i
-        return len(levels) - 1
+        return max(0, len(levels) - 2)  # any deadline ranks above work with none
 
     def key(self, req: Request, now: float) -> tuple[float, ...]:
         d = math.inf if req.deadline is None else req.deadline
