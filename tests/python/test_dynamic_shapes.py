@@ -146,6 +146,31 @@ def test_bert_tiny_dynamic_sequence():
         check_close(m(ids.numpy()), want, atol=1e-4, rtol=1e-4, what=f"sequence {seq}")
 
 
+class _QKV(torch.nn.Module):
+    """Attention's three projections of one input, wide enough to be merged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(32, 256) for _ in range(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.q(x) * self.k(x) + self.v(x)
+
+
+def test_sibling_matmuls_merge_at_a_dynamic_sequence():
+    """BERT-base's Q/K/V at a dynamic sequence length once crashed the merge (a dynamic
+    tensor.empty); now they merge, with the rows' size read at run time."""
+    torch.manual_seed(0)
+    model = _QKV().eval()
+    m = _compile_quiet(model, (torch.randn(1, 8, 32),), dynamic_shapes=({1: Dim("seq", max=64)},))
+    assert m.report.rewrites["xgen-merge-sibling-matmuls"]["matmuls"] == 3
+    for seq in (1, 8, 50):
+        x = torch.randn(1, seq, 32)
+        with torch.no_grad():
+            want = model(x).numpy()
+        check_close(m(x.numpy()), want, atol=1e-4, rtol=1e-4, what=f"sequence {seq}")
+
+
 def _onnx_mlp(symbolic: bool) -> tuple[bytes, torch.nn.Module]:
     model = vision.mlp()
     f = io.BytesIO()

@@ -58,6 +58,7 @@ from .generic_util import (
     has_default_maps,
     is_elementwise,
     iterator_types,
+    mixed_sizes,
     num_inputs,
     producer,
 )
@@ -162,9 +163,12 @@ def _merge(group: list[Member]) -> None:
     shape = [*out_ty.shape[:-1], sum(widths)]
     elem = out_ty.element_type
     with ir.InsertionPoint(first), first.location:
+        # a dynamic dim (batch, sequence) takes its size from the first member's init
+        lead = mixed_sizes(first.operands[2], range(len(shape) - 1))
+        sizes_now = [*lead, shape[-1]]
         weight = constant_op(np.concatenate([m.weight for m in group], -1), "xgen_merged_w")
         inits = np.concatenate([m.init for m in group])
-        init = channel_init(inits, shape, len(shape) - 1, elem)
+        init = channel_init(inits, sizes_now, len(shape) - 1, elem)
         merged = ir.Operation.create(
             first.name,
             results=[ir.RankedTensorType.get(shape, elem)],
@@ -182,7 +186,7 @@ def _merge(group: list[Member]) -> None:
             result = generic(
                 [result, bias.result],
                 [ident, bmap, ident],
-                empty(shape, elem),
+                empty(sizes_now, elem),
                 ["parallel"] * rank,
                 lambda a: [arith.AddFOp(a[0], a[1]).result],
             ).results[0]
@@ -192,8 +196,9 @@ def _merge(group: list[Member]) -> None:
             old = m.bias_add if m.bias_add is not None else m.op
             sizes = [*out_ty.shape[:-1], width]
             offsets = [0] * (len(shape) - 1) + [offset]
+            dynamic = [v for v in lead if isinstance(v, ir.Value)]
             piece = tensor.ExtractSliceOp(
-                old.results[0].type, result, [], [], [], offsets, sizes, [1] * len(shape)
+                old.results[0].type, result, [], dynamic, [], offsets, sizes, [1] * len(shape)
             ).result
             old.results[0].replace_all_uses_with(piece)
             results = [m.op.results[0]]

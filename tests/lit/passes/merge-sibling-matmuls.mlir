@@ -221,3 +221,40 @@ func.func @epilogue_guard_pair(%x: tensor<4x3xf32>, %y: tensor<4x2xf32>) -> (ten
   } -> tensor<4x2xf32>
   return %r, %b : tensor<4x2xf32>, tensor<4x2xf32>
 }
+
+// -----
+// A dynamic sequence length: the merged matmul, its bias add and the slices take the rows'
+// size from the first member's init (tensor.dim), not the dynamic sentinel.
+// CHECK-LABEL: func.func @dynamic_rows
+// CHECK: %[[D:.*]] = tensor.dim %{{[0-9]+}}, %c0
+// CHECK: %[[M:.*]] = linalg.matmul ins(%arg0, %{{.*}} : tensor<?x3xf32>, tensor<3x4xf32>) outs(%{{.*}} : tensor<?x4xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[M]], %{{.*}} : tensor<?x4xf32>, tensor<4xf32>)
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [%[[D]], 2] [1, 1] : tensor<?x4xf32> to tensor<?x2xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, 2] [%[[D]], 2] [1, 1] : tensor<?x4xf32> to tensor<?x2xf32>
+// CHECK-NOT: linalg.matmul
+#idd = affine_map<(d0, d1) -> (d0, d1)>
+#cold = affine_map<(d0, d1) -> (d1)>
+func.func @dynamic_rows(%x: tensor<?x3xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x3xf32>
+  %wq = arith.constant dense<1.0> : tensor<3x2xf32>
+  %wk = arith.constant dense<2.0> : tensor<3x2xf32>
+  %bq = arith.constant dense<1.0> : tensor<2xf32>
+  %bk = arith.constant dense<2.0> : tensor<2xf32>
+  %e = tensor.empty(%n) : tensor<?x2xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x2xf32>) -> tensor<?x2xf32>
+  %q = linalg.matmul ins(%x, %wq : tensor<?x3xf32>, tensor<3x2xf32>) outs(%f : tensor<?x2xf32>) -> tensor<?x2xf32>
+  %q1 = linalg.generic {indexing_maps = [#idd, #cold, #idd], iterator_types = ["parallel", "parallel"]} ins(%q, %bq : tensor<?x2xf32>, tensor<2xf32>) outs(%e : tensor<?x2xf32>) {
+  ^bb0(%in: f32, %b: f32, %out: f32):
+    %s = arith.addf %in, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<?x2xf32>
+  %k = linalg.matmul ins(%x, %wk : tensor<?x3xf32>, tensor<3x2xf32>) outs(%f : tensor<?x2xf32>) -> tensor<?x2xf32>
+  %k1 = linalg.generic {indexing_maps = [#idd, #cold, #idd], iterator_types = ["parallel", "parallel"]} ins(%k, %bk : tensor<?x2xf32>, tensor<2xf32>) outs(%e : tensor<?x2xf32>) {
+  ^bb0(%in: f32, %b: f32, %out: f32):
+    %s = arith.addf %in, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<?x2xf32>
+  return %q1, %k1 : tensor<?x2xf32>, tensor<?x2xf32>
+}
