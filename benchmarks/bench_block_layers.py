@@ -30,7 +30,9 @@ from bench_models import IREE_BEST, iree_plain
 from harness import time_blocks, write_results
 from xgen_mlir import compress
 from xgen_mlir.frontend import import_model
+from xgen_mlir.passes.block_sparse import block_shape, compact_density
 from xgen_mlir.passes.runner import snapshot
+from xgen_mlir.target import host_fact
 
 # (name, in features, out features, how many BERT-base has)
 BERT_BASE_LINEARS = [
@@ -40,7 +42,17 @@ BERT_BASE_LINEARS = [
 ]
 
 
-def bench_shape(k: int, n: int, rates: list[float], seq: int, rounds: int, block: int) -> dict:
+def bench_shape(
+    k: int,
+    n: int,
+    rates: list[float],
+    seq: int,
+    rounds: int,
+    block: int,
+    options: dict[str, str] | None = None,
+) -> dict:
+    """One Linear shape: plain IREE, xgen_mlir dense and each rate's block-pruned compile
+    (``options``: target options of the pruned compiles), timed side by side."""
     torch.manual_seed(0)
     layer = torch.nn.Sequential(torch.nn.Linear(k, n)).eval()
     x = torch.randn(seq, k)
@@ -50,13 +62,19 @@ def bench_shape(k: int, n: int, rates: list[float], seq: int, rounds: int, block
         "xgen_dense": xgen_mlir.compile(layer, (x,)),
     }
     refs = {"iree": layer, "xgen_dense": layer}
-    fired = {}
+    fired, kept = {}, {}
     for r in rates:
         pruned = compress.prune(layer, (x,), scheme="block", rate=r)
-        compiled = xgen_mlir.compile(pruned, (x,))
-        fired[r] = compiled.report.rewrites.get("xgen-lower-bcsr-kernels", {})
-        systems[f"block_{r:g}x"] = compiled
-        refs[f"block_{r:g}x"] = pruned
+        compiled = xgen_mlir.compile(pruned, (x,), target_options=options or {})
+        key = f"{r:g}x"
+        fired[key] = {
+            **compiled.report.rewrites.get("xgen-raise-block-linear", {}),
+            **compiled.report.rewrites.get("xgen-lower-bcsr-kernels", {}),
+        }
+        w = pruned[0].weight.detach().numpy()
+        kept[key] = compact_density(w, block_shape(host_fact("vector_bits")))
+        systems[f"block_{key}"] = compiled
+        refs[f"block_{key}"] = pruned
     errs = {}
     with torch.no_grad():
         for name, mod in systems.items():
@@ -65,7 +83,13 @@ def bench_shape(k: int, n: int, rates: list[float], seq: int, rounds: int, block
         {k_: (lambda m=m: m(arr)) for k_, m in systems.items()}, rounds=rounds, block=block
     )
     ms = {name: v["median_ms"] for name, v in t.items()}
-    out = {"ms": ms, "max_abs_err": errs, "kernels": {f"{r:g}x": fired[r] for r in rates}}
+    out = {
+        "ms": ms,
+        "timing": t,
+        "max_abs_err": errs,
+        "kernels": fired,
+        "compact_density": kept,
+    }
     out["speedup_vs_xgen_dense"] = {
         f"{r:g}x": ms["xgen_dense"] / ms[f"block_{r:g}x"] for r in rates
     }
@@ -76,14 +100,61 @@ def bench_shape(k: int, n: int, rates: list[float], seq: int, rounds: int, block
     return out
 
 
+def sweep(args: argparse.Namespace) -> int:
+    """Where the block-sparse kernel starts to beat the dense GEMM: each BERT-base shape
+    pruned to each kept share, every one raised (``block_max_density=1``), timed against
+    xgen_mlir dense. The break-even share is the cpu pipeline's ``block_max_density``."""
+    rates = [1 / s for s in args.shares]
+    rows = {}
+    for name, k, n, count in tqdm(BERT_BASE_LINEARS, desc="shapes"):
+        r = bench_shape(k, n, rates, args.seq, args.rounds, args.block, {"block_max_density": "1"})
+        r.update({"shape": f"{args.seq}x{k} -> {n}", "count": count})
+        rows[name] = r
+    print(f"\nblock-sparse kernel vs xgen_mlir dense, sequence {args.seq}: speedup by kept share")
+    head = f"{'layer':<22}{'dense ms':>9}" + "".join(f"{f'kept {s:g}':>14}" for s in args.shares)
+    print(head)
+    print("-" * len(head))
+    wins: dict[str, list[bool]] = {}
+    for name, r in rows.items():
+        line = f"{name:<22}{r['ms']['xgen_dense']:>9.2f}"
+        for rate in rates:
+            key = f"{rate:g}x"
+            sp = r["speedup_vs_xgen_dense"][key]
+            cell = f"{sp:.2f}x ({r['compact_density'][key]:.2f})"
+            line += f"{cell:>14}"
+            wins.setdefault(key, []).append(sp > 1.0)
+        print(line)
+    # the largest measured share at which the kernel beats dense on every shape, weighted by
+    # nothing (each shape must win), and the smallest share at which one loses
+    ok = [s for s, rate in zip(args.shares, rates, strict=True) if all(wins[f"{rate:g}x"])]
+    lose = [s for s, rate in zip(args.shares, rates, strict=True) if not all(wins[f"{rate:g}x"])]
+    print(f"kernel faster on every shape at kept shares {ok}; slower somewhere at {lose}")
+    write_results(
+        Path(args.json),
+        {"args": vars(args), "layers": rows, "wins_everywhere": ok, "loses_somewhere": lose},
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--block", type=int, default=20)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--rates", type=float, nargs="*", default=[2.0, 4.0, 8.0])
-    p.add_argument("--json", default=str(Path(__file__).parent / "results" / "block_layers.json"))
+    p.add_argument("--json", default=None)
+    p.add_argument(
+        "--sweep",
+        action="store_true",
+        help="the break-even kept share instead (results/block_threshold.json)",
+    )
+    p.add_argument("--shares", type=float, nargs="*", default=[0.8, 0.67, 0.57, 0.49, 0.4, 0.33])
     args = p.parse_args(argv)
+    results = Path(__file__).parent / "results"
+    if args.sweep:
+        args.json = args.json or str(results / "block_threshold.json")
+        return sweep(args)
+    args.json = args.json or str(results / "block_layers.json")
     rows = {}
     for name, k, n, count in tqdm(BERT_BASE_LINEARS, desc="shapes"):
         t0 = time.perf_counter()

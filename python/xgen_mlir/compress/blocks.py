@@ -48,6 +48,7 @@ __all__ = [
     "default_block_shape",
     "gemm_view",
     "is_block_pruned",
+    "kept_counts",
     "prune_blocks",
 ]
 
@@ -240,24 +241,36 @@ def _keep_top(score: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
     return rank < count[..., None]
 
 
+def kept_counts(rows: int, cols: int, rate: float, row_share: float) -> tuple[int, int]:
+    """(kept rows, kept columns) of a ``rows x cols`` block for a ``rate``x reduction: rows
+    rounded to the nearest count of ``row_share`` (log scale) of the reduction, then as many
+    columns as keep the block at or under ``1 / rate`` of its weights (rounding columns to the
+    nearest could keep more: 6 of 8 rows x 43 of 64 columns at 2x is 0.504, over 1/2). At least
+    one row and one column (a rate beyond ``rows x cols`` keeps that one weight)."""
+    density = 1.0 / rate
+    kr = min(rows, max(1, round(rows * density**row_share)))
+    # the tiny slack absorbs float error in products that are exactly whole (4x: 32.0)
+    kc = min(cols, max(1, math.floor(density * rows * cols / kr + 1e-9)))
+    return kr, kc
+
+
 def block_structure(
     w: torch.Tensor, shape: tuple[int, int], rate: float, row_share: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Kept rows and columns of every block of GEMM matrix ``w`` for a ``rate``x reduction:
     columns by their energy in the block, then rows by their energy over the kept columns.
-    ``row_share`` is the part of the reduction (in log scale) taken by rows."""
+    ``row_share`` is the part of the reduction (in log scale) taken by rows. Every block keeps
+    at most ``1 / rate`` of its weights (:func:`kept_counts`), so the layer does too."""
     br, bc = shape
     n, k = w.shape
-    density = 1.0 / rate
-    row_keep = density**row_share
-    kr = min(br, max(1, round(br * row_keep)))
-    kc = min(bc, max(1, round(bc * density * br / kr)))
     energy = _to_blocks(w.detach().double() ** 2, br, bc)  # [NBR, NBC, br, bc]
     vr, vc = _edge_valid(n, k, br, bc)
-    # edge blocks keep the same share of the rows / columns they have
+    # edge blocks (fewer rows / columns inside the matrix) get their own counts
     nr, nc = vr.sum(-1), vc.sum(-1)
-    kr_b = torch.clamp(torch.round(nr * kr / br), min=1).long()
-    kc_b = torch.clamp(torch.round(nc * kc / bc), min=1).long()
+    sizes = list(zip(nr.flatten().tolist(), nc.flatten().tolist(), strict=True))
+    counts = {rc: kept_counts(*rc, rate, row_share) for rc in set(sizes)}
+    kr_b = torch.tensor([counts[rc][0] for rc in sizes]).reshape(nr.shape)
+    kc_b = torch.tensor([counts[rc][1] for rc in sizes]).reshape(nc.shape)
     col_e = energy.sum(-2).masked_fill(~vc, -math.inf)
     cols = _keep_top(col_e, kc_b) & vc
     row_e = (energy * cols[..., None, :]).sum(-1).masked_fill(~vr, -math.inf)

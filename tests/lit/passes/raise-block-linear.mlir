@@ -1,5 +1,10 @@
 // RUN: xgen-opt %s --split-input-file -p "xgen-raise-block-linear{vector-bits=512 verbose=true}" 2>%t.err | FileCheck %s
 // RUN: FileCheck %s --check-prefix=WHY < %t.err
+// The threshold is an option (the cpu pipeline passes its measured block_max_density): at 0
+// nothing is raised, each block-pruned candidate says why.
+// RUN: xgen-opt %s --split-input-file -p "xgen-raise-block-linear{vector-bits=512 max-density=0.0 verbose=true}" 2>&1 >/dev/null | FileCheck %s --check-prefix=ZERO
+// ZERO: stays dense: dense enough: compact blocks keep 0.{{[0-9]+}} > 0.0
+// ZERO-NOT: raised
 
 // A Linear as torch-mlir emits it (x @ transpose(W), zero fill, bias add), W block-pruned
 // (4 of 8 rows x 16 of 64 columns kept): one xgen_sparse.block_linear with the bias taken in.
@@ -32,7 +37,7 @@ func.func @linear(%x: tensor<16x64xf32>) -> tensor<16x8xf32> {
 // CHECK-LABEL: func.func @dense
 // CHECK: linalg.matmul
 // CHECK-NOT: xgen_sparse
-// WHY: stays dense: dense enough: compact blocks keep 1.00 > 0.5
+// WHY: stays dense: dense enough: compact blocks keep 1.00 > 0.6
 func.func @dense(%x: tensor<16x64xf32>) -> tensor<16x8xf32> {
   %z = arith.constant 0.0 : f32
   %w = arith.constant dense<0.5> : tensor<64x8xf32>
