@@ -169,6 +169,7 @@ def run_workload(
     system: Any, data: dict[str, Any], models: list[str], duration: float, label: str
 ) -> dict[str, Any]:
     coll = Collector()
+    load_before = round(os.getloadavg()[0], 2)  # other jobs on the shared host show here
     t0 = time.perf_counter()
     stop = threading.Event()
     pending: list[Future] = []
@@ -225,6 +226,7 @@ def run_workload(
     out = {
         "duration_s": duration,
         "elapsed_s": round(elapsed, 2),
+        "host_load_1min": [load_before, round(os.getloadavg()[0], 2)],
         "models": coll.summary(t0, duration),
     }
     done = sum(v["completed_within_duration"] for v in out["models"].values())
@@ -266,6 +268,7 @@ def run_dag(
         log(f"wrote {out}")
     sys_.close()
     return {
+        "host_load_1min": round(os.getloadavg()[0], 2),
         "rate_per_s": rate,
         "deadline_ms": deadline * 1e3,
         "graph": st["graphs"]["frame"],
