@@ -7,6 +7,8 @@ model (MLP, tiny BERT, 1x1 conv net, 3D CNN) with the kernels counted in the rep
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -14,6 +16,7 @@ from torch import nn
 
 import xgen_mlir
 from xgen_mlir import compress
+from xgen_mlir.codegen.block_sparse import ERF_CLAMP, erf_coefficients
 from xgen_mlir.compress.blocks import block_structure, default_block_shape, kept_counts
 from xgen_mlir.errors import XGenError
 from xgen_mlir.models.video import INPUT_SHAPE, small_3d_cnn
@@ -166,3 +169,39 @@ def test_3d_cnn_block_pruned_numerics():
     assert rw["xgen-lower-bcsr-kernels"]["block-sparse kernels"] == 2  # the 1x1x1 convs
     assert any("kernel larger than 1" in k for k in rw["xgen-raise-block-linear"])
     assert _rel(compiled(x), pruned(x).detach()) < 1e-4
+
+
+def test_erf_fit_is_f32_accurate():
+    num, den = erf_coefficients()
+    x = np.linspace(-ERF_CLAMP, ERF_CLAMP, 20001).astype(np.float32)
+    t = x * x
+    approx = x * np.polyval(np.float32(num[::-1]), t) / np.polyval(np.float32(den[::-1]), t)
+    exact = np.array([math.erf(float(v)) for v in x])
+    assert np.abs(approx - exact).max() < 1e-6
+
+
+class _NewGelu(nn.Module):
+    """GPT-2's GELU as transformers writes it (separate ops reading x three times)."""
+
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3.0))))
+
+
+@pytest.mark.parametrize(
+    "act", [nn.GELU(), nn.GELU(approximate="tanh"), _NewGelu()], ids=["erf", "tanh", "gpt2"]
+)
+def test_gelu_fused_into_the_kernel(act):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), act, nn.Linear(128, 32)).eval()
+    x = torch.randn(32, 64) * 10  # GELU's inputs reach erf's clamp (|x| > 4 sqrt 2)
+    pruned = compress.prune(model, (x,), scheme="block", rate=4.0, block_shape=(8, 16))
+    compiled, rw = _compiled(pruned, x)
+    assert rw["xgen-lower-bcsr-kernels"]["block-sparse kernels"] == 2
+    assert rw["xgen-lower-bcsr-kernels"]["of them with their activations"] == 1, rw
+    with torch.no_grad():
+        assert _rel(compiled(x), pruned(x)) < 1e-5
+        assert float(pruned[0](x).abs().max()) > 4 * math.sqrt(2)
+    bad = x.clone()
+    bad[2, 7] = float("nan")
+    out = np.asarray(compiled(bad))
+    assert np.isnan(out[2]).all() and not np.isnan(np.delete(out, 2, 0)).any()

@@ -24,6 +24,8 @@ Inf, dense gives Inf and this NaN).
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +64,74 @@ class BcsrSpec:
     @property
     def block_rows(self) -> int:
         return -(-self.n // self.block[0])
+
+
+#: ln 2 to 9 bits: n * LN2_HI is exact for the exponents exp can take
+LN2_HI = 0.693359375
+#: erf is +-1 to f32 precision past this (1 - erf(4) = 1.5e-8, a quarter of an ulp of 1)
+ERF_CLAMP = 4.0
+
+
+@functools.cache
+def erf_coefficients(p: int = 5, q: int = 5) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """erf(x) ~ x P(x^2) / Q(x^2) on [-4, 4] (Q's constant term 1): a least-squares fit of the
+    linearized rational form at Chebyshev points, reweighted by 1/Q so that it approaches the
+    fit of the ratio itself. Degree 5/5 gives 4.4e-7 max abs error evaluated in f32
+    (tests/python/test_block_pruning.py checks it against math.erf)."""
+    n = 4000
+    x = np.cos(np.linspace(0.0, np.pi, n)) * ERF_CLAMP / 2 + ERF_CLAMP / 2
+    x = x[x > 0]
+    t = x * x
+    y = np.array([math.erf(v) for v in x]) / x
+    a = np.hstack(
+        [t[:, None] ** np.arange(p + 1), -(y[:, None] * t[:, None] ** np.arange(1, q + 1))]
+    )
+    w = np.ones_like(t)
+    for _ in range(8):
+        c, *_ = np.linalg.lstsq(a * w[:, None], y * w, rcond=None)
+        den = np.polyval(np.concatenate([[1.0], c[p + 1 :]])[::-1], t)
+        w = 1.0 / np.abs(den)
+    return tuple(float(v) for v in c[: p + 1]), (1.0, *(float(v) for v in c[p + 1 :]))
+
+
+def _horner(coeffs: tuple[float, ...], var: str) -> str:
+    """C for the polynomial with ``coeffs`` (lowest first) in vector ``var``, Horner form."""
+    expr = f"SPLAT({float(np.float32(coeffs[-1])).hex()}f)"
+    for c in coeffs[-2::-1]:
+        expr = f"({expr} * {var} + SPLAT({float(np.float32(c)).hex()}f))"
+    return expr
+
+
+def math_c() -> str:
+    """Vector erf / exp / tanh for fused epilogues (GELU in both of torch-mlir's forms). No
+    libm: the object is linked into IREE's embedded ELF. NaN in gives NaN out; +-Inf gives
+    erf, tanh = +-1 and exp = its clamp's value (0 or 1.7e38, not Inf)."""
+    num, den = erf_coefficients()
+    inv_fact = tuple(1.0 / math.factorial(i) for i in range(8))
+    return f"""static inline v16 xg_clamp(v16 x, float lo, float hi) {{
+  x = SEL(x > SPLAT(hi), SPLAT(hi), x);
+  return SEL(x < SPLAT(lo), SPLAT(lo), x);
+}}
+static inline v16 xg_erf(v16 x) {{
+  x = xg_clamp(x, -{ERF_CLAMP}f, {ERF_CLAMP}f);
+  const v16 t = x * x;
+  return x * {_horner(num, "t")} / {_horner(den, "t")};
+}}
+/* 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in two parts (exact first product), degree-7
+   Taylor polynomial for |r| <= ln 2 / 2 (relative error 6e-9) */
+static inline v16 xg_exp(v16 x) {{
+  x = xg_clamp(x, -87.0f, 88.0f);
+  const v16 big = SPLAT(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+  const v16 n = (x * SPLAT({float(np.float32(1 / math.log(2))).hex()}f) + big) - big;
+  v16 r = x - n * SPLAT({LN2_HI.hex()}f);
+  r = r - n * SPLAT({float(np.float32(math.log(2) - LN2_HI)).hex()}f);
+  const vi16 e = (__builtin_convertvector(n, vi16) + 127) << 23;
+  return {_horner(inv_fact, "r")} * (v16)e;
+}}
+static inline v16 xg_tanh(v16 x) {{
+  return SPLAT(1.0f) - SPLAT(2.0f) / (xg_exp(x + x) + SPLAT(1.0f));
+}}
+"""
 
 
 def _table(name: str, arr: np.ndarray, ctype: str = "int") -> str:
@@ -114,6 +184,7 @@ typedef int vi16 __attribute__((vector_size({4 * spec.lanes})));
 #define BR {br}
 #define NVALS {int(voff[-1])}
 {tables}
+{math_c()}
 static inline v16 act(v16 v) {{
 {body}
   return v;

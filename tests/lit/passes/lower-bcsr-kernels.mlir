@@ -16,7 +16,7 @@
 // CHECK: return %[[Y]]
 // SRC: static const int BLOCK_OFF[3] = {0,2,3};
 // SRC: static const unsigned short COLS[5] = {1,2,5,1,2};
-// SRC: v = SEL(t0, v, SPLAT(0.0f));
+// SRC: { const vi16 e0_0 = ~(v <= SPLAT(0x0.0p+0f)); const v16 e0_1 = SEL(e0_0, v, SPLAT(0x0.0p+0f)); const v16 e0 = e0_1; v = e0; }
 // SRC: case 2: run_block(
 #map = affine_map<(d0, d1) -> (d0, d1)>
 func.func @relu(%x: tensor<3x8xf32>) -> tensor<3x4xf32> {
