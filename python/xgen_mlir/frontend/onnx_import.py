@@ -3,6 +3,8 @@
 Why each step exists:
 - torch-mlir lowers BatchNormalization only from opset 15 and Unsqueeze/Slice from opset 13,
   so older models are upgraded to opset 17 first (newer ones are left alone).
+- ONNX Runtime's quantized ``com.microsoft`` ops (QGemm, QLinearAdd, DynamicQuantizeMatMul,
+  ...) are rewritten into standard ops first (``onnx_quant``); torch-mlir has none of them.
 - The importer types every value from ONNX shape inference; a value it cannot type becomes
   ``!torch.none`` and breaks its users, so shape inference (with data propagation) runs first.
 - Every node gets a unique name: it becomes the MLIR location of all ops lowered from it, which
@@ -26,6 +28,7 @@ from onnx import shape_inference, version_converter
 
 from .._mlir import ir, passmanager
 from ..errors import FrontendError, UnsupportedOp, UnsupportedOpsError
+from .onnx_quant import rewrite_quantized_contrib_ops
 
 TARGET_OPSET = 17
 STAGES = (  # (name, pipeline); the first is cheap, so retrying it per failing op is cheap too
@@ -97,6 +100,7 @@ def import_onnx(
 
     proto, label = _load(model)
     proto = _prepare(proto, label)
+    rewrite_quantized_contrib_ops(proto)  # ONNX Runtime's com.microsoft quantized ops
     if dynamic_dims:
         _make_symbolic(proto, dynamic_dims, label)
     nodes: dict[str, str] = {}  # node name -> "domain.OpType"

@@ -1,0 +1,266 @@
+"""Already-quantized ONNX models (made with ONNX Runtime's own quantization tools) import,
+compile and match ONNX Runtime.
+
+Tolerances: a model whose output is dequantized from int8/uint8 (static QDQ / QOperator) may
+differ from ONNX Runtime by one step of the output's quantization scale (a value on a rounding
+tie, or ORT's fixed-point requantization, lands on the neighbouring grid point); the models
+here match exactly today. A dynamically quantized model's output is float: the integer
+products are exact, so only float reassociation differs (1e-5 of the output's range).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from conftest import check_close
+from onnx import helper, numpy_helper
+from onnxruntime.quantization import (
+    CalibrationDataReader,
+    QuantFormat,
+    QuantType,
+    quantize_dynamic,
+    quantize_static,
+)
+
+import xgen_mlir
+from xgen_mlir import errors
+from xgen_mlir.frontend.onnx_import import import_onnx
+from xgen_mlir.frontend.onnx_quant import rewrite_quantized_contrib_ops
+
+
+class _Block(torch.nn.Module):
+    """A transformer-style MLP block with a residual (MatMul on 3-D input, Add)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(32, 64), torch.nn.Linear(64, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x))) + x
+
+
+class _Net(torch.nn.Module):
+    """Conv, residual add, sigmoid gate, concat, leaky ReLU, global pool, classifier: every
+    op ONNX Runtime's QOperator format turns into a com.microsoft QLinear* op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.c3 = torch.nn.Conv2d(16, 8, 1)
+        self.fc = torch.nn.Linear(8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.c1(x))
+        z = self.c2(y) + y
+        z = torch.cat([z, y * torch.sigmoid(z)], 1)
+        z = torch.nn.functional.leaky_relu(self.c3(z), 0.1)
+        return self.fc(torch.nn.functional.adaptive_avg_pool2d(z, 1).flatten(1))
+
+
+class _Reader(CalibrationDataReader):
+    def __init__(self) -> None:
+        rng = np.random.default_rng(1)
+        self.it = iter([{"input": rng.random((1, 3, 16, 16), np.float32)} for _ in range(8)])
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self.it, None)
+
+
+def _export(model: torch.nn.Module, x: torch.Tensor, path: Path, name: str) -> Path:
+    torch.manual_seed(0)
+    torch.onnx.export(
+        model.eval(), (x,), str(path), input_names=[name], opset_version=17, dynamo=False
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("quantized_onnx")
+    torch.manual_seed(0)
+    blk = _export(_Block(), torch.randn(2, 8, 32), d / "block.onnx", "x")
+    net = _export(_Net(), torch.randn(1, 3, 16, 16), d / "net.onnx", "input")
+    out = {}
+    out["dynamic"] = d / "block_dyn.onnx"
+    quantize_dynamic(str(blk), str(out["dynamic"]), weight_type=QuantType.QInt8)
+    # ONNX Runtime's graph optimizer fuses that into com.microsoft DynamicQuantizeMatMul
+    out["dynamic_fused"] = d / "block_dyn_fused.onnx"
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    so.optimized_model_filepath = str(out["dynamic_fused"])
+    ort.InferenceSession(str(out["dynamic"]), so, providers=["CPUExecutionProvider"])
+    for key, kw in {
+        "qdq": {"quant_format": QuantFormat.QDQ},
+        "qdq_per_channel": {"quant_format": QuantFormat.QDQ, "per_channel": True},
+        "qdq_u8": {
+            "quant_format": QuantFormat.QDQ,
+            "activation_type": QuantType.QUInt8,
+            "weight_type": QuantType.QUInt8,
+        },
+        "qoperator": {"quant_format": QuantFormat.QOperator},
+    }.items():
+        out[key] = d / f"net_{key}.onnx"
+        quantize_static(str(net), str(out[key]), _Reader(), **kw)  # type: ignore[arg-type]
+    return out
+
+
+def _ops(path: Path) -> Counter[str]:
+    return Counter(f"{n.domain or 'onnx'}.{n.op_type}" for n in onnx.load(str(path)).graph.node)
+
+
+def _output_step(model: onnx.ModelProto) -> float:
+    """The scale of the DequantizeLinear that produces the graph's output."""
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    node = next(n for n in model.graph.node if model.graph.output[0].name in n.output)
+    assert node.op_type == "DequantizeLinear", node.op_type
+    return float(inits[node.input[1]])
+
+
+def _run_both(path: Path | onnx.ModelProto, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    data = path.SerializeToString() if isinstance(path, onnx.ModelProto) else str(path)
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    got = np.asarray(xgen_mlir.compile(path)(x))
+    return got, want
+
+
+@pytest.mark.parametrize("key", ["dynamic", "dynamic_fused"])
+def test_dynamic_quantization_matches_ort(models: dict[str, Path], key: str) -> None:
+    ops = _ops(models[key])
+    if key == "dynamic":  # standard-domain ops only
+        assert ops["onnx.DynamicQuantizeLinear"] == 2 and ops["onnx.MatMulInteger"] == 2
+    else:
+        assert ops["com.microsoft.DynamicQuantizeMatMul"] == 2
+    x = np.random.default_rng(0).standard_normal((2, 8, 32)).astype(np.float32)
+    got, want = _run_both(models[key], x)
+    check_close(got, want, atol=1e-5 * float(np.abs(want).max()), rtol=0, what=key)
+
+
+@pytest.mark.parametrize("key", ["qdq", "qdq_per_channel", "qdq_u8", "qoperator"])
+def test_static_quantization_matches_ort(models: dict[str, Path], key: str) -> None:
+    ops = _ops(models[key])
+    if key == "qoperator":
+        assert ops["onnx.QLinearConv"] == 3
+        assert {o for o in ops if o.startswith("com.microsoft.")} == {
+            f"com.microsoft.{op}"
+            for op in (
+                "QLinearAdd QLinearSigmoid QLinearMul QLinearConcat QLinearLeakyRelu "
+                "QLinearGlobalAveragePool QGemm"
+            ).split()
+        }
+    else:
+        assert ops["onnx.QuantizeLinear"] > 5 and ops["onnx.DequantizeLinear"] > 5
+    x = np.random.default_rng(2).random((1, 3, 16, 16), np.float32)
+    got, want = _run_both(models[key], x)
+    step = _output_step(onnx.load(str(models[key])))
+    check_close(got, want, atol=step * 1.001, rtol=0, what=key)
+
+
+def _matmul_integer_to_float(per_column: bool) -> onnx.ModelProto:
+    """com.microsoft MatMulIntegerToFloat as ONNX Runtime fuses it: uint8 A from a
+    DynamicQuantizeLinear (its scale and zero point too), int8 B with zero points, a bias."""
+    rng = np.random.default_rng(3)
+    n = 6
+    b = rng.integers(-128, 128, (5, n), dtype=np.int8)
+    b_scale = rng.uniform(0.01, 0.05, n if per_column else ()).astype(np.float32)
+    b_zp = rng.integers(-3, 3, n if per_column else (), dtype=np.int8)
+    inits = [
+        numpy_helper.from_array(b, "B"),
+        numpy_helper.from_array(b_scale, "b_scale"),
+        numpy_helper.from_array(b_zp, "b_zp"),
+        numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "bias"),
+    ]
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["A", "a_scale", "a_zp"], "dql"),
+        helper.make_node(
+            "MatMulIntegerToFloat",
+            ["A", "B", "a_scale", "b_scale", "a_zp", "b_zp", "bias"],
+            ["Y"],
+            "mitf",
+            domain="com.microsoft",
+        ),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mitf",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 5])],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, [3, n])],
+        inits,
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+@pytest.mark.parametrize("per_column", [False, True])
+def test_matmul_integer_to_float_matches_ort(per_column: bool) -> None:
+    model = _matmul_integer_to_float(per_column)
+    x = np.random.default_rng(4).standard_normal((3, 5)).astype(np.float32)
+    got, want = _run_both(model, x)
+    check_close(got, want, atol=1e-5 * float(np.abs(want).max()), rtol=0, what="mitf")
+
+
+def test_rewrite_counts_and_leaves_the_caller_model_alone(models: dict[str, Path]) -> None:
+    model = onnx.load(str(models["qoperator"]))
+    before = model.SerializeToString()
+    import_onnx(model)  # imports a copy
+    assert model.SerializeToString() == before
+    done = rewrite_quantized_contrib_ops(model)
+    assert done == {
+        "QLinearAdd": 1,
+        "QLinearSigmoid": 1,
+        "QLinearMul": 1,
+        "QLinearConcat": 1,
+        "QLinearLeakyRelu": 1,
+        "QLinearGlobalAveragePool": 1,
+        "QGemm": 1,
+    }
+    assert not any(n.domain == "com.microsoft" for n in model.graph.node)
+    assert all(o.domain != "com.microsoft" for o in model.opset_import)
+    onnx.checker.check_model(model)
+
+
+def test_contrib_ops_without_a_rewrite_are_reported_together() -> None:
+    """Unknown com.microsoft ops: one error naming each kind with its count; the rewritable
+    one next to them is not listed as a contrib op (its standard ops may be, once lowering
+    stopped at the unknown ones)."""
+
+    def u8(name: str) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, onnx.TensorProto.UINT8, [4])
+
+    s = numpy_helper.from_array(np.array(0.1, np.float32), "s")
+    z = numpy_helper.from_array(np.array(3, np.uint8), "z")
+    ms = {"domain": "com.microsoft"}
+    nodes = [
+        helper.make_node("QLinearSoftmax", ["x", "s", "z", "s", "z"], ["a"], "sm1", **ms),
+        helper.make_node("QLinearSoftmax", ["a", "s", "z", "s", "z"], ["b"], "sm2", **ms),
+        helper.make_node("QLinearSigmoid", ["x", "s", "z", "s", "z"], ["c"], "sig", **ms),
+        helper.make_node(
+            "QLinearWhere", ["x", "s", "z", "x", "s", "z", "s", "z"], ["w"], "wh", **ms
+        ),
+    ]
+    graph = helper.make_graph(nodes, "g", [u8("x")], [u8("b"), u8("c"), u8("w")], [s, z])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    with pytest.raises(errors.UnsupportedOpsError) as info:
+        import_onnx(helper.make_model(graph, opset_imports=opsets))
+    counts = info.value.counts()
+    assert counts["com.microsoft.QLinearSoftmax"] == 2, str(info.value)
+    assert counts["com.microsoft.QLinearWhere"] == 1, str(info.value)
+    assert "com.microsoft.QLinearSigmoid" not in counts, str(info.value)
+
+
+def test_per_tensor_qdq_contractions_stay_integer(models: dict[str, Path]) -> None:
+    """torch-mlir's fuse-quantized-ops keeps per-tensor int8 QDQ convs and the Gemm integer
+    (i8 x i8 -> i32); per-channel weights are dequantized to f32 (docs/precision.md)."""
+    text = str(import_onnx(models["qdq"])[0])
+    assert text.count("linalg.conv_2d_nchw_fchw_q") == 3
+    assert "linalg.quantized_matmul" in text
+    per_channel = str(import_onnx(models["qdq_per_channel"])[0])
+    assert "linalg.conv_2d_nchw_fchw_q" not in per_channel
+    assert "linalg.conv_2d_nchw_fchw " in per_channel
