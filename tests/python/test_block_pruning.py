@@ -8,6 +8,7 @@ model (MLP, tiny BERT, 1x1 conv net, 3D CNN) with the kernels counted in the rep
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ import xgen_mlir
 from xgen_mlir import compress
 from xgen_mlir.codegen.block_sparse import ERF_CLAMP, erf_coefficients
 from xgen_mlir.compress.blocks import block_structure, default_block_shape, kept_counts
-from xgen_mlir.errors import XGenError
+from xgen_mlir.errors import FallbackWarning, XGenError
 from xgen_mlir.models.video import INPUT_SHAPE, small_3d_cnn
 from xgen_mlir.target import block_tile
 
@@ -205,3 +206,29 @@ def test_gelu_fused_into_the_kernel(act):
     bad[2, 7] = float("nan")
     out = np.asarray(compiled(bad))
     assert np.isnan(out[2]).all() and not np.isnan(np.delete(out, 2, 0)).any()
+
+
+@pytest.mark.parametrize("target", ["x86_64", "vulkan"])
+def test_targets_without_kernels_compile_dense_and_warn_once(target):
+    """A block-pruned model on a target without block-sparse kernels: the layers are found,
+    compiled dense (same numbers as the pruned PyTorch model) and one warning says so."""
+    if target == "vulkan":
+        from targets_util import need_vulkan
+
+        need_vulkan()
+    model, x = _mlp(), torch.randn(32, 128)
+    pruned = compress.prune(model, (x,), scheme="block", rate=4.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = xgen_mlir.compile(pruned, (x,), target=target)
+    said = [w for w in caught if "block-pruned layer" in str(w.message)]
+    assert len(said) == 1, [str(w.message) for w in caught]
+    assert issubclass(said[0].category, FallbackWarning)
+    assert "2 block-pruned layer(s) run dense" in str(said[0].message)
+    assert compiled.report.rewrites["xgen-lower-block-to-linalg"] == {"lowered dense": 2}
+    assert _rel(compiled(x), pruned(x).detach()) < 1e-5
+    # the dense model: nothing found, nothing said
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        xgen_mlir.compile(model, (x,), target=target)
+    assert not [w for w in caught if "block-pruned" in str(w.message)]

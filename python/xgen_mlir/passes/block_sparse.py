@@ -66,7 +66,7 @@ _CONV_1X1 = ("linalg.conv_2d_nchw_fchw", "linalg.conv_3d_ncdhw_fcdhw")
 
 @dataclass
 class RaiseBlockOptions:
-    vector_bits: int = 512  # the target's vector width: the block is its register tile
+    vector_bits: int = 512  # the target's vector width: the block is its register tile (0: any)
     max_density: float = 0.6  # raise where the compact blocks keep at most this share (measured)
     min_rows: int = 0  # and at least this many rows (0: one vector of lanes)
     verbose: bool = False
@@ -86,9 +86,11 @@ def block_shape(vector_bits: int) -> tuple[int, int]:
 def best_block(w: np.ndarray, vector_bits: int) -> tuple[tuple[int, int], float]:
     """The block (the tile's rows x 4, 2 or 1 vectors of columns) whose compact form stores
     the least of ``w``, and that share: a model pruned with narrower blocks than the
-    target's default still compacts to what it kept."""
-    rows, _, lanes = block_tile(vector_bits or 128)
-    found = [((rows, c * lanes), compact_density(w, (rows, c * lanes))) for c in (4, 2, 1)]
+    target's default still compacts to what it kept. ``vector_bits`` 0: the tiles of every
+    CPU width (targets without kernels, which only detect block-pruned layers)."""
+    widths = [vector_bits] if vector_bits else [128, 256, 512]
+    tiles = {(r, c * lanes) for r, _, lanes in map(block_tile, widths) for c in (4, 2, 1)}
+    found = [(tile, compact_density(w, tile)) for tile in sorted(tiles, reverse=True)]
     return min(found, key=lambda f: f[1])
 
 

@@ -5,6 +5,13 @@
 // RUN: xgen-opt %s --split-input-file -p "xgen-raise-block-linear{vector-bits=512 max-density=0.0 verbose=true}" 2>&1 >/dev/null | FileCheck %s --check-prefix=ZERO
 // ZERO: stays dense: dense enough: compact blocks keep 0.{{[0-9]+}} > 0.0
 // ZERO-NOT: raised
+// Targets without kernels only detect (then lower dense with a warning): any CPU tile, any
+// row count; dense weights still do not fire.
+// RUN: xgen-opt %s --split-input-file -p "xgen-raise-block-linear{vector-bits=0 max-density=0.9 min-rows=1}" | FileCheck %s --check-prefix=ANY
+// ANY-LABEL: func.func @dense
+// ANY-NOT: xgen_sparse
+// ANY-LABEL: func.func @few_rows
+// ANY: "xgen_sparse.block_linear"
 
 // A Linear as torch-mlir emits it (x @ transpose(W), zero fill, bias add), W block-pruned
 // (4 of 8 rows x 16 of 64 columns kept): one xgen_sparse.block_linear with the bias taken in.
