@@ -141,6 +141,27 @@ def test_same_band_waits_and_fair_never_preempts(mlp):
         assert _started(s)[-1]["model"] == "m" and s.stats()["preemptions"] == 0
 
 
+def test_one_model_twice_at_once_gets_two_contexts(mlp):
+    """Requests of one model on one executor may run at once (two free workers, one each):
+    each gets its own VM context (a context is not for concurrent calls), so every result is
+    that of its own input."""
+    model, x, _, module = mlp
+    gate = Gate()
+    with Scheduler("priority", workers=3) as s:
+        s.add_model("gate", gate, priority=1)
+        s.add_model("m", module, max_workers=1)
+        g = _hold(s, gate)
+        futs = [s.submit("m", x * k) for k in range(1, 21)]
+        outs = [f.result(60) for f in futs]
+        gate.open.set()
+        g.result(30)
+    with torch.no_grad():
+        for k, out in zip(range(1, 21), outs, strict=True):
+            ref = model(torch.from_numpy(x * k)).numpy()
+            check_close(out, ref, atol=1e-4, rtol=1e-4, what=f"request {k}")
+    assert all(e["workers"] == 1 for e in _started(s, "m"))
+
+
 def test_lower_nice_executors_and_worker_caps():
     s = Scheduler("priority", workers=2)
     try:

@@ -64,7 +64,8 @@ class SchedModel:
         self.weight = float(weight)
         self.max_workers = max_workers
         self._lock = threading.Lock()
-        self._contexts: dict[Any, Any] = {}
+        self._free: dict[Any, list[Any]] = {}  # idle VM contexts (invokers) per executor
+        self._made = 0
         self.python_fn: Callable[..., Any] | None = None
         self.module: CompiledModule | None = None
         if callable(source) and not isinstance(source, CompiledModule):
@@ -115,10 +116,12 @@ class SchedModel:
 
     # -- running -----------------------------------------------------------------------------
     def _invoker(self, key: Any, device: Any) -> Any:
+        """A VM context on ``device`` that no other call is using: a context is not for
+        concurrent calls, so two requests of one model on one executor get two contexts."""
         with self._lock:
-            inv = self._contexts.get(key)
-            if inv is not None:
-                return inv
+            free = self._free.setdefault(key, [])
+            if free:
+                return free.pop()
         import iree.runtime as rt
 
         assert self.module is not None
@@ -139,10 +142,9 @@ class SchedModel:
                 f"model '{self.name}' ({self.module.source}): cannot load it on its device: "
                 f"{_short(e)}"
             ) from None
-        inv = rt.FunctionInvoker(ctx, device, self._fn)
         with self._lock:
-            self._contexts.setdefault(key, inv)
-            return self._contexts[key]
+            self._made += 1
+        return rt.FunctionInvoker(ctx, device, self._fn)
 
     def run(self, key: Any, device: Any, arrays: Any, as_torch: bool) -> Any:
         """One call on ``device`` (whose executor is ``key``); returns host outputs."""
@@ -161,6 +163,9 @@ class SchedModel:
                 f"model '{self.name}' ({self.module.source}): call of '{self.module.entry}' "
                 f"failed in IREE's runtime: {_short(e)}"
             ) from None
+        finally:
+            with self._lock:
+                self._free[key].append(inv)
         if as_torch:
             from ...dtypes import to_torch
 
@@ -169,5 +174,6 @@ class SchedModel:
         return host[0] if len(host) == 1 else tuple(host)
 
     def contexts(self) -> int:
+        """VM contexts made so far."""
         with self._lock:
-            return len(self._contexts)
+            return self._made
