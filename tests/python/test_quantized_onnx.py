@@ -264,3 +264,33 @@ def test_per_tensor_qdq_contractions_stay_integer(models: dict[str, Path]) -> No
     per_channel = str(import_onnx(models["qdq_per_channel"])[0])
     assert "linalg.conv_2d_nchw_fchw_q" not in per_channel
     assert "linalg.conv_2d_nchw_fchw " in per_channel
+
+
+def test_dynamic_matmul_integer_becomes_an_integer_matmul(models: dict[str, Path]) -> None:
+    """quantize_dynamic's MatMulInteger -> Cast pairs import as i8 x i8 -> i32 quantized
+    matmuls (torch-mlir lowers a bare MatMulInteger as an i32 x i32 -> i64 matmul)."""
+    model = onnx.load(str(models["dynamic"]))
+    assert rewrite_quantized_contrib_ops(model) == {"MatMulInteger": 2}
+    assert not any(n.op_type in ("MatMulInteger", "Cast") for n in model.graph.node)
+    text = str(import_onnx(models["dynamic"])[0])
+    assert text.count("linalg.quantized_batch_matmul") == 2, text
+    assert "xi64>" not in text
+
+
+def test_matmul_integer_with_another_reader_is_left_alone() -> None:
+    """MatMulInteger whose int32 result is a graph output (no Cast to float) keeps its form."""
+    rng = np.random.default_rng(5)
+    b = numpy_helper.from_array(rng.integers(-128, 128, (4, 3), dtype=np.int8), "B")
+    node = helper.make_node("MatMulInteger", ["A", "B"], ["Y"], "mmi")
+    graph = helper.make_graph(
+        [node],
+        "mmi",
+        [helper.make_tensor_value_info("A", onnx.TensorProto.INT8, [2, 4])],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.INT32, [2, 3])],
+        [b],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert rewrite_quantized_contrib_ops(model) == {}
+    a = rng.integers(-128, 128, (2, 4), dtype=np.int8)
+    got, want = _run_both(model, a)
+    assert (got == want).all()
