@@ -232,3 +232,29 @@ def test_targets_without_kernels_compile_dense_and_warn_once(target):
         warnings.simplefilter("always")
         xgen_mlir.compile(model, (x,), target=target)
     assert not [w for w in caught if "block-pruned" in str(w.message)]
+
+
+def test_gpt2_conv1d_as_linear_block_pruned_with_gelu_fused():
+    """GPT-2's Conv1D projections become the same Linear layers (same outputs), are block
+    pruned in the decoder blocks only, and compile to kernels with the tanh GELU fused."""
+    pytest.importorskip("transformers")
+    from xgen_mlir.compress.blocks import conv1d_to_linear
+    from xgen_mlir.models.transformers_zoo import gpt2_tiny
+
+    model, inputs = gpt2_tiny(seq=32)
+    linear = conv1d_to_linear(model)
+    with torch.no_grad():
+        assert torch.allclose(linear(*inputs), model(*inputs), atol=1e-5)
+    pruned = compress.prune(
+        linear,
+        inputs,
+        scheme="block",
+        rate=4.0,
+        block_shape=(8, 16),
+        layers=lambda name, m: isinstance(m, nn.Linear) and ".h." in name,
+    )
+    assert len(compress.describe(pruned).layers) == 8  # 2 blocks x c_attn, c_proj, c_fc, c_proj
+    compiled, rw = _compiled(pruned, *inputs)
+    assert rw["xgen-lower-bcsr-kernels"]["block-sparse kernels"] == 8, rw
+    assert rw["xgen-lower-bcsr-kernels"]["of them with their activations"] == 2, rw
+    assert _rel(compiled(*inputs), pruned(*inputs).detach()) < 1e-4

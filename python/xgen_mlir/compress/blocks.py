@@ -45,6 +45,7 @@ __all__ = [
     "attach_blocks",
     "block_mask",
     "check_block_layer",
+    "conv1d_to_linear",
     "default_block_shape",
     "gemm_view",
     "is_block_pruned",
@@ -71,6 +72,26 @@ def default_block_shape(target: str = "cpu", vector_bits: int | None = None) -> 
         vector_bits = host_fact("vector_bits")
     rows, _, lanes = block_tile(vector_bits or 128)
     return rows, 4 * lanes
+
+
+def conv1d_to_linear(model: nn.Module) -> nn.Module:
+    """A copy of ``model`` with every ``transformers`` ``Conv1D`` (GPT-2's attention and MLP
+    projections: ``y = x W + b`` with ``W`` [in, out]) replaced by the same ``nn.Linear``
+    (``W`` transposed), so block pruning sees them (its GEMM view is [out, in]). The copy's
+    state dict has those weights transposed: save and load it as its own architecture."""
+    out = copy.deepcopy(model)
+    for parent in list(out.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child).__name__ != "Conv1D" or not hasattr(child, "nf"):
+                continue
+            w = cast(torch.Tensor, child.weight)
+            lin = nn.Linear(w.shape[0], w.shape[1], bias=child.bias is not None)
+            with torch.no_grad():
+                lin.weight.copy_(w.t())
+                if child.bias is not None:
+                    cast(torch.Tensor, lin.bias).copy_(cast(torch.Tensor, child.bias))
+            setattr(parent, name, lin.to(w.dtype).train(child.training))
+    return out
 
 
 def is_block_pruned(module: nn.Module) -> bool:
