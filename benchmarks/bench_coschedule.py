@@ -5,7 +5,8 @@ Workload (the issue's): MobileNetV2 at 30 requests/s with the highest priority a
 deadline (one period), ResNet-18 at 10/s with a 100 ms deadline, BERT-base (seq 128) as
 background batch work: one request always outstanding, no deadline. Arrivals are periodic
 (open loop): a late system builds a queue, it does not slow the arrivals. Latency is arrival
-to result. The baseline "alone" is MobileNetV2 at 30/s with nothing else, through the same
+to result. "xgen-edf-drop" is EDF with drop_late=True: a request whose deadline passed before
+it started is not run (counted as a miss, and in "failed"). The baseline "alone" is MobileNetV2 at 30/s with nothing else, through the same
 scheduler. Every system gets the same arrival times; each runs for --duration seconds, then
 finishes what it was given.
 
@@ -103,7 +104,10 @@ class Collector:
                 "p50_ms": _ms(percentile(lat, 50)),
                 "p99_ms": _ms(percentile(lat, 99)),
                 "max_ms": _ms(max(lat) if lat else None),
-                "deadline_misses": None if rel is None else sum(x > rel for x in lat),
+                # requests not run (drop_late) count as misses
+                "deadline_misses": None
+                if rel is None
+                else sum(x > rel for x in lat) + sum(not ok for _, _, ok in rows),
             }
         return out
 
@@ -148,8 +152,10 @@ class ThreadSystem:
 
 
 class SchedSystem:
-    def __init__(self, policy: str, data: dict[str, Any], models: list[str]) -> None:
-        self.sched = Scheduler(policy)
+    def __init__(
+        self, policy: str, data: dict[str, Any], models: list[str], drop_late: bool = False
+    ) -> None:
+        self.sched = Scheduler(policy, drop_late=drop_late)
         for name in models:
             prio, _, deadline = MODELS[name]
             self.sched.add_model(name, data[name]["vmfb"], priority=prio, deadline=deadline)
@@ -294,7 +300,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--systems",
         nargs="+",
-        default=["alone", "xgen-priority", "xgen-edf", "naive-threads", "ort-threads", "xgen-dag"],
+        default=[
+            "alone",
+            "xgen-priority",
+            "xgen-edf",
+            "naive-threads",
+            "ort-threads",
+            "xgen-edf-drop",
+            "xgen-dag",
+        ],
     )
     p.add_argument("--dag-rate", type=float, default=5.0, help="task graph runs per second")
     p.add_argument("--dag-deadline-ms", type=float, default=200.0)
@@ -324,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
             sys_ = SchedSystem("priority", data, ["mobilenet_v2"])
             models = ["mobilenet_v2"]
         elif system_name.startswith("xgen-"):
-            sys_ = SchedSystem(system_name.split("-", 1)[1], data, everything)
+            policy = system_name.split("-")[1]
+            drop = system_name.endswith("-drop")
+            sys_ = SchedSystem(policy, data, everything, drop_late=drop)
             models = everything
         elif system_name == "naive-threads":
             mods = {n: xgen_mlir.load(data[n]["vmfb"]) for n in everything}

@@ -20,6 +20,7 @@ import xgen_mlir
 from xgen_mlir.errors import InputMismatchError, UnknownNameError
 from xgen_mlir.models import vision
 from xgen_mlir.runtime.scheduler import (
+    DeadlineMissedError,
     FairShare,
     Scheduler,
     SchedulerClosedError,
@@ -295,6 +296,28 @@ def test_cancel_a_queued_request(mlp):
         futs[1].result()
     m = s.stats()["models"]["m"]
     assert (m["completed"], m["cancelled"]) == (2, 1)
+    assert len(_started(s, "m")) == 2
+
+
+def test_drop_late_sheds_requests_past_their_deadline(mlp):
+    _, x, want, module = mlp
+    gate = Gate()
+    with Scheduler("edf", workers=1, drop_late=True) as s:
+        s.add_model("gate", gate, deadline=0.001)
+        s.add_model("m", module)
+        g = _hold(s, gate)
+        late = s.submit("m", x, deadline=0.01)
+        on_time = s.submit("m", x, deadline=600.0)
+        no_deadline = s.submit("m", x)
+        threading.Event().wait(0.05)  # the first one's deadline has passed
+        gate.open.set()
+        g.result(30)
+        with pytest.raises(DeadlineMissedError, match="deadline passed"):
+            late.result(30)
+        for f in (on_time, no_deadline):
+            check_close(f.result(30), want, atol=1e-5, rtol=1e-5, what="kept")
+    m = s.stats()["models"]["m"]
+    assert (m["completed"], m["dropped_late"], m["deadline_misses"]) == (2, 1, 1)
     assert len(_started(s, "m")) == 2
 
 

@@ -12,6 +12,7 @@ design: docs/scheduler.md.
 """
 
 from .scheduling import (
+    DeadlineMissedError,
     EarliestDeadlineFirst,
     FairShare,
     Policy,
@@ -23,6 +24,7 @@ from .scheduling import (
 from .scheduling.observe import render_text, timeline_html
 
 __all__ = [
+    "DeadlineMissedError",
     "EarliestDeadlineFirst",
     "FairShare",
     "Policy",

@@ -9,6 +9,7 @@ deadline; requests carry random inputs of the module's signature:
     duration = 20            # seconds
     # workers = 2            # CPU workers to hand out (default: this process's cores)
     # aging_rate = 1.0       # priority levels gained per second of waiting
+    # drop_late = false      # true: a request not started by its deadline is not run
 
     [[models]]
     name = "mobilenet"
@@ -39,7 +40,7 @@ from typing import Any
 from ..errors import XGenError
 from ..runtime.scheduler import Scheduler
 
-_TOP = {"policy", "duration", "workers", "aging_rate", "models", "seed"}
+_TOP = {"policy", "duration", "workers", "aging_rate", "drop_late", "models", "seed"}
 _MODEL = {
     "name",
     "path",
@@ -109,6 +110,7 @@ def run(
         scenario.get("policy", "priority"),
         workers=scenario.get("workers"),
         aging_rate=scenario.get("aging_rate"),
+        drop_late=bool(scenario.get("drop_late", False)),
     )
     try:
         for m in scenario["models"]:

@@ -3,11 +3,12 @@
 The public entry is ``xgen_mlir.runtime.scheduler`` (Scheduler, TaskGraph); docs/scheduler.md
 has the design."""
 
-from .core import Request, Scheduler, SchedulerClosedError
+from .core import DeadlineMissedError, Request, Scheduler, SchedulerClosedError
 from .graph import TaskGraph
 from .policies import EarliestDeadlineFirst, FairShare, Policy, PriorityAging
 
 __all__ = [
+    "DeadlineMissedError",
     "EarliestDeadlineFirst",
     "FairShare",
     "Policy",

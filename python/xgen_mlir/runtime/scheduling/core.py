@@ -29,6 +29,11 @@ class SchedulerClosedError(XGenError):
     """A request was submitted to a scheduler that is shut down (or shutting down)."""
 
 
+class DeadlineMissedError(XGenError):
+    """With ``drop_late=True``: the request's deadline passed before it could start, so it
+    was not run."""
+
+
 @dataclass(eq=False)
 class Request:
     id: int
@@ -58,7 +63,10 @@ class Scheduler:
     deadline first, preemptive with deadline-monotonic bands) or ``"fair"`` (weighted fair
     share, not preemptive). ``workers``: CPU workers to hand out (default: the cores this
     process may use). ``nice_step``: the nice value added per priority band below the top one
-    (capped at 19). ``gpu_slots``: requests run at once on the Vulkan device.
+    (capped at 19). ``gpu_slots``: requests run at once on the Vulkan device. ``drop_late``:
+    a request whose deadline passes before it starts is not run; its future gets a
+    DeadlineMissedError (load shedding: under overload, fresh requests stay on time instead
+    of every request queueing behind a backlog).
     """
 
     def __init__(
@@ -69,6 +77,7 @@ class Scheduler:
         aging_rate: float | None = None,
         nice_step: int = 10,
         gpu_slots: int = 1,
+        drop_late: bool = False,
     ) -> None:
         options = {} if aging_rate is None else {"aging_rate": aging_rate}
         self.policy = make_policy(policy, **options)
@@ -77,6 +86,7 @@ class Scheduler:
             raise XGenError("workers and gpu_slots must be >= 1")
         self.gpu_slots = gpu_slots
         self.nice_step = nice_step
+        self.drop_late = drop_late
         import iree.runtime as rt
 
         self._instance = rt.VmInstance()
@@ -260,6 +270,8 @@ class Scheduler:
         while progress:
             progress = False
             now = self.now()
+            if self.drop_late:
+                self._drop_late(now)
             for lane in ("cpu", "vulkan"):
                 ready = [r for r in self._queue if r.lane == lane]
                 ready.sort(key=lambda r: self.policy.key(r, now))
@@ -273,6 +285,24 @@ class Scheduler:
                         break
                     if lane != "cpu" or not self.policy.preemptive:
                         break
+
+    def _drop_late(self, now: float) -> None:
+        late = [(r, r.deadline) for r in self._queue if r.deadline is not None]
+        for r, deadline in late:
+            if deadline >= now:
+                continue
+            self._queue.remove(r)
+            if not r.future.set_running_or_notify_cancel():
+                self._record(r, "cancelled", now)
+                continue
+            self._record(r, "dropped", now)
+            r.future.set_exception(
+                DeadlineMissedError(
+                    f"request {r.id} for model '{r.model}': its deadline passed "
+                    f"{(now - deadline) * 1e3:.1f} ms before it could start; not run "
+                    f"(drop_late=True)"
+                )
+            )
 
     def _claim(self, req: Request, now: float) -> bool:
         """Mark the future running; False (and the request dropped) if it was cancelled."""

@@ -22,7 +22,7 @@ class Event:
     id: int
     model: str
     lane: str  # "cpu" or "vulkan"
-    status: str  # ok, error, cancelled
+    status: str  # ok, error, cancelled, dropped (deadline passed before it started)
     submitted: float
     started: float | None
     finished: float
@@ -122,6 +122,7 @@ class Recorder:
                 "completed": len(ok),
                 "failed": sum(e.status == "error" for e in evs),
                 "cancelled": sum(e.status == "cancelled" for e in evs),
+                "dropped_late": sum(e.status == "dropped" for e in evs),
                 "throughput_per_s": round(len(ok) / span, 3),
                 "latency_ms": {f"p{q}": _ms(percentile(lat, q)) for q in (50, 90, 99)}
                 | {"max": _ms(max(lat) if lat else None)},
