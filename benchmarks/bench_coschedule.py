@@ -3,12 +3,12 @@ naive Python threads over the same compiled modules and ONNX Runtime sessions in
 
 Workload (the issue's): MobileNetV2 at 30 requests/s with the highest priority and a 33 ms
 deadline (one period), ResNet-18 at 10/s with a 100 ms deadline, BERT-base (seq 128) as
-background batch work: one request always outstanding, no deadline. Arrivals are periodic
-(open loop): a late system builds a queue, it does not slow the arrivals. Latency is arrival
-to result. "xgen-edf-drop" is EDF with drop_late=True: a request whose deadline passed before
-it started is not run (counted as a miss, and in "failed"). The baseline "alone" is
-MobileNetV2 at 30/s with nothing else, through the same scheduler. Every system gets the same arrival times; each runs for --duration seconds, then
-finishes what it was given.
+background batch work: one request always outstanding, no deadline. Arrivals are periodic (open
+loop): a late system builds a queue, it does not slow the arrivals. Latency is arrival to
+result. "xgen-edf-drop" is EDF with drop_late=True: a request whose deadline passed before it
+started is not run (counted as a miss, and in "failed"). The baseline "alone" is MobileNetV2 at
+30/s with nothing else, through the same scheduler. Every system gets the same arrival times;
+each runs for --duration seconds, then finishes what it was given.
 
     .venv/bin/python benchmarks/bench_coschedule.py --duration 25 [--cache DIR] [--systems ...]
 """
