@@ -100,6 +100,9 @@ class CompileReport:
     # rejected (the compile went on without them), with why
     # What our graph rewrites did, per pass: {"xgen-winograd-convs": {"...": 13}, ...}
     rewrites: dict[str, dict[str, int]] = field(default_factory=dict)
+    # A dynamic batch compiled as a loop over items at batch 1 (frontend/batch_loop.py):
+    # what was done, or why not (empty: no dynamic batch, or the target does not loop)
+    batch_loop: str = ""
     flops_imported: int = 0  # of the module as imported
     flops_after_rewrites: int = 0  # after our passes (generated kernels count their ops' FLOPs)
     # fusion.tunable.TuningRequest: which contractions got a tuned config, which did not and
@@ -319,6 +322,35 @@ def _import(
     )
 
 
+def _batch_loop(
+    module: ir.Module, model: Any, example_inputs: Sequence[Any] | None, opts: CompileOptions
+) -> tuple[ir.Module, str]:
+    """``module`` as a loop over its batch items, each through the model imported at batch
+    1 (``frontend/batch_loop.py``), when its dynamic dims are one batch the items never meet
+    across; else ``module`` and why not."""
+    import torch
+
+    from .frontend.batch_loop import batch_axes, wrap_items
+
+    if opts.dynamic_shapes is None or not isinstance(model, torch.nn.Module):
+        return module, ""
+    assert example_inputs is not None  # _import refused a dynamic nn.Module without them
+    axes = batch_axes(module, "main")
+    if isinstance(axes, str):
+        return module, f"not a loop over items: {axes}"
+    main = find_func(module.operation, "main")
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    dynamic_in, dynamic_out = [str(t) for t in ftype.inputs], [str(t) for t in ftype.results]
+    items = [
+        x.narrow(a, 0, 1) if a is not None and isinstance(x, torch.Tensor) else x
+        for x, a in zip(example_inputs, axes.inputs, strict=False)
+    ]
+    item_module = import_model(model, tuple(items), trust_pickle=opts.trust_pickle)
+    wrap_items(item_module, "main", axes, dynamic_in, dynamic_out)
+    dims = ", ".join(f"input {i} dim {a}" for i, a in enumerate(axes.inputs) if a is not None)
+    return item_module, f"a loop over the batch ({dims}), each item compiled at batch 1"
+
+
 def _is_exported(model: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(model, torch.export.ExportedProgram)
@@ -364,6 +396,8 @@ def compile(
     module, bounds = _import(model, example_inputs, opts)
     if module is model:  # an ir.Module of the caller's: the passes rewrite in place
         module = ir.Module.parse(snapshot(module), module.context)
+    if pipeline.option_value("batch_loop") == "true":
+        module, report.batch_loop = _batch_loop(module, model, example_inputs, opts)
     report.stage_seconds["import"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
