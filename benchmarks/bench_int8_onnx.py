@@ -4,8 +4,9 @@ A zoo transformer (MiniLM by default, BERT-base with ``--models bert_base``) is 
 ONNX (opset 17, static shapes) and quantized with ONNX Runtime's own ``quantize_dynamic``
 (int8 weights per tensor, uint8 activations quantized at run time: DynamicQuantizeLinear +
 MatMulInteger). In one process: xgen_mlir and ONNX Runtime on the fp32 file and on the int8
-file. Errors: each system against PyTorch fp32, and xgen_mlir int8 against ONNX Runtime int8
-(same model, so only float reassociation should differ). The host record also gets IREE's
+file. Errors: each system against PyTorch fp32, xgen_mlir int8 against ONNX Runtime int8 (same
+model), and ONNX Runtime int8 against itself with its graph optimizations off (the control: how
+far last-bit differences carry through dynamic quantization). The host record also gets IREE's
 1024^3 matmul rate in f32 and in i8 x i8 -> i32 (``--iree-opt-data-tiling``, host CPU): the
 ceiling of the int8 route through IREE on this CPU. Times: alternating blocks
 (``harness.time_blocks``). A failing system is that cell's text; the run goes on.
@@ -36,7 +37,13 @@ from harness import time_blocks, write_results
 from host import describe, summary
 
 MODELS = ["minilm", "bert_base"]
-SYSTEMS = ["xgen_mlir fp32", "ORT fp32", "xgen_mlir int8", "ORT int8"]
+SYSTEMS = [
+    "xgen_mlir fp32",
+    "ORT fp32",
+    "xgen_mlir int8",
+    "xgen_mlir int8 fusion=false",
+    "ORT int8",
+]
 Cell = dict[str, object]
 
 
@@ -91,11 +98,11 @@ def quantize(path: Path) -> Path:
     return out
 
 
-def xgen_runner(path: Path) -> tuple[Callable, Cell]:
+def xgen_runner(path: Path, **target_options: str) -> tuple[Callable, Cell]:
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = xgen_mlir.compile(path)
+        m = xgen_mlir.compile(path, target_options=target_options)
     info: Cell = {
         "compile_s": time.perf_counter() - t0,
         "warnings": sorted({str(w.message)[:200] for w in caught})[:5],
@@ -125,6 +132,15 @@ def integer_contractions(path: Path) -> dict[str, int]:
     }
 
 
+def ort_unoptimized(path: Path, names: list[str], arrays: tuple[np.ndarray, ...]) -> np.ndarray:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return np.asarray(sess.run(None, dict(zip(names, arrays, strict=True)))[0], np.float64)
+
+
 def bench_model(name: str, threads: int, rounds: int, block: int) -> dict[str, Cell]:
     model, example = build(name)
     model.eval()
@@ -139,6 +155,9 @@ def bench_model(name: str, threads: int, rounds: int, block: int) -> dict[str, C
         "xgen_mlir fp32": lambda: xgen_runner(path),
         "ORT fp32": lambda: ort_runner(path, names, threads),
         "xgen_mlir int8": lambda: xgen_runner(qpath),
+        # IREE's own dispatches and data tiling: xgen's data-tiling hints were measured on
+        # f32 and leave M=128 GEMMs plain, which for i8 operands misses the i8 mmt4d kernels
+        "xgen_mlir int8 fusion=false": lambda: xgen_runner(qpath, fusion="false"),
         "ORT int8": lambda: ort_runner(qpath, names, threads),
     }
     runners: dict[str, Callable] = {}
@@ -162,6 +181,15 @@ def bench_model(name: str, threads: int, rounds: int, block: int) -> dict[str, C
             np.linalg.norm(a - b) / (np.linalg.norm(b) or 1.0)
         )
         cells["xgen_mlir int8"]["contractions"] = integer_contractions(qpath)
+        # the control: ONNX Runtime against itself with its graph optimizations (fused
+        # kernels) off; dynamic quantization amplifies last-bit differences upstream of it
+        plain = ort_unoptimized(qpath, names, arrays)
+        cells["ORT int8"]["vs_unoptimized_rel_l2"] = float(
+            np.linalg.norm(b - plain) / (np.linalg.norm(plain) or 1.0)
+        )
+        cells["xgen_mlir int8"]["vs_ort_int8_unoptimized_rel_l2"] = float(
+            np.linalg.norm(a - plain) / (np.linalg.norm(plain) or 1.0)
+        )
     torch.set_num_threads(1)  # PyTorch's idle threads must not compete with the systems
     log(f"{name}: timing {', '.join(runners)}")
     timing = time_blocks(
@@ -184,8 +212,11 @@ def cell_text(c: Cell) -> str:
 
 def print_table(results: dict[str, dict[str, Cell]]) -> None:
     print("\nmedian ms (max relative error vs PyTorch fp32)")
-    print("| model | " + " | ".join(SYSTEMS) + " | xgen int8 vs ORT int8 (max rel, rel L2) |")
-    print("|---" * (len(SYSTEMS) + 2) + "|")
+    print(
+        "| model | " + " | ".join(SYSTEMS) + " | xgen int8 vs ORT int8 (max rel, rel L2) "
+        "| ORT int8 vs ORT int8 unoptimized (rel L2) |"
+    )
+    print("|---" * (len(SYSTEMS) + 3) + "|")
     for name, cells in results.items():
         row = [cell_text(cells.get(s, {"error": "not run"})) for s in SYSTEMS]
         q = cells.get("xgen_mlir int8", {})
@@ -193,6 +224,8 @@ def print_table(results: dict[str, dict[str, Cell]]) -> None:
         row.append(
             f"{vs:.1e}, {l2:.1e}" if isinstance(vs, float) and isinstance(l2, float) else "-"
         )
+        ctl = cells.get("ORT int8", {}).get("vs_unoptimized_rel_l2")
+        row.append(f"{ctl:.1e}" if isinstance(ctl, float) else "-")
         print(f"| {name} | " + " | ".join(row) + " |")
 
 
