@@ -96,6 +96,14 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     so.optimized_model_filepath = str(out["dynamic_fused"])
     ort.InferenceSession(str(out["dynamic"]), so, providers=["CPUExecutionProvider"])
+    # convs too: standard-domain ConvInteger (uint8 weights, as ORT's CPU kernel requires)
+    out["dynamic_conv"] = d / "net_dyn.onnx"
+    quantize_dynamic(
+        str(net),
+        str(out["dynamic_conv"]),
+        weight_type=QuantType.QUInt8,
+        op_types_to_quantize=["Conv"],
+    )
     for key, kw in {
         "qdq": {"quant_format": QuantFormat.QDQ},
         "qdq_per_channel": {"quant_format": QuantFormat.QDQ, "per_channel": True},
@@ -161,6 +169,15 @@ def test_static_quantization_matches_ort(models: dict[str, Path], key: str) -> N
     got, want = _run_both(models[key], x)
     step = _output_step(onnx.load(str(models[key])))
     check_close(got, want, atol=step * 1.001, rtol=0, what=key)
+
+
+def test_dynamic_conv_integer_matches_ort(models: dict[str, Path]) -> None:
+    assert _ops(models["dynamic_conv"])["onnx.ConvInteger"] == 3
+    x = np.random.default_rng(6).random((1, 3, 16, 16), np.float32)
+    got, want = _run_both(models["dynamic_conv"], x)
+    check_close(got, want, atol=1e-5 * float(np.abs(want).max()), rtol=0, what="ConvInteger")
+    text = str(import_onnx(models["dynamic_conv"])[0])
+    assert text.count("linalg.conv_2d_nchw_fchw_q") == 3
 
 
 def _matmul_integer_to_float(per_column: bool) -> onnx.ModelProto:
