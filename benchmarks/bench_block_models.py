@@ -1,0 +1,262 @@
+"""End to end: block-pruned transformers compiled by xgen_mlir vs the dense model on every peer.
+
+MiniLM, BERT-base and GPT-2 small (sequence 128, ``xgen_mlir.models.transformers_zoo``):
+every Linear layer of the encoder / decoder blocks (not the embeddings, not the LM head)
+block-pruned with ``compress.prune(scheme="block")`` at each rate (default 4x and 8x, the cpu
+target's default block, its register tile; GPT-2's ``Conv1D`` projections first become the
+same ``nn.Linear``), compiled by xgen_mlir's cpu pipeline; side by side in one process with
+the dense model on xgen_mlir, ONNX Runtime, OpenVINO (f32 inference hint) and torch.compile
+(``harness.time_blocks``: blocks of calls, rotating order). A peer that is missing or fails
+is a cell with its reason, not a crash. Numerics: each compiled model against its own
+PyTorch model (the pruned one for the pruned compiles), max error relative to the output.
+Prints a table and writes ``benchmarks/results/block_models.json`` with the host record.
+
+The issue's goal: the 4x model >= 2x faster than the fastest dense fp32 peer.
+
+    .venv/bin/python benchmarks/bench_block_models.py [--models minilm bert_base gpt2_small]
+        [--rates 4 8] [--rounds 4] [--block 10] [--threads 2] [--save-vmfb DIR]
+
+``--save-vmfb DIR`` also writes each xgen_mlir module, for
+``benchmarks/profile_dispatches.py DIR/<model>-<system>.vmfb`` (where the time goes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+sys.path.insert(0, str(Path(__file__).parent))
+import xgen_mlir
+from bench_models import build, export_onnx, log, ort_session, torch_compiled
+from harness import time_blocks, write_results
+from xgen_mlir import compress
+from xgen_mlir.compress.blocks import conv1d_to_linear
+from xgen_mlir.target import host_threads
+
+MODELS = ["minilm", "bert_base", "gpt2_small"]
+DENSE_PEERS = ["ORT fp32", "OpenVINO f32", "torch.compile"]
+Cell = dict[str, object]
+
+
+def in_blocks(name: str, module: torch.nn.Module) -> bool:
+    """The encoder's / decoder's layers (BERT ``encoder.layer.N``, GPT-2 ``transformer.h.N``):
+    not the embeddings, the pooler or the LM head."""
+    return isinstance(module, torch.nn.Linear) and (
+        ".encoder.layer." in f".{name}" or ".transformer.h." in f".{name}"
+    )
+
+
+def first_output(out: object) -> np.ndarray:
+    while isinstance(out, tuple | list):
+        out = out[0]
+    if isinstance(out, torch.Tensor):
+        return out.detach().numpy()
+    return np.asarray(out)
+
+
+def rel_err(got: object, want: np.ndarray) -> float:
+    g = np.array(first_output(got), dtype=np.float64, copy=True)
+    w = want.astype(np.float64)
+    if g.shape != w.shape:
+        raise ValueError(f"output shape {g.shape} != PyTorch's {w.shape}")
+    return float(np.abs(g - w).max() / max(np.abs(w).max(), 1e-30))
+
+
+def openvino_f32(path: Path, threads: int) -> tuple[Callable, Cell]:
+    import openvino as ov
+    import openvino.properties as props
+    import openvino.properties.hint as hints
+
+    config = {
+        props.inference_num_threads: threads,
+        hints.performance_mode: hints.PerformanceMode.LATENCY,
+        hints.inference_precision: ov.Type.f32,
+    }
+    compiled = ov.Core().compile_model(str(path), "CPU", config)
+    request = compiled.create_infer_request()
+    info: Cell = {
+        "version": ov.__version__,
+        "inference_precision": compiled.get_property(hints.inference_precision).get_type_name(),
+    }
+
+    def run(*arrays: np.ndarray) -> np.ndarray:
+        request.infer(list(arrays))
+        return np.array(request.get_output_tensor(0).data)
+
+    return run, info
+
+
+def xgen(model: torch.nn.Module, inputs: tuple, save: Path | None, tag: str):
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = xgen_mlir.compile(model, inputs)
+    rw = m.report.rewrites
+    info: Cell = {
+        "compile_s": round(time.perf_counter() - t0, 1),
+        "raise": rw.get("xgen-raise-block-linear", {}),
+        "kernels": rw.get("xgen-lower-bcsr-kernels", {}),
+        "warnings": sorted({str(w.message)[:200] for w in caught})[:5],
+    }
+    if save is not None:
+        save.mkdir(parents=True, exist_ok=True)
+        info["vmfb"] = str(m.save(save / f"{tag}.vmfb"))
+    return m, info
+
+
+def bench_model(name: str, args: argparse.Namespace) -> dict:
+    log(f"{name}: building")
+    model, inputs = build(name)
+    if name.startswith("gpt2"):
+        model = conv1d_to_linear(model)
+    torch.set_num_threads(args.threads)
+    arrays = [t.numpy() for t in inputs]
+    with torch.no_grad():
+        dense_ref = first_output(model(*inputs))
+    cells: dict[str, Cell] = {}
+    systems: dict[str, Callable[[], object]] = {}
+
+    def add(system: str, make: Callable[[], tuple[Callable[[], object], Cell, np.ndarray]]):
+        log(f"{name}: {system}")
+        try:
+            run, info, want = make()
+            info["rel_err"] = rel_err(run(), want)
+            systems[system] = run
+            cells[system] = info
+        except Exception as e:  # a missing or failing peer is a cell, not a crash
+            cells[system] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+            if args.verbose:
+                traceback.print_exc()
+
+    def xgen_dense():
+        m, info = xgen(model, inputs, args.save_vmfb, f"{name}-dense")
+        return (lambda: m(*arrays)), info, dense_ref
+
+    add("xgen_mlir dense", xgen_dense)
+    for rate in args.rates:
+
+        def pruned_system(rate: float = rate):
+            pruned = compress.prune(model, inputs, scheme="block", rate=rate, layers=in_blocks)
+            desc = compress.describe(pruned)
+            with torch.no_grad():
+                want = first_output(pruned(*inputs))
+            m, info = xgen(pruned, inputs, args.save_vmfb, f"{name}-block{rate:g}x")
+            info["pruned_layers"] = len(desc.layers)
+            info["weights_kept"] = desc.block_weights_after / desc.block_weights_before
+            info["rel_err_vs_dense_model"] = rel_err(want, dense_ref)
+            return (lambda: m(*arrays)), info, want
+
+        add(f"xgen_mlir block {rate:g}x", pruned_system)
+
+    onnx: list[Path] = []
+
+    def onnx_path() -> Path:
+        if not onnx:
+            onnx.append(export_onnx(model, inputs)[0])
+        return onnx[0]
+
+    def ort():
+        import onnxruntime
+
+        sess = ort_session(onnx_path(), args.threads)
+        names = [i.name for i in sess.get_inputs()]
+        feed = dict(zip(names, arrays, strict=True))
+        return (lambda: sess.run(None, feed)[0]), {"version": onnxruntime.__version__}, dense_ref
+
+    def openvino():
+        run, info = openvino_f32(onnx_path(), args.threads)
+        return (lambda: run(*arrays)), info, dense_ref
+
+    def compiled_torch():
+        run = torch_compiled(model, inputs)
+        return run, {"version": torch.__version__}, dense_ref
+
+    add("ORT fp32", ort)
+    add("OpenVINO f32", openvino)
+    add("torch.compile", compiled_torch)
+
+    log(f"{name}: timing {len(systems)} systems")
+    t = time_blocks(systems, rounds=args.rounds, block=args.block)
+    for system, row in t.items():
+        cells[system].update(row)
+    peers = {p: cells[p]["median_ms"] for p in DENSE_PEERS if "median_ms" in cells[p]}
+    out: dict = {"systems": cells}
+    if peers:
+        fastest = min(peers, key=lambda p: float(peers[p]))  # type: ignore[arg-type]
+        out["fastest_dense_peer"] = fastest
+        for rate in args.rates:
+            key = f"xgen_mlir block {rate:g}x"
+            if "median_ms" in cells[key]:
+                ms = float(cells[key]["median_ms"])  # type: ignore[arg-type]
+                out[f"speedup_{rate:g}x_vs_fastest_peer"] = float(peers[fastest]) / ms  # type: ignore[arg-type]
+                dense = cells["xgen_mlir dense"].get("median_ms")
+                if dense is not None:
+                    out[f"speedup_{rate:g}x_vs_xgen_dense"] = float(dense) / ms  # type: ignore[arg-type]
+    return out
+
+
+def print_table(rows: dict[str, dict], rates: list[float]) -> None:
+    names = ["xgen_mlir dense", *(f"xgen_mlir block {r:g}x" for r in rates), *DENSE_PEERS]
+    print("\nmedian ms per call (rel err vs its PyTorch model); block: pruned model vs pruned")
+    head = f"{'model':<12}" + "".join(f"{n:>24}" for n in names)
+    print(head)
+    print("-" * len(head))
+    for model, r in rows.items():
+        line = f"{model:<12}"
+        for n in names:
+            c = r["systems"].get(n, {})
+            if "median_ms" in c:
+                cell = f"{c['median_ms']:.1f} ({c['rel_err']:.0e})"
+            else:
+                cell = "failed" if "error" in c else "-"
+            line += f"{cell:>24}"
+        print(line)
+    for model, r in rows.items():
+        if "fastest_dense_peer" not in r:
+            continue
+        nan = float("nan")
+        parts = [
+            f"{rate:g}x: {r.get(f'speedup_{rate:g}x_vs_fastest_peer', nan):.2f}x vs "
+            f"{r['fastest_dense_peer']}, "
+            f"{r.get(f'speedup_{rate:g}x_vs_xgen_dense', nan):.2f}x vs xgen_mlir dense"
+            for rate in rates
+        ]
+        print(f"{model}: " + "; ".join(parts))
+    for model, r in rows.items():
+        for n, c in r["systems"].items():
+            if "error" in c:
+                print(f"{model} / {n}: {c['error']}")
+    print("goal (issue 29): block 4x >= 2x faster than the fastest dense fp32 peer")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", nargs="*", default=MODELS)
+    p.add_argument("--rates", type=float, nargs="*", default=[4.0, 8.0])
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--block", type=int, default=10)
+    p.add_argument("--threads", type=int, default=host_threads())
+    p.add_argument("--save-vmfb", type=Path, default=None)
+    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--json", default=str(Path(__file__).parent / "results" / "block_models.json"))
+    args = p.parse_args(argv)
+    rows = {}
+    for name in tqdm(args.models, desc="models"):
+        rows[name] = bench_model(name, args)
+    print_table(rows, args.rates)
+    payload = {"args": {k: str(v) for k, v in vars(args).items()}, "models": rows}
+    write_results(Path(args.json), payload, args.threads)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
