@@ -65,3 +65,26 @@ util.func public @dynamic_rows(%a: tensor<?x3072xf32>, %b: tensor<3072x768xf32>,
   %t = linalg.matmul ins(%q, %k : tensor<?x64xf32>, tensor<64x?xf32>) outs(%f2 : tensor<?x?xf32>) -> tensor<?x?xf32>
   util.return %m, %t : tensor<?x768xf32>, tensor<?x?xf32>
 }
+
+// -----
+
+// A GEMM whose result feeds a reduction to a scalar (the next layer's dynamic quantization:
+// max |x| of the whole tensor) is not next to a pool: it is tiled like any few-row GEMM.
+// DECIDE: linalg.matmul at {{.*}}: tiled: few rows (M=64 <= 128)
+// CHECK-LABEL: util.func public @feeds_scalar_reduction
+// CHECK: linalg.matmul {iree.opt.data_tiling}
+util.func public @feeds_scalar_reduction(%a: tensor<64x512xf32>, %b: tensor<512x512xf32>) -> (tensor<64x512xf32>, tensor<f32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x512xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<64x512xf32>, tensor<512x512xf32>) outs(%f : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %f0 = linalg.fill ins(%z : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]} ins(%m : tensor<64x512xf32>) outs(%f0 : tensor<f32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %abs = math.absf %in : f32
+    %mx = arith.maximumf %abs, %acc : f32
+    linalg.yield %mx : f32
+  } -> tensor<f32>
+  util.return %m, %r : tensor<64x512xf32>, tensor<f32>
+}
