@@ -236,6 +236,15 @@ def _structured(op: ir.Operation, axis: dict, get) -> None:  # type: ignore[type
         axis[r] = at[0]
 
 
+def _item_slice(item_type: str, axis: int, context: ir.Context) -> str:
+    """``[offsets] [sizes] [strides]`` of item ``%i`` along ``axis`` of a tensor whose one
+    item has type ``item_type``."""
+    shape = list(ir.RankedTensorType(ir.Type.parse(item_type, context)).shape)
+    offsets = ", ".join("%i" if d == axis else "0" for d in range(len(shape)))
+    ones = ", ".join("1" for _ in shape)
+    return f"[{offsets}] [{', '.join(map(str, shape))}] [{ones}]"
+
+
 def wrap_items(
     module: ir.Module,
     entry: str,
@@ -270,15 +279,8 @@ def wrap_items(
         if a is None:
             call_args.append(f"%a{i}")
             continue
-        rank = ir.RankedTensorType(ir.Type.parse(item_in[i], module.context)).rank
-        offs = ", ".join("%i" if d == a else "0" for d in range(rank))
-        shape = list(ir.RankedTensorType(ir.Type.parse(item_in[i], module.context)).shape)
-        sizes = ", ".join(str(s) for s in shape)
-        ones = ", ".join("1" for _ in range(rank))
-        body.append(
-            f"  %x{i} = tensor.extract_slice %a{i}[{offs}] [{sizes}] [{ones}] : "
-            f"{ty} to {item_in[i]}"
-        )
+        where = _item_slice(item_in[i], a, module.context)
+        body.append(f"  %x{i} = tensor.extract_slice %a{i}{where} : {ty} to {item_in[i]}")
         call_args.append(f"%x{i}")
     outs = ", ".join(f"%y{j}" for j in range(len(item_out)))
     body.append(
@@ -288,14 +290,9 @@ def wrap_items(
     yields = []
     for j, (ty, a) in enumerate(zip(result_types, axes.results, strict=True)):
         assert a is not None
-        rank = ir.RankedTensorType(ir.Type.parse(item_out[j], module.context)).rank
-        shape = list(ir.RankedTensorType(ir.Type.parse(item_out[j], module.context)).shape)
-        offs = ", ".join("%i" if d == a else "0" for d in range(rank))
-        sizes = ", ".join(str(s) for s in shape)
-        ones = ", ".join("1" for _ in range(rank))
+        where = _item_slice(item_out[j], a, module.context)
         body.append(
-            f"  %u{j} = tensor.insert_slice %y{j} into %acc{j}[{offs}] [{sizes}] [{ones}] : "
-            f"{item_out[j]} into {ty}"
+            f"  %u{j} = tensor.insert_slice %y{j} into %acc{j}{where} : {item_out[j]} into {ty}"
         )
         yields.append(f"%u{j}")
     res_list = ", ".join(result_types)
