@@ -180,6 +180,21 @@ class _TwoLayers(torch.nn.Module):
         return self.b(torch.nn.functional.gelu(self.a(x)))
 
 
+def test_local_ray_workers_run_at_normal_priority(monkeypatch):
+    """Ray's default worker niceness (15) let any other process take the cores from the
+    measurements; the local cluster the tuner starts runs them at nice 0."""
+    from xgen_mlir.tuning.workers import RayPool
+
+    monkeypatch.delenv("RAY_worker_niceness", raising=False)
+    pool = RayPool(num_cpus=1, threads=1)
+    try:
+        ray = pool.ray
+        niceness = ray.get(ray.remote(num_cpus=1)(lambda: os.nice(0)).remote())
+    finally:
+        pool.close()
+    assert niceness == os.nice(0)
+
+
 def test_search_on_a_local_ray_cluster_then_compile_applies_it(tmp_path):
     """A real search (tiny budget) over 2 local Ray workers; the records it writes are this
     host's, checked against IREE's config; compile() applies the best; a second run resumes

@@ -9,6 +9,7 @@ every result to the one database, with the identity of the host that measured it
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 from typing import Any
 
@@ -57,6 +58,12 @@ class RayPool:
             if address:
                 ray.init(address=address, **kwargs)
             else:
+                # Ray runs its workers at nice 15 by default: any other process on the
+                # machine then takes the cores from the measurements and the compiles they
+                # start (in CI, beside a busy test worker, a 45 s search took 20 minutes).
+                # A cluster joined by address keeps its own setting: start its nodes with
+                # RAY_worker_niceness=0.
+                os.environ.setdefault("RAY_worker_niceness", "0")
                 ray.init(num_cpus=num_cpus, **kwargs)
             self.started = True
         self.threads = threads
