@@ -63,11 +63,11 @@ def test_unknown_target_option_lists_the_known_ones():
         match="unknown target option 'featurez'; known target options: cpu, feat",
     ):
         xgen_mlir.compile(*_mlp(), target="arm64", target_options={"featurez": "+neon"})
-    with pytest.raises(
-        errors.UnknownNameError,
-        match="known target options: fusion, inverted_residual_min_bytes, inverted_resid",
-    ):
+    with pytest.raises(errors.UnknownNameError, match="known target options: ") as info:
         load_pipeline("cpu").with_options({"gpu": "x"})
+    listed = str(info.value).split("known target options: ", 1)[1].split(", ")
+    names = [o.name for o in load_pipeline("cpu").options]
+    assert listed == sorted(names) and {"fusion", "precision", "winograd"} <= set(listed)
 
 
 def test_option_of_a_target_without_options(tmp_path):
