@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
 from bench_models import build, log
 from bench_shapes import errors, export_onnx, ort_runner, short_error
-from harness import time_blocks, write_results
+from harness import cell_text, time_into_cells, write_results
 from host import describe, summary
 
 MODELS = ["minilm", "bert_base"]
@@ -190,24 +190,8 @@ def bench_model(name: str, threads: int, rounds: int, block: int) -> dict[str, C
         cells["xgen_mlir int8"]["vs_ort_int8_unoptimized_rel_l2"] = float(
             np.linalg.norm(a - plain) / (np.linalg.norm(plain) or 1.0)
         )
-    torch.set_num_threads(1)  # PyTorch's idle threads must not compete with the systems
-    log(f"{name}: timing {', '.join(runners)}")
-    timing = time_blocks(
-        {s: (lambda fn=fn: fn(*arrays)) for s, fn in runners.items()},
-        rounds=rounds,
-        block=block,
-        warmup=2,
-    )
-    for system, t in timing.items():
-        cells[system].update(t)
-    torch.set_num_threads(threads)
+    time_into_cells(cells, runners, arrays, rounds, block, threads, lambda m: log(f"{name}: {m}"))
     return cells
-
-
-def cell_text(c: Cell) -> str:
-    if "median_ms" not in c:
-        return str(c.get("error", "?"))[:40]
-    return f"{c['median_ms']:.2f} ({c['max_rel_err']:.1e})"
 
 
 def print_table(results: dict[str, dict[str, Cell]]) -> None:

@@ -82,3 +82,37 @@ def write_results(out: Path, payload: dict, threads: int | None = None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out, (json.dumps(record, indent=1, default=str) + "\n").encode())
     print(f"\nwrote {out}")
+
+
+def time_into_cells(
+    cells: dict,
+    runners: dict,
+    args: tuple,
+    rounds: int,
+    block: int,
+    threads: int,
+    log: Callable[[str], None] | None = None,
+) -> None:
+    """Time every runner on ``args`` in alternating blocks and merge the timings into its
+    cell; PyTorch's own threads are parked meanwhile so they do not compete."""
+    import torch
+
+    torch.set_num_threads(1)
+    if log is not None:
+        log(f"timing {', '.join(runners)}")
+    timing = time_blocks(
+        {s: (lambda fn=fn: fn(*args)) for s, fn in runners.items()},
+        rounds=rounds,
+        block=block,
+        warmup=2,
+    )
+    for system, t in timing.items():
+        cells[system].update(t)
+    torch.set_num_threads(threads)
+
+
+def cell_text(c: dict) -> str:
+    """A table cell: median ms (max relative error), or the failure's text."""
+    if "median_ms" not in c:
+        return str(c.get("error", "?"))[:40]
+    return f"{c['median_ms']:.2f} ({c['max_rel_err']:.1e})"
