@@ -155,6 +155,10 @@ def _shutdown(proc: subprocess.Popen[bytes], errlog: IO[bytes]) -> None:
             pass
 
 
+START_TIMEOUT = 60.0  # seconds a child may take to start, whatever call_timeout says
+STARTING = "while reading it"
+
+
 class IsolatedRunner:
     """The parent's side: starts the child on first use (and again after it died), sends
     calls, turns whatever goes wrong into an XGenError naming the file and the entry."""
@@ -168,7 +172,8 @@ class IsolatedRunner:
         self._finalizer: weakref.finalize | None = None
         self._lock = threading.Lock()
         # Seconds a reply may take before the child is stopped (a module stuck in a loop);
-        # None: no limit.
+        # None: no limit. Starting a child (a Python, the IREE runtime, parsing the module)
+        # gets at least START_TIMEOUT: on a loaded host that alone can take seconds.
         self.timeout: float | None = getattr(module, "call_timeout", None)
         self._timed_out = False
 
@@ -207,7 +212,7 @@ class IsolatedRunner:
             arrays.append(np.frombuffer(module.parameters, dtype=np.uint8))
         elif module.parameters is not None:
             init["parameters"] = str(Path(module.parameters).resolve())
-        reply, _ = self._exchange(init, arrays, "while reading it", starting=True)
+        reply, _ = self._exchange(init, arrays, STARTING, starting=True)
         self.declaration = str(reply.get("declaration", ""))
         return proc
 
@@ -249,8 +254,9 @@ class IsolatedRunner:
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
         self._timed_out = False
         watchdog = None
-        if self.timeout is not None:
-            watchdog = threading.Timer(self.timeout, self._stop_for_timeout, (proc,))
+        limit = self._limit(starting)
+        if limit is not None:
+            watchdog = threading.Timer(limit, self._stop_for_timeout, (proc,))
             watchdog.daemon = True
             watchdog.start()
         try:
@@ -271,6 +277,11 @@ class IsolatedRunner:
         if cls is ModuleCallError and name not in ("ModuleCallError", ""):
             message = f"{self.source}: '{self.entry}' failed {doing} ({name}): {message}"
         raise cls(message)
+
+    def _limit(self, starting: bool) -> float | None:
+        if self.timeout is None:
+            return None
+        return max(self.timeout, START_TIMEOUT) if starting else self.timeout
 
     def _stop_for_timeout(self, proc: subprocess.Popen[bytes]) -> None:
         self._timed_out = True
@@ -300,7 +311,8 @@ class IsolatedRunner:
         self.close()
         what = f"sent a malformed reply ({cause}) and was stopped" if malformed else how
         if self._timed_out:
-            what, sig = f"did not answer within {self.timeout:g} s and was stopped", None
+            limit = self._limit(doing == STARTING)
+            what, sig = f"did not answer within {limit:g} s and was stopped", None
         hint = (
             " The module is corrupt, hostile or built for a CPU this one is not; this process"
             " is unaffected (the next call starts a fresh worker)."
