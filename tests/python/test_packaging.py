@@ -342,3 +342,51 @@ def test_the_cost_model_names_the_tune_extra(monkeypatch):
     records = [SimpleNamespace(features={"m": float(i)}) for i in range(cost_model.MIN_RECORDS)]
     with pytest.raises(errors.XGenError, match=re.escape("pip install 'xgen-mlir[tune]'")):
         cost_model.CostModel().fit(records)
+
+
+_RUNTIME_ONLY = r"""
+import importlib.abc, json, sys
+import numpy as np
+
+BLOCKED = ("torch", "torch_mlir", "iree.compiler", "onnx", "sympy")
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name in BLOCKED or name.startswith(tuple(b + "." for b in BLOCKED)):
+            raise ImportError(f"{name} is not installed on this device")
+
+sys.meta_path.insert(0, Block())
+import xgen_mlir
+
+module = xgen_mlir.load(sys.argv[1])
+out = module(np.load(sys.argv[2]))
+print(json.dumps({"out": np.asarray(out).tolist()}))
+try:
+    xgen_mlir.compile
+except ImportError as e:
+    print("compile:", e)
+"""
+
+
+def test_a_device_with_only_the_runtime_loads_and_runs_a_module(tmp_path):
+    """The compiler's dependencies (torch, torch-mlir, IREE's compiler, onnx) are imported on
+    first use of compile/tune, so a deployment target with IREE's runtime, numpy and
+    ml_dtypes alone can `xgen_mlir.load` a module and call it."""
+    import numpy as np
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 8)
+    path = xgen_mlir.compile(model, (x,)).save(tmp_path / "m.vmfb")
+    np.save(tmp_path / "x.npy", x.numpy())
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUNTIME_ONLY, str(path), str(tmp_path / "x.npy")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    got = np.array(json.loads(lines[0])["out"], dtype=np.float32)
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert lines[1].startswith("compile:") and "not installed" in lines[1]
