@@ -28,10 +28,11 @@ from .irutil import find_func
 from .passes.dim_bounds import Bounds, add_dim_bound_checks
 from .passes.dispatch_passes import shared_packs_record
 from .passes.runner import run_steps, snapshot
+from .passes.winograd_convs import CHOICES, TunedChoices
 from .pipelines import Pipeline, available_pipelines, load_pipeline
 from .runtime import CompiledModule
 from .runtime.cpu_features import CPU_KEY, FORMAT_KEY, REFLECTION_KEY
-from .tunedb import HostIdentity, records_for
+from .tunedb import HostIdentity, choice_records_for, records_for
 
 
 @dataclass
@@ -151,6 +152,18 @@ def _tuning_request(opts: CompileOptions, target: str) -> TuningRequest:
     request.configs = {sig: r.config for sig, r in best.items()}
     request.source = note
     return request
+
+
+def _winograd_choices(opts: CompileOptions, target: str, pipeline: Pipeline) -> TunedChoices | None:
+    """Under ``winograd=tuned``: the algorithm choices measured on this host (none when the
+    tuning database is off or the target is not this host), for xgen-winograd-convs."""
+    if pipeline.option_value("winograd") != "tuned":
+        return None
+    if opts.tuning_db is False or target != "cpu":
+        return TunedChoices(source="no tuning database used")
+    db = None if opts.tuning_db in (None, True) else Path(str(opts.tuning_db))
+    records, note = choice_records_for(db, HostIdentity.current(threads=opts.tuning_threads))
+    return TunedChoices(records, note)
 
 
 PRECISIONS = ("fp32", "bf16")
@@ -403,13 +416,18 @@ def compile(
     t0 = time.perf_counter()
     dump_dir = Path(opts.dump_ir) if opts.dump_ir else None
     report.flops_imported = module_flops(module.operation)
-    report.rewrites = run_steps(
-        module,
-        pipeline.pass_steps(opts.entry),
-        what=f"pipeline '{pipeline.name}'",
-        dump_dir=dump_dir,
-        keep_temps=opts.keep_temps,
-    )
+    choices = _winograd_choices(opts, target, pipeline)
+    token = CHOICES.set(choices)
+    try:
+        report.rewrites = run_steps(
+            module,
+            pipeline.pass_steps(opts.entry),
+            what=f"pipeline '{pipeline.name}'",
+            dump_dir=dump_dir,
+            keep_temps=opts.keep_temps,
+        )
+    finally:
+        CHOICES.reset(token)
     report.flops_after_rewrites = module_flops(module.operation)
     if bounds:
         add_dim_bound_checks(module.operation, opts.entry, bounds)
@@ -432,6 +450,9 @@ def compile(
         tuning=tuning,
     )
     report.tuning = result.dispatch_records.get("tuning")
+    if choices is not None and choices.log:  # each conv's algorithm and why
+        report.tuning = report.tuning or tuning
+        report.tuning.choices = list(choices.log)
     report.stage_seconds["iree-compile"] = time.perf_counter() - t0
     report.iree_flags, report.fallback_used = result.flags, result.fallback_used
     report.fusion_plans, report.fusion_note = result.fusion_plans, result.fusion_note

@@ -44,6 +44,9 @@ CONFIRMED = "confirmed"
 # ... and of a confirmed record whose config made the whole model slower: never applied.
 REJECTED_IN_MODEL = "confirmed alone, slower in the model"
 STATUSES = ("ok", "compile_error", "runtime_error", "wrong_numbers", "timeout")
+# The config kind of a record that measured an algorithm (a Winograd conv) against the direct
+# op (its baseline): an algorithm choice, not a contraction config (tuning/choices.py).
+ALGORITHM = "algorithm"
 
 
 class TuningDBError(XGenError):
@@ -312,13 +315,24 @@ class TuningDB:
         (``CONFIRMED``): what ``compile()`` applies."""
         best: dict[str, Record] = {}
         for r in self.records(host.key):
-            if r.config.get("kind") == "iree" or r.speedup is None or r.speedup < MIN_GAIN:
+            if r.config.get("kind") in ("iree", ALGORITHM):
+                continue
+            if r.speedup is None or r.speedup < MIN_GAIN:
                 continue
             if r.detail != CONFIRMED:
                 continue
             if r.signature not in best or r.speedup > (best[r.signature].speedup or 0):
                 best[r.signature] = r
         return best
+
+    def choices(self, host: HostIdentity) -> dict[str, list[Record]]:
+        """Per signature, ``host``'s ``ALGORITHM`` records (every variant measured, failed
+        ones too: the pass that reads them decides)."""
+        out: dict[str, list[Record]] = {}
+        for r in self.records(host.key):
+            if r.config.get("kind") == ALGORITHM:
+                out.setdefault(r.signature, []).append(r)
+        return out
 
     def foreign_hosts(self, host: HostIdentity) -> list[HostIdentity]:
         return [h for k, h in self.hosts().items() if k != host.key]
@@ -415,3 +429,26 @@ def records_for(
         )
     note = f"{path}: {len(best)} tuned op signature(s) for {host.describe()}"
     return best, note
+
+
+def choice_records_for(
+    db: str | os.PathLike[str] | None, host: HostIdentity
+) -> tuple[dict[str, list[Record]], str]:
+    """The algorithm choices measured on ``host`` in ``db`` (None: the default path, only if
+    it exists), as :func:`records_for` does for configs."""
+    path = Path(db) if db is not None else default_db_path()
+    if not path.exists():
+        if db is not None:
+            raise TuningDBError(f"tuning database {path} does not exist")
+        return {}, ""
+    with TuningDB(path, readonly=True) as tdb:
+        found = tdb.choices(host)
+        foreign = [h for h in tdb.foreign_hosts(host) if tdb.choices(h)]
+    if foreign and not found:
+        names = "; ".join(sorted({h.describe() for h in foreign}))
+        warnings.warn(
+            f"tuning database {path} has algorithm choices only of other hosts ({names}); "
+            f"this host ({host.describe()}) keeps every conv direct",
+            stacklevel=3,
+        )
+    return found, f"{path}: {len(found)} measured conv signature(s) for {host.describe()}"

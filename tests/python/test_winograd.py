@@ -1,6 +1,6 @@
-"""Winograd F(4x4, 3x3) convolutions (xgen-winograd-convs), the cpu target's opt-in
-``winograd`` option: which convs it rewrites, numerics against PyTorch and against a float64
-reference, and that the default pipeline leaves convs alone."""
+"""Winograd F(4x4, 3x3) convolutions (xgen-winograd-convs), the cpu target's ``winograd``
+option: which convs it rewrites, numerics against PyTorch and against a float64 reference, and
+that the default (``tuned``) leaves convs alone without a measurement of this host."""
 
 from __future__ import annotations
 
@@ -102,15 +102,20 @@ func.func @main(%x: {xt}) -> {yt} {{
     assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
 
 
-def test_off_by_default_and_the_option_is_checked():
+def test_tuned_by_default_rewrites_nothing_unmeasured_and_the_option_is_checked(tmp_path):
+    """The default mode is ``tuned``: with no measurement of this host (an empty tuning
+    database, or none), every conv stays direct; ``true`` / ``false`` still mean all / none."""
     torch.manual_seed(0)
     model, x = _ConvBlock().eval(), torch.randn(1, 8, 30, 30)
-    assert "xgen-winograd-convs" not in xgen_mlir.compile(model, (x,)).report.rewrites
+    compiled = xgen_mlir.compile(model, (x,), tuning_db=False)
+    assert not any("F(" in k for k in compiled.report.rewrites.get("xgen-winograd-convs", {}))
     steps = [s for s in load_pipeline("cpu").pass_steps() if "winograd" in s]
-    assert steps == ["xgen-winograd-convs{enable=false}"]
+    assert steps == ["xgen-winograd-convs{enable=tuned}"]
     on = load_pipeline("cpu").with_options({"winograd": "true"}).pass_steps()
     assert "xgen-winograd-convs{enable=true}" in on
-    with pytest.raises(PipelineError, match="winograd='yes' is not one of false, true"):
+    off = load_pipeline("cpu").with_options({"winograd": "false"}).pass_steps()
+    assert "xgen-winograd-convs{enable=false}" in off
+    with pytest.raises(PipelineError, match="winograd='yes' is not one of false, true, tuned"):
         load_pipeline("cpu").with_options({"winograd": "yes"})
 
 

@@ -79,6 +79,8 @@ class TuningRequest:
     applied: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     untuned: list[tuple[str, str]] = field(default_factory=list)  # (description, why)
     tasks: list[dict[str, Any]] = field(default_factory=list)
+    # xgen-winograd-convs' decisions under winograd=tuned: (conv, algorithm, why) per conv
+    choices: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def _contraction_loops(op: Any) -> dict[str, list[int]] | None:

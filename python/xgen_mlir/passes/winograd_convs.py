@@ -1,5 +1,4 @@
-"""xgen-winograd-convs: 3x3 stride-1 convolutions as Winograd F(4x4, 3x3) or F(2x2, 3x3)
-(opt-in).
+"""xgen-winograd-convs: 3x3 stride-1 convolutions as Winograd F(4x4, 3x3) or F(2x2, 3x3).
 
 Why: a strength reduction of the conv itself. Each m x m output tile of a 3x3 conv needs
 (m+2)^2 multiplies per (input, output) channel pair instead of 9 m^2 (36 instead of 144 for
@@ -23,8 +22,15 @@ Numerics: exact in real arithmetic, not in float. The transforms multiply by con
 as 1/6 and sum up to 36 terms, so results differ from the direct conv by more than float
 reassociation (measured on one 14x14x256 conv: max |error| 3e-4 on outputs of magnitude 19,
 against 3e-5 for the direct conv, both against a float64 reference). Inf or NaN in one input
-pixel spreads to its whole output tile. Hence the cpu pipeline runs this pass only when the
-user opts in (``target_options={"winograd": "true"}``).
+pixel spreads to its whole output tile.
+
+Modes (option ``enable``, the cpu target's ``winograd`` option): ``true`` rewrites every conv it
+matches (tile by ``min-tiles``), ``false`` none, ``tuned`` exactly the convs whose measurement
+on this host (``tuning/choices.py``, a record of kind ``algorithm`` in the tuning database,
+keyed by the conv's signature: shapes, pad, bias and the elementwise epilogue) says Winograd
+was at least ``tunedb.MIN_GAIN`` faster than the direct conv, with the tile that won; every
+other conv stays direct. ``compile()`` hands the records of the running host through
+``CHOICES``; ``xgen-opt`` reads them from ``db`` (default: the default tuning database).
 
 What it matches: ``linalg.conv_2d_nchw_fchw`` and ``linalg.conv_2d_nhwc_hwcf`` with a 3x3
 constant f32 filter, unit strides and dilations, static shapes, and an accumulator init that
@@ -40,15 +46,20 @@ Transform matrices: the Cook-Toom construction on the points 0, 1, -1, 2, -2, in
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .._mlir import arith, ir, linalg, tensor
 from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
+from ..tunedb import ALGORITHM, MIN_GAIN, HostIdentity, Record, choice_records_for
 from .consteval import ConstEval
 from .generic_util import (
     channel_init,
@@ -60,7 +71,7 @@ from .generic_util import (
     transpose,
 )
 from .nhwc_convs import TO_NCHW, nhwc_input
-from .registry import register_pass
+from .registry import PassFailure, register_pass
 
 R = 3  # filter size
 
@@ -109,12 +120,65 @@ TRANSFORMS = (F4, F2)  # tried in this order: the larger tile saves more multipl
 _CONVS = {"linalg.conv_2d_nchw_fchw": True, "linalg.conv_2d_nhwc_hwcf": False}  # name -> NCHW?
 
 
+MODES = ("false", "true", "tuned")
+
+
 @dataclass
 class WinogradOptions:
-    enable: bool = True  # the pipeline's opt-in switch (target option `winograd`)
-    min_tiles: int = 16  # rewrite only convs with this many output tiles (4x4, else 2x2)
-    verbose: bool = False  # print every rewritten conv to stderr
+    # "true": every conv it matches; "false": none; "tuned": those the tuning database's
+    # measurement on this host says Winograd wins (the target option `winograd`)
+    enable: str = "true"
+    min_tiles: int = 16  # "true": rewrite only convs with this many output tiles (4x4, else 2x2)
+    verbose: bool = False  # print every rewritten conv (tuned: every decision) to stderr
     max_filter_mb: int = 1024  # leave convs whose transformed filter would be larger direct
+    db: str = ""  # "tuned" outside compile(): the tuning database ("": the default one)
+    threads: int = 0  # "tuned": the thread count the records were measured with (0: this host's)
+
+
+@dataclass
+class TunedChoices:
+    """What ``enable=tuned`` decides from: this host's ``algorithm`` records per conv
+    signature (``tunedb.choice_records_for``); the pass fills ``log`` with each conv's
+    decision and why (``compile()`` puts it in ``report.tuning.choices``)."""
+
+    records: dict[str, list[Record]] = field(default_factory=dict)
+    source: str = ""
+    log: list[tuple[str, str, str]] = field(default_factory=list)  # (conv, decision, why)
+
+
+# compile() sets this around its graph steps (graph passes have no shared state object).
+CHOICES: ContextVar[TunedChoices | None] = ContextVar("xgen_winograd_choices", default=None)
+
+
+def winograd_config(m: int) -> dict[str, Any]:
+    """The config of an ``algorithm`` record for Winograd F(m x m, 3x3); its baseline is the
+    direct conv."""
+    return {"kind": ALGORITHM, "algorithm": "winograd", "m": m}
+
+
+def decide(records: list[Record]) -> tuple[int | None, str]:
+    """The tile to rewrite a conv with (None: direct) from its measurements on this host, and
+    why: the Winograd variant with the largest speedup over the direct conv timed beside it,
+    if at least ``MIN_GAIN``; failed variants (wrong numbers, ...) are never chosen."""
+    if not records:
+        return None, "no measurement on this host (xgen_mlir.tune measures it)"
+    parts, best, best_speedup = [], None, 0.0
+    for r in sorted(records, key=lambda r: -int(r.config.get("m", 0))):
+        m = int(r.config.get("m", 0))
+        if r.speedup is None:
+            parts.append(f"F({m}x{m}) {r.status}{': ' + r.detail if r.detail else ''}")
+            continue
+        assert r.seconds is not None and r.baseline_seconds is not None
+        parts.append(
+            f"F({m}x{m}) {r.seconds * 1e3:.3f} ms vs direct {r.baseline_seconds * 1e3:.3f} ms "
+            f"({r.speedup:.2f}x)"
+        )
+        if r.speedup > best_speedup:
+            best, best_speedup = m, r.speedup
+    measured = "measured " + ", ".join(parts)
+    if best is None or best_speedup < MIN_GAIN:
+        return None, f"{measured}: below the {MIN_GAIN:.2f}x needed"
+    return best, measured
 
 
 def filter_transform(weight_hwcf: np.ndarray, t: Transform = F4) -> np.ndarray:
@@ -255,11 +319,20 @@ def _winograd_nhwc(
     return y
 
 
-def _rewrite(
-    op: ir.Operation, ev: ConstEval, min_tiles: int, max_filter_mb: int = 1024
-) -> tuple[Transform, int] | str | None:
-    """Rewrite ``op`` if it matches; returns the transform used and the tile count, or why a
-    matching conv was skipped."""
+@dataclass
+class Candidate:
+    """A conv this pass can rewrite: its signature (the key of its measurements) and the
+    output tiles each transform would take."""
+
+    op: ir.Operation
+    signature: str
+    description: str
+    tiles: dict[int, int]  # m -> output tiles of m x m
+
+
+def _match(op: ir.Operation) -> dict[int, int] | None:
+    """The tiles per transform when ``op`` has the shape this pass rewrites (3x3, unit strides
+    and dilations, static f32): checked before any weight is read."""
     nchw = _CONVS[op.name]
     out_ty = ir.RankedTensorType(op.results[0].type)
     in_ty = ir.RankedTensorType(op.operands[0].type)
@@ -274,17 +347,27 @@ def _rewrite(
     if (kh, kw) != (R, R) or strides != [1, 1] or dilations != [1, 1]:
         return None
     n, ho, wo = (out_ty.shape[0], *out_ty.shape[2:]) if nchw else tuple(out_ty.shape[:3])
-    fits = [t for t in TRANSFORMS if n * -(-ho // t.m) * -(-wo // t.m) >= min_tiles]
-    if not fits:
-        return None
-    t = fits[0]
-    th, tw = -(-ho // t.m), -(-wo // t.m)
+    return {t.m: n * -(-ho // t.m) * -(-wo // t.m) for t in TRANSFORMS}
+
+
+def _filter_mb(op: ir.Operation, t: Transform) -> float:
     channels = 1
-    for d in w_shape:
+    for d in ir.RankedTensorType(op.operands[1].type).shape:
         channels *= d
-    filter_mb = t.a * t.a * (channels // (R * R)) * 4 / 2**20
-    if filter_mb > max_filter_mb:
+    return t.a * t.a * (channels // (R * R)) * 4 / 2**20
+
+
+def _rewrite(
+    op: ir.Operation, ev: ConstEval, t: Transform, max_filter_mb: int = 1024
+) -> int | str | None:
+    """Rewrite ``op`` (it passed ``_match``) with ``t``; returns the tile count, why a
+    matching conv was skipped, or None when its filter or init is not a constant."""
+    if _filter_mb(op, t) > max_filter_mb:
         return f"transformed filter > {max_filter_mb} MB"
+    nchw = _CONVS[op.name]
+    out_ty = ir.RankedTensorType(op.results[0].type)
+    n, ho, wo = (out_ty.shape[0], *out_ty.shape[2:]) if nchw else tuple(out_ty.shape[:3])
+    th, tw = -(-ho // t.m), -(-wo // t.m)
     weight = ev.value(op.operands[1])
     bias = ev.per_channel_init(op.operands[2], 1 if nchw else 3)
     if weight is None or weight.dtype != np.float32 or bias is None:
@@ -301,33 +384,179 @@ def _rewrite(
     op.results[0].replace_all_uses_with(y)
     op.erase()
     erase_dead_tree(old)
-    return t, n * th * tw
+    return n * th * tw
+
+
+def _owner(v: ir.Value) -> ir.Operation | None:
+    o = v.owner
+    return o.operation if isinstance(o, ir.OpView) else o if isinstance(o, ir.Operation) else None
+
+
+def epilogue(op: ir.Operation, limit: int = 8) -> list[ir.Operation]:
+    """The elementwise ops after a conv that IREE puts into its dispatch (or Winograd's last
+    output transform): each the only reader of the previous, an all-parallel
+    ``linalg.generic`` of the conv's result type (a batch norm, a residual add, a ReLU)."""
+    chain: list[ir.Operation] = []
+    value = op.results[0]
+    while len(chain) < limit:
+        uses = list(value.uses)
+        if len(uses) != 1:
+            break
+        user = uses[0].owner
+        user = user.operation if isinstance(user, ir.OpView) else user
+        if user.name != "linalg.generic" or len(user.results) != 1:
+            break
+        if any("parallel" not in str(k) for k in ir.ArrayAttr(user.attributes["iterator_types"])):
+            break
+        if user.results[0].type != op.results[0].type:
+            break
+        chain.append(user)
+        value = user.results[0]
+    return chain
+
+
+def _body(op: ir.Operation) -> str:
+    names = [o.operation.name.split(".")[-1] for o in op.regions[0].blocks[0].operations]
+    return "+".join(n for n in names if n != "yield")
+
+
+def conv_signature(op: ir.Operation) -> tuple[str, str]:
+    """(signature, description) of a conv for its measurements: kind, shapes, whether its
+    input is a pad and its init a bias, and its elementwise epilogue (ops and how many other
+    tensors they read). Convs with one signature share records, in a model or across
+    models; the weights' values are not part of it."""
+    nchw = _CONVS[op.name]
+    w_shape = ir.RankedTensorType(op.operands[1].type).shape
+    out_shape = ir.RankedTensorType(op.results[0].type).shape
+    c, f = (w_shape[1], w_shape[0]) if nchw else (w_shape[2], w_shape[3])
+    ho, wo = (out_shape[2], out_shape[3]) if nchw else (out_shape[1], out_shape[2])
+    pad = _owner(op.operands[0])
+    init = _owner(op.operands[2])
+    parts = [f"conv3x3 {c}->{f} {ho}x{wo}", "nchw" if nchw else "nhwc"]
+    if out_shape[0] != 1:
+        parts.append(f"n{out_shape[0]}")
+    if pad is not None and pad.name == "tensor.pad":
+        parts.append("pad")
+    if init is not None and init.name == "linalg.broadcast":
+        parts.append("+bias")
+    epi = epilogue(op)
+    if epi:
+        parts.append("+" + ",".join(_body(e) for e in epi))
+    description = " ".join(parts)
+    canonical = "|".join(
+        [
+            op.name,
+            str(op.operands[0].type),
+            str(op.operands[1].type),
+            str(op.results[0].type),
+            pad.name if pad is not None else "arg",
+            init.name if init is not None else "arg",
+            *(f"{_body(e)}/{len(e.operands)}/{e.attributes['indexing_maps']}" for e in epi),
+        ]
+    )
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    return f"{description.replace(' ', '_')}#{digest}", description
+
+
+def candidates(module_op: ir.Operation) -> list[Candidate]:
+    """Every conv this pass could rewrite (shape, constant filter and init), with its
+    signature: what ``tuning/choices.py`` measures."""
+    found = []
+    with module_op.context:
+        ev = ConstEval(module_op)
+        for op in ops_named(module_op, *_CONVS):
+            tiles = _match(op)
+            if tiles is None:
+                continue
+            nchw = _CONVS[op.name]
+            if ev.value(op.operands[1]) is None:
+                continue
+            if ev.per_channel_init(op.operands[2], 1 if nchw else 3) is None:
+                continue
+            sig, desc = conv_signature(op)
+            found.append(Candidate(op, sig, desc, tiles))
+    return found
+
+
+def rewrite_conv(
+    module_op: ir.Operation, op: ir.Operation, m: int, max_filter_mb: int = 1024
+) -> int | str | None:
+    """Rewrite one conv of ``module_op`` as F(m x m, 3x3) (a variant to measure): its tile
+    count, or why not."""
+    t = next(t for t in TRANSFORMS if t.m == m)
+    with module_op.context:
+        return _rewrite(op, ConstEval(module_op), t, max_filter_mb)
+
+
+def _load_choices(opts: WinogradOptions) -> TunedChoices:
+    host = HostIdentity.current(threads=opts.threads or None)
+    db = Path(opts.db) if opts.db else None
+    try:
+        records, note = choice_records_for(db, host)
+    except Exception as e:  # a missing or unreadable file named in the option
+        raise PassFailure(str(e)) from None
+    return TunedChoices(records, note)
 
 
 def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None) -> Counter:
-    """Rewrite every matching conv; returns counts by op name and tile."""
+    """Rewrite the matching convs the mode asks for; returns counts by op name and tile."""
     opts = opts or WinogradOptions()
+    mode = str(opts.enable).lower()
+    if mode not in MODES:
+        raise PassFailure(f"enable={opts.enable!r} is not one of {', '.join(MODES)}")
     counts: Counter[str] = Counter()
-    if not opts.enable:
+    if mode == "false":
         return counts
+    choices = None
+    if mode == "tuned":
+        choices = CHOICES.get() or _load_choices(opts)
     with module_op.context:
         ev = ConstEval(module_op)
         for op in ops_named(module_op, *_CONVS):
             where, name = format_location(op.location), op.name
-            done = _rewrite(op, ev, opts.min_tiles, opts.max_filter_mb)
+            tiles = _match(op)
+            if tiles is None:
+                continue
+            why = ""
+            if choices is None:
+                fits = [t for t in TRANSFORMS if tiles[t.m] >= opts.min_tiles]
+                if not fits:
+                    continue
+                t = fits[0]
+            else:
+                if ev.value(op.operands[1]) is None:
+                    continue  # not a candidate (not a constant filter): nothing to decide
+                if ev.per_channel_init(op.operands[2], 1 if _CONVS[name] else 3) is None:
+                    continue
+                sig, desc = conv_signature(op)
+                m, why = decide(choices.records.get(sig, []))
+                if m is None:
+                    choices.log.append((desc, "direct", why))
+                    counts[f"{name} left direct (tuned)"] += 1
+                    if opts.verbose:
+                        print(
+                            f"xgen-winograd-convs: {where}: {desc}: direct, {why}", file=sys.stderr
+                        )
+                    continue
+                t = next(t for t in TRANSFORMS if t.m == m)
+            done = _rewrite(op, ev, t, opts.max_filter_mb)
             if isinstance(done, str):
                 counts[f"{name} skipped: {done}"] += 1
+                if choices is not None:
+                    choices.log.append((desc, "direct", done))
                 if opts.verbose:
                     print(
                         f"xgen-winograd-convs: {where}: {name} left direct: {done}", file=sys.stderr
                     )
             elif done:
-                t, tiles = done
                 counts[f"{name} as F({t.m}x{t.m}, 3x3)"] += 1
+                if choices is not None:
+                    choices.log.append((desc, f"Winograd F({t.m}x{t.m}, 3x3)", why))
                 if opts.verbose:
+                    said = f" ({why})" if why else ""
                     print(
                         f"xgen-winograd-convs: {where}: {name} -> Winograd F({t.m}x{t.m}, 3x3), "
-                        f"{tiles} tiles",
+                        f"{done} tiles{said}",
                         file=sys.stderr,
                     )
     return counts
@@ -335,7 +564,8 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
 
 @register_pass(
     "xgen-winograd-convs",
-    "3x3 stride-1 convs, constant filters -> Winograd F(4x4/2x2, 3x3): transforms + batched GEMM.",
+    "3x3 stride-1 convs, constant filters -> Winograd F(4x4/2x2, 3x3): transforms + batched GEMM "
+    "(all, none, or the ones measured faster on this host).",
     WinogradOptions,
 )
 def _pass(module_op: ir.Operation, opts: WinogradOptions | None) -> Counter:

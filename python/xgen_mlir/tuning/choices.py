@@ -1,0 +1,344 @@
+"""Algorithm choices measured on this host: each conv ``xgen-winograd-convs`` could rewrite,
+timed direct and as Winograd, the verdict kept in the tuning database.
+
+Whether Winograd beats the direct conv depends on the host and the conv (an Intel Xeon ran
+ResNet-18 24.4 -> 16.9 ms with every 3x3 conv as Winograd; elsewhere some convs get slower),
+so it is measured rather than ruled. For one model: import it, run the target's graph steps
+that come before the Winograd pass, and ask the pass which convs it can rewrite
+(``winograd_convs.candidates``: its own matching, and the signature its ``tuned`` mode looks
+up). Each signature is measured once: the conv with what the model computes around it (its
+input's pad, its bias, the elementwise ops IREE fuses after it: a batch norm, a residual add,
+a ReLU; the model's own weights) becomes one module of functions ``base`` (direct) and
+``c0``, ``c1`` (the same conv as F(4x4, 3x3), F(2x2, 3x3)), compiled by the whole target
+pipeline as a model would be, and ``tuning/measure.py``'s machinery runs them in a child
+process (a crash or hang costs the child), compares each output with the direct conv's on the
+same random inputs, and times whole calls interleaved round by round. A variant whose numbers
+are off by more than ``WINOGRAD_TOLERANCE`` of the output's scale is recorded as
+``wrong_numbers`` and never chosen.
+
+Records are of kind ``tunedb.ALGORITHM`` (``{"kind": "algorithm", "algorithm":
+"winograd", "m": 4}``), keyed by the conv's signature and the host, the direct conv's time
+as their baseline; ``compile()`` under ``winograd=tuned`` rewrites a conv where one is
+``tunedb.MIN_GAIN`` faster (``winograd_convs.decide``).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._mlir import ir
+from ..compiler import CompileOptions, _import
+from ..compiler import compile as compile_model
+from ..fusion.tunable import _captured, _remap_nested
+from ..irutil import np_dtype
+from ..passes.runner import run_steps
+from ..passes.winograd_convs import (
+    TRANSFORMS,
+    Candidate,
+    candidates,
+    decide,
+    epilogue,
+    rewrite_conv,
+    winograd_config,
+)
+from ..pipelines import load_pipeline
+from ..target import host_threads
+from ..tunedb import HostIdentity, Record, TuningDB, default_db_path
+from .measure import Measurement, MeasureSettings, _run
+
+# Winograd's output differs from the direct conv's by more than reassociation (the transforms
+# multiply by constants such as 1/6 and sum up to 36 terms); 10x the 1e-4 a tile config gets.
+# A wrong transform is off by O(1) of the output's scale.
+WINOGRAD_TOLERANCE = 1e-3
+STEP = "xgen-winograd-convs"
+
+
+@dataclass
+class ConvChoice:
+    """One conv signature of a model: what was measured and what ``compile()`` will do."""
+
+    signature: str
+    description: str
+    count: int  # convs of the model with this signature
+    measured: list[Record] = field(default_factory=list)  # this host's records, all variants
+    algorithm: str = "direct"  # "direct" or "winograd F(4x4)" ...
+    why: str = ""
+    new: bool = False  # measured in this call (not found in the database)
+
+    def times(self) -> dict[str, float | None]:
+        """Milliseconds: the direct conv (median over the variants' batches) and each variant."""
+        out: dict[str, float | None] = {}
+        base = [r.baseline_seconds for r in self.measured if r.baseline_seconds]
+        out["direct"] = float(np.median(base)) * 1e3 if base else None
+        for r in self.measured:
+            m = r.config.get("m")
+            out[f"F{m}"] = r.seconds * 1e3 if r.seconds else None
+        return out
+
+
+def _graph_module(
+    model: Any, example_inputs: Any, target: str, compile_options: dict[str, Any]
+) -> ir.Module:
+    """The model as the Winograd pass sees it: imported, then the target's graph steps
+    before that pass."""
+    opts = CompileOptions.from_kwargs(compile_options)
+    if example_inputs is not None and not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    module, _ = _import(model, example_inputs, opts)
+    if module is model:
+        module = ir.Module.parse(str(module), module.context)
+    values = {**opts.target_options, "winograd": "false"}
+    steps = load_pipeline(target).with_options(values).pass_steps(opts.entry)
+    at = next((i for i, s in enumerate(steps) if s.startswith(STEP)), None)
+    if at is None:
+        raise ValueError(f"target '{target}' has no {STEP} step: no algorithm to choose")
+    run_steps(module, steps[:at], what=f"pipeline '{target}' (before {STEP})")
+    return module
+
+
+def _op(v: Any) -> Any:
+    o = v.owner
+    return o.operation if isinstance(o, ir.OpView) else o if isinstance(o, ir.Operation) else None
+
+
+class _Slice:
+    """The ops of one conv's standalone function, cut out of the model."""
+
+    def __init__(self, cand: Candidate) -> None:
+        self.memo: dict[Any, bool] = {}
+        conv = cand.op
+        self.keep: list[Any] = []  # ops cloned, in any order (sorted later)
+        self.args: list[Any] = []  # values that become arguments
+        pad = _op(conv.operands[0])
+        roots = [conv, *epilogue(conv)]
+        if pad is not None and pad.name == "tensor.pad":
+            roots.insert(0, pad)
+        self.result = roots[-1].results[0]
+        produced = {r for o in roots for r in o.results}
+        for o in roots:
+            self.keep.append(o)
+            for v in [*o.operands, *_captured(ir, o)]:
+                if v in produced:
+                    continue
+                if self._constant(v):
+                    self._take(v)
+                elif v not in self.args:
+                    if not isinstance(v.type, ir.RankedTensorType):
+                        raise ValueError(f"{cand.description}: reads a {v.type} from outside")
+                    self.args.append(v)
+
+    def _constant(self, v: Any) -> bool:
+        """Computed from constants only (a weight, a batch norm's parameters, a fill)."""
+        if v in self.memo:
+            return self.memo[v]
+        o = _op(v)
+        ok = o is not None and (
+            o.name == "arith.constant"
+            or all(self._constant(x) for x in [*o.operands, *_captured(ir, o)])
+        )
+        self.memo[v] = ok
+        return ok
+
+    def _take(self, v: Any) -> None:
+        o = _op(v)
+        if o in self.keep:
+            return
+        for x in [*o.operands, *_captured(ir, o)]:
+            self._take(x)
+        self.keep.append(o)
+
+    def function(self, module: ir.Module, name: str, order: dict[Any, int]) -> Any:
+        """Clone the slice into ``module`` as public ``func.func @name``; returns its conv."""
+        ops = sorted(self.keep, key=lambda o: order[o])
+        with module.context, ir.Location.unknown():
+            ftype = ir.FunctionType.get([a.type for a in self.args], [self.result.type])
+            fn = ir.Operation.create(
+                "func.func",
+                regions=1,
+                attributes={
+                    "sym_name": ir.StringAttr.get(name),
+                    "function_type": ir.TypeAttr.get(ftype),
+                },
+            )
+            module.body.append(fn)
+            block = fn.regions[0].blocks.append(*ftype.inputs)
+            mapping = dict(zip(self.args, block.arguments, strict=True))
+            conv = None
+            with ir.InsertionPoint(block):
+                for o in ops:
+                    c = o.clone()
+                    for i, v in enumerate(o.operands):
+                        c.operands[i] = mapping[v]
+                    _remap_nested(ir, c, mapping)
+                    for old, new in zip(o.results, c.results, strict=True):
+                        mapping[old] = new
+                    if o.name.startswith("linalg.conv_2d"):
+                        conv = c
+                ir.Operation.create("func.return", operands=[mapping[self.result]])
+        return conv
+
+
+def variants_module(cand: Candidate, order: dict[Any, int]) -> tuple[ir.Module, list[int]]:
+    """``base`` (the direct conv with its pad, bias and epilogue) and ``c0``, ``c1`` ... (the
+    same as Winograd F(m x m), one per transform that fits): one module; and the m of each
+    ``c`` function."""
+    cut = _Slice(cand)
+    module = ir.Module.create(ir.Location.unknown(cand.op.context))
+    cut.function(module, "base", order)
+    ms = []
+    for t in TRANSFORMS:
+        if cand.tiles.get(t.m, 0) < 1:
+            continue
+        conv = cut.function(module, f"c{len(ms)}", order)
+        done = rewrite_conv(module.operation, conv, t.m)
+        if not isinstance(done, int):
+            module.body.operations[len(module.body.operations) - 1].erase()
+            continue
+        ms.append(t.m)
+    module.operation.verify()
+    return module, ms
+
+
+def _order(module: ir.Module) -> dict[Any, int]:
+    order: dict[Any, int] = {}
+
+    def visit(op: Any) -> Any:
+        order[op] = len(order)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return order
+
+
+def measure_conv(
+    cand: Candidate,
+    order: dict[Any, int],
+    target: str,
+    settings: MeasureSettings,
+    compile_options: dict[str, Any],
+) -> list[Measurement]:
+    """Compile ``cand``'s variants through the target's pipeline and measure them against
+    the direct conv (numerics, then interleaved timing, in a child process)."""
+    module, ms = variants_module(cand, order)
+    configs = [winograd_config(m) for m in ms]
+    if not configs:
+        return []
+    options = dict(compile_options)
+    options["target_options"] = {**options.get("target_options", {}), "winograd": "false"}
+    options.update(entry="base", tuning_db=False)
+    try:
+        compiled = compile_model(module, None, target, **options)
+    except Exception as e:  # one module for all variants: IREE rejected it
+        detail = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+        return [Measurement(c, "compile_error", detail=detail) for c in configs]
+    main = next(o.operation for o in module.body.operations if o.operation.name == "func.func")
+    with tempfile.TemporaryDirectory(prefix="xgen-choice-") as tmp:
+        work = Path(tmp)
+        vmfb = work / "variants.vmfb"
+        vmfb.write_bytes(compiled.vmfb)
+        standalone = _inputs_only(main)
+        strict = replace(settings, tolerance=WINOGRAD_TOLERANCE)
+        got = _run(vmfb, standalone, configs, list(range(len(configs))), strict, 32, work, [])
+    return [got[i] for i in range(len(configs))]
+
+
+def _inputs_only(main: Any) -> str:
+    """A module with ``main``'s signature and nothing else: what ``measure._run`` reads to
+    make the random inputs (the weights are constants of the functions, not arguments)."""
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(ftype.inputs))
+    res = ftype.results[0]
+    body = f"    %0 = tensor.empty() : {res}\n    return %0 : {res}"
+    for t in ftype.inputs:
+        np_dtype(ir.RankedTensorType(t).element_type)  # a type the inputs can be made of
+    return f"module {{\n  func.func @main({args}) -> {res} {{\n{body}\n  }}\n}}\n"
+
+
+def measure_choices(
+    model: Any,
+    example_inputs: Sequence[Any] | Any | None = None,
+    target: str = "cpu",
+    *,
+    db: str | Path | None = None,
+    settings: MeasureSettings | None = None,
+    remeasure: bool = False,
+    max_convs: int | None = None,
+    progress: bool = True,
+    **compile_options: Any,
+) -> list[ConvChoice]:
+    """Measure, on this host, each conv of ``model`` the Winograd pass could rewrite, direct
+    against Winograd, and store the records in ``db`` (default: the tuning database).
+    Signatures this host already measured are not measured again (``remeasure``: they are).
+    ``max_convs``: at most that many new signatures, the ones with the most convs first.
+    Returns every signature with its records and the decision ``winograd=tuned`` takes."""
+    settings = settings or MeasureSettings(threads=host_threads(), rounds=9)
+    db_path = Path(db) if db is not None else default_db_path()
+    host = HostIdentity.current(threads=settings.threads)
+    module = _graph_module(model, example_inputs, target, compile_options)
+    found = candidates(module.operation)
+    by_sig: dict[str, list[Candidate]] = {}
+    for c in found:
+        by_sig.setdefault(c.signature, []).append(c)
+    with TuningDB(db_path) as tdb:
+        tdb.add_host(host)
+        known = tdb.choices(host)
+    out = [ConvChoice(sig, cs[0].description, len(cs)) for sig, cs in by_sig.items()]
+    todo = [c for c in out if remeasure or c.signature not in known]
+    todo.sort(key=lambda c: -c.count)
+    if max_convs is not None:
+        todo = todo[:max_convs]
+    order = _order(module) if todo else {}
+    bar = _bar(progress, len(todo))
+    for choice in todo:
+        cand = by_sig[choice.signature][0]
+        measured = measure_conv(cand, order, target, settings, compile_options)
+        with TuningDB(db_path) as tdb:
+            for m in measured:
+                record = Record(
+                    choice.signature,
+                    m.config,
+                    m.status,
+                    m.seconds,
+                    m.baseline_seconds,
+                    description=choice.description,
+                    detail=m.detail,
+                )
+                tdb.add(record, host)
+        choice.new = True
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    with TuningDB(db_path) as tdb:
+        known = tdb.choices(host)
+    for choice in out:
+        choice.measured = known.get(choice.signature, [])
+        m, choice.why = decide(choice.measured)
+        choice.algorithm = "direct" if m is None else f"winograd F({m}x{m})"
+    return out
+
+
+def summary(choices: list[ConvChoice]) -> str:
+    lines = ["algorithm choices (ms per call of the conv with its epilogue):"]
+    for c in choices:
+        t = c.times()
+        cells = "  ".join(f"{k} {v:.3f}" if v else f"{k} -" for k, v in t.items())
+        lines.append(f"  {c.description:<52} x{c.count}  {cells}  -> {c.algorithm}")
+    return "\n".join(lines)
+
+
+def _bar(on: bool, total: int) -> Any:
+    if not on or not total:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="measuring conv algorithms", unit="conv", file=sys.stderr)
