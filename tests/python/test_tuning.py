@@ -22,6 +22,7 @@ from xgen_mlir import compile as xcompile
 from xgen_mlir.tunedb import (
     CONFIRMED,
     MIN_GAIN,
+    REJECTED_IN_MODEL,
     HostIdentity,
     Record,
     TuningDB,
@@ -229,15 +230,13 @@ def test_search_on_a_local_ray_cluster_then_compile_applies_it(tmp_path):
         assert any(r.config["kind"] == "iree" for r in records)  # the baseline is kept
         first = {(r.signature, json.dumps(r.config, sort_keys=True)) for r in records}
         best = tdb.best(host)
-    # the tuned module carries the best records of the host (1 thread) they were taken on,
-    # unless the model was not faster with them: then the untuned module comes back and the
-    # records it applied are marked, never applied again
+    # the tuned module carries exactly the records of the host (1 thread) they were taken on
+    # that won in the model; every op has a verdict
     report = result.module.report.tuning
     applied = {s for s, _, _ in report.applied}
-    if result.rejected:
-        assert applied == set() and "not applied" in result.rejected
-    else:
-        assert applied <= set(best), (applied, set(best), report.untuned)
+    assert set(result.verdicts) == {op.signature for op in result.ops}
+    assert applied == {s for s, v in result.verdicts.items() if v.status == "applied"}
+    assert applied == set(best), (applied, set(best), report.untuned)
     np.testing.assert_allclose(
         np.asarray(result.module(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5
     )
@@ -343,3 +342,116 @@ def test_relative_error_catches_wrong_and_non_finite_outputs():
     assert _relative_error(ref + np.float32(0.4), ref) == pytest.approx(0.1)
     assert _relative_error(np.array([1.0, np.nan, 4.0], np.float32), ref) == float("inf")
     assert _relative_error(ref[:2], ref) == float("inf")
+
+
+def _two_layer_signatures(model, x):
+    """The two tunable signatures of ``model``, the larger op first."""
+    module = xcompile(model, (x,), tuning_db=False, tuning_collect=True, tuning_threads=1)
+    tasks = module.report.tuning.tasks
+    assert len(tasks) == 2
+    return [(t["signature"], t["description"]) for t in tasks]
+
+
+def _fake_timer(loser: str, calls: list[set[str]]):
+    """A model timing that never looks at a clock: a model holding ``loser``'s record is
+    20% slower than the one it is compared with, any other 20% faster."""
+    import math
+
+    from xgen_mlir.tuning.search import ModelTiming
+
+    def timer(current, candidate, inputs):
+        applied = {s for s, _, _ in candidate.report.tuning.applied}
+        calls.append(applied)
+        ratio = 1.2 if loser in applied else 0.8
+        return ModelTiming(5.0, 5.0 * ratio, [math.log(ratio)] * 10)
+
+    return timer
+
+
+def test_checks_in_the_model_keep_winners_mark_losers_and_resume(tmp_path):
+    """Per-op checks in the model, with the model's timing replaced by a deterministic one:
+    a group of both configs loses, is split (nothing stored: the budget allowed one check);
+    the next run checks them one by one: the winner is applied and marked CONFIRMED, the
+    loser marked REJECTED_IN_MODEL with its ratio and not applied, and the module's report
+    says so per op; a third run times nothing (every verdict is in the database)."""
+    from xgen_mlir.tuning.measure import MeasureSettings
+    from xgen_mlir.tuning.search import APPLIED, CONFIRMED_ALONE, NOT_TRIED, REJECTED, tune
+
+    torch.manual_seed(0)
+    model = _TwoLayers().eval()
+    x = torch.randn(56, 48)
+    (win, win_desc), (lose, lose_desc) = _two_layer_signatures(model, x)
+    host = HostIdentity.current(threads=1)
+    db = tmp_path / "t.db"
+    tiled = {"kind": "data-tiled"}
+    with TuningDB(db) as tdb:
+        for sig, desc in ((win, win_desc), (lose, lose_desc)):
+            base = {"kind": "iree"}
+            tdb.add(Record(sig, base, "ok", 1e-4, 1e-4, description=desc), host)
+            tdb.add(
+                Record(sig, tiled, "ok", 5e-5, 1e-4, description=desc, detail=CONFIRMED_ALONE), host
+            )
+
+    def run(timer, **kw):
+        return tune(
+            model,
+            (x,),
+            db=db,
+            max_trials=0,  # no search: the records above are what it found
+            settings=MeasureSettings(threads=1),
+            progress=False,
+            model_timer=timer,
+            **kw,
+        )
+
+    calls: list[set[str]] = []
+    first = run(_fake_timer(lose, calls), max_model_checks=1)
+    assert calls == [{win, lose}]  # both together; lost; split; no budget left
+    assert {v.status for v in first.verdicts.values()} == {NOT_TRIED}
+    assert first.module.report.tuning.applied == []
+    with TuningDB(db) as tdb:
+        assert {r.detail for r in tdb.records() if r.config == tiled} == {CONFIRMED_ALONE}
+
+    calls.clear()
+    second = run(_fake_timer(lose, calls))
+    assert len(calls) == 2 and second.model_checks == 2
+    assert second.verdicts[win].status == APPLIED and second.verdicts[lose].status == REJECTED
+    assert second.verdicts[lose].ratio == pytest.approx(1.2)
+    report = second.module.report.tuning
+    assert [(s, c) for s, _, c in report.applied] == [(win, tiled)]
+    (why,) = [w for d, w in report.untuned if d == lose_desc]
+    assert why.startswith("rejected in the model") and "ratio 1.200" in why
+    with TuningDB(db) as tdb:
+        detail = {r.signature: r.detail for r in tdb.records() if r.config == tiled}
+        assert detail[win] == CONFIRMED
+        assert detail[lose].startswith(REJECTED_IN_MODEL) and "ratio 1.200" in detail[lose]
+    np.testing.assert_allclose(
+        np.asarray(second.module(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5
+    )
+    # compile() applies what the model accepted, and only that
+    module = xcompile(model, (x,), tuning_db=db, tuning_threads=1)
+    assert [s for s, _, _ in module.report.tuning.applied] == [win]
+
+    def no_timing(current, candidate, inputs):
+        raise AssertionError("a decided op was timed again")
+
+    third = run(no_timing)
+    assert third.model_checks == 0
+    assert [s for s, _, _ in third.module.report.tuning.applied] == [win]
+    assert third.verdicts[lose].status == REJECTED and "earlier run" in third.verdicts[lose].why
+
+
+def test_model_timing_margin_follows_the_measured_noise():
+    """Faster only beyond the noise of the rounds: the same median gain is accepted when the
+    rounds agree and refused when they scatter."""
+    import math
+
+    from xgen_mlir.tuning.search import ModelTiming
+
+    tight = [math.log(0.97 + 0.002 * (i % 3)) for i in range(20)]
+    loose = [math.log(0.97 + 0.08 * ((-1) ** i) * (i % 4)) for i in range(20)]
+    assert ModelTiming(5.0, 4.85, tight).faster()
+    assert ModelTiming(5.0, 4.85, loose).ratio < 1 and not ModelTiming(5.0, 4.85, loose).faster()
+    assert not ModelTiming(5.0, 5.5, [math.log(1.1)] * 20).faster()
+    merged = ModelTiming(5.0, 4.85, tight[:2]).merge(ModelTiming(5.0, 4.85, tight[2:]))
+    assert len(merged.log_ratios) == 20 and merged.faster()

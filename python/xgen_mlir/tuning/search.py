@@ -17,11 +17,14 @@ import math
 import random
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..compiler import compile as compile_model
 from ..errors import XGenError
@@ -77,6 +80,24 @@ class OpProgress:
         return [c for c in self.space if json.dumps(c, sort_keys=True) not in self.measured]
 
 
+APPLIED, REJECTED, NOT_TRIED = "applied", "rejected in the model", "not applied"
+
+
+@dataclass
+class Verdict:
+    """What became of one op signature's best confirmed config in the model."""
+
+    signature: str
+    description: str
+    count: int
+    status: str  # APPLIED, REJECTED or NOT_TRIED
+    why: str  # the measured model times and ratio, or why it was never tried
+    config: dict[str, Any] | None = None
+    standalone: float = 1.0  # its confirmed speedup over IREE's config, alone
+    expected_gain: float = 0.0  # share of the model's time x (1 - 1 / standalone)
+    ratio: float | None = None  # model time with it / without it, when timed in this run
+
+
 @dataclass
 class TuneResult:
     db: Path
@@ -89,7 +110,8 @@ class TuneResult:
     ranking: dict[str, Any] = field(default_factory=dict)
     timeline: list[tuple[float, int, float]] = field(default_factory=list)  # (s, trials, est)
     module: Any = None  # the model compiled with the tuned configs
-    rejected: str = ""  # why the tuned configs were not kept, when the model was not faster
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # per signature, in the model
+    model_checks: int = 0  # model compiles timed against the best model so far
 
     def summary(self) -> str:
         lines = [f"tuned on {self.host}: {self.trials} trials in {self.seconds:.0f} s, {self.db}"]
@@ -100,8 +122,10 @@ class TuneResult:
                 f"  {op.description:<44} x{op.count}  IREE {base:>10}  tuned {best:>10}  "
                 f"{op.speedup:5.2f}x  ({op.trials} trials, {op.failed} failed){op.dead}"
             )
-        if self.rejected:
-            lines.append(f"  {self.rejected}")
+        for v in sorted(self.verdicts.values(), key=lambda v: (v.status, -v.expected_gain)):
+            lines.append(f"  {v.description:<44} x{v.count}  {v.status}: {v.why}")
+        if self.verdicts:
+            lines.append(f"  {self.model_checks} model compile(s) timed against the best so far")
         if self.model_ms_before and self.model_ms_after:
             lines.append(
                 f"  model: {self.model_ms_before:.3f} ms untuned -> {self.model_ms_after:.3f} ms "
@@ -215,6 +239,9 @@ def tune(
     measure_model: bool = True,
     use_cost_model: bool = True,
     seed: int = 0,
+    model_check_share: float = 0.35,
+    max_model_checks: int | None = None,
+    model_timer: ModelTimer | None = None,
     **compile_options: Any,
 ) -> TuneResult:
     """Tune ``model``'s contractions on this machine for ``budget_minutes`` (or
@@ -222,7 +249,12 @@ def tune(
     ``~/.cache/xgen_mlir/tuning.db``). ``cluster``: a Ray address to spread measurements
     over (machines of this host's type); default: a local Ray with ``workers`` CPUs.
     ``use_cost_model=False``: candidates at random (the baseline a cost model must beat).
-    Returns the per-op results, the model's time before and after, and the tuned module."""
+    The last ``model_check_share`` of the budget (at most ``max_model_checks`` model
+    compiles) decides, op signature by signature, which confirmed configs make the model
+    faster (``check_in_model``; ``model_timer`` replaces its timing, for tests);
+    ``measure_model=False`` skips that, and only configs accepted in an earlier run apply.
+    Returns the per-op results and verdicts, the model's time before and after, and the
+    tuned module."""
     t_start = time.perf_counter()
     db_path = Path(db) if db is not None else default_db_path()
     settings = settings or MeasureSettings(threads=host_threads())
@@ -230,6 +262,7 @@ def tune(
     ops, flags, untuned_module = collect_ops(
         model, example_inputs, target, db_path, settings.threads, compile_options
     )
+    compile_s = time.perf_counter() - t_start  # what one model compile costs, about
     tdb = TuningDB(db_path)
     host = HostIdentity.current(threads=settings.threads)
     tdb.add_host(host)
@@ -245,15 +278,17 @@ def tune(
     if use_cost_model:
         cost.fit(tdb.records())
     budget_s = budget_minutes * 60.0
+    # the search leaves the end of the budget to the checks in the model
+    search_s = budget_s * (1.0 - model_check_share) if measure_model else budget_s
     trials = 0
     timeline: list[tuple[float, int, float]] = []
-    bar = _bar(progress, max_trials, len(ops))
-    pool = RayPool(cluster, workers, settings.threads) if ops else None
+    bar = _bar(progress, max_trials, len(ops)) if max_trials != 0 else None
+    pool = RayPool(cluster, workers, settings.threads) if ops and max_trials != 0 else None
     try:
         busy: set[str] = set()
         while pool is not None:
             elapsed = time.perf_counter() - t_start
-            out_of_budget = elapsed > budget_s or (max_trials is not None and trials >= max_trials)
+            out_of_budget = elapsed > search_s or (max_trials is not None and trials >= max_trials)
             while not out_of_budget and len(pool.inflight) < pool.capacity:
                 free = [o for o in ops if o.signature not in busy and _priority(o) >= 0]
                 if not free:
@@ -280,7 +315,7 @@ def tune(
                 timeline.append((time.perf_counter() - t_start, trials, _estimate(ops)))
                 if bar is not None:
                     bar.n = trials
-                    bar.set_postfix_str(_postfix(ops, budget_s - elapsed), refresh=True)
+                    bar.set_postfix_str(_postfix(ops, search_s - elapsed), refresh=True)
         if pool is not None:
             _confirm(pool, tdb, ops, host, flags, settings, vbits, l2)
     finally:
@@ -293,32 +328,38 @@ def tune(
     )
     result.ranking = ranking_quality(tdb.records(), seed=seed)
     tdb.close()
-    result.module = compile_model(
-        model,
-        example_inputs,
-        target,
-        tuning_db=db_path,
-        tuning_threads=settings.threads,
-        **compile_options,
-    )
+    inputs = example_inputs if example_inputs is not None else untuned_module.random_inputs(seed)
     if measure_model:
-        inputs = example_inputs
-        if inputs is None:
-            inputs = untuned_module.random_inputs(seed)
-        before, after = time_models(untuned_module, result.module, inputs)
-        result.model_ms_before, result.model_ms_after = before, after
-        applied = result.module.report.tuning.applied if result.module.report.tuning else []
-        if applied and after * MIN_GAIN > before:
-            # The model is the arbiter: configs that won alone but not in the model (a
-            # producer that now packs, a fusion IREE no longer forms) are not applied.
-            with TuningDB(db_path) as tdb:
-                for signature, _, config in applied:
-                    tdb.reject(host, signature, config, REJECTED_IN_MODEL)
-            result.rejected = (
-                f"the tuned configs of {len(applied)} op(s) made the model "
-                f"{before:.3f} -> {after:.3f} ms: not applied (kept in the database, marked)"
-            )
-            result.module = untuned_module
+        check = check_in_model(
+            model,
+            example_inputs,
+            inputs,
+            target,
+            db_path,
+            ops,
+            untuned_module,
+            threads=settings.threads,
+            deadline=t_start + budget_s,
+            compile_s=compile_s,
+            max_checks=max_model_checks,
+            timer=model_timer,
+            progress=progress,
+            compile_options=compile_options,
+        )
+        result.module, result.verdicts, result.model_checks = check
+        _explain(result.module, ops, result.verdicts)
+        if result.module is not untuned_module:
+            before, after = time_models(untuned_module, result.module, inputs)
+            result.model_ms_before, result.model_ms_after = before, after
+    else:
+        result.module = compile_model(
+            model,
+            example_inputs,
+            target,
+            tuning_db=db_path,
+            tuning_threads=settings.threads,
+            **compile_options,
+        )
     result.seconds = time.perf_counter() - t_start
     if report is not None:
         from .report import write_report
@@ -328,6 +369,10 @@ def tune(
 
 
 CONFIRM_TOP = 3
+# The detail of a record confirmed alone (measured again beside IREE's config), waiting for
+# its check in the model; the check turns it into tunedb.CONFIRMED (what compile() applies)
+# or tunedb.REJECTED_IN_MODEL (kept for the cost model, never applied).
+CONFIRMED_ALONE = "confirmed alone, not yet checked in the model"
 
 
 def _confirm(
@@ -342,14 +387,17 @@ def _confirm(
 ) -> None:
     """Measure each op's best few configs again, beside IREE's, with twice the rounds: the
     best of many noisy measurements is partly noise (a batch whose IREE time came out slow
-    makes everything in it look fast), and only configs confirmed here are applied."""
+    makes everything in it look fast), and only configs confirmed here (``CONFIRMED_ALONE``)
+    go on to the checks in the model."""
     strong = replace(settings, rounds=max(7, 2 * settings.rounds))
     for op in ops:
         ranked = sorted(
             (
                 r
                 for r in tdb.records(host.key, op.signature)
-                if r.config.get("kind") != "iree" and (r.speedup or 0) >= MIN_GAIN
+                if r.config.get("kind") != "iree"
+                and (r.speedup or 0) >= MIN_GAIN
+                and not r.detail  # confirmed, or decided in the model, in an earlier run
             ),
             key=lambda r: -(r.speedup or 0),
         )
@@ -359,7 +407,290 @@ def _confirm(
     while pool.inflight:
         for op, measured in pool.wait(timeout=5.0):
             op.best_speedup, op.best_config = 1.0, None
-            _record(tdb, op, measured, host, vbits, l2, detail=CONFIRMED)
+            _record(tdb, op, measured, host, vbits, l2, detail=CONFIRMED_ALONE)
+
+
+# The checks in the model: rounds of the interleaved timing, and the margin, in standard
+# errors of the measured log ratio (its spread over the rounds), by which a candidate model
+# must beat the best so far.
+IN_MODEL_ROUNDS = 30
+IN_MODEL_Z = 2.0
+WRONG_IN_MODEL = 1e-3  # relative to the output's scale: the standalone check is tighter
+
+
+@dataclass
+class ModelTiming:
+    """Two models timed in interleaved rounds; per round, log(candidate / current)."""
+
+    current_ms: float
+    candidate_ms: float
+    log_ratios: list[float]
+
+    @property
+    def ratio(self) -> float:
+        """The candidate's time over the current model's (median of the rounds)."""
+        return math.exp(statistics.median(self.log_ratios)) if self.log_ratios else 1.0
+
+    @property
+    def noise(self) -> float:
+        """Standard error of the median log ratio, from the rounds' spread (MAD)."""
+        n = len(self.log_ratios)
+        if n < 3:
+            return math.inf
+        med = statistics.median(self.log_ratios)
+        mad = statistics.median(abs(x - med) for x in self.log_ratios)
+        return 1.4826 * mad * 1.2533 / math.sqrt(n)
+
+    def faster(self) -> bool:
+        """Faster beyond the noise: the ratio's upper bound (IN_MODEL_Z errors) under 1."""
+        return math.log(self.ratio) + IN_MODEL_Z * self.noise < 0
+
+    def merge(self, other: ModelTiming) -> ModelTiming:
+        return ModelTiming(
+            (self.current_ms + other.current_ms) / 2,
+            (self.candidate_ms + other.candidate_ms) / 2,
+            self.log_ratios + other.log_ratios,
+        )
+
+    def describe(self) -> str:
+        return (
+            f"model {self.current_ms:.3f} -> {self.candidate_ms:.3f} ms, ratio "
+            f"{self.ratio:.3f} +- {self.noise * 100:.1f}% ({len(self.log_ratios)} rounds)"
+        )
+
+
+ModelTimer = Callable[[Any, Any, Any], ModelTiming]
+
+
+def check_in_model(
+    model: Any,
+    example_inputs: Any,
+    inputs: Any,
+    target: str,
+    db_path: Path,
+    ops: list[OpProgress],
+    untuned: Any,
+    *,
+    threads: int,
+    deadline: float,
+    compile_s: float,
+    max_checks: int | None = None,
+    timer: ModelTimer | None = None,
+    progress: bool = True,
+    compile_options: dict[str, Any] | None = None,
+) -> tuple[Any, dict[str, Verdict], int]:
+    """Decide, op signature by signature, whether its best config confirmed alone makes the
+    model faster: compile the model with the configs accepted so far plus the candidate's,
+    time it against the best model so far (interleaved rounds), accept it only if faster
+    beyond the measured noise; a loser is marked ``REJECTED_IN_MODEL`` (kept for the cost
+    model, never applied), a winner ``CONFIRMED`` (what ``compile()`` applies), each in its
+    own transaction, so a rerun does not check it again. Candidates go by expected gain
+    (the op's time in the model x (1 - 1 / its speedup alone)). When the budget (until
+    ``deadline``, at least one check) does not allow one model compile per candidate, they
+    are tried in groups of neighbours in that order, and a group that loses is split in
+    halves. Returns the best model, the verdicts and the number of model compiles timed."""
+    timer = timer or (
+        lambda cur, cand, xs: time_models_paired(cur, cand, xs, IN_MODEL_ROUNDS, 0.02)
+    )
+    compile_options = compile_options or {}
+    host = HostIdentity.current(threads=threads)
+    xs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+    model_s = _call_seconds(untuned, xs)
+    accepted: dict[str, Record] = {}
+    verdicts: dict[str, Verdict] = {}
+    pending: list[tuple[Record, OpProgress, float]] = []
+    with TuningDB(db_path) as tdb:
+        for op in ops:
+            recs = [
+                r
+                for r in tdb.records(host.key, op.signature)
+                if r.config.get("kind") != "iree" and r.speedup is not None
+            ]
+            won = _top(r for r in recs if r.detail == CONFIRMED)
+            lost = _top(r for r in recs if r.detail.startswith(REJECTED_IN_MODEL))
+            waiting = _top(
+                r
+                for r in recs
+                if r.detail == CONFIRMED_ALONE
+                and (r.speedup or 0) >= max(MIN_GAIN, (won.speedup or 0) if won else 0)
+            )
+            v = Verdict(op.signature, op.description, op.count, NOT_TRIED, "")
+            if won is not None:
+                accepted[op.signature] = won
+                v.status, v.config, v.standalone = APPLIED, won.config, won.speedup or 1.0
+                v.why = "accepted in the model by an earlier run"
+            elif lost is not None:
+                v.status, v.config, v.standalone = REJECTED, lost.config, lost.speedup or 1.0
+                v.why = f"by an earlier run: {lost.detail[len(REJECTED_IN_MODEL) :].lstrip(': ')}"
+            elif op.dead:
+                v.why = op.dead.strip(" ()")
+            else:
+                v.why = (
+                    f"no config {MIN_GAIN:.2f}x faster than IREE's alone, confirmed "
+                    f"(best in the search {op.speedup:.2f}x)"
+                )
+            if waiting is not None:
+                speedup = waiting.speedup or 1.0
+                gain = (op.baseline or 0) * op.count * (1 - 1 / speedup) / model_s
+                if won is None:
+                    v.config, v.standalone = waiting.config, speedup
+                    v.status, v.why = NOT_TRIED, "the budget ran out before its check in the model"
+                v.expected_gain = gain
+                pending.append((waiting, op, gain))
+            verdicts[op.signature] = v
+    pending.sort(key=lambda p: -p[2])
+    current = untuned
+    if accepted:  # the configs an earlier run accepted are the model to beat
+        current = _compile_with(model, example_inputs, target, host, accepted, compile_options)
+    per_check_s = compile_s + 2 * IN_MODEL_ROUNDS * max(0.02, model_s) + 1.0
+    affordable = max(1, int((deadline - time.perf_counter()) / per_check_s))
+    if max_checks is not None:
+        affordable = min(affordable, max_checks)
+    size = 1 if len(pending) <= affordable else math.ceil(len(pending) / max(1, affordable // 2))
+    queue = [pending[i : i + size] for i in range(0, len(pending), size)]
+    bar = _bar_checks(progress, len(queue))
+    checks = 0
+    try:
+        while queue:
+            if max_checks is not None and checks >= max_checks:
+                break
+            if checks and time.perf_counter() + per_check_s > deadline:
+                break
+            group = queue.pop(0)
+            t0 = time.perf_counter()
+            trial = {**accepted, **{op.signature: rec for rec, op, _ in group}}
+            timing, why = None, ""
+            try:
+                module = _compile_with(model, example_inputs, target, host, trial, compile_options)
+            except XGenError as e:
+                why = f"the model does not compile with it: {str(e).splitlines()[0][:200]}"
+            else:
+                checks += 1
+                err = _relative_error(module, untuned, xs)
+                if err > WRONG_IN_MODEL:
+                    why = f"wrong numbers in the model (relative error {err:.2g})"
+                else:
+                    timing = timer(current, module, xs)
+                    if not timing.faster() and timing.ratio < 1:  # promising: more rounds
+                        if time.perf_counter() + per_check_s / 2 < deadline:
+                            timing = timing.merge(timer(current, module, xs))
+                    why = timing.describe()
+            together = f", with {len(group) - 1} other signature(s)" if len(group) > 1 else ""
+            with TuningDB(db_path) as tdb:
+                if timing is not None and timing.faster():
+                    current = module
+                    for rec, op, _ in group:
+                        accepted[op.signature] = rec
+                        tdb.add(replace(rec, detail=CONFIRMED))
+                        v = verdicts[op.signature]
+                        v.status, v.config, v.standalone = APPLIED, rec.config, rec.speedup or 1.0
+                        v.why, v.ratio = why + together, timing.ratio
+                elif len(group) > 1:  # one of them may be the loser: split
+                    half = len(group) // 2
+                    queue[:0] = [group[:half], group[half:]]
+                    if bar is not None:
+                        bar.total += 2
+                else:
+                    rec, op, _ = group[0]
+                    tdb.add(replace(rec, detail=f"{REJECTED_IN_MODEL}: {why}"))
+                    v = verdicts[op.signature]
+                    v.ratio = timing.ratio if timing is not None else None
+                    if op.signature not in accepted:
+                        v.status, v.config, v.standalone = REJECTED, rec.config, rec.speedup or 1.0
+                        v.why = why
+                    else:
+                        v.why += f" (a config faster alone was rejected in the model: {why})"
+            spent = time.perf_counter() - t0
+            per_check_s = spent if checks <= 1 else (per_check_s + spent) / 2
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix_str(
+                    f"{len(accepted)} accepted, {max(0, deadline - time.perf_counter()) / 60:.1f}"
+                    " min left",
+                    refresh=True,
+                )
+    finally:
+        if bar is not None:
+            bar.close()
+    return current, verdicts, checks
+
+
+def _top(records: Any) -> Record | None:
+    return max(records, key=lambda r: r.speedup or 0, default=None)
+
+
+def _compile_with(
+    model: Any,
+    example_inputs: Any,
+    target: str,
+    host: HostIdentity,
+    records: dict[str, Record],
+    compile_options: dict[str, Any],
+) -> Any:
+    """The model compiled with exactly these records (a scratch database holding them)."""
+    with tempfile.TemporaryDirectory(prefix="xgen-tune-") as tmp:
+        path = Path(tmp) / "trial.db"
+        with TuningDB(path) as scratch:
+            for r in records.values():
+                scratch.add(replace(r, host_key="", detail=CONFIRMED), host)
+        return compile_model(
+            model,
+            example_inputs,
+            target,
+            tuning_db=path,
+            tuning_threads=host.threads,
+            **compile_options,
+        )
+
+
+def _outputs(module: Any, xs: Sequence[Any]) -> list[np.ndarray]:
+    out = module(*xs)
+    return [np.asarray(o) for o in (out if isinstance(out, (tuple, list)) else [out])]
+
+
+def _relative_error(module: Any, reference: Any, xs: Sequence[Any]) -> float:
+    """Largest difference to the reference's outputs over the largest |output|."""
+    got, ref = _outputs(module, xs), _outputs(reference, xs)
+    if len(got) != len(ref) or any(g.shape != r.shape for g, r in zip(got, ref, strict=True)):
+        return math.inf
+    err = 0.0
+    for g, r in zip(got, ref, strict=True):
+        g64, r64 = g.astype(np.float64), r.astype(np.float64)
+        scale = max(float(np.max(np.abs(r64))) if r64.size else 0.0, 1e-30)
+        diff = float(np.max(np.abs(g64 - r64))) if r64.size else 0.0
+        err = max(err, diff / scale if math.isfinite(diff) else math.inf)
+    return err
+
+
+def _call_seconds(module: Any, xs: Sequence[Any], calls: int = 5) -> float:
+    module(*xs)
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        module(*xs)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _explain(module: Any, ops: list[OpProgress], verdicts: dict[str, Verdict]) -> None:
+    """``module.report.tuning``'s untuned ops say what became of their configs in the model
+    (rejected there, with the measured ratio, or never tried and why)."""
+    request = getattr(module.report, "tuning", None)
+    if request is None:
+        return
+    applied = {s for s, _, _ in request.applied}
+    left: dict[str, list[Verdict]] = {}
+    for op in ops:
+        if op.signature not in applied and op.signature in verdicts:
+            left.setdefault(op.description, []).extend([verdicts[op.signature]] * op.count)
+    untuned = []
+    for description, why in request.untuned:
+        if why == "no record for this host" and left.get(description):
+            v = left[description].pop(0)
+            status = NOT_TRIED if v.status == APPLIED else v.status
+            why = f"{status}: {v.why}"
+        untuned.append((description, why))
+    request.untuned = untuned
 
 
 def _record(
@@ -429,6 +760,16 @@ def _postfix(ops: list[OpProgress], left_s: float) -> str:
     return f"contractions {_estimate(ops):.2f}x, {max(0, left_s) / 60:.1f} min left"
 
 
+def _bar_checks(on: bool, total: int) -> Any:
+    if not on or not total:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="checks in the model", unit="compile", file=sys.stderr)
+
+
 def _bar(on: bool, total: int | None, n_ops: int) -> Any:
     if not on:
         return None
@@ -439,10 +780,11 @@ def _bar(on: bool, total: int | None, n_ops: int) -> Any:
     return tqdm(total=total, desc=f"tuning {n_ops} ops", unit="trial", file=sys.stderr)
 
 
-def time_models(
+def time_models_paired(
     before: Any, after: Any, example_inputs: Any, rounds: int = 10, min_block_s: float = 0.05
-) -> tuple[float, float]:
-    """Median ms per call of two modules on the same inputs, interleaved round by round."""
+) -> ModelTiming:
+    """Two modules on the same inputs, interleaved round by round (rotating which goes
+    first): the median ms per call of each and, per round, log(after / before)."""
     inputs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     fns = {"before": lambda: before(*inputs), "after": lambda: after(*inputs)}
     for fn in fns.values():
@@ -459,4 +801,15 @@ def time_models(
             for _ in range(block):
                 fns[name]()
             samples[name].append((time.perf_counter() - t0) / block * 1e3)
-    return statistics.median(samples["before"]), statistics.median(samples["after"])
+    logs = [math.log(a / b) for a, b in zip(samples["after"], samples["before"], strict=True)]
+    return ModelTiming(
+        statistics.median(samples["before"]), statistics.median(samples["after"]), logs
+    )
+
+
+def time_models(
+    before: Any, after: Any, example_inputs: Any, rounds: int = 10, min_block_s: float = 0.05
+) -> tuple[float, float]:
+    """Median ms per call of two modules on the same inputs, interleaved round by round."""
+    t = time_models_paired(before, after, example_inputs, rounds, min_block_s)
+    return t.current_ms, t.candidate_ms
