@@ -517,7 +517,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
             tiles = _match(op)
             if tiles is None:
                 continue
-            why = ""
+            why, desc = "", name
             if choices is None:
                 fits = [t for t in TRANSFORMS if tiles[t.m] >= opts.min_tiles]
                 if not fits:
@@ -554,8 +554,9 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                     choices.log.append((desc, f"Winograd F({t.m}x{t.m}, 3x3)", why))
                 if opts.verbose:
                     said = f" ({why})" if why else ""
+                    what = desc if choices is not None else name
                     print(
-                        f"xgen-winograd-convs: {where}: {name} -> Winograd F({t.m}x{t.m}, 3x3), "
+                        f"xgen-winograd-convs: {where}: {what} -> Winograd F({t.m}x{t.m}, 3x3), "
                         f"{done} tiles{said}",
                         file=sys.stderr,
                     )

@@ -192,7 +192,7 @@ def variants_module(cand: Candidate, order: dict[Any, int]) -> tuple[ir.Module, 
     cut = _Slice(cand)
     module = ir.Module.create(ir.Location.unknown(cand.op.context))
     cut.function(module, "base", order)
-    ms = []
+    ms: list[int] = []
     for t in TRANSFORMS:
         if cand.tiles.get(t.m, 0) < 1:
             continue
@@ -320,8 +320,8 @@ def measure_choices(
         known = tdb.choices(host)
     for choice in out:
         choice.measured = known.get(choice.signature, [])
-        m, choice.why = decide(choice.measured)
-        choice.algorithm = "direct" if m is None else f"winograd F({m}x{m})"
+        tile, choice.why = decide(choice.measured)
+        choice.algorithm = "direct" if tile is None else f"winograd F({tile}x{tile})"
     return out
 
 

@@ -1,0 +1,112 @@
+"""Per-conv algorithm choices (tuning/choices.py, xgen-winograd-convs' ``tuned`` mode): a real
+measurement of one small conv direct and as Winograd, recorded for this host and applied by
+compile(); a wrong transform is rejected; the tuned model against PyTorch."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import torch
+from torch import nn
+
+import xgen_mlir
+from xgen_mlir.passes import winograd_convs as wc
+from xgen_mlir.tunedb import HostIdentity, Record, TuningDB
+from xgen_mlir.tuning.choices import measure_choices
+from xgen_mlir.tuning.measure import MeasureSettings
+
+FAST = MeasureSettings(threads=2, rounds=3, min_block_s=0.002)
+
+
+class _ConvBnRelu(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.bn(self.conv(x)))
+
+
+def _model() -> tuple[nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    model = _ConvBnRelu().eval()
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-0.5, 0.5)
+        model.bn.running_var.uniform_(0.5, 2.0)
+    return model, torch.randn(1, 16, 20, 20)
+
+
+def test_one_conv_measured_both_ways_recorded_and_applied(tmp_path):
+    model, x = _model()
+    db = tmp_path / "t.db"
+    (choice,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False)
+    assert choice.count == 1 and choice.new
+    assert "conv3x3 16->16 20x20 nchw pad" in choice.description
+    by_m = {r.config["m"]: r for r in choice.measured}
+    assert set(by_m) == {4, 2}  # 25 tiles of 4x4, 100 of 2x2: both variants measured
+    for r in by_m.values():  # each timed beside the direct conv, numbers checked first
+        assert r.status == "ok", r.detail
+        assert r.seconds > 0 and r.baseline_seconds > 0
+        assert r.host_key == HostIdentity.current(threads=2).key
+    # measured again only when asked
+    (again,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False)
+    assert not again.new and again.algorithm == choice.algorithm
+
+    compiled = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=2)
+    ((conv, algorithm, why),) = compiled.report.tuning.choices
+    assert conv == choice.description and why == choice.why
+    rewrites = compiled.report.rewrites.get("xgen-winograd-convs", {})
+    if choice.algorithm == "direct":
+        assert algorithm == "direct" and not any("F(" in k for k in rewrites)
+    else:
+        m = int(choice.algorithm[-2])
+        assert algorithm == f"Winograd F({m}x{m}, 3x3)"
+        assert rewrites == {f"linalg.conv_2d_nchw_fchw as F({m}x{m}, 3x3)": 1}
+    with torch.no_grad():
+        want = model(x).numpy()
+    got = np.asarray(compiled(x))
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+    # winograd=false forbids it whatever the database says
+    off = xgen_mlir.compile(
+        model, (x,), tuning_db=db, tuning_threads=2, target_options={"winograd": "false"}
+    )
+    assert "xgen-winograd-convs" not in off.report.rewrites
+
+
+def test_tuned_winograd_model_matches_pytorch(tmp_path):
+    """A record that says F(4x4) wins makes compile() rewrite the conv; the model still
+    matches PyTorch (Winograd's rounding: within 1e-4 of the output's scale here)."""
+    model, x = _model()
+    module = xgen_mlir.frontend.import_model(model, (x,))
+    (cand,) = wc.candidates(module.operation)
+    db = tmp_path / "t.db"
+    host = HostIdentity.current(threads=2)
+    with TuningDB(db) as tdb:
+        tdb.add(Record(cand.signature, wc.winograd_config(4), "ok", 1e-4, 2e-4), host)
+    compiled = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=2)
+    assert compiled.report.rewrites["xgen-winograd-convs"] == {
+        "linalg.conv_2d_nchw_fchw as F(4x4, 3x3)": 1
+    }
+    assert compiled.report.tuning.choices[0][1] == "Winograd F(4x4, 3x3)"
+    with torch.no_grad():
+        want = model(x).numpy()
+    got = np.asarray(compiled(x))
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_a_wrong_transform_is_recorded_as_wrong_numbers_and_never_chosen(tmp_path, monkeypatch):
+    """F(4x4) with a corrupted output transform computes wrong numbers: the measurement
+    compares it with the direct conv before timing and records it as such."""
+    bad_at = wc.F4.at.copy()
+    bad_at[1, 1] += 0.5
+    monkeypatch.setattr(wc, "TRANSFORMS", (replace(wc.F4, at=bad_at), wc.F2))
+    model, x = _model()
+    db = tmp_path / "t.db"
+    (choice,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False)
+    by_m = {r.config["m"]: r for r in choice.measured}
+    assert by_m[4].status == "wrong_numbers" and "relative error" in by_m[4].detail
+    assert by_m[2].status == "ok"
+    assert choice.algorithm in ("direct", "winograd F(2x2)")
