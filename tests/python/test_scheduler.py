@@ -7,6 +7,7 @@ the order they start in is decided by the policy alone."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 from concurrent.futures import CancelledError
 
@@ -26,7 +27,7 @@ from xgen_mlir.runtime.scheduler import (
     SchedulerClosedError,
     TaskGraph,
 )
-from xgen_mlir.runtime.scheduling.policies import PriorityAging
+from xgen_mlir.runtime.scheduling.policies import EarliestDeadlineFirst, PriorityAging
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,14 @@ def head():
     model = torch.nn.Sequential(torch.nn.Linear(10, 3), torch.nn.Tanh()).eval()
     x = torch.randn(1, 10)
     return model, xgen_mlir.compile(model, (x,))
+
+
+@pytest.fixture(scope="module")
+def mlp_vulkan(mlp):
+    """The mlp's Vulkan build (Mesa's llvmpipe in CI)."""
+    need_vulkan()
+    model, x, _, _ = mlp
+    return xgen_mlir.compile(model, (torch.from_numpy(x),), target="vulkan")
 
 
 class Gate:
@@ -452,10 +461,9 @@ def test_observability_json_and_timeline(mlp, tmp_path):
     assert html.count("<rect") == 2 * 4 and "<script" not in html and "<svg" in html
 
 
-def test_vulkan_placement(mlp):
-    need_vulkan()
-    model, x, want, cpu_module = mlp
-    vk = xgen_mlir.compile(model, (torch.from_numpy(x),), target="vulkan")
+def test_vulkan_placement(mlp, mlp_vulkan):
+    _, x, want, cpu_module = mlp
+    vk = mlp_vulkan
     with Scheduler() as s:
         s.add_model("gpu", vk)
         s.add_model("cpu", cpu_module)
@@ -511,3 +519,193 @@ def test_priority_policy_unit():
     assert p.key(old, 9.5) < p.key(new, 9.5)  # aged 9.5 levels: starts first
     assert [p.band(r, 9.5, levels) for r in (old, new)] == [2, 0]  # bands stay by base priority
     assert p.band(NS(priority=3.0), 0.0, levels) == 1
+
+
+def _stream_with_one_background(module, x, slack, cap):
+    """One worker; deadline requests (far deadlines: never late, however loaded the host) with
+    one always queued; one request without a deadline submitted into the stream. Returns the
+    start order."""
+    with Scheduler("edf", workers=1, default_slack=slack) as s:
+        s.add_model("stream", module, deadline=600.0)
+        s.add_model("background", module)
+        done = [0]
+        bg_done = threading.Event()
+
+        def again(_=None):
+            done[0] += 1
+            if not bg_done.is_set() and done[0] < cap:
+                s.submit("stream", x).add_done_callback(again)
+
+        s.submit("stream", x).add_done_callback(again)
+        s.submit("stream", x).add_done_callback(again)  # two in flight: one always queued
+        bg = s.submit("background", x)
+        bg.add_done_callback(lambda _: bg_done.set())
+        bg.result(120)
+    return [e["model"] for e in _started(s)]
+
+
+def test_edf_no_deadline_request_finishes_under_a_continuous_deadline_stream(mlp):
+    """EDF aging: a request without a deadline is ordered as if due ``default_slack`` after
+    its arrival. With slack 0 it starts at the next free worker although deadline requests
+    keep arriving (and runs on while they preempt it); with an infinite slack (plain EDF) it
+    starts only once the stream has ended."""
+    _, x, _, module = mlp
+    cap = 60
+    order = _stream_with_one_background(module, x, 0.0, cap)
+    first = order.index("background")
+    assert first <= 3  # started after at most the requests already queued or running
+    assert order[first + 1 :].count("stream") >= 1  # the stream went on meanwhile
+    assert order.count("stream") < cap
+    plain = _stream_with_one_background(module, x, math.inf, cap)
+    assert plain[-1] == "background" and plain.count("stream") >= cap - 1
+
+
+def test_edf_implicit_deadlines_order(mlp):
+    """A request without a deadline ranks at arrival + slack: its model's ``slack``, else
+    the scheduler's ``default_slack``; it is never a deadline miss or dropped as late. (A
+    deadline request ranked after one without would still preempt it once it runs: any
+    deadline has a better band than none; the policy unit below checks that order.)"""
+    _, x, _, module = mlp
+    gate = Gate()
+    with Scheduler("edf", workers=1, default_slack=20.0, drop_late=True) as s:
+        s.add_model("gate", gate, deadline=600.0)
+        s.add_model("m", module)
+        s.add_model("bg", module, slack=5.0)
+        g = _hold(s, gate)
+        futs = [
+            s.submit("m", x),  # arrival + 20 s
+            s.submit("bg", x),  # arrival + 5 s
+            s.submit("m", x, deadline=1.0),
+        ]
+        gate.open.set()
+        g.result(30)
+        for f in futs:
+            f.result(60)
+    order = [(e["model"], e["deadline"] is not None) for e in _started(s)[1:]]
+    assert order == [("m", True), ("bg", False), ("m", False)]
+    st = s.stats()
+    assert st["default_slack_s"] == 20.0
+    assert st["models"]["bg"]["deadline_misses"] == 0 and st["models"]["bg"]["dropped_late"] == 0
+    with pytest.raises(xgen_mlir.XGenError, match="takes no option.*default_slack"):
+        Scheduler("priority", default_slack=1.0)
+    with pytest.raises(xgen_mlir.XGenError, match="default_slack must be >= 0"):
+        Scheduler("edf", default_slack=-1.0)
+    from types import SimpleNamespace as NS
+
+    p = EarliestDeadlineFirst(default_slack=2.0)
+    none = NS(deadline=None, submitted=1.0, id=0, slack=None)
+    assert p.key(none, 0.0) < p.key(NS(deadline=3.5, submitted=0.0, id=1), 0.0)
+    assert p.key(NS(deadline=None, submitted=1.0, id=2, slack=9.0), 0.0)[0] == 10.0
+
+
+def test_auto_placement_follows_the_estimates_and_the_load(mlp, mlp_vulkan):
+    """``auto``: each request goes to the device with the least estimate + work ahead; the
+    estimates are injected (no wall-clock), then learned (EWMA) from the requests' runs.
+    Results match PyTorch on both devices."""
+    _, x, want, cpu_module = mlp
+    gate = Gate()
+    with Scheduler("priority", workers=1, aging_rate=0.0, ewma_alpha=0.5) as s:
+        s.add_model("gate", gate, priority=10)
+        s.add_model("auto", [cpu_module, mlp_vulkan])  # both builds: auto by default
+        outs = []
+        s.set_estimate("auto", "cpu", 0.001)
+        s.set_estimate("auto", "vulkan", 0.5)
+        outs.append(s.submit("auto", x).result(120))  # idle: the faster device, the CPU
+        s.set_estimate("auto", "cpu", 0.5)
+        s.set_estimate("auto", "vulkan", 0.001)
+        outs.append(s.submit("auto", x).result(120))  # idle: the faster device, Vulkan
+        # The CPU is busy (the gate holds its only worker, estimated at 1000 s): the request
+        # goes to the slower but idle Vulkan device and finishes while the gate still runs.
+        s.set_estimate("gate", "cpu", 1000.0)
+        s.set_estimate("auto", "cpu", 0.001)
+        s.set_estimate("auto", "vulkan", 0.5)
+        g = _hold(s, gate)
+        outs.append(s.submit("auto", torch.from_numpy(x)).result(120).numpy())
+        assert not g.done()
+        gate.open.set()
+        g.result(30)
+        est = s.estimates()["auto"]
+    lanes = [e["lane"] for e in _started(s, "auto")]
+    assert lanes == ["cpu", "vulkan", "vulkan"]
+    for out, lane in zip(outs, lanes, strict=True):
+        check_close(out, want, atol=1e-5, rtol=1e-5, what=f"auto placement on {lane}")
+    costs = [e["costs"] for e in _started(s, "auto")]
+    assert costs[0]["cpu"] < costs[0]["vulkan"] and costs[1]["vulkan"] < costs[1]["cpu"]
+    assert costs[2]["cpu"] > 900.0 > costs[2]["vulkan"]  # the gate's work ahead counted
+    st = s.stats()["models"]["auto"]
+    assert st["runs_per_device"] == {"cpu": 1, "vulkan": 2}
+    assert st["placement"] == "auto" and set(st["estimate_ms"]) == {"cpu", "vulkan"}
+    run = _started(s, "auto")[2]["finished"] - _started(s, "auto")[2]["started"]
+    assert est["vulkan"] == pytest.approx(0.5 * 0.5 + 0.5 * run, abs=1e-9)  # EWMA, alpha 0.5
+
+
+def test_auto_placement_learns_probes_and_warm_up_seeds(mlp, mlp_vulkan):
+    """Without estimates, each device gets one probe request whose run seeds its estimate;
+    later runs fold in with weight ``ewma_alpha``; warm_up() seeds both devices."""
+    _, x, want, cpu_module = mlp
+    gate = Gate()
+    with Scheduler("priority", workers=1, aging_rate=0.0, ewma_alpha=0.5) as s:
+        s.add_model("gate", gate, priority=10)
+        s.add_model("auto", [mlp_vulkan, cpu_module], placement="auto")
+        g = _hold(s, gate)
+        first = s.submit("auto", x)  # probes the CPU: queued behind the gate
+        second = s.submit("auto", x)  # the CPU is being probed: probes Vulkan, runs now
+        check_close(second.result(120), want, atol=1e-5, rtol=1e-5, what="vulkan probe")
+        assert not first.done()
+        assert set(s.estimates()["auto"]) == {"vulkan"}
+        seeded = s.estimates()["auto"]["vulkan"]
+        third = s.submit("auto", x)  # Vulkan measured, the CPU still probing: Vulkan
+        check_close(third.result(120), want, atol=1e-5, rtol=1e-5, what="vulkan")
+        gate.open.set()
+        g.result(30)
+        check_close(first.result(120), want, atol=1e-5, rtol=1e-5, what="cpu probe")
+        learned = s.estimates()["auto"]
+    evs = _started(s, "auto")
+    assert [e["lane"] for e in evs] == ["vulkan", "vulkan", "cpu"]
+    runs = [e["finished"] - e["started"] for e in evs]
+    assert seeded == pytest.approx(runs[0], abs=1e-9)
+    assert learned["vulkan"] == pytest.approx(0.5 * runs[0] + 0.5 * runs[1], abs=1e-9)
+    assert learned["cpu"] == pytest.approx(runs[2], abs=1e-9)
+    with Scheduler(workers=1) as s:
+        s.add_model("auto", [cpu_module, mlp_vulkan])
+        s.warm_up()
+        est = s.estimates()["auto"]
+        assert set(est) == {"cpu", "vulkan"} and min(est.values()) > 0
+
+
+def test_auto_placement_refuses_what_it_cannot_place(mlp, head):
+    _, _, _, module = mlp
+    with Scheduler() as s:
+        with pytest.raises(xgen_mlir.XGenError, match="'auto' needs a CPU and a Vulkan build"):
+            s.add_model("a", module, placement="auto")
+        with pytest.raises(xgen_mlir.XGenError, match="two builds for the cpu"):
+            s.add_model("b", [module, head[1]])
+        with pytest.raises(xgen_mlir.XGenError, match="unknown placement 'gpu'"):
+            s.add_model("c", module, placement="gpu")
+        s.add_model("m", module)
+        with pytest.raises(xgen_mlir.XGenError, match="does not run on 'vulkan'"):
+            s.set_estimate("m", "vulkan", 0.1)
+        assert s.models == ["m"]
+
+
+def test_auto_placement_refuses_builds_with_other_inputs(mlp_vulkan, head):
+    with Scheduler() as s, pytest.raises(xgen_mlir.XGenError, match="take different inputs"):
+        s.add_model("x", [head[1], mlp_vulkan])
+
+
+def test_xgen_serve_scenario_placement_and_slack_keys(tmp_path):
+    from xgen_mlir.tools.xgen_serve import read_scenario
+
+    (tmp_path / "s.toml").write_text(
+        'policy = "edf"\ndefault_slack_ms = 2000\n'
+        '[[models]]\nname = "a"\npath = ["a_cpu.vmfb", "a_vk.vmfb"]\nplacement = "auto"\n'
+        "rate = 5\nslack_ms = 500\n"
+    )
+    data = read_scenario(tmp_path / "s.toml")
+    assert data["models"][0]["path"] == ["a_cpu.vmfb", "a_vk.vmfb"]
+    (tmp_path / "bad.toml").write_text(
+        'default_slack_ms = "x"\n[[models]]\nname = "a"\npath = [1]\nrate = 1\nslack_ms = "y"\n'
+    )
+    with pytest.raises(xgen_mlir.XGenError, match="3 problem") as e:
+        read_scenario(tmp_path / "bad.toml")
+    assert "'path' (a string, or a list" in str(e.value) and "default_slack_ms" in str(e.value)

@@ -10,6 +10,8 @@ deadline; requests carry random inputs of the module's signature:
     # workers = 2            # CPU workers to hand out (default: this process's cores)
     # aging_rate = 1.0       # priority levels gained per second of waiting
     # drop_late = false      # true: a request not started by its deadline is not run
+    # default_slack_ms = 10000  # edf: a request without a deadline is ordered as if due
+    #                           # this long after its arrival (so it always finishes)
 
     [[models]]
     name = "mobilenet"
@@ -17,7 +19,10 @@ deadline; requests carry random inputs of the module's signature:
     rate = 30                # requests per second (periodic arrivals)
     priority = 2
     deadline_ms = 33
-    # placement = "vulkan"   # cpu (default for CPU modules) | vulkan
+    # placement = "vulkan"   # cpu (default for CPU modules) | vulkan | auto
+    # path = ["m_cpu.vmfb", "m_vulkan.vmfb"]  # auto: a CPU and a Vulkan build; each request
+    #                        # goes to the device with the least estimated finish time
+    # slack_ms = 5000        # edf: this model's slack (instead of default_slack_ms)
     # max_workers = 2
     # weight = 1.0           # fair share
 
@@ -40,7 +45,16 @@ from typing import Any
 from ..errors import XGenError
 from ..runtime.scheduler import Scheduler
 
-_TOP = {"policy", "duration", "workers", "aging_rate", "drop_late", "models", "seed"}
+_TOP = {
+    "policy",
+    "duration",
+    "workers",
+    "aging_rate",
+    "drop_late",
+    "default_slack_ms",
+    "models",
+    "seed",
+}
 _MODEL = {
     "name",
     "path",
@@ -51,6 +65,7 @@ _MODEL = {
     "placement",
     "max_workers",
     "weight",
+    "slack_ms",
 }
 
 
@@ -74,18 +89,24 @@ def read_scenario(path: Path) -> dict[str, Any]:
             problems.append(f"{where}: not a table")
             continue
         problems += [f"{where}: unknown key '{k}'" for k in sorted(set(m) - _MODEL)]
-        for key in ("name", "path"):
-            if not isinstance(m.get(key), str) or not m.get(key):
-                problems.append(f"{where}: '{key}' (a string) is required")
+        if not isinstance(m.get("name"), str) or not m.get("name"):
+            problems.append(f"{where}: 'name' (a string) is required")
+        given = m.get("path")
+        paths = given if isinstance(given, list) else [given]
+        if not paths or not all(isinstance(x, str) and x for x in paths):
+            problems.append(f"{where}: 'path' (a string, or a list of them) is required")
         if m.get("name") in names:
             problems.append(f"{where}: name '{m['name']}' is used twice")
         names.add(m.get("name"))
         rate, bg = m.get("rate"), m.get("background", False)
         if not bg and not (isinstance(rate, (int, float)) and rate > 0):
             problems.append(f"{where}: give 'rate' (requests/s > 0) or background = true")
-        for key in ("priority", "deadline_ms", "weight", "max_workers"):
+        for key in ("priority", "deadline_ms", "weight", "max_workers", "slack_ms"):
             if key in m and not isinstance(m[key], (int, float)):
                 problems.append(f"{where}: '{key}' must be a number")
+    slack = data.get("default_slack_ms")
+    if slack is not None and not isinstance(slack, (int, float)):
+        problems.append("'default_slack_ms' must be a number")
     duration = data.get("duration", 10)
     if not isinstance(duration, (int, float)) or duration <= 0:
         problems.append("'duration' must be a number of seconds > 0")
@@ -106,23 +127,28 @@ def run(
     out=sys.stdout,
 ) -> Scheduler:
     """Load the models, warm them up, run the arrivals for ``duration`` seconds, drain."""
+    slack = scenario.get("default_slack_ms")
     sched = Scheduler(
         scenario.get("policy", "priority"),
         workers=scenario.get("workers"),
         aging_rate=scenario.get("aging_rate"),
         drop_late=bool(scenario.get("drop_late", False)),
+        default_slack=None if slack is None else slack / 1e3,
     )
     try:
         for m in scenario["models"]:
             deadline = m.get("deadline_ms")
+            path = m["path"]
+            source: Any = [base / p for p in path] if isinstance(path, list) else base / path
             sched.add_model(
                 m["name"],
-                base / m["path"],
+                source,
                 priority=m.get("priority", 0),
                 deadline=None if deadline is None else deadline / 1e3,
                 weight=m.get("weight", 1.0),
                 placement=m.get("placement"),
                 max_workers=m.get("max_workers"),
+                slack=None if m.get("slack_ms") is None else m["slack_ms"] / 1e3,
             )
         sched.warm_up()
     except BaseException:

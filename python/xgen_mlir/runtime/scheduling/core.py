@@ -54,6 +54,8 @@ class Request:
     nice: int | None = None
     preempted: list[int] = field(default_factory=list)
     preempted_by: int | None = None
+    slack: float | None = None  # EDF: the model's slack for a request without a deadline
+    costs: dict[str, float] | None = None  # auto placement: estimated seconds per device
 
 
 class Scheduler:
@@ -66,7 +68,10 @@ class Scheduler:
     (capped at 19). ``gpu_slots``: requests run at once on the Vulkan device. ``drop_late``:
     a request whose deadline passes before it starts is not run; its future gets a
     DeadlineMissedError (load shedding: under overload, fresh requests stay on time instead
-    of every request queueing behind a backlog).
+    of every request queueing behind a backlog). ``default_slack`` (``edf``): seconds after
+    its arrival that a request without a deadline is ordered as if due (aging for background
+    work; a model's own ``slack`` wins). ``ewma_alpha``: the weight of a new measurement in
+    each (model, device) latency estimate that ``auto`` placement uses.
     """
 
     def __init__(
@@ -78,12 +83,21 @@ class Scheduler:
         nice_step: int = 10,
         gpu_slots: int = 1,
         drop_late: bool = False,
+        default_slack: float | None = None,
+        ewma_alpha: float = 0.25,
     ) -> None:
-        options = {} if aging_rate is None else {"aging_rate": aging_rate}
+        options: dict[str, Any] = {} if aging_rate is None else {"aging_rate": aging_rate}
+        if default_slack is not None:
+            options["default_slack"] = default_slack
         self.policy = make_policy(policy, **options)
         self.workers = workers or cpu_count()
         if self.workers < 1 or gpu_slots < 1:
             raise XGenError("workers and gpu_slots must be >= 1")
+        if not 0 < ewma_alpha <= 1:
+            raise XGenError(f"ewma_alpha must be in (0, 1], got {ewma_alpha}")
+        self.ewma_alpha = ewma_alpha
+        # Latency (run time, seconds) per (model, device): learned from completed requests.
+        self._estimates: dict[tuple[str, str], float] = {}
         self.gpu_slots = gpu_slots
         self.nice_step = nice_step
         self.drop_late = drop_late
@@ -115,12 +129,17 @@ class Scheduler:
         weight: float = 1.0,
         placement: str | None = None,
         max_workers: int | None = None,
+        slack: float | None = None,
     ) -> None:
         """Register ``module`` (a CompiledModule, a .vmfb path, a bundle folder, or a Python
         callable for host-side steps) under ``name``. ``priority`` and ``deadline`` (seconds
         after submission) are its requests' defaults; ``weight`` its fair share;
-        ``placement`` ``"cpu"`` or ``"vulkan"`` (default: the module's device);
-        ``max_workers`` caps the CPU workers one of its requests gets."""
+        ``placement`` ``"cpu"`` or ``"vulkan"`` (default: the module's device), or ``"auto"``
+        with a list of a CPU and a Vulkan build as ``module`` (the default for such a list):
+        each request goes to the device with the least estimated finish time
+        (docs/scheduler.md, Placement); ``max_workers`` caps the CPU workers one of its
+        requests gets; ``slack`` (``edf``): seconds after arrival that its requests without a
+        deadline are ordered as if due (default: the scheduler's ``default_slack``)."""
         if not isinstance(name, str) or not name:
             raise XGenError(f"a model needs a non-empty name; got {name!r}")
         if max_workers is not None and max_workers < 1:
@@ -137,6 +156,7 @@ class Scheduler:
             placement=placement,
             max_workers=max_workers,
             instance=self._instance,
+            slack=slack,
         )
         if m.python_fn is not None:
             m.max_workers = 1
@@ -158,19 +178,111 @@ class Scheduler:
 
     def warm_up(self) -> None:
         """Create every executor and VM context a request could use, and run each once, so the
-        first measured requests do not pay for them."""
+        first measured requests do not pay for them; then time one more run per device (all
+        of the model's workers, top band) to seed its latency estimate where none is set."""
         for m in list(self._models.values()):
             if m.module is None:
                 continue
             arrays = m.module.random_inputs()
-            if m.placement == "vulkan":
-                m.run("vulkan", vulkan_device(), arrays, False)
-                continue
             top = min(self.workers, m.max_workers or self.workers)
-            for k in range(1, top + 1):
-                for band in range(len(self._levels)):
-                    ex = self._pool.get(k, band)
-                    m.run((k, band), ex.device, arrays, False)
+            for lane in m.lanes:
+                if lane == "vulkan":
+                    m.run("vulkan", vulkan_device(), arrays, False)
+                    continue
+                for k in range(1, top + 1):
+                    for band in range(len(self._levels)):
+                        ex = self._pool.get(k, band)
+                        m.run((k, band), ex.device, arrays, False)
+            for lane in m.lanes:
+                key: Any
+                if lane == "vulkan":
+                    key, device = "vulkan", vulkan_device()
+                else:
+                    key, device = (top, 0), self._pool.get(top, 0).device
+                t = time.perf_counter()
+                m.run(key, device, arrays, False)
+                seconds = time.perf_counter() - t
+                with self._cond:
+                    self._estimates.setdefault((m.name, lane), seconds)
+
+    # -- latency estimates (auto placement) ------------------------------------------------
+    def estimates(self) -> dict[str, dict[str, float]]:
+        """The current latency estimates in seconds: ``{model: {device: seconds}}``."""
+        with self._cond:
+            out: dict[str, dict[str, float]] = {}
+            for (model, lane), v in sorted(self._estimates.items()):
+                out.setdefault(model, {})[lane] = v
+            return out
+
+    def set_estimate(self, model: str, device: str, seconds: float) -> None:
+        """Set the latency estimate of ``model`` on ``device`` (``"cpu"`` or ``"vulkan"``):
+        prior knowledge, or a test's. Completed requests keep updating it (EWMA)."""
+        m = self._models.get(model)
+        if m is None:
+            raise UnknownNameError("model", model, list(self._models))
+        if device not in m.lanes:
+            raise XGenError(
+                f"model '{model}' does not run on '{device}'; its devices: {', '.join(m.lanes)}"
+            )
+        if not seconds >= 0:
+            raise XGenError(f"a latency estimate must be >= 0 seconds, got {seconds}")
+        with self._cond:
+            self._estimates[(model, device)] = float(seconds)
+
+    def _learn(self, req: Request, seconds: float) -> None:
+        """Fold one completed run into its (model, device) estimate; the first one seeds it.
+        The caller holds the lock."""
+        key = (req.model, req.lane)
+        old = self._estimates.get(key)
+        a = self.ewma_alpha
+        self._estimates[key] = seconds if old is None else (1 - a) * old + a * seconds
+
+    def _parallel(self, m: SchedModel, lane: str) -> int:
+        """Requests that run at once on ``lane``: the GPU slots, or on the CPU the workers
+        over the workers one request of ``m`` gets."""
+        if lane == "vulkan":
+            return self.gpu_slots
+        return max(1, self.workers // min(self.workers, m.max_workers or self.workers))
+
+    def _ahead(self, req: Request, m: SchedModel, lane: str, now: float) -> float:
+        """Estimated seconds of work on ``lane`` that would run before ``req``: queued
+        requests the policy orders first, and what is left of running ones it could not
+        preempt. A model not measured on ``lane`` yet counts as 0."""
+        key = self.policy.key(req, now)
+        band = self.policy.band(req, now, self._levels)
+        work = 0.0
+        for r in self._queue:
+            if r.lane == lane and self.policy.key(r, now) < key:
+                work += self._estimates.get((r.model, lane), 0.0)
+        for r in self._running:
+            if r.lane != lane or r.started is None:
+                continue
+            if lane == "cpu" and self.policy.preemptive and r.band > band:
+                continue  # it would preempt r
+            left = self._estimates.get((r.model, lane), 0.0) - (now - r.started)
+            work += max(0.0, left)
+        return work / self._parallel(m, lane)
+
+    def _place(self, req: Request, m: SchedModel, now: float) -> str:
+        """The device for one request of ``m``. One device: it. ``auto``: a device with no
+        estimate yet gets one request (a probe; its run seeds the estimate); otherwise the
+        device with the least ``estimate + work ahead / parallel slots`` (ties: the CPU).
+        The caller holds the lock."""
+        if len(m.lanes) == 1:
+            return m.lanes[0]
+        mine = [r.lane for r in (*self._queue, *self._running) if r.model == m.name]
+        measured = [lane for lane in m.lanes if (m.name, lane) in self._estimates]
+        for lane in m.lanes:
+            if lane not in measured and lane not in mine:
+                return lane
+        if not measured:  # every device is probing: balance the requests
+            return min(m.lanes, key=lambda lane: mine.count(lane))
+        costs = {
+            lane: self._estimates[(m.name, lane)] + self._ahead(req, m, lane, now)
+            for lane in measured
+        }
+        req.costs = costs
+        return min(measured, key=lambda lane: costs[lane])
 
     # -- requests --------------------------------------------------------------------------
     def now(self) -> float:
@@ -227,10 +339,12 @@ class Scheduler:
                 rel,
                 now,
                 m.weight,
-                "vulkan" if m.placement == "vulkan" else "cpu",
+                m.lanes[0],
                 fut,
                 graph,
+                slack=m.slack,
             )
+            req.lane = self._place(req, m, now)
             active = {r.model for r in (*self._queue, *self._running)}
             if model not in active:
                 self.policy.activate(model, sorted(active))
@@ -378,6 +492,9 @@ class Scheduler:
         except BaseException as e:  # the model's error goes to its future; others go on
             error = e
         finished = self.now()
+        if error is None and req.started is not None:
+            with self._cond:  # learned before the future resolves: its caller sees it
+                self._learn(req, finished - req.started)
         # Resolve the future before the request leaves ``running``: callbacks (task graphs)
         # submit their next steps while the dispatcher still counts this one as in flight.
         if error is None:
@@ -411,6 +528,7 @@ class Scheduler:
                 req.nice,
                 list(req.preempted),
                 req.graph,
+                None if req.costs is None else {k: round(v, 6) for k, v in req.costs.items()},
             )
         )
 
@@ -429,6 +547,7 @@ class Scheduler:
                 if r.preempted_by is None:
                     workers_now[r.model] = workers_now.get(r.model, 0) + r.workers
             now = self.now()
+            estimates = dict(self._estimates)
         extra = {
             **self.policy.describe(),
             "workers": self.workers,
@@ -436,7 +555,18 @@ class Scheduler:
             "nice_offsets": self._pool.nice_offsets,
             "executors": self._pool.describe(),
         }
-        return self.recorder.stats(now, queued, running, workers_now, extra)
+        out = self.recorder.stats(now, queued, running, workers_now, extra)
+        for name, st in out["models"].items():
+            m = self._models.get(name)
+            if m is None:
+                continue
+            st["placement"] = m.placement
+            st["estimate_ms"] = {
+                lane: round(estimates[(name, lane)] * 1e3, 3)
+                for lane in m.lanes
+                if (name, lane) in estimates
+            }
+        return out
 
     def text(self) -> str:
         """The live view (one line per model), as text."""

@@ -41,8 +41,28 @@ def load_module(source: Any) -> CompiledModule:
     )
 
 
+class _Build:
+    """One build of a model for one lane (``cpu`` or ``vulkan``): its parsed module."""
+
+    def __init__(self, module: CompiledModule, vm_module: Any, fn: Any) -> None:
+        self.module, self.vm_module, self.fn = module, vm_module, fn
+
+
+def _lane_of(module: CompiledModule) -> str:
+    return "vulkan" if module.device == "vulkan" else "cpu"
+
+
+def _signature_text(module: CompiledModule) -> str:
+    sig = module.signature
+    return "?" if sig is None else ", ".join(s.describe() for s in sig.inputs)
+
+
 class SchedModel:
-    """Static description of a registered model and its per-executor VM contexts."""
+    """Static description of a registered model and its per-executor VM contexts.
+
+    ``source`` is one module (placement ``cpu`` or ``vulkan``) or a list of builds of the same
+    model for different devices (a CPU and a Vulkan build: placement ``auto``, the scheduler
+    picks a device per request; docs/scheduler.md, Placement)."""
 
     def __init__(
         self,
@@ -55,10 +75,14 @@ class SchedModel:
         placement: str | None,
         max_workers: int | None,
         instance: Any,
+        slack: float | None = None,
     ) -> None:
         self.name = name
         self.priority = float(priority)
         self.deadline = deadline  # default relative deadline of its requests (seconds)
+        if slack is not None and not slack >= 0:
+            raise XGenError(f"model '{name}': slack must be >= 0 seconds, got {slack}")
+        self.slack = slack  # EDF: implicit deadline of its requests that have none
         if weight <= 0:
             raise XGenError(f"model '{name}': weight must be > 0, got {weight}")
         self.weight = float(weight)
@@ -68,41 +92,91 @@ class SchedModel:
         self._made = 0
         self.python_fn: Callable[..., Any] | None = None
         self.module: CompiledModule | None = None
+        self.builds: dict[str, _Build] = {}
+        if placement is not None and placement not in (*PLACEMENTS, "auto"):
+            raise XGenError(
+                f"model '{name}': unknown placement '{placement}'; known: "
+                f"{', '.join((*PLACEMENTS, 'auto'))}"
+            )
         if callable(source) and not isinstance(source, CompiledModule):
             self.python_fn = source  # host code (pre/post-processing) run in a CPU slot
             self.placement = "cpu"
+            self.lanes: tuple[str, ...] = ("cpu",)
             if placement not in (None, "cpu"):
                 raise XGenError(f"model '{name}': a Python callable runs on the cpu only")
             return
-        module = load_module(source)
-        if module.isolated:
-            raise ModuleLoadError(
-                f"model '{name}': isolated modules run in a child process the scheduler "
-                f"cannot give executors to; load it in-process (isolated=False)"
-            )
-        self.module = module
-        if placement is None:
-            placement = "vulkan" if module.device == "vulkan" else "cpu"
-        if placement not in PLACEMENTS:
-            raise XGenError(
-                f"model '{name}': unknown placement '{placement}'; known: {', '.join(PLACEMENTS)}"
-            )
-        self.placement = placement
-        device = "vulkan" if placement == "vulkan" else "local-task"
-        from ..targets import check_device, check_vulkan_profile, vulkan_device_names
-
-        check_device(module.vmfb, device, f"model '{name}' ({module.source})")
-        if device == "vulkan":
-            profile = module.build_info.get("target_options", {}).get("gpu", "")
-            check_vulkan_profile(profile, vulkan_device_names(), module.source)
+        sources = list(source) if isinstance(source, (list, tuple)) else [source]
+        if not sources:
+            raise ModuleLoadError(f"model '{name}': an empty list of builds")
+        modules = [load_module(s) for s in sources]
+        for module in modules:
+            if module.isolated:
+                raise ModuleLoadError(
+                    f"model '{name}': isolated modules run in a child process the scheduler "
+                    f"cannot give executors to; load it in-process (isolated=False)"
+                )
+        chosen = self._choose_builds(name, modules, placement)
         import iree.runtime as rt
 
+        from ..targets import check_device, check_vulkan_profile, vulkan_device_names
+
         self._instance = instance
-        try:
-            self._vm_module = rt.VmModule.copy_buffer(instance, module.vmfb)
-            self._fn = self._vm_module.lookup_function(module.entry)
-        except Exception as e:
-            raise ModuleLoadError(f"model '{name}' ({module.source}): {_short(e)}") from None
+        for lane, module in chosen.items():
+            device = "vulkan" if lane == "vulkan" else "local-task"
+            check_device(module.vmfb, device, f"model '{name}' ({module.source})")
+            if device == "vulkan":
+                profile = module.build_info.get("target_options", {}).get("gpu", "")
+                check_vulkan_profile(profile, vulkan_device_names(), module.source)
+            try:
+                vm_module = rt.VmModule.copy_buffer(instance, module.vmfb)
+                fn = vm_module.lookup_function(module.entry)
+            except Exception as e:
+                raise ModuleLoadError(f"model '{name}' ({module.source}): {_short(e)}") from None
+            self.builds[lane] = _Build(module, vm_module, fn)
+        self.lanes = tuple(lane for lane in PLACEMENTS if lane in self.builds)
+        self.placement = "auto" if len(self.lanes) > 1 else self.lanes[0]
+        self.module = self.builds[self.lanes[0]].module  # signature, random inputs
+
+    @staticmethod
+    def _choose_builds(
+        name: str, modules: list[CompiledModule], placement: str | None
+    ) -> dict[str, CompiledModule]:
+        """The build per lane: one module runs where ``placement`` says (default: its own
+        device; a module placed on a device it cannot run is refused by check_device); several
+        are told apart by their devices, and ``auto`` needs a CPU and a Vulkan one."""
+        if len(modules) == 1:
+            if placement == "auto":
+                raise XGenError(
+                    f"model '{name}': placement 'auto' needs a CPU and a Vulkan build; "
+                    f"pass both, e.g. add_model('{name}', [cpu_module, vulkan_module], "
+                    f"placement='auto')"
+                )
+            return {placement or _lane_of(modules[0]): modules[0]}
+        by_lane: dict[str, CompiledModule] = {}
+        for module in modules:
+            lane = _lane_of(module)
+            if lane in by_lane:
+                raise XGenError(
+                    f"model '{name}': two builds for the {lane} ({by_lane[lane].source} and "
+                    f"{module.source}); give one CPU and one Vulkan build"
+                )
+            by_lane[lane] = module
+        if placement in PLACEMENTS:
+            if placement not in by_lane:
+                raise XGenError(
+                    f"model '{name}': placement '{placement}' but none of its builds is for "
+                    f"the {placement}"
+                )
+            return {placement: by_lane[placement]}
+        first, *rest = by_lane.values()
+        for other in rest:
+            if _signature_text(other) != _signature_text(first):
+                raise XGenError(
+                    f"model '{name}': its builds take different inputs: "
+                    f"({_signature_text(first)}) in {first.source}, "
+                    f"({_signature_text(other)}) in {other.source}"
+                )
+        return by_lane
 
     # -- inputs ------------------------------------------------------------------------------
     def prepare(self, inputs: tuple[Any, ...]) -> tuple[list[np.ndarray] | tuple[Any, ...], bool]:
@@ -117,41 +191,42 @@ class SchedModel:
     # -- running -----------------------------------------------------------------------------
     def _invoker(self, key: Any, device: Any) -> Any:
         """A VM context on ``device`` that no other call is using: a context is not for
-        concurrent calls, so two requests of one model on one executor get two contexts."""
+        concurrent calls, so two requests of one model on one executor get two contexts.
+        ``key`` is ``"vulkan"`` (the Vulkan build) or a CPU executor's (workers, band)."""
         with self._lock:
             free = self._free.setdefault(key, [])
             if free:
                 return free.pop()
         import iree.runtime as rt
 
-        assert self.module is not None
+        build = self.builds["vulkan" if key == "vulkan" else "cpu"]
+        module = build.module
         mods = [rt.create_hal_module(self._instance, device)]
-        if self.module.parameters is not None:
-            params = self.module.parameters
+        if module.parameters is not None:
+            params = module.parameters
             if isinstance(params, bytes):
-                params = self.module._parameters_file(params)
-                self.module.parameters = params
+                params = module._parameters_file(params)
+                module.parameters = params
             index = rt.ParameterIndex()
             index.load(str(params))
-            provider = index.create_provider(scope=self.module.parameters_scope)
+            provider = index.create_provider(scope=module.parameters_scope)
             mods.append(rt.create_io_parameters_module(self._instance, provider))
         try:
-            ctx = rt.VmContext(self._instance, modules=[*mods, self._vm_module])
+            ctx = rt.VmContext(self._instance, modules=[*mods, build.vm_module])
         except Exception as e:
             raise ModuleLoadError(
-                f"model '{self.name}' ({self.module.source}): cannot load it on its device: "
-                f"{_short(e)}"
+                f"model '{self.name}' ({module.source}): cannot load it on its device: {_short(e)}"
             ) from None
         with self._lock:
             self._made += 1
-        return rt.FunctionInvoker(ctx, device, self._fn)
+        return rt.FunctionInvoker(ctx, device, build.fn)
 
     def run(self, key: Any, device: Any, arrays: Any, as_torch: bool) -> Any:
         """One call on ``device`` (whose executor is ``key``); returns host outputs."""
         if self.python_fn is not None:
             return self.python_fn(*arrays)
-        assert self.module is not None
         inv = self._invoker(key, device)
+        module = self.builds["vulkan" if key == "vulkan" else "cpu"].module
         try:
             results = inv(*arrays)
             outs = results if isinstance(results, (tuple, list)) else (results,)
@@ -160,7 +235,7 @@ class SchedModel:
             raise
         except Exception as e:
             raise ModuleCallError(
-                f"model '{self.name}' ({self.module.source}): call of '{self.module.entry}' "
+                f"model '{self.name}' ({module.source}): call of '{module.entry}' "
                 f"failed in IREE's runtime: {_short(e)}"
             ) from None
         finally:

@@ -32,6 +32,7 @@ class Event:
     nice: int | None
     preempted: list[int]
     graph: str | None = None
+    costs: dict[str, float] | None = None  # auto placement: estimated seconds per device
 
     @property
     def latency(self) -> float:
@@ -136,6 +137,10 @@ class Recorder:
                 "running": running.get(name, 0),
                 "workers_now": workers_now.get(name, 0),
                 "worker_share_avg": round(worker_s / span, 3),  # mean CPU workers held
+                "runs_per_device": {
+                    lane: sum(e.lane == lane for e in evs if e.started is not None)
+                    for lane in sorted({e.lane for e in evs if e.started is not None})
+                },
             }
         out: dict[str, Any] = {
             "elapsed_s": round(now, 3),
@@ -260,6 +265,11 @@ def timeline_html(
                 + (f" deadline={e['deadline'] * 1e3:.1f}ms" if e["deadline"] is not None else "")
                 + (f" preempted={e['preempted']}" if e["preempted"] else "")
                 + (f" graph={e['graph']}" if e.get("graph") else "")
+                + (
+                    " estimated " + ", ".join(f"{k}={v * 1e3:.1f}ms" for k, v in e["costs"].items())
+                    if e.get("costs")
+                    else ""
+                )
             )
             missed = e["deadline"] is not None and e["finished"] > e["deadline"]
             fill = color[m] if e["status"] == "ok" else "#999"

@@ -80,13 +80,24 @@ class PriorityAging(Policy):
 
 @dataclass
 class EarliestDeadlineFirst(Policy):
-    """Earliest absolute deadline first (requests without one after all that have one, in
-    arrival order). Bands are deadline-monotonic: models with shorter relative deadlines get
-    better bands, so a request with a tight deadline can preempt running background work; a
-    deadline longer than every model's default (a task graph's) still ranks above none."""
+    """Earliest absolute deadline first. A request without a deadline is ordered by an
+    implicit one, its arrival plus a slack (the model's ``slack``, else ``default_slack``
+    seconds): it ranks behind deadline work for about that long and then ahead of newly
+    arriving requests, so it always starts, however long a stream of deadline work lasts
+    (``default_slack=math.inf``: never, the plain EDF order). The implicit deadline orders
+    only: it is not a deadline (no miss, never dropped by ``drop_late``), and the request
+    still runs in the lowest band. Bands are deadline-monotonic: models with shorter relative
+    deadlines get better bands, so a request with a tight deadline can preempt running
+    background work; a deadline longer than every model's default (a task graph's) still
+    ranks above none."""
 
     name: str = "edf"
     preemptive: bool = True
+    default_slack: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.default_slack >= 0:  # also refuses NaN
+            raise XGenError(f"edf: default_slack must be >= 0 seconds, got {self.default_slack}")
 
     def levels(self, models: list[SchedModel]) -> list[float]:
         rel = sorted({m.deadline for m in models if m.deadline is not None})
@@ -100,9 +111,19 @@ class EarliestDeadlineFirst(Policy):
                 return i
         return max(0, len(levels) - 2)  # any deadline ranks above work with none
 
+    def effective_deadline(self, req: Request) -> float:
+        """The request's deadline, or for one without: arrival + slack."""
+        if req.deadline is not None:
+            return req.deadline
+        slack = getattr(req, "slack", None)
+        return req.submitted + (self.default_slack if slack is None else slack)
+
     def key(self, req: Request, now: float) -> tuple[float, ...]:
-        d = math.inf if req.deadline is None else req.deadline
-        return (d, req.submitted, req.id)
+        return (self.effective_deadline(req), req.submitted, req.id)
+
+    def describe(self) -> dict[str, Any]:
+        slack = None if math.isinf(self.default_slack) else self.default_slack
+        return {**super().describe(), "default_slack_s": slack}
 
 
 @dataclass
