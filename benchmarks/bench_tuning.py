@@ -7,7 +7,9 @@ measured matmul rates) and the tuning report.
 
 The tuning database defaults to a fresh file beside the results (so the untuned numbers are
 really untuned); give ``--db`` to reuse records. Timing: ``harness.time_blocks`` (blocks of
-calls, rotating order, median).
+calls, rotating order, median). The JSON keeps, per model, the tuner's own interleaved
+before/after and each op's verdict in the model (applied, rejected with the measured ratio,
+or not applied and why).
 """
 
 from __future__ import annotations
@@ -80,6 +82,24 @@ def main() -> int:
             "times": times,
             "tune_seconds": tune_s,
             "trials": tuned.trials,
+            "budget_minutes": args.budget_minutes,
+            # the tuner's own before/after: untuned vs tuned model, interleaved rounds
+            "model_ms_untuned": tuned.model_ms_before,
+            "model_ms_tuned": tuned.model_ms_after,
+            "model_checks": tuned.model_checks,
+            "in_model": [
+                {
+                    "op": v.description,
+                    "count": v.count,
+                    "verdict": v.status,
+                    "why": v.why,
+                    "config": v.config,
+                    "speedup_alone": v.standalone,
+                    "expected_model_gain": v.expected_gain,
+                    "model_ratio": v.ratio,
+                }
+                for v in sorted(tuned.verdicts.values(), key=lambda v: -v.expected_gain)
+            ],
             "max_abs_error_vs_torch": err,
             "ranking": tuned.ranking,
             "ops": [

@@ -1,7 +1,8 @@
 """``xgen-tune --report``: one self-contained HTML page (inline SVG, nothing fetched) with each
 op's search curve (best speedup over IREE's own config against trials), the whole run's
-estimated contraction speedup over time, the model's time before and after, and the cost
-model's ranking quality on held-out measurements."""
+estimated contraction speedup over time, each op's verdict in the model (applied, rejected
+with the measured ratio, or not applied and why), the model's time before and after, and the
+cost model's ranking quality on held-out measurements."""
 
 from __future__ import annotations
 
@@ -58,6 +59,20 @@ def render(result: Any) -> str:
             f"({result.model_ms_before / result.model_ms_after:.2f}x), median of interleaved "
             "rounds.</p>"
         )
+    verdicts = "".join(
+        f"<tr><td>{html.escape(v.description)}</td><td>{v.count}</td><td>{v.status}</td>"
+        f"<td>{v.standalone:.2f}x</td><td>{v.expected_gain * 100:.1f}%</td>"
+        f"<td>{'-' if v.ratio is None else f'{v.ratio:.3f}'}</td><td>{html.escape(v.why)}</td></tr>"
+        for v in sorted(result.verdicts.values(), key=lambda v: -v.expected_gain)
+    )
+    checks = (
+        f"<h2>In the model ({result.model_checks} model compiles timed)</h2>"
+        "<table><tr><th>op</th><th>count</th><th>verdict</th><th>alone</th>"
+        "<th>expected gain</th><th>model ratio</th><th>why</th></tr>"
+        f"{verdicts}</table>"
+        if result.verdicts
+        else ""
+    )
     rank = html.escape(", ".join(f"{k}: {v}" for k, v in result.ranking.items()))
     timeline = _curve_svg([(t / 60.0, est) for t, _, est in result.timeline], "minutes", 480, 180)
     return f"""<!DOCTYPE html>
@@ -74,6 +89,7 @@ Database: {html.escape(str(result.db))}.</p>
 <table><tr><th>op</th><th>count</th><th>IREE</th><th>tuned</th><th>speedup</th>
 <th>trials</th><th>failed</th><th>search curve</th></tr>
 {"".join(rows)}</table>
+{checks}
 <h2>Cost model</h2><p>Ranking quality on held-out measurements: {rank}</p>
 </body></html>
 """
