@@ -274,13 +274,13 @@ def test_contrib_ops_without_a_rewrite_are_reported_together() -> None:
 
 def test_per_tensor_qdq_contractions_stay_integer(models: dict[str, Path]) -> None:
     """torch-mlir's fuse-quantized-ops keeps per-tensor int8 QDQ convs and the Gemm integer
-    (i8 x i8 -> i32); per-channel weights are dequantized to f32 (docs/precision.md)."""
-    text = str(import_onnx(models["qdq"])[0])
-    assert text.count("linalg.conv_2d_nchw_fchw_q") == 3
-    assert "linalg.quantized_matmul" in text
-    per_channel = str(import_onnx(models["qdq_per_channel"])[0])
-    assert "linalg.conv_2d_nchw_fchw_q" not in per_channel
-    assert "linalg.conv_2d_nchw_fchw " in per_channel
+    (i8 x i8 -> i32); per-channel weights too, through onnx_quant's per-channel rewrite
+    (integer contraction, then the per-channel scale; docs/precision.md)."""
+    for key in ("qdq", "qdq_per_channel"):
+        text = str(import_onnx(models[key])[0])
+        assert text.count("linalg.conv_2d_nchw_fchw_q") == 3, key
+        assert "linalg.quantized_matmul" in text, key
+        assert "linalg.conv_2d_nchw_fchw " not in text, key
 
 
 def test_dynamic_matmul_integer_becomes_an_integer_matmul(models: dict[str, Path]) -> None:

@@ -23,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 MS = "com.microsoft"
 
@@ -47,6 +48,25 @@ class _Graph:
             if cand not in self.used:
                 self.used.add(cand)
                 return cand
+
+    def array(self, name: str) -> np.ndarray | None:
+        """A constant's value (None: not an initializer)."""
+        t = self.inits.get(name)
+        return None if t is None else numpy_helper.to_array(t)
+
+    def constant(self, base: str, value: np.ndarray) -> str:
+        """A new initializer holding ``value``; its name."""
+        name = self.name(base)
+        t = numpy_helper.from_array(value, name)
+        self.graph.initializer.append(t)
+        self.inits[name] = t
+        return name
+
+    def one_float(self) -> str:
+        """A float 1.0 scalar initializer, made once."""
+        if not self.one:
+            self.one = self.constant("one", np.array(1.0, np.float32))
+        return self.one
 
     def numel(self, name: str) -> int | None:
         """Elements of a constant (None: not an initializer, so a scalar by the ops' rules)."""
@@ -252,8 +272,10 @@ def _integer_matmul_then_cast(g: _Graph, node: onnx.NodeProto) -> onnx.NodeProto
     """The Cast to float that is the only reader of a per-tensor MatMulInteger, or None."""
     if node.domain not in ("", "ai.onnx") or node.op_type != "MatMulInteger":
         return None
-    if any((g.numel(z) or 1) != 1 for z in node.input[2:4] if z):  # per-column zero points
-        return None
+    for z in node.input[2:4]:  # per-row/column zero points: only all-zero ones (symmetric)
+        value = g.array(z) if z else None
+        if z and (g.numel(z) or 1) != 1 and (value is None or np.any(value != 0)):
+            return None
     out = node.output[0]
     readers = [n for n in g.graph.node if out in n.input]
     if len(readers) != 1 or out in {o.name for o in g.graph.output}:
@@ -264,20 +286,183 @@ def _integer_matmul_then_cast(g: _Graph, node: onnx.NodeProto) -> onnx.NodeProto
     return cast
 
 
+def _scalar_zp(g: _Graph, node: onnx.NodeProto, i: int) -> str:
+    """Input i of a MatMulInteger as a per-tensor zero point: a per-row/column one is all
+    zeros here (``_integer_matmul_then_cast``), so one zero of its type."""
+    z = _opt(node, i)
+    value = g.array(z) if z else None
+    if value is None or value.size == 1:
+        return z
+    return g.constant(node.name + "_zp", np.zeros((), value.dtype))
+
+
 def _matmul_integer(g: _Graph, node: onnx.NodeProto, cast: onnx.NodeProto) -> list[onnx.NodeProto]:
     """Cast<float>(MatMulInteger(A, B, a_zp?, b_zp?)) = MatMul(DQ(A, 1, a_zp), DQ(B, 1, b_zp)).
 
     quantize_dynamic's standard form. torch-mlir lowers MatMulInteger itself as an i32 x i32
     -> i64 matmul (IREE: 14 GOP/s at 1024^3 against 155 for f32 on this host); the dequantize
     form is what torch-fuse-quantized-ops makes an i8 x i8 -> i32 quantized matmul."""
-    if not g.one:
-        g.one = g.name("one")
-        g.graph.initializer.append(helper.make_tensor(g.one, onnx.TensorProto.FLOAT, [], [1.0]))
+    one = g.one_float()
     out: list[onnx.NodeProto] = []
-    a_f = _dq(g, out, node, node.input[0], g.one, _opt(node, 2))
-    b_f = _dq(g, out, node, node.input[1], g.one, _opt(node, 3))
+    a_f = _dq(g, out, node, node.input[0], one, _scalar_zp(g, node, 2))
+    b_f = _dq(g, out, node, node.input[1], one, _scalar_zp(g, node, 3))
     out.append(helper.make_node("MatMul", [a_f, b_f], [cast.output[0]], g.name(node.name)))
     return out
+
+
+# --- per-channel QDQ contractions as integer contractions -------------------------------------
+
+
+def _dq_parts(
+    g: _Graph, name: str, producers: dict[str, onnx.NodeProto]
+) -> tuple[onnx.NodeProto, np.ndarray | None, np.ndarray, np.ndarray | None] | None:
+    """The DequantizeLinear producing ``name``: (node, constant input or None, scale, zero
+    point or None); None if ``name`` is not a DequantizeLinear's output or its scale or zero
+    point is not a constant."""
+    node = producers.get(name)
+    if node is None or node.op_type != "DequantizeLinear" or node.domain not in ("", "ai.onnx"):
+        return None
+    scale = g.array(node.input[1])
+    zp_name = _opt(node, 2)
+    zp = g.array(zp_name) if zp_name else None
+    if scale is None or (zp_name and zp is None):
+        return None
+    return node, g.array(node.input[0]), scale, zp
+
+
+def _bias_array(
+    g: _Graph, name: str, producers: dict[str, onnx.NodeProto], n: int
+) -> np.ndarray | bool | None:
+    """A contraction's bias as a float constant of n values; False: there is one but it is not
+    a constant (then the rewrite does not fire); None: no bias."""
+    if not name:
+        return None
+    value = g.array(name)
+    if value is None:
+        parts = _dq_parts(g, name, producers)
+        if parts is None or parts[1] is None:
+            return False
+        _, q, scale, zp = parts
+        assert q is not None
+        offset = np.zeros(()) if zp is None else zp.astype(np.float64)
+        value = (q.astype(np.float64) - offset) * scale.astype(np.float64)
+    value = np.asarray(value, np.float32).reshape(-1)
+    return value if value.size == n else False
+
+
+def _per_channel_contraction(
+    g: _Graph, node: onnx.NodeProto, producers: dict[str, onnx.NodeProto]
+) -> list[onnx.NodeProto] | None:
+    """Conv / Gemm / MatMul of a per-tensor DequantizeLinear activation and a per-channel,
+    symmetric (zero point 0) int8 constant weight, as the same contraction on both operands
+    dequantized with scale 1 (what torch-fuse-quantized-ops makes an i8 x i8 -> i32
+    contraction), times the constant per-channel scale a_scale * w_scale[c], plus the bias.
+    None: not that pattern (per-tensor weights fuse already; anything else stays float)."""
+    if node.domain not in ("", "ai.onnx") or node.op_type not in ("Conv", "Gemm", "MatMul"):
+        return None
+    if len(node.input) < 2:
+        return None
+    a = _dq_parts(g, node.input[0], producers)
+    w = _dq_parts(g, node.input[1], producers)
+    if a is None or w is None or w[1] is None:
+        return None
+    a_node, _, a_scale, a_zp = a
+    w_node, wq, w_scale, w_zp = w
+    assert wq is not None
+    if a_scale.size != 1 or (a_zp is not None and a_zp.size != 1):
+        return None  # per-channel activations: not a per-tensor operand
+    if wq.dtype != np.int8 or w_scale.ndim != 1 or w_scale.size <= 1:
+        return None  # per-tensor weights are fused by torch-mlir; uint8 weights are asymmetric
+    if w_zp is not None and np.any(w_zp != 0):
+        return None  # zero points per channel would need a per-channel correction term
+    axis = int(_attr(w_node, "axis", 1))
+    axis = axis + wq.ndim if axis < 0 else axis
+    op = node.op_type
+    if op == "Conv":
+        if axis != 0 or wq.ndim < 3:
+            return None
+        bias_name, bshape = _opt(node, 2), [1, wq.shape[0]] + [1] * (wq.ndim - 2)
+    elif op == "Gemm":
+        trans_b = int(_attr(node, "transB", 0))
+        if int(_attr(node, "transA", 0)) or float(_attr(node, "alpha", 1.0)) != 1.0:
+            return None
+        if _opt(node, 2) and float(_attr(node, "beta", 1.0)) != 1.0:
+            return None
+        if wq.ndim != 2 or axis != (0 if trans_b else 1):
+            return None
+        if trans_b:
+            wq = np.ascontiguousarray(wq.T)
+        bias_name, bshape = _opt(node, 2), [wq.shape[1]]
+    else:  # MatMul: weights [K, N], scales per column
+        if wq.ndim != 2 or axis != 1:
+            return None
+        bias_name, bshape = "", [wq.shape[1]]
+    n = int(w_scale.size)
+    bias = _bias_array(g, bias_name, producers, n)
+    if bias is False:
+        return None
+    out: list[onnx.NodeProto] = []
+    one = g.one_float()
+    a_args = [a_node.input[0], one] + ([a_node.input[2]] if len(a_node.input) > 2 else [])
+    a_int = _plain(g, out, node, "DequantizeLinear", a_args)
+    w_name = g.constant(node.name + "_wq", wq) if op == "Gemm" else w_node.input[0]
+    zero = g.constant(node.name + "_wzp", np.zeros((), np.int8))
+    w_int = _plain(g, out, node, "DequantizeLinear", [w_name, one, zero])
+    if op == "Conv":
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        acc = _plain(g, out, node, "Conv", [a_int, w_int], **attrs)
+    else:
+        acc = _plain(g, out, node, "MatMul", [a_int, w_int])
+    scale = (np.float64(a_scale.reshape(())) * w_scale.astype(np.float64)).astype(np.float32)
+    scale_name = g.constant(node.name + "_scale", scale.reshape(bshape))
+    if isinstance(bias, np.ndarray):
+        y = _plain(g, out, node, "Mul", [acc, scale_name])
+        b_name = g.constant(node.name + "_bias", bias.reshape(bshape))
+        out.append(helper.make_node("Add", [y, b_name], [node.output[0]], g.name(node.name)))
+    else:
+        out.append(helper.make_node("Mul", [acc, scale_name], [node.output[0]], g.name(node.name)))
+    return out
+
+
+def rewrite_per_channel_contractions(proto: onnx.ModelProto) -> dict[str, int]:
+    """Rewrite, in place, the main graph's per-channel QDQ contractions (ONNX Runtime's
+    ``quantize_static(per_channel=True)``: int8 weights with a scale per output channel and
+    zero point 0) into integer contractions with a per-channel rescale after them
+    (``_per_channel_contraction``); returns {op type: count}. torch-mlir fuses per-tensor
+    quantization only: without this the weights are dequantized and the contraction is f32."""
+    g = _Graph(proto.graph)
+    producers = {o: n for n in proto.graph.node for o in n.output}
+    done: dict[str, int] = {}
+    new_nodes: list[onnx.NodeProto] = []
+    for node in proto.graph.node:
+        if not node.name:
+            node.name = g.name(node.op_type)
+        rewritten = _per_channel_contraction(g, node, producers)
+        if rewritten is None:
+            new_nodes.append(node)
+            continue
+        new_nodes.extend(rewritten)
+        done[node.op_type] = done.get(node.op_type, 0) + 1
+    if done:
+        _replace_nodes(proto, _drop_dead_dequantize(proto, new_nodes))
+    return done
+
+
+def _drop_dead_dequantize(
+    proto: onnx.ModelProto, nodes: list[onnx.NodeProto]
+) -> list[onnx.NodeProto]:
+    """``nodes`` without the DequantizeLinear nodes nothing reads any more (the float weights
+    the rewrite replaced): they would be imported as dead f32 constants."""
+    read = {i for n in nodes for i in n.input} | {o.name for o in proto.graph.output}
+    return [n for n in nodes if not (n.op_type == "DequantizeLinear" and n.output[0] not in read)]
+
+
+def _replace_nodes(proto: onnx.ModelProto, new_nodes: list[onnx.NodeProto]) -> None:
+    kept_nodes = [onnx.NodeProto() for _ in new_nodes]
+    for dst, src in zip(kept_nodes, new_nodes, strict=True):
+        dst.CopyFrom(src)
+    del proto.graph.node[:]
+    proto.graph.node.extend(kept_nodes)
 
 
 def rewrite_quantized_contrib_ops(proto: onnx.ModelProto) -> dict[str, int]:
@@ -285,8 +470,8 @@ def rewrite_quantized_contrib_ops(proto: onnx.ModelProto) -> dict[str, int]:
     standard ops, and per-tensor MatMulInteger -> Cast<float> pairs by their dequantize form;
     returns {op type: count rewritten}. Others are left for the importer to report. The
     default-domain opset must be >= 13 (per-axis DequantizeLinear)."""
+    done = {f"per-channel {k}": v for k, v in rewrite_per_channel_contractions(proto).items()}
     g = _Graph(proto.graph)
-    done: dict[str, int] = {}
     new_nodes: list[onnx.NodeProto] = []
     dropped: set[str] = set()  # outputs of Cast nodes folded into a MatMulInteger's rewrite
     for node in proto.graph.node:
@@ -306,12 +491,8 @@ def rewrite_quantized_contrib_ops(proto: onnx.ModelProto) -> dict[str, int]:
             continue
         new_nodes.extend(fn(g, node))
         done[node.op_type] = done.get(node.op_type, 0) + 1
-    if done:
-        kept_nodes = [onnx.NodeProto() for _ in new_nodes]
-        for dst, src in zip(kept_nodes, new_nodes, strict=True):
-            dst.CopyFrom(src)
-        del proto.graph.node[:]
-        proto.graph.node.extend(kept_nodes)
+    if any(not k.startswith("per-channel ") for k in done):
+        _replace_nodes(proto, new_nodes)
         if not any(n.domain == MS for n in proto.graph.node):
             kept = [o for o in proto.opset_import if o.domain != MS]
             del proto.opset_import[:]
@@ -319,4 +500,4 @@ def rewrite_quantized_contrib_ops(proto: onnx.ModelProto) -> dict[str, int]:
     return done
 
 
-__all__ = ["REWRITES", "rewrite_quantized_contrib_ops"]
+__all__ = ["REWRITES", "rewrite_per_channel_contractions", "rewrite_quantized_contrib_ops"]
