@@ -71,7 +71,12 @@ class CompileOptions:
     dynamic_shapes: Any = None
     # "fp32", or "bf16": conv and matmul operands in bf16, accumulation and everything else
     # in f32 (the target's 'precision' option; docs/precision.md). None: the target's default.
+    # "int8": a float model is quantized first (compress.quantize with ``quantization``'s
+    # settings; static mode, the default, calibrates on ``calibration``); a quantized ONNX
+    # model compiles as it is.
     precision: str | None = None
+    calibration: Sequence[Any] | None = None  # samples like example_inputs, for int8 static
+    quantization: dict[str, Any] | None = None  # compress.quantize's keywords (mode, observer...)
     # For a reduced precision: also compile in fp32 and give each output's error against it
     # (report.precision_errors), on the example inputs or, without them, random ones.
     precision_check: bool = True
@@ -115,6 +120,9 @@ class CompileReport:
     # per output, against the fp32 compile: {"output", "rel_l2", "max_abs", "ref_max_abs"}
     precision_errors: list[dict[str, float]] = field(default_factory=list)
     precision_inputs: str = ""  # which inputs the errors were measured on
+    # int8: compress.quantize's settings and the imported contractions by kind
+    # ({"integer": n, "float": m}); pruned layers whose sparse kernels int8 does not use
+    quantization: dict[str, Any] = field(default_factory=dict)
 
     def text(self) -> str:
         """The report as a few lines of text."""
@@ -130,6 +138,15 @@ class CompileReport:
         lines.append(f"precision: {self.precision}")
         if self.precision_note:
             lines.append(f"  {self.precision_note}")
+        q = self.quantization
+        if q.get("contractions"):
+            c = q["contractions"]
+            lines.append(
+                f"  quantization: {q.get('mode', 'from the model')}"
+                + (f", observer {q['observer']}" if q.get("observer") else "")
+                + (", per-channel weights" if q.get("per_channel") else "")
+                + f"; contractions: {c['integer']} integer (i8 x i8 -> i32), {c['float']} float"
+            )
         for e in self.precision_errors:
             lines.append(
                 f"  output {int(e['output'])}: relative error {e['rel_l2']:.2e} (L2), max abs "
@@ -166,7 +183,7 @@ def _winograd_choices(opts: CompileOptions, target: str, pipeline: Pipeline) -> 
     return TunedChoices(records, note)
 
 
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "int8")
 
 
 def _target_options(pipeline: Pipeline, opts: CompileOptions) -> dict[str, str]:
@@ -263,7 +280,8 @@ def _precision_errors(
     (random ones without them); a module this host cannot run gets a note instead."""
     import numpy as np
 
-    ref_opts = {k: v for k, v in options.items() if k not in ("dump_ir", "dump_executables")}
+    skip = ("dump_ir", "dump_executables", "calibration", "quantization")
+    ref_opts = {k: v for k, v in options.items() if k not in skip}
     ref_opts["target_options"] = {**dict(options.get("target_options", {})), "precision": "fp32"}
     ref_opts.update(precision="fp32", precision_check=False, verbose=False)
     try:
@@ -294,6 +312,73 @@ def _precision_errors(
             "named matmul/conv ops only; convs it made channels-last generics and our generated "
             "f32 kernels stay f32, docs/precision.md)"
         )
+
+
+def _int8_source(
+    model: Any, example_inputs: Sequence[Any] | None, opts: CompileOptions, report: CompileReport
+) -> Any:
+    """What an int8 compile imports: ``model`` quantized by compress.quantize, or ``model``
+    itself when it is an ONNX model that is quantized already. A pattern- or block-pruned
+    model's sparse kernels are not generated for int8 yet: one warning, and the report says
+    so."""
+    from .compress.quantize import is_quantized_onnx, quantize
+
+    if _is_onnx(model):
+        import onnx
+
+        proto = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
+        if is_quantized_onnx(proto):
+            if opts.calibration is not None or opts.quantization:
+                raise XGenError(
+                    "precision='int8': the ONNX model is quantized already; calibration= and "
+                    "quantization= apply to a float model"
+                )
+            report.quantization = {"mode": "from the model"}
+            return proto
+    if opts.dynamic_shapes is not None:
+        raise XGenError(
+            "precision='int8' quantizes the model at the example inputs' shapes: "
+            "dynamic_shapes is not supported with it (quantize a dynamic-shape ONNX model "
+            "with compress.quantize and compile that)"
+        )
+    settings = dict(opts.quantization or {})
+    try:
+        proto = quantize(model, example_inputs, calibration=opts.calibration, **settings)
+    except TypeError as e:
+        raise XGenError(f"quantization={settings!r}: {e} (compress.quantize's keywords)") from None
+    from .compress.quantize import quantization_settings
+
+    report.quantization = quantization_settings(proto) or {}
+    pruned = report.quantization.get("pruned_layers")
+    if pruned:
+        note = (
+            f"{len(pruned)} pruned layer(s) ({', '.join(list(pruned)[:4])}"
+            f"{', ...' if len(pruned) > 4 else ''}) keep their zeros in int8, but the "
+            "generated sparse kernels are fp32 only: in int8 they run as dense integer "
+            "contractions"
+        )
+        report.quantization["pruned_note"] = note
+        report.precision_note = "; ".join(x for x in (report.precision_note, note) if x)
+        warn_fallback(f"precision='int8': {note}")
+    return proto
+
+
+def _contraction_kinds(module: ir.Module) -> dict[str, int]:
+    """The imported module's contractions: integer (quantized or integer-typed operands) and
+    float ones."""
+    from .irutil import ops_where
+
+    def is_contraction(op: ir.Operation) -> bool:
+        n = op.name
+        return n.startswith("linalg.") and any(
+            k in n for k in ("matmul", "conv_", "matvec", "vecmat", "contract")
+        )
+
+    counts = {"integer": 0, "float": 0}
+    for op in ops_where(module.operation, is_contraction):
+        elem = str(ir.ShapedType(op.operands[0].type).element_type)
+        counts["integer" if elem.startswith(("i", "ui")) else "float"] += 1
+    return counts
 
 
 def _import(
@@ -405,12 +490,19 @@ def compile(
     report = CompileReport(cpu_target=cpu, precision_note=precision_note)
     report.precision = pipeline.option_value("precision") or "fp32"
 
+    source = model
+    if report.precision == "int8":
+        t0 = time.perf_counter()
+        source = _int8_source(model, example_inputs, opts, report)
+        report.stage_seconds["quantize"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    module, bounds = _import(model, example_inputs, opts)
+    module, bounds = _import(source, example_inputs, opts)
     if module is model:  # an ir.Module of the caller's: the passes rewrite in place
         module = ir.Module.parse(snapshot(module), module.context)
     if pipeline.option_value("batch_loop") == "true":
-        module, report.batch_loop = _batch_loop(module, model, example_inputs, opts)
+        module, report.batch_loop = _batch_loop(module, source, example_inputs, opts)
+    if report.precision == "int8":
+        report.quantization["contractions"] = _contraction_kinds(module)
     report.stage_seconds["import"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -490,7 +582,10 @@ def compile(
     )
     if weights_dir is not None:  # the archive lives as long as the module (save_bundle copies it)
         weakref.finalize(compiled, shutil.rmtree, weights_dir, ignore_errors=True)
-    if report.precision != "fp32" and opts.precision_check:
+    if report.quantization.get("mode") == "from the model":
+        note = "no fp32 model to measure errors against: the ONNX model came quantized"
+        report.precision_note = "; ".join(x for x in (report.precision_note, note) if x)
+    elif report.precision != "fp32" and opts.precision_check:
         t0 = time.perf_counter()
         _precision_errors(compiled, model, example_inputs, target, options, report)
         report.stage_seconds["precision-check"] = time.perf_counter() - t0

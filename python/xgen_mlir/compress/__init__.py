@@ -9,7 +9,10 @@
 - :func:`save` / :func:`load`: a pruned model with its description;
 - ``prune(..., scheme="block")`` / :func:`prune_blocks`: block-based pruning of Linear and
   conv layers through their GEMM view (columns and rows pruned inside blocks the size of the
-  target's register tile; :mod:`.blocks`).
+  target's register tile; :mod:`.blocks`);
+- :func:`quantize`: post-training int8 quantization (static with calibration and a chosen
+  observer, per-channel weights; or dynamic) through ONNX Runtime's tools, to a QDQ ONNX model
+  that ``xgen_mlir.compile`` compiles to integer contractions (:mod:`.quantize`).
 
 The contract with the compiler is the zeros: every kept kernel has exactly n nonzeros forming
 one of the layer's P patterns, removed kernels are all zero, and filters of a group share their
@@ -22,11 +25,14 @@ from .description import LayerSparsity, SparsityDescription, describe
 from .finetune import finetune, progressive_prune, recalibrate_bn
 from .io import load, save
 from .prune import TARGET_GROUP_SIZE, prune
+from .quantize import OBSERVERS, QuantizationError, quantization_settings, quantize
 from .structure import StructureError, check_structure, mask_of, pruned_layers
 
 __all__ = [
+    "OBSERVERS",
     "TARGET_GROUP_SIZE",
     "LayerSparsity",
+    "QuantizationError",
     "SparsityDescription",
     "StructureError",
     "check_structure",
@@ -39,6 +45,8 @@ __all__ = [
     "prune",
     "prune_blocks",
     "pruned_layers",
+    "quantization_settings",
+    "quantize",
     "recalibrate_bn",
     "save",
 ]

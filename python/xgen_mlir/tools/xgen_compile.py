@@ -42,9 +42,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--precision",
-        choices=["fp32", "bf16"],
+        choices=["fp32", "bf16", "int8"],
         help="bf16: conv/matmul operands in bf16, f32 accumulation (targets with a 'precision' "
-        "option); prints each output's error against an fp32 compile",
+        "option); int8: a float ONNX model is quantized (static with --calibration, or "
+        "--quantization-mode dynamic), a quantized one compiles as it is; prints each output's "
+        "error against an fp32 compile",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="FILE.npz",
+        help="int8 static quantization: calibration samples, one array per model input in "
+        "input order (arr_0, arr_1, ... as numpy.savez writes them), samples along axis 0",
+    )
+    p.add_argument(
+        "--quantization-mode",
+        choices=["static", "dynamic"],
+        help="int8: static (default; needs --calibration) or dynamic (activations quantized at "
+        "run time: transformers)",
+    )
+    p.add_argument(
+        "--observer",
+        help="int8 static: the calibration observer (minmax, percentile, distribution)",
     )
     p.add_argument(
         "--bundle",
@@ -113,6 +131,13 @@ def main(argv: list[str] | None = None) -> int:
             trust_pickle=args.trust_pickle,
             dynamic_shapes=dynamic,
             precision=args.precision,
+            calibration=_calibration(args.calibration),
+            quantization={
+                k: v
+                for k, v in (("mode", args.quantization_mode), ("observer", args.observer))
+                if v is not None
+            }
+            or None,
         )
         module.save(out)
         for name, data in module.artifacts.items():  # bare metal: .o, .h, C module beside it
@@ -145,6 +170,25 @@ def _check_outputs(out: Path, bundle: str | None) -> None:
         raise XGenError(f"-o {out}: is a directory; give the path of the .vmfb file to write")
     if bundle is not None and Path(bundle).exists() and not Path(bundle).is_dir():
         raise XGenError(f"--bundle {bundle}: exists and is not a directory")
+
+
+def _calibration(path: str | None) -> list[tuple[object, ...]] | None:
+    """``--calibration FILE.npz``: sample i is (arr_0[i], arr_1[i], ...)."""
+    if path is None:
+        return None
+    import numpy as np
+
+    try:
+        with np.load(path) as data:
+            arrays = [data[k] for k in sorted(data.files, key=lambda k: (len(k), k))]
+    except Exception as e:
+        raise XGenError(f"--calibration {path}: cannot read it as an .npz file: {e}") from None
+    if not arrays or len({len(a) for a in arrays}) != 1:
+        raise XGenError(
+            f"--calibration {path}: expected one array per model input, all with the same "
+            f"number of samples along axis 0; got shapes {[list(a.shape) for a in arrays]}"
+        )
+    return [tuple(a[i] for a in arrays) for i in range(len(arrays[0]))]
 
 
 def _parse_options(items: list[str]) -> dict[str, str]:

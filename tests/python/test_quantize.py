@@ -1,0 +1,261 @@
+"""int8: compress.quantize (ONNX Runtime's post-training quantization), compile(precision="int8")
+and the per-channel QDQ rewrite into integer contractions (frontend/onnx_quant.py).
+
+The tight reference of a quantized model is ONNX Runtime running the same quantized file: the
+compiled module may differ by one step of the output's quantization scale (a rounding tie).
+Against the fp32 model the error is the quantization's: loose bounds, and the report gives it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from conftest import check_close
+from onnx import helper, numpy_helper
+
+import xgen_mlir
+from xgen_mlir import compress
+from xgen_mlir.errors import FallbackWarning, XGenError
+from xgen_mlir.frontend.onnx_import import import_onnx
+from xgen_mlir.frontend.onnx_quant import rewrite_per_channel_contractions
+from xgen_mlir.models import mlp, small_cnn
+
+
+def _calibration(n: int = 8, shape: tuple[int, ...] = (1, 3, 32, 32)) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(1)
+    return [torch.randn(shape, generator=gen) for _ in range(n)]
+
+
+def _ort(proto: onnx.ModelProto, *arrays: np.ndarray) -> np.ndarray:
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return np.asarray(sess.run(None, dict(zip(names, arrays, strict=True)))[0])
+
+
+def _output_step(proto: onnx.ModelProto) -> float:
+    inits = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    node = next(n for n in proto.graph.node if proto.graph.output[0].name in n.output)
+    assert node.op_type == "DequantizeLinear", node.op_type
+    return float(inits[node.input[1]])
+
+
+def test_static_int8_small_cnn() -> None:
+    model, x = small_cnn(), torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    cal = _calibration()
+    compiled = xgen_mlir.compile(model, x, precision="int8", calibration=cal)
+    r = compiled.report
+    assert r.precision == "int8"
+    assert r.quantization["mode"] == "static" and r.quantization["per_channel"] is True
+    assert r.quantization["observer"] == "minmax" and r.quantization["calibration_samples"] == 8
+    # two per-channel convs and the per-channel classifier: all integer, none float
+    assert r.quantization["contractions"] == {"integer": 3, "float": 0}
+    got = np.asarray(compiled(x.numpy()))
+    # tight: ONNX Runtime on the same quantized model (same settings, same samples)
+    quantized = compress.quantize(model, x, calibration=cal)
+    want = _ort(quantized, x.numpy())
+    check_close(got, want, atol=_output_step(quantized) * 1.001, rtol=0, what="int8 vs ORT")
+    # loose: against fp32, the quantization's own error, which the report gives
+    with torch.no_grad():
+        fp32 = model(x).numpy()
+    rel = float(np.linalg.norm(got - fp32) / np.linalg.norm(fp32))
+    assert 0 < rel < 0.1, rel
+    (err,) = r.precision_errors
+    assert 0 < err["rel_l2"] < 0.1 and r.precision_inputs == "example inputs"
+    assert "contractions: 3 integer (i8 x i8 -> i32), 0 float" in r.text()
+
+
+def test_dynamic_int8_linear_model() -> None:
+    model, x = mlp(), torch.randn(1, 64, generator=torch.Generator().manual_seed(0))
+    compiled = xgen_mlir.compile(
+        model, x, precision="int8", quantization={"mode": "dynamic"}, precision_check=False
+    )
+    r = compiled.report
+    assert r.quantization["mode"] == "dynamic" and r.quantization["gemm_as_matmul"] == 2
+    assert r.quantization["contractions"] == {"integer": 2, "float": 0}
+    quantized = compress.quantize(model, x, mode="dynamic")
+    ops = Counter(n.op_type for n in quantized.graph.node)
+    assert ops["DynamicQuantizeLinear"] == 2 and ops["MatMulInteger"] == 2
+    got, want = np.asarray(compiled(x.numpy())), _ort(quantized, x.numpy())
+    check_close(got, want, atol=1e-5 * float(np.abs(want).max()), rtol=0, what="dynamic")
+    with torch.no_grad():
+        fp32 = model(x).numpy()
+    assert 0 < float(np.linalg.norm(got - fp32) / np.linalg.norm(fp32)) < 0.05
+
+
+def test_missing_or_bad_calibration_is_a_clear_error() -> None:
+    model, x = small_cnn(), torch.randn(1, 3, 32, 32)
+    with pytest.raises(XGenError, match="static int8 quantization needs calibration data"):
+        xgen_mlir.compile(model, x, precision="int8")
+    with pytest.raises(XGenError, match=r"calibration sample 1, input 'input0': shape \[1, 3, 8"):
+        compress.quantize(model, x, calibration=[x, torch.randn(1, 3, 8, 8)])
+    with pytest.raises(XGenError, match="takes no calibration data"):
+        compress.quantize(model, x, calibration=[x], mode="dynamic")
+    with pytest.raises(XGenError, match="unknown observer 'kl'; known observers: distribution"):
+        compress.quantize(model, x, calibration=[x], observer="kl")
+
+
+@pytest.mark.parametrize("observer", ["percentile", "distribution"])
+def test_observers_change_the_ranges(observer: str) -> None:
+    model, x = small_cnn(), torch.randn(1, 3, 32, 32)
+    cal = _calibration(4)
+
+    def scales(proto: onnx.ModelProto) -> list[float]:
+        inits = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+        return [float(inits[n.input[1]]) for n in proto.graph.node if n.op_type == "QuantizeLinear"]
+
+    base = compress.quantize(model, x, calibration=cal)
+    other = compress.quantize(model, x, calibration=cal, observer=observer)
+    assert compress.quantization_settings(other)["observer"] == observer  # type: ignore[index]
+    assert scales(base) != scales(other)
+
+
+def test_pruned_model_keeps_its_zeros_and_warns_once() -> None:
+    x = torch.randn(1, 3, 32, 32)
+    pruned = compress.prune(small_cnn(), (x,), group_size=8, connectivity=0.3)
+    quantized = compress.quantize(pruned, x, calibration=_calibration(2))
+    inits = {t.name: numpy_helper.to_array(t) for t in quantized.graph.initializer}
+    producers = {o: n for n in quantized.graph.node for o in n.output}
+    convs = [n for n in quantized.graph.node if n.op_type == "Conv"]
+    layers = compress.pruned_layers(pruned)
+    assert len(layers) == 2 and len(convs) == 2
+    for conv, layer in zip(convs, layers.values(), strict=True):
+        w_q = inits[producers[conv.input[1]].input[0]]
+        zeros = (layer.weight == 0).numpy()  # type: ignore[operator]
+        assert zeros.sum() > 0 and w_q.dtype == np.int8
+        assert (w_q[zeros] == 0).all()  # every pruned weight is an exact int8 zero
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = xgen_mlir.compile(
+            pruned, x, precision="int8", calibration=_calibration(2), precision_check=False
+        )
+    said = [w for w in caught if issubclass(w.category, FallbackWarning) and "pruned" in str(w)]
+    assert len(said) == 1, [str(w.message) for w in caught]
+    assert "dense integer contractions" in compiled.report.precision_note
+    assert set(compiled.report.quantization["pruned_layers"]) == set(layers)
+
+
+# --- the per-channel rewrite on small hand-made graphs (no compile) ---------------------------
+
+
+def _graph(
+    op: str, *, per_channel: bool = True, w_zp: int = 0, act_dq: bool = True, w_const: bool = True
+) -> onnx.ModelProto:
+    """x (int8, from QuantizeLinear) -> DQ -> op with a DQ'd int8 weight (+ bias)."""
+    rng = np.random.default_rng(0)
+    c = 4
+    shape = {"Conv": (c, 3, 3, 3), "Gemm": (c, 6), "MatMul": (6, c)}[op]
+    axis = 1 if op == "MatMul" else 0
+    w = rng.integers(-127, 128, shape, dtype=np.int8)
+    n = c if per_channel else 1
+    w_s = rng.uniform(0.01, 0.02, n).astype(np.float32)
+    inits = [
+        numpy_helper.from_array(w_s if per_channel else w_s.reshape(()), "w_s"),
+        numpy_helper.from_array(np.full(n if per_channel else (), w_zp, np.int8), "w_zp"),
+        numpy_helper.from_array(np.array(0.05, np.float32), "x_s"),
+        numpy_helper.from_array(np.array(3, np.int8), "x_zp"),
+    ]
+    if op != "MatMul":
+        inits.append(numpy_helper.from_array(rng.standard_normal(c).astype(np.float32), "bias"))
+    x_shape = {"Conv": [1, 3, 8, 8], "Gemm": [2, 6], "MatMul": [2, 5, 6]}[op]
+    inputs = [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x_shape)]
+    if w_const:
+        inits.append(numpy_helper.from_array(w, "w"))
+    else:
+        inputs.append(helper.make_tensor_value_info("w", onnx.TensorProto.INT8, list(shape)))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "x_s", "x_zp"], ["xq"], "q")]
+    nodes.append(helper.make_node("DequantizeLinear", ["xq", "x_s", "x_zp"], ["xf"], "dqx"))
+    kw = {"axis": axis} if per_channel else {}
+    nodes.append(helper.make_node("DequantizeLinear", ["w", "w_s", "w_zp"], ["wf"], "dqw", **kw))
+    a = "xf" if act_dq else "x"
+    if op == "Conv":
+        nodes.append(helper.make_node("Conv", [a, "wf", "bias"], ["y"], "op", pads=[1, 1, 1, 1]))
+    elif op == "Gemm":
+        nodes.append(helper.make_node("Gemm", [a, "wf", "bias"], ["y"], "op", transB=1))
+    else:
+        nodes.append(helper.make_node("MatMul", [a, "wf"], ["y"], "op"))
+    y_shape = {"Conv": [1, c, 8, 8], "Gemm": [2, c], "MatMul": [2, 5, c]}[op]
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, y_shape)
+    graph = helper.make_graph(nodes, "g", inputs, [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("op", ["Conv", "Gemm", "MatMul"])
+def test_per_channel_rewrite_fires_and_matches_ort(op: str) -> None:
+    proto = _graph(op)
+    shape = [d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    want = _ort(proto, x)
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(proto)
+    assert rewrite_per_channel_contractions(rewritten) == {op: 1}
+    ops = Counter(n.op_type for n in rewritten.graph.node)
+    assert ops["Mul"] == 1  # the per-channel rescale
+    check_close(_ort(rewritten, x), want, atol=1e-5, rtol=1e-5, what=f"rewritten {op}")
+    text = str(import_onnx(proto)[0])
+    kind = "linalg.conv_2d_nchw_fchw_q" if op == "Conv" else "linalg.quantized_"
+    assert kind in text, text[:2000]
+    got = np.asarray(xgen_mlir.compile(proto)(x)) if op == "MatMul" else None
+    if got is not None:
+        check_close(got, want, atol=1e-5, rtol=1e-5, what="compiled")
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"per_channel": False},  # per tensor: torch-mlir fuses it already
+        {"w_zp": 2},  # zero points per channel: not symmetric
+        {"act_dq": False},  # weight-only quantization: the activation is float
+        {"w_const": False},  # weights not a constant
+    ],
+    ids=["per-tensor", "weight-zero-point", "float-activation", "weight-not-constant"],
+)
+def test_per_channel_rewrite_does_not_fire(kw: dict) -> None:
+    proto = _graph("Conv", **kw)
+    before = proto.SerializeToString()
+    assert rewrite_per_channel_contractions(proto) == {}
+    assert proto.SerializeToString() == before
+
+
+def test_depthwise_per_channel_is_integer() -> None:
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.c = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.dw(torch.relu(self.c(x)))
+
+    x = torch.randn(1, 3, 8, 8)
+    quantized = compress.quantize(Net(), x, calibration=_calibration(2, (1, 3, 8, 8)))
+    text = str(import_onnx(quantized)[0])
+    assert text.count("linalg.conv_2d_nchw_fchw_q") == 1
+    assert text.count("linalg.depthwise_conv_2d_nhwc_hwc_q") == 1
+    assert "linalg.conv_2d_nchw_fchw " not in text
+
+
+def test_cli_int8(tmp_path, capsys) -> None:
+    from xgen_mlir.tools.xgen_compile import main
+
+    src = tmp_path / "cnn.onnx"
+    model, x = small_cnn(), torch.randn(1, 3, 32, 32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model, (x,), str(src), input_names=["input"], opset_version=17, dynamo=False
+        )
+    np.savez(tmp_path / "cal.npz", torch.stack(_calibration(4)).numpy())
+    out = tmp_path / "cnn.vmfb"
+    args = [str(src), "--precision", "int8", "--calibration", str(tmp_path / "cal.npz")]
+    assert main([*args, "--observer", "percentile", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "precision: int8" in text and "observer percentile" in text
+    assert "3 integer (i8 x i8 -> i32), 0 float" in text and "relative error" in text
+    assert main([str(src), "--precision", "int8", "-o", str(out)]) == 1
+    assert "needs calibration data" in capsys.readouterr().err
