@@ -59,7 +59,14 @@ import numpy as np
 from .._mlir import arith, ir, linalg, tensor
 from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
-from ..tunedb import ALGORITHM, MIN_GAIN, HostIdentity, Record, choice_records_for
+from ..tunedb import (
+    ALGORITHM,
+    MIN_GAIN,
+    REJECTED_IN_MODEL,
+    HostIdentity,
+    Record,
+    choice_records_for,
+)
 from .consteval import ConstEval
 from .generic_util import (
     channel_init,
@@ -165,7 +172,7 @@ def decide(records: list[Record]) -> tuple[int | None, str]:
     parts, best, best_speedup = [], None, 0.0
     for r in sorted(records, key=lambda r: -int(r.config.get("m", 0))):
         m = int(r.config.get("m", 0))
-        if r.speedup is None:
+        if r.speedup is None or r.detail.startswith(REJECTED_IN_MODEL):
             parts.append(f"F({m}x{m}) {r.status}{': ' + r.detail if r.detail else ''}")
             continue
         assert r.seconds is not None and r.baseline_seconds is not None

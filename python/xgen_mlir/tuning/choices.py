@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,7 +51,7 @@ from ..passes.winograd_convs import (
 )
 from ..pipelines import load_pipeline
 from ..target import host_threads
-from ..tunedb import HostIdentity, Record, TuningDB, default_db_path
+from ..tunedb import MIN_GAIN, REJECTED_IN_MODEL, HostIdentity, Record, TuningDB, default_db_path
 from .measure import Measurement, MeasureSettings, _run
 
 # Winograd's output differs from the direct conv's by more than reassociation (the transforms
@@ -270,15 +271,18 @@ def measure_choices(
     settings: MeasureSettings | None = None,
     remeasure: bool = False,
     max_convs: int | None = None,
+    deadline: float | None = None,
     progress: bool = True,
     **compile_options: Any,
 ) -> list[ConvChoice]:
     """Measure, on this host, each conv of ``model`` the Winograd pass could rewrite, direct
     against Winograd, and store the records in ``db`` (default: the tuning database).
     Signatures this host already measured are not measured again (``remeasure``: they are).
-    ``max_convs``: at most that many new signatures, the ones with the most convs first.
-    Returns every signature with its records and the decision ``winograd=tuned`` takes."""
-    settings = settings or MeasureSettings(threads=host_threads(), rounds=9)
+    ``max_convs``: at most that many new signatures, the ones with the most convs first;
+    ``deadline`` (``time.perf_counter()``): none started after it. Timing blocks last 50 ms
+    (``min_block_s``), so a preempted call on a loaded machine is averaged out. Returns
+    every signature with its records and the decision ``winograd=tuned`` takes."""
+    settings = settings or MeasureSettings(threads=host_threads(), rounds=9, min_block_s=0.05)
     db_path = Path(db) if db is not None else default_db_path()
     host = HostIdentity.current(threads=settings.threads)
     module = _graph_module(model, example_inputs, target, compile_options)
@@ -297,6 +301,8 @@ def measure_choices(
     order = _order(module) if todo else {}
     bar = _bar(progress, len(todo))
     for choice in todo:
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         cand = by_sig[choice.signature][0]
         measured = measure_conv(cand, order, target, settings, compile_options)
         with TuningDB(db_path) as tdb:
@@ -342,3 +348,62 @@ def _bar(on: bool, total: int) -> Any:
     except ImportError:
         return None
     return tqdm(total=total, desc="measuring conv algorithms", unit="conv", file=sys.stderr)
+
+
+def tune_choices(
+    result: Any,
+    model: Any,
+    example_inputs: Any,
+    inputs: Any,
+    target: str,
+    db_path: Path,
+    settings: MeasureSettings,
+    deadline: float,
+    progress: bool,
+    compile_options: dict[str, Any],
+) -> list[ConvChoice]:
+    """``tune()``'s step for algorithm choices, after its contraction search: measure the
+    model's convs (until ``deadline``); when that makes a conv Winograd, compile the model
+    again and keep it only if it is faster than ``result.module`` (interleaved); if not,
+    the new choices are marked ``REJECTED_IN_MODEL`` and not applied."""
+    from .search import time_models
+
+    if (compile_options.get("target_options") or {}).get("winograd") == "false":
+        return []  # the user forbids Winograd: nothing to choose
+    before = {}
+    with TuningDB(db_path) as tdb:
+        host = HostIdentity.current(threads=settings.threads)
+        for sig, records in tdb.choices(host).items():
+            before[sig] = decide(records)[0]
+    strong = replace(settings, rounds=max(9, settings.rounds), min_block_s=0.05)
+    choices = measure_choices(
+        model,
+        example_inputs,
+        target,
+        db=db_path,
+        settings=strong,
+        deadline=deadline,
+        progress=progress,
+        tuning_threads=settings.threads,
+        **compile_options,
+    )
+    changed = [c for c in choices if c.new and c.algorithm != "direct"]
+    changed = [c for c in changed if before.get(c.signature) is None]
+    if not changed or result.module is None:
+        return choices
+    options = {**compile_options, "tuning_db": db_path, "tuning_threads": settings.threads}
+    candidate = compile_model(model, example_inputs, target, **options)
+    old_ms, new_ms = time_models(result.module, candidate, inputs)
+    if new_ms * MIN_GAIN <= old_ms:
+        result.module = candidate
+        return choices
+    with TuningDB(db_path) as tdb:
+        for c in changed:
+            for r in c.measured:
+                why = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)"
+                tdb.reject(host, c.signature, r.config, why)
+            c.algorithm, c.why = (
+                "direct",
+                f"Winograd slower in the model: {old_ms:.3f} -> {new_ms:.3f} ms",
+            )
+    return choices

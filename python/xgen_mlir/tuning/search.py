@@ -112,6 +112,7 @@ class TuneResult:
     module: Any = None  # the model compiled with the tuned configs
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # per signature, in the model
     model_checks: int = 0  # model compiles timed against the best model so far
+    choices: list[Any] = field(default_factory=list)  # tuning/choices.py: per conv signature
 
     def summary(self) -> str:
         lines = [f"tuned on {self.host}: {self.trials} trials in {self.seconds:.0f} s, {self.db}"]
@@ -360,6 +361,22 @@ def tune(
             tuning_threads=settings.threads,
             **compile_options,
         )
+    # Algorithm choices (Winograd vs direct per conv, tuning/choices.py), after the
+    # contraction search, in what is left of the budget; result.module applies them.
+    from .choices import tune_choices
+
+    result.choices = tune_choices(
+        result,
+        model,
+        example_inputs,
+        inputs,
+        target,
+        db_path,
+        settings,
+        deadline=t_start + budget_s,
+        progress=progress,
+        compile_options=compile_options,
+    )
     result.seconds = time.perf_counter() - t_start
     if report is not None:
         from .report import write_report
