@@ -87,6 +87,7 @@ def main() -> int:
             "model_ms_untuned": tuned.model_ms_before,
             "model_ms_tuned": tuned.model_ms_after,
             "model_checks": tuned.model_checks,
+            "check_log": tuned.check_log,  # each model compile timed: which ops, the ratio
             "in_model": [
                 {
                     "op": v.description,

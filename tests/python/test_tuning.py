@@ -453,5 +453,7 @@ def test_model_timing_margin_follows_the_measured_noise():
     assert ModelTiming(5.0, 4.85, tight).faster()
     assert ModelTiming(5.0, 4.85, loose).ratio < 1 and not ModelTiming(5.0, 4.85, loose).faster()
     assert not ModelTiming(5.0, 5.5, [math.log(1.1)] * 20).faster()
+    assert ModelTiming(5.0, 5.5, [math.log(1.1)] * 20).slower()
+    assert not ModelTiming(5.0, 4.85, loose).slower()  # undecided: more rounds would follow
     merged = ModelTiming(5.0, 4.85, tight[:2]).merge(ModelTiming(5.0, 4.85, tight[2:]))
     assert len(merged.log_ratios) == 20 and merged.faster()

@@ -112,6 +112,7 @@ class TuneResult:
     module: Any = None  # the model compiled with the tuned configs
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # per signature, in the model
     model_checks: int = 0  # model compiles timed against the best model so far
+    check_log: list[dict[str, Any]] = field(default_factory=list)  # each check, groups too
     choices: list[Any] = field(default_factory=list)  # tuning/choices.py: per conv signature
 
     def summary(self) -> str:
@@ -240,7 +241,7 @@ def tune(
     measure_model: bool = True,
     use_cost_model: bool = True,
     seed: int = 0,
-    model_check_share: float = 0.35,
+    model_check_share: float = 0.5,
     max_model_checks: int | None = None,
     model_timer: ModelTimer | None = None,
     **compile_options: Any,
@@ -347,7 +348,8 @@ def tune(
             progress=progress,
             compile_options=compile_options,
         )
-        result.module, result.verdicts, result.model_checks = check
+        result.module, result.verdicts, result.check_log = check
+        result.model_checks = sum(1 for c in result.check_log if c["compiled"])
         _explain(result.module, ops, result.verdicts)
         if result.module is not untuned_module:
             before, after = time_models(untuned_module, result.module, inputs)
@@ -462,6 +464,10 @@ class ModelTiming:
         """Faster beyond the noise: the ratio's upper bound (IN_MODEL_Z errors) under 1."""
         return math.log(self.ratio) + IN_MODEL_Z * self.noise < 0
 
+    def slower(self) -> bool:
+        """Slower beyond the noise: the ratio's lower bound over 1."""
+        return math.log(self.ratio) - IN_MODEL_Z * self.noise > 0
+
     def merge(self, other: ModelTiming) -> ModelTiming:
         return ModelTiming(
             (self.current_ms + other.current_ms) / 2,
@@ -495,7 +501,7 @@ def check_in_model(
     timer: ModelTimer | None = None,
     progress: bool = True,
     compile_options: dict[str, Any] | None = None,
-) -> tuple[Any, dict[str, Verdict], int]:
+) -> tuple[Any, dict[str, Verdict], list[dict[str, Any]]]:
     """Decide, op signature by signature, whether its best config confirmed alone makes the
     model faster: compile the model with the configs accepted so far plus the candidate's,
     time it against the best model so far (interleaved rounds), accept it only if faster
@@ -505,7 +511,8 @@ def check_in_model(
     (the op's time in the model x (1 - 1 / its speedup alone)). When the budget (until
     ``deadline``, at least one check) does not allow one model compile per candidate, they
     are tried in groups of neighbours in that order, and a group that loses is split in
-    halves. Returns the best model, the verdicts and the number of model compiles timed."""
+    halves. Returns the best model, the verdicts and a log of the checks (one per model
+    compile, groups too)."""
     timer = timer or (
         lambda cur, cand, xs: time_models_paired(cur, cand, xs, IN_MODEL_ROUNDS, 0.02)
     )
@@ -559,7 +566,8 @@ def check_in_model(
     current = untuned
     if accepted:  # the configs an earlier run accepted are the model to beat
         current = _compile_with(model, example_inputs, target, host, accepted, compile_options)
-    per_check_s = compile_s + 2 * IN_MODEL_ROUNDS * max(0.02, model_s) + 1.0
+    # a compile, then timing: one set of rounds, more (up to the compile's time) if undecided
+    per_check_s = 1.5 * compile_s + 2 * IN_MODEL_ROUNDS * max(0.02, model_s) + 1.0
     affordable = max(1, int((deadline - time.perf_counter()) / per_check_s))
     if max_checks is not None:
         affordable = min(affordable, max_checks)
@@ -567,6 +575,7 @@ def check_in_model(
     queue = [pending[i : i + size] for i in range(0, len(pending), size)]
     bar = _bar_checks(progress, len(queue))
     checks = 0
+    log: list[dict[str, Any]] = []
     try:
         while queue:
             if max_checks is not None and checks >= max_checks:
@@ -587,11 +596,32 @@ def check_in_model(
                 if err > WRONG_IN_MODEL:
                     why = f"wrong numbers in the model (relative error {err:.2g})"
                 else:
+                    # timing is cheap beside a compile: while undecided, more rounds, for
+                    # at most as long as the compile took (the error shrinks as 1/sqrt(n))
+                    t_time = time.perf_counter()
+                    cap = max(3.0, t_time - t0)
                     timing = timer(current, module, xs)
-                    if not timing.faster() and timing.ratio < 1:  # promising: more rounds
-                        if time.perf_counter() + per_check_s / 2 < deadline:
-                            timing = timing.merge(timer(current, module, xs))
+                    while not (timing.faster() or timing.slower()):
+                        now = time.perf_counter()
+                        if now - t_time > cap or now > deadline:
+                            break
+                        timing = timing.merge(timer(current, module, xs))
                     why = timing.describe()
+            log.append(
+                {
+                    "ops": [op.description for _, op, _ in group],
+                    "signatures": [op.signature for _, op, _ in group],
+                    "compiled": timing is not None or not why.startswith("the model does not"),
+                    "ratio": timing.ratio if timing is not None else None,
+                    "noise": timing.noise if timing is not None else None,
+                    "rounds": len(timing.log_ratios) if timing is not None else 0,
+                    "current_ms": timing.current_ms if timing is not None else None,
+                    "candidate_ms": timing.candidate_ms if timing is not None else None,
+                    "accepted": timing is not None and timing.faster(),
+                    "why": why,
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
             together = f", with {len(group) - 1} other signature(s)" if len(group) > 1 else ""
             with TuningDB(db_path) as tdb:
                 if timing is not None and timing.faster():
@@ -629,7 +659,7 @@ def check_in_model(
     finally:
         if bar is not None:
             bar.close()
-    return current, verdicts, checks
+    return current, verdicts, log
 
 
 def _top(records: Any) -> Record | None:
