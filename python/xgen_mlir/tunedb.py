@@ -38,10 +38,11 @@ DEFAULT_DB_ENV = "XGEN_TUNING_DB"
 # A config only replaces IREE's own where it was this much faster than IREE's config in the
 # same interleaved measurement: smaller differences are within a shared machine's noise.
 MIN_GAIN = 1.03
-# The detail of a record measured again, beside IREE's config with more rounds, after a search
-# (xgen_mlir.tune): only those are applied.
+# The detail of a record confirmed alone (measured again beside IREE's config) whose config
+# then made the model faster (xgen_mlir.tune's checks in the model): only those are applied.
 CONFIRMED = "confirmed"
-# ... and of a confirmed record whose config made the whole model slower: never applied.
+# ... and of one whose config did not make the model faster beyond the measured noise (the
+# times and ratio may follow after ": "): never applied, kept for the cost model.
 REJECTED_IN_MODEL = "confirmed alone, slower in the model"
 STATUSES = ("ok", "compile_error", "runtime_error", "wrong_numbers", "timeout")
 # The config kind of a record that measured an algorithm (a Winograd conv) against the direct
