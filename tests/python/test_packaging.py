@@ -390,3 +390,16 @@ def test_a_device_with_only_the_runtime_loads_and_runs_a_module(tmp_path):
     got = np.array(json.loads(lines[0])["out"], dtype=np.float32)
     np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
     assert lines[1].startswith("compile:") and "not installed" in lines[1]
+
+
+def test_iree_tools_are_found_in_an_unpacked_runtime_wheel(monkeypatch, tmp_path):
+    """A runtime wheel unpacked onto sys.path has no console scripts: the tool binaries inside
+    IREE's packages are used."""
+    from xgen_mlir._paths import iree_tool
+
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    tool = Path(iree_tool("iree-dump-module"))
+    assert tool.is_file() and tool.parent.name == "_runtime_libs", tool
+    with pytest.raises(errors.XGenError, match="no-such-tool not found"):
+        iree_tool("no-such-tool")
