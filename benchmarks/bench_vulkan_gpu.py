@@ -3,7 +3,7 @@
 Two halves, because the GPU machine has IREE's runtime but no compiler:
 
     # here: compile, and save the modules, inputs and PyTorch's outputs
-    .venv/bin/python benchmarks/bench_vulkan_gpu.py prepare DIR [--models mlp,small_cnn,mobilenet_v2]
+    .venv/bin/python benchmarks/bench_vulkan_gpu.py prepare DIR [--models mlp,small_cnn]
     # on the GPU machine (xgen_mlir imported runtime-only, see README "As a package")
     python3 benchmarks/bench_vulkan_gpu.py run DIR --out results.json
 
@@ -127,7 +127,7 @@ def _machine() -> dict:
         from xgen_mlir.target import cpu_model, isa_flags
 
         info["cpu_model"], info["isa_flags"] = cpu_model(), isa_flags()
-    except Exception as e:  # noqa: BLE001 - a record, not a check
+    except Exception as e:  # a record, not a check
         info["cpu_error"] = str(e)
     try:
         gpu = subprocess.run(
@@ -139,10 +139,8 @@ def _machine() -> dict:
     except OSError:
         info["gpu"] = None
     try:
-        info["vulkan_devices"] = [
-            str(d) for d in rt.get_driver("vulkan").query_available_devices()
-        ]
-    except Exception as e:  # noqa: BLE001
+        info["vulkan_devices"] = [str(d) for d in rt.get_driver("vulkan").query_available_devices()]
+    except Exception as e:
         info["vulkan_devices"] = f"none: {e}"
     return info
 
@@ -167,10 +165,10 @@ def run(src: Path, out: Path, threads: int) -> int:
                 err = rel_error(got, ref)
                 cell = {"rel_error": err, "ok": err <= m["tolerance"]}
                 if cell["ok"]:
-                    cell.update(_time(lambda module=module: module(x)))
+                    cell.update(_time(lambda module=module, x=x: module(x)))
                 else:
                     failures += 1
-            except Exception as e:  # noqa: BLE001 - every build gets a cell
+            except Exception as e:  # every build gets a cell
                 cell = {"error": f"{type(e).__name__}: {str(e)[:300]}", "ok": False}
                 failures += 1
             row[label] = cell
