@@ -1,4 +1,4 @@
-"""fp32 against bf16: xgen_mlir in both precisions against OpenVINO and ONNX Runtime.
+"""fp32, bf16 and int8: xgen_mlir in each precision against OpenVINO and ONNX Runtime.
 
 The evidence table of issue 28's first slice (docs/precision.md). Per model, in one process:
 xgen_mlir ``precision="fp32"`` and ``precision="bf16"`` (target cpu), OpenVINO with its default
@@ -10,8 +10,18 @@ with PyTorch on 12 views of the two sample images the project has (china.jpg, fl
 3 resizes x 2 flips each). Times: alternating blocks (``harness.time_blocks``). A missing peer or
 a failing system is that cell's text; the run goes on.
 
+int8: the model is quantized once with ``xgen_mlir.compress.quantize`` (conv nets: static, per-
+channel weights, calibrated with min-max on 8 other views of the same two images (other crops
+and sizes than the 12 scored ones); transformers: dynamic) and that one quantized ONNX model
+runs in xgen_mlir (``precision="int8"``) and in ONNX Runtime ("ORT int8"), so the two compute
+the same quantized function; each cell also has its error against the other system and the
+count of integer / float contractions xgen_mlir imported.
+
     .venv/bin/python benchmarks/bench_precision.py                      # all six models
     .venv/bin/python benchmarks/bench_precision.py --models resnet18 --rounds 2
+    .venv/bin/python benchmarks/bench_precision.py --models mobilenet_v2 resnet18 bert_base \
+        --systems "xgen_mlir fp32" "xgen_mlir int8" "ORT int8" "OpenVINO default" \
+        --out benchmarks/results/precision_int8.json
 """
 
 from __future__ import annotations
@@ -35,7 +45,16 @@ from harness import cell_text, time_into_cells, write_results
 from host import describe, summary
 
 MODELS = ["mobilenet_v2", "resnet18", "efficientnet_b0", "minilm", "bert_base", "gpt2_small"]
-SYSTEMS = ["xgen_mlir fp32", "xgen_mlir bf16", "OpenVINO default", "OpenVINO f32", "ORT fp32"]
+SYSTEMS = [
+    "xgen_mlir fp32",
+    "xgen_mlir bf16",
+    "xgen_mlir int8",
+    "OpenVINO default",
+    "OpenVINO f32",
+    "ORT fp32",
+    "ORT int8",
+]
+TRANSFORMERS = ("minilm", "bert_base", "gpt2_small")
 Cell = dict[str, object]
 
 
@@ -75,6 +94,8 @@ def xgen_runner(model, example, precision: str) -> tuple[Callable, Cell]:
         "note": m.report.precision_note,
         "warnings": sorted({str(w.message)[:200] for w in caught})[:5],
     }
+    if m.report.quantization:
+        info["quantization"] = m.report.quantization
 
     def run(*arrays: np.ndarray):
         out = m(*arrays)
@@ -99,7 +120,57 @@ def image_views() -> list[torch.Tensor]:
     return views
 
 
-def bench_model(name: str, threads: int, rounds: int, block: int) -> dict[str, Cell]:
+def calibration_views() -> list[torch.Tensor]:
+    """8 views of the two sample images that are not among ``image_views``' 12 (other
+    resizes and crops): the int8 calibration set of the conv nets."""
+    from PIL import Image
+    from sklearn.datasets import load_sample_image
+
+    from xgen_mlir.models.imagenet import preprocess
+
+    views = []
+    for name in ("china.jpg", "flower.jpg"):
+        img = Image.fromarray(load_sample_image(name))
+        for resize in (236, 288):
+            views.append(preprocess(img, resize=resize))
+            w, h = img.size
+            views.append(preprocess(img.crop((w // 8, 0, w, h)), resize=resize))
+    return views
+
+
+def quantized(name: str, model, example) -> tuple[object, Cell]:
+    """The model quantized once (xgen_mlir.compress.quantize), for xgen_mlir and ORT int8."""
+    from xgen_mlir import compress
+
+    t0 = time.perf_counter()
+    if name in TRANSFORMERS:
+        q = compress.quantize(model, example, mode="dynamic")
+    else:
+        q = compress.quantize(model, example, calibration=calibration_views())
+    info: Cell = {"quantize_s": time.perf_counter() - t0}
+    info.update(compress.quantization_settings(q) or {})
+    return q, info
+
+
+def ort_proto_runner(proto, threads: int) -> tuple[Callable, Cell]:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(proto.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    info: Cell = {"version": ort.__version__, "intra_op_threads": threads}
+
+    def run(*arrays: np.ndarray):
+        return sess.run(None, dict(zip(names, arrays, strict=True)))[0]
+
+    return run, info
+
+
+def bench_model(
+    name: str, threads: int, rounds: int, block: int, systems: list[str]
+) -> dict[str, Cell]:
     model, example = build(name)
     model.eval()
     with torch.no_grad():
@@ -112,23 +183,60 @@ def bench_model(name: str, threads: int, rounds: int, block: int) -> dict[str, C
         "xgen_mlir fp32": lambda: xgen_runner(model, example, "fp32"),
         "xgen_mlir bf16": lambda: xgen_runner(model, example, "bf16"),
     }
+    if any("int8" in s for s in systems):
+        try:
+            log(f"{name}: quantizing")
+            q, qinfo = quantized(name, model, example)
+            makers["xgen_mlir int8"] = lambda: xgen_runner(q, None, "int8")
+            makers["ORT int8"] = lambda: ort_proto_runner(q, threads)
+        except Exception as e:
+            for s in ("xgen_mlir int8", "ORT int8"):
+                cells[s] = {"error": f"quantization failed: {short_error(e)}"}
     try:
         path, names = export_onnx(model, example, {})
         makers["OpenVINO default"] = lambda: openvino_runner(path, threads, f32=False)
         makers["OpenVINO f32"] = lambda: openvino_runner(path, threads, f32=True)
         makers["ORT fp32"] = lambda: ort_runner(path, names, threads)
     except Exception as e:
-        for s in SYSTEMS[2:]:
+        for s in ("OpenVINO default", "OpenVINO f32", "ORT fp32"):
             cells[s] = {"error": f"ONNX export failed: {short_error(e)}"}
+    makers = {s: m for s, m in makers.items() if s in systems}
+    outs: dict[str, np.ndarray] = {}
     for system, make in makers.items():
         log(f"{name}: building {system}")
         try:
             runners[system], cells[system] = make()
-            cells[system].update(errors(runners[system](*arrays), ref))
+            outs[system] = np.asarray(runners[system](*arrays), np.float64)
+            cells[system].update(errors(outs[system], ref))
+            cells[system]["rel_l2_err"] = float(
+                np.linalg.norm(outs[system] - ref) / (np.linalg.norm(ref) or 1.0)
+            )
         except Exception as e:
             log(f"{name}: {system} failed: {short_error(e)}")
             cells[system] = {"error": short_error(e)}
             runners.pop(system, None)
+    if "xgen_mlir int8" in outs and "ORT int8" in outs:
+        a, b = outs["xgen_mlir int8"], outs["ORT int8"]
+        cells["xgen_mlir int8"]["vs_ort_int8_max_rel_err"] = errors(a, b).get("max_rel_err")
+        cells["xgen_mlir int8"]["vs_ort_int8_rel_l2"] = float(
+            np.linalg.norm(a - b) / (np.linalg.norm(b) or 1.0)
+        )
+        cells["ORT int8"].update(qinfo)
+        # the control: ONNX Runtime on the same model with its graph optimizations off, which
+        # runs the QDQ graph as written (float ops between quantize/dequantize) instead of its
+        # fused integer kernels with fixed-point requantization
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(q.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        feed = dict(zip([i.name for i in sess.get_inputs()], arrays, strict=True))
+        plain = np.asarray(sess.run(None, feed)[0], np.float64)
+        norm = np.linalg.norm(plain) or 1.0
+        cells["ORT int8"]["vs_unoptimized_rel_l2"] = float(np.linalg.norm(b - plain) / norm)
+        cells["xgen_mlir int8"]["vs_ort_int8_unoptimized_rel_l2"] = float(
+            np.linalg.norm(a - plain) / norm
+        )
     if name == "mobilenet_v2":
         views = image_views()
         with torch.no_grad():
@@ -141,16 +249,27 @@ def bench_model(name: str, threads: int, rounds: int, block: int) -> dict[str, C
     return cells
 
 
-def print_table(results: dict[str, dict[str, Cell]]) -> None:
-    print("\nmedian ms (relative error vs PyTorch fp32)")
-    print("| model | " + " | ".join(SYSTEMS) + " |")
-    print("|---" * (len(SYSTEMS) + 1) + "|")
+def print_table(results: dict[str, dict[str, Cell]], systems: list[str]) -> None:
+    print("\nmedian ms (max relative error vs PyTorch fp32)")
+    print("| model | " + " | ".join(systems) + " |")
+    print("|---" * (len(systems) + 1) + "|")
     for name, cells in results.items():
-        row = [cell_text(cells.get(s, {"error": "not run"})) for s in SYSTEMS]
+        row = [cell_text(cells.get(s, {"error": "not run"})) for s in systems]
         print(f"| {name} | " + " | ".join(row) + " |")
     if "mobilenet_v2" in results:
-        agree = [str(results["mobilenet_v2"].get(s, {}).get("top1_agree", "-")) for s in SYSTEMS]
+        agree = [str(results["mobilenet_v2"].get(s, {}).get("top1_agree", "-")) for s in systems]
         print("| MobileNetV2 top-1 agreement | " + " | ".join(agree) + " |")
+    for name, cells in results.items():
+        q = cells.get("xgen_mlir int8", {})
+        if "vs_ort_int8_rel_l2" in q:
+            print(
+                f"{name} int8: xgen_mlir vs ORT int8 (same model) max rel "
+                f"{q['vs_ort_int8_max_rel_err']:.1e}, rel L2 {q['vs_ort_int8_rel_l2']:.1e}; "
+                f"vs ORT int8 unoptimized rel L2 {q.get('vs_ort_int8_unoptimized_rel_l2', 0):.1e} "
+                "(ORT int8 vs itself unoptimized: "
+                f"{cells.get('ORT int8', {}).get('vs_unoptimized_rel_l2', 0):.1e}); "
+                f"contractions {q.get('quantization', {}).get('contractions')}"
+            )
     ov = {n: c.get("OpenVINO default", {}).get("inference_precision") for n, c in results.items()}
     print(f"OpenVINO default inference precision: {ov}")
 
@@ -158,6 +277,7 @@ def print_table(results: dict[str, dict[str, Cell]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
+    p.add_argument("--systems", nargs="+", default=SYSTEMS, choices=SYSTEMS)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--block", type=int, default=5)
@@ -169,15 +289,17 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Cell]] = {}
     for name in args.models:
         try:
-            results[name] = bench_model(name, args.threads, args.rounds, args.block)
+            results[name] = bench_model(name, args.threads, args.rounds, args.block, args.systems)
         except Exception as e:  # a model that cannot even be built
             log(f"{name} failed: {short_error(e)}")
-            results[name] = {s: {"error": short_error(e)} for s in SYSTEMS}
-        print_table(results)
+            results[name] = {s: {"error": short_error(e)} for s in args.systems}
+        print_table(results, args.systems)
         write_results(
             Path(args.out),
             {
-                "what": "fp32 vs bf16: xgen_mlir, OpenVINO (default and f32), ONNX Runtime fp32",
+                "what": "fp32 / bf16 / int8: xgen_mlir, OpenVINO (default and f32), ONNX Runtime "
+                "(fp32, and int8 on the same quantized model as xgen_mlir int8)",
+                "systems": args.systems,
                 "date": dt.date.today().isoformat(),
                 "command": "python benchmarks/bench_precision.py " + " ".join(argv or sys.argv[1:]),
                 "note": "shared host: other sessions' jobs ran at the same time",

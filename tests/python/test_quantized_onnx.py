@@ -275,11 +275,12 @@ def test_contrib_ops_without_a_rewrite_are_reported_together() -> None:
 def test_per_tensor_qdq_contractions_stay_integer(models: dict[str, Path]) -> None:
     """torch-mlir's fuse-quantized-ops keeps per-tensor int8 QDQ convs and the Gemm integer
     (i8 x i8 -> i32); per-channel weights too, through onnx_quant's per-channel rewrite
-    (integer contraction, then the per-channel scale; docs/precision.md)."""
-    for key in ("qdq", "qdq_per_channel"):
+    (integer contraction, then the per-channel scale; its 1x1 conv as an integer matmul over
+    channels; docs/precision.md)."""
+    for key, convs, matmuls in (("qdq", 3, 1), ("qdq_per_channel", 2, 2)):
         text = str(import_onnx(models[key])[0])
-        assert text.count("linalg.conv_2d_nchw_fchw_q") == 3, key
-        assert "linalg.quantized_matmul" in text, key
+        assert text.count("linalg.conv_2d_nchw_fchw_q") == convs, key
+        assert text.count("linalg.quantized_") == matmuls, key
         assert "linalg.conv_2d_nchw_fchw " not in text, key
 
 

@@ -403,25 +403,65 @@ def _per_channel_contraction(
         return None
     out: list[onnx.NodeProto] = []
     one = g.one_float()
-    a_args = [a_node.input[0], one] + ([a_node.input[2]] if len(a_node.input) > 2 else [])
-    a_int = _plain(g, out, node, "DequantizeLinear", a_args)
-    w_name = g.constant(node.name + "_wq", wq) if op == "Gemm" else w_node.input[0]
-    zero = g.constant(node.name + "_wzp", np.zeros((), np.int8))
-    w_int = _plain(g, out, node, "DequantizeLinear", [w_name, one, zero])
-    if op == "Conv":
+    a_q = a_node.input[0]
+    pointwise = op == "Conv" and _is_pointwise_2d(node, wq)
+    if pointwise:  # NCHW -> NHWC: the 1x1 conv is a MatMul over the last dim
+        a_q = _plain(g, out, node, "Transpose", [a_q], perm=[0, 2, 3, 1])
+        wq = np.ascontiguousarray(wq[:, :, 0, 0].T)  # [C, F]
+        bshape = [wq.shape[1]]
+    depthwise = op == "Conv" and int(_attr(node, "group", 1)) == wq.shape[0] > 1
+    if depthwise:
+        # the integers as exact f32 values, in ops torch-fuse-quantized-ops does not match: an
+        # integer depthwise conv (depthwise_conv_2d_nhwc_hwc_q between two transposes) ran
+        # slower in IREE than the f32 one, which takes the channels-last f32 path
+        a_f = _plain(g, out, node, "Cast", [a_q], to=onnx.TensorProto.FLOAT)
+        if a_zp is not None:
+            zp_f = g.constant(node.name + "_azp", a_zp.astype(np.float32).reshape(()))
+            a_f = _plain(g, out, node, "Sub", [a_f, zp_f])
+        a_int = a_f
+        w_int = g.constant(node.name + "_wf", wq.astype(np.float32))
+    else:
+        a_args = [a_q, one] + ([a_node.input[2]] if len(a_node.input) > 2 else [])
+        a_int = _plain(g, out, node, "DequantizeLinear", a_args)
+        own_w = op == "Gemm" or pointwise
+        w_name = g.constant(node.name + "_wq", wq) if own_w else w_node.input[0]
+        zero = g.constant(node.name + "_wzp", np.zeros((), np.int8))
+        w_int = _plain(g, out, node, "DequantizeLinear", [w_name, one, zero])
+    if op == "Conv" and not pointwise:
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         acc = _plain(g, out, node, "Conv", [a_int, w_int], **attrs)
     else:
         acc = _plain(g, out, node, "MatMul", [a_int, w_int])
     scale = (np.float64(a_scale.reshape(())) * w_scale.astype(np.float64)).astype(np.float32)
     scale_name = g.constant(node.name + "_scale", scale.reshape(bshape))
+    y = node.output[0] if not pointwise else g.name(node.name)
     if isinstance(bias, np.ndarray):
-        y = _plain(g, out, node, "Mul", [acc, scale_name])
+        scaled = _plain(g, out, node, "Mul", [acc, scale_name])
         b_name = g.constant(node.name + "_bias", bias.reshape(bshape))
-        out.append(helper.make_node("Add", [y, b_name], [node.output[0]], g.name(node.name)))
+        out.append(helper.make_node("Add", [scaled, b_name], [y], g.name(node.name)))
     else:
-        out.append(helper.make_node("Mul", [acc, scale_name], [node.output[0]], g.name(node.name)))
+        out.append(helper.make_node("Mul", [acc, scale_name], [y], g.name(node.name)))
+    if pointwise:
+        out.append(
+            helper.make_node(
+                "Transpose", [y], [node.output[0]], g.name(node.name), perm=[0, 3, 1, 2]
+            )
+        )
     return out
+
+
+def _is_pointwise_2d(node: onnx.NodeProto, wq: np.ndarray) -> bool:
+    """A 1x1, stride 1, unpadded, ungrouped 2-D conv: a MatMul over channels in NHWC. As a
+    MatMul it gets IREE's data-tiled i8 matmul kernels; an integer conv does not (MobileNetV2
+    int8: most of its time was in its pointwise convs as ``conv_2d_nchw_fchw_q``)."""
+    if wq.ndim != 4 or wq.shape[2:] != (1, 1) or int(_attr(node, "group", 1)) != 1:
+        return False
+    for name, neutral in (("strides", 1), ("pads", 0), ("dilations", 1)):
+        for a in node.attribute:
+            if a.name == name and any(v != neutral for v in a.ints):
+                return False
+    pads = [a.s for a in node.attribute if a.name == "auto_pad"]
+    return not pads or pads[0] in (b"NOTSET", b"VALID")
 
 
 def rewrite_per_channel_contractions(proto: onnx.ModelProto) -> dict[str, int]:
