@@ -86,6 +86,7 @@ def main() -> int:
             # the tuner's own before/after: untuned vs tuned model, interleaved rounds
             "model_ms_untuned": tuned.model_ms_before,
             "model_ms_tuned": tuned.model_ms_after,
+            "model_ratio_noise": tuned.model_timing.noise if tuned.model_timing else None,
             "model_checks": tuned.model_checks,
             "check_log": tuned.check_log,  # each model compile timed: which ops, the ratio
             "in_model": [

@@ -113,6 +113,7 @@ class TuneResult:
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # per signature, in the model
     model_checks: int = 0  # model compiles timed against the best model so far
     check_log: list[dict[str, Any]] = field(default_factory=list)  # each check, groups too
+    model_timing: ModelTiming | None = None  # untuned vs tuned model, interleaved rounds
     choices: list[Any] = field(default_factory=list)  # tuning/choices.py: per conv signature
 
     def summary(self) -> str:
@@ -129,9 +130,10 @@ class TuneResult:
         if self.verdicts:
             lines.append(f"  {self.model_checks} model compile(s) timed against the best so far")
         if self.model_ms_before and self.model_ms_after:
+            noise = f" +- {self.model_timing.noise * 100:.1f}%" if self.model_timing else ""
             lines.append(
                 f"  model: {self.model_ms_before:.3f} ms untuned -> {self.model_ms_after:.3f} ms "
-                f"tuned ({self.model_ms_before / self.model_ms_after:.2f}x)"
+                f"tuned ({self.model_ms_before / self.model_ms_after:.2f}x{noise})"
             )
         return "\n".join(lines)
 
@@ -352,8 +354,11 @@ def tune(
         result.model_checks = sum(1 for c in result.check_log if c["compiled"])
         _explain(result.module, ops, result.verdicts)
         if result.module is not untuned_module:
-            before, after = time_models(untuned_module, result.module, inputs)
-            result.model_ms_before, result.model_ms_after = before, after
+            final = time_models_paired(
+                untuned_module, result.module, inputs, 2 * IN_MODEL_ROUNDS, 0.02
+            )
+            result.model_ms_before, result.model_ms_after = final.current_ms, final.candidate_ms
+            result.model_timing = final
     else:
         result.module = compile_model(
             model,
@@ -600,7 +605,9 @@ def check_in_model(
                     # at most as long as the compile took (the error shrinks as 1/sqrt(n))
                     t_time = time.perf_counter()
                     cap = max(3.0, t_time - t0)
-                    timing = timer(current, module, xs)
+                    # two sets at least: one set's verdict at 2 errors was a false win often
+                    # enough on a loaded host (its rounds' errors are not normal)
+                    timing = timer(current, module, xs).merge(timer(current, module, xs))
                     while not (timing.faster() or timing.slower()):
                         now = time.perf_counter()
                         if now - t_time > cap or now > deadline:
