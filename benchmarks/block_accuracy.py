@@ -23,7 +23,7 @@ Every configuration's result is cached under ``--cache`` and fine-tuning checkpo
 ``--round`` steps (atomically), so an interrupted run continues where it stopped. Writes
 ``results/block_accuracy.json`` (with the host record) and ``results/block_accuracy.png``.
 
-    .venv/bin/python benchmarks/block_accuracy.py                 # ~25 min on 2 cores
+    .venv/bin/python benchmarks/block_accuracy.py    # 0.65 s a step on 2 quiet cores: ~25 min
     .venv/bin/python benchmarks/block_accuracy.py --steps 100 --levels 4   # shorter
 """
 
