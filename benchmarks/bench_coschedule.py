@@ -10,7 +10,21 @@ started is not run (counted as a miss, and in "failed"). The baseline "alone" is
 30/s with nothing else, through the same scheduler. Every system gets the same arrival times;
 each runs for --duration seconds, then finishes what it was given.
 
+With ``--auto-model resnet18`` and a Vulkan device here, that model also gets a Vulkan build and
+``xgen-edf-auto`` (or any ``xgen-<policy>-auto`` named in --systems) runs the mix with it placed
+``auto`` (each request on the CPU or the GPU by estimated finish time, docs/scheduler.md); the
+script prints the Vulkan device it used. On Mesa's llvmpipe it runs, but slowly and to little
+purpose: the "GPU" shares the CPU's cores, and the first call of a Vulkan module there builds
+every pipeline (measured on the loaded 2-core host: 427 s for MobileNetV2, then about 8 s a
+call), so each auto system's warm-up takes minutes and auto then keeps the model on the CPU.
+For a machine without IREE's compiler, fill a cache here and copy it over: the run needs only
+the cache (modules, ONNX files, inputs and PyTorch's outputs).
+
     .venv/bin/python benchmarks/bench_coschedule.py --duration 25 [--cache DIR] [--systems ...]
+    .venv/bin/python benchmarks/bench_coschedule.py --cache DIR --auto-model resnet18 \
+        --prepare-only
+    python benchmarks/bench_coschedule.py --cache DIR --auto-model resnet18 \
+        --systems alone xgen-edf xgen-edf-auto
 """
 
 from __future__ import annotations
@@ -47,31 +61,57 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def prepare(cache: Path) -> dict[str, dict[str, Any]]:
-    """Compile each model once (cached .vmfb) and export it to ONNX (cached .onnx)."""
+def prepare(
+    cache: Path, auto_model: str | None = None, vulkan_gpu: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """Compile each model once (cached .vmfb; ``auto_model`` also for Vulkan), export it to
+    ONNX, and keep its inputs and PyTorch's output: a complete cache needs no compiler."""
     from bench_models import build, export_onnx
 
     cache.mkdir(parents=True, exist_ok=True)
     out = {}
     for name in MODELS:
         vmfb, onnx_path = cache / f"{name}.vmfb", cache / f"{name}.onnx"
-        model, inputs = build(name)
-        if not vmfb.exists():
-            log(f"{name}: compiling with xgen_mlir (cpu)")
-            xgen_mlir.compile(model, inputs).save(vmfb)
-        if not onnx_path.exists():
-            log(f"{name}: exporting ONNX")
-            path, _ = export_onnx(model, inputs)
-            onnx_path.write_bytes(path.read_bytes())
-        with torch.no_grad():
-            ref = model(*inputs)
-        out[name] = {
-            "vmfb": vmfb,
-            "onnx": onnx_path,
-            "inputs": [t.numpy() for t in inputs],
-            "ref": ref.numpy() if isinstance(ref, torch.Tensor) else None,
-        }
+        vk = cache / f"{name}.vulkan-{vulkan_gpu or 'baseline'}.vmfb"
+        io = cache / f"{name}.io.npz"
+        needed = [vmfb, onnx_path, io] + ([vk] if name == auto_model else [])
+        if not all(p.exists() for p in needed):
+            model, inputs = build(name)
+            if not vmfb.exists():
+                log(f"{name}: compiling with xgen_mlir (cpu)")
+                xgen_mlir.compile(model, inputs).save(vmfb)
+            if name == auto_model and not vk.exists():
+                log(f"{name}: compiling with xgen_mlir (vulkan, gpu={vulkan_gpu or 'default'})")
+                options = {"gpu": vulkan_gpu} if vulkan_gpu else {}
+                xgen_mlir.compile(model, inputs, target="vulkan", target_options=options).save(vk)
+            if not onnx_path.exists():
+                log(f"{name}: exporting ONNX")
+                path, _ = export_onnx(model, inputs)
+                onnx_path.write_bytes(path.read_bytes())
+            with torch.no_grad():
+                ref = model(*inputs)
+            arrays = {f"input{i}": t.numpy() for i, t in enumerate(inputs)}
+            if isinstance(ref, torch.Tensor):
+                arrays["ref"] = ref.numpy()
+            np.savez(io, **arrays)
+        with np.load(io) as z:
+            n = sum(k.startswith("input") for k in z.files)
+            out[name] = {
+                "vmfb": vmfb,
+                "vulkan_vmfb": vk if name == auto_model else None,
+                "onnx": onnx_path,
+                "inputs": [z[f"input{i}"] for i in range(n)],
+                "ref": z["ref"] if "ref" in z.files else None,
+            }
     return out
+
+
+def vulkan_device() -> str | None:
+    """The name of the Vulkan device IREE uses here (None: none)."""
+    from xgen_mlir.runtime.targets import vulkan_device_names
+
+    names = vulkan_device_names()
+    return names[0] if names else None
 
 
 class Collector:
@@ -153,14 +193,37 @@ class ThreadSystem:
 
 class SchedSystem:
     def __init__(
-        self, policy: str, data: dict[str, Any], models: list[str], drop_late: bool = False
+        self,
+        policy: str,
+        data: dict[str, Any],
+        models: list[str],
+        drop_late: bool = False,
+        auto: str | None = None,
     ) -> None:
         self.sched = Scheduler(policy, drop_late=drop_late)
         for name in models:
             prio, _, deadline = MODELS[name]
-            self.sched.add_model(name, data[name]["vmfb"], priority=prio, deadline=deadline)
+            source: Any = data[name]["vmfb"]
+            if name == auto:  # a CPU and a Vulkan build: the scheduler places each request
+                source = [data[name]["vmfb"], data[name]["vulkan_vmfb"]]
+            self.sched.add_model(name, source, priority=prio, deadline=deadline)
         log(f"scheduler ({policy}): warming up every executor and context")
         self.sched.warm_up()
+        if auto:
+            est = self.sched.estimates()[auto]
+            log(
+                f"{auto}: placement auto, first estimates "
+                + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in est.items())
+            )
+            # Check the numbers on each device through the scheduler's own (warm) contexts:
+            # steer one request to each by the estimates, then put the measured ones back.
+            for lane in est:
+                for other in est:
+                    self.sched.set_estimate(auto, other, 0.0 if other == lane else 1e6)
+                call = {auto: (lambda xs: self.submit(auto, xs).result())}
+                check_outputs(data, call, f"scheduler ({policy}) on {lane}")
+            for lane, v in est.items():
+                self.sched.set_estimate(auto, lane, v)
         calls = {m: (lambda xs, m=m: self.submit(m, xs).result()) for m in models}
         check_outputs(data, calls, f"scheduler ({policy})")
 
@@ -310,6 +373,19 @@ def main(argv: list[str] | None = None) -> int:
             "xgen-dag",
         ],
     )
+    p.add_argument(
+        "--auto-model",
+        choices=list(MODELS),
+        default=None,
+        help="give this model a Vulkan build too and add the xgen-<policy>-auto systems "
+        "(where a Vulkan device is present)",
+    )
+    p.add_argument(
+        "--vulkan-gpu",
+        default=None,
+        help="Vulkan target profile of that build (default: the portable baseline; e.g. ampere)",
+    )
+    p.add_argument("--prepare-only", action="store_true", help="fill the cache and stop")
     p.add_argument("--dag-rate", type=float, default=5.0, help="task graph runs per second")
     p.add_argument("--dag-deadline-ms", type=float, default=200.0)
     p.add_argument("--json", default=str(Path(__file__).parent / "results" / "coschedule.json"))
@@ -321,11 +397,25 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     cache = Path(args.cache) if args.cache else Path(tempfile.mkdtemp(prefix="coschedule-"))
-    data = prepare(cache)
+    data = prepare(cache, args.auto_model, args.vulkan_gpu)
+    if args.prepare_only:
+        log(f"cache ready: {cache}")
+        return 0
     torch.set_num_threads(1)
     results: dict[str, Any] = {}
     everything = list(MODELS)
-    for system_name in args.systems:
+    device = vulkan_device() if args.auto_model else None
+    systems = list(args.systems)
+    if args.auto_model:
+        log(f"Vulkan device: {device or 'none'}")
+        print(
+            f"Vulkan device used for {args.auto_model}: {device or 'none (auto systems skipped)'}"
+        )
+        if device and not any(x.endswith("-auto") for x in systems):
+            systems.append("xgen-edf-auto")
+        if not device:
+            systems = [x for x in systems if not x.endswith("-auto")]
+    for system_name in systems:
         log(f"scenario {system_name}")
         if system_name == "xgen-dag":
             dag = run_dag(
@@ -340,7 +430,10 @@ def main(argv: list[str] | None = None) -> int:
         elif system_name.startswith("xgen-"):
             policy = system_name.split("-")[1]
             drop = system_name.endswith("-drop")
-            sys_ = SchedSystem(policy, data, everything, drop_late=drop)
+            auto = args.auto_model if system_name.endswith("-auto") else None
+            if system_name.endswith("-auto") and not auto:
+                raise SystemExit(f"{system_name}: give --auto-model")
+            sys_ = SchedSystem(policy, data, everything, drop_late=drop, auto=auto)
             models = everything
         elif system_name == "naive-threads":
             mods = {n: xgen_mlir.load(data[n]["vmfb"]) for n in everything}
@@ -369,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
                 k: st[k] for k in ("policy", "preemptions", "executors", "nice_offsets")
             }
             res["worker_share_avg"] = {m: v["worker_share_avg"] for m, v in st["models"].items()}
+            res["runs_per_device"] = {m: v["runs_per_device"] for m, v in st["models"].items()}
+            res["estimate_ms"] = {m: v["estimate_ms"] for m, v in st["models"].items()}
             if args.timeline_dir:
                 out = Path(args.timeline_dir) / f"timeline-{system_name}.html"
                 sys_.sched.write_timeline(out, title=f"{system_name}, mixed workload")
@@ -388,6 +483,9 @@ def main(argv: list[str] | None = None) -> int:
                 for m, (p, r, d) in MODELS.items()
             },
             "note": "shared 2-core host: other jobs ran beside this benchmark; one run",
+            "auto_model": args.auto_model,
+            "vulkan_device": device,
+            "vulkan_gpu_profile": args.vulkan_gpu if args.auto_model else None,
             "command": "python benchmarks/bench_coschedule.py " + " ".join(sys.argv[1:]),
         },
         "results": results,
@@ -421,10 +519,16 @@ def print_table(results: dict[str, Any]) -> None:
                 else ""
             )
             miss = "" if m["deadline_misses"] is None else str(m["deadline_misses"])
+            runs = res.get("runs_per_device", {}).get(model, {})
+            where = (
+                ""
+                if set(runs) <= {"cpu"}
+                else "  " + ", ".join(f"{k} {v}" for k, v in runs.items())
+            )
             print(
                 f"{system:<15} {model:<13} {m['completed']:>5} {m['p50_ms'] or 0:>8.1f} "
                 f"{m['p99_ms'] or 0:>8.1f} {m['max_ms'] or 0:>8.1f} {miss:>5} {ratio:>9} "
-                f"{res['throughput_per_s']:>6.1f}"
+                f"{res['throughput_per_s']:>6.1f}{where}"
             )
 
 
