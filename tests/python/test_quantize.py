@@ -213,6 +213,16 @@ def test_per_channel_rewrite_fires_and_matches_ort(op: str) -> None:
         check_close(got, want, atol=1e-5, rtol=1e-5, what="compiled")
 
 
+def test_per_channel_rewrite_sees_weights_behind_identity() -> None:
+    """The TorchScript exporter shares a weight through an Identity node (ResNet-18: 16 of its
+    20 convs); the rewrite looks through it."""
+    proto = _graph("Conv")
+    dqw = next(n for n in proto.graph.node if n.name == "dqw")
+    proto.graph.node.insert(0, helper.make_node("Identity", ["w"], ["w_shared"], "id"))
+    dqw.input[0] = "w_shared"
+    assert rewrite_per_channel_contractions(proto) == {"Conv": 1}
+
+
 @pytest.mark.parametrize(
     "kw",
     [

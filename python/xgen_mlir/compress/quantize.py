@@ -105,6 +105,11 @@ def _load(model: Any, example_inputs: Sequence[Any] | None) -> tuple[Any, dict[s
         proto.CopyFrom(model)
         return proto, {}
     if isinstance(model, (str, Path)):
+        if Path(model).suffix != ".onnx":
+            raise QuantizationError(
+                f"quantize: {model}: int8 quantization takes an nn.Module (with example_inputs) "
+                "or an ONNX model (.onnx); export this model to ONNX first"
+            )
         try:
             return onnx.load(str(model)), {}
         except Exception as e:

@@ -471,6 +471,9 @@ def rewrite_per_channel_contractions(proto: onnx.ModelProto) -> dict[str, int]:
     (``_per_channel_contraction``); returns {op type: count}. torch-mlir fuses per-tensor
     quantization only: without this the weights are dequantized and the contraction is f32."""
     g = _Graph(proto.graph)
+    for n in proto.graph.node:  # the TorchScript exporter shares weights through Identity
+        if n.op_type == "Identity" and n.input and n.input[0] in g.inits:
+            g.inits[n.output[0]] = g.inits[n.input[0]]
     producers = {o: n for n in proto.graph.node for o in n.output}
     done: dict[str, int] = {}
     new_nodes: list[onnx.NodeProto] = []
