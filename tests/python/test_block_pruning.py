@@ -258,3 +258,92 @@ def test_gpt2_conv1d_as_linear_block_pruned_with_gelu_fused():
     assert rw["xgen-lower-bcsr-kernels"]["block-sparse kernels"] == 8, rw
     assert rw["xgen-lower-bcsr-kernels"]["of them with their activations"] == 2, rw
     assert _rel(compiled(*inputs), pruned(*inputs).detach()) < 1e-4
+
+
+def _outlier_layer(kind: str) -> tuple[nn.Module, int, int, torch.Tensor, torch.Tensor]:
+    """A layer whose input channel 5 is 20x louder than the others and whose weights on it are
+    10x smaller: by weight energy its columns are the weakest, by output energy (0.1 x 20 = 2x
+    a typical column's) among the strongest. Returns the layer, its GEMM columns per channel,
+    the channel count, a calibration input and a held-out input."""
+    torch.manual_seed(0)
+    if kind == "linear":
+        layer, kvol, c = nn.Linear(64, 16), 1, 64
+        shape: tuple[int, ...] = (256, 64)
+    else:
+        k = 1 if kind == "conv1x1" else 3
+        c = 8 if k == 3 else 64
+        layer, kvol, shape = nn.Conv2d(c, 16, k, padding=k // 2), k * k, (4, c, 6, 6)
+    with torch.no_grad():
+        layer.weight[:, 5] *= 0.1
+    loud = torch.ones(c)
+    loud[5] = 20.0
+    view = (1, c) if kind == "linear" else (1, c, 1, 1)
+    x, held = (torch.randn(*shape) * loud.reshape(view) for _ in range(2))
+    return layer.eval(), kvol, c, x, held
+
+
+@pytest.mark.parametrize("kind", ["linear", "conv1x1", "conv3x3"])
+def test_activation_criterion_keeps_the_loud_input(kind):
+    layer, kvol, c, x, held = _outlier_layer(kind)
+    block = (8, c * kvol)  # one block column: 6 of 8 rows, 2/3 of the columns kept at 2x
+    got = {}
+    for criterion in ("activation", "weight"):
+        got[criterion] = p = compress.prune(
+            layer, (x,), scheme="block", rate=2.0, block_shape=block, criterion=criterion
+        )
+        compress.check_structure(p)
+    loud = slice(5 * kvol, 6 * kvol)  # channel 5's GEMM columns
+    act_cols = got["activation"].xgen_block_cols[0, 0]
+    weight_cols = got["weight"].xgen_block_cols[0, 0]
+    assert bool(act_cols[loud].all()) and not bool(weight_cols[loud].any())
+    assert torch.equal(act_cols.sum(), weight_cols.sum())  # same structure, other columns
+    with torch.no_grad():
+        want = layer(held)
+        err = {k: float((p(held) - want).norm() / want.norm()) for k, p in got.items()}
+    assert err["activation"] < err["weight"], err
+
+
+def test_activation_criterion_is_the_default_and_calibration_counts():
+    layer, _, _, x, _ = _outlier_layer("linear")
+    quiet = torch.randn(8, 64)  # example input without the outlier feature
+    default = compress.prune(layer, (x,), scheme="block", rate=2.0, block_shape=(8, 64))
+    assert bool(default.xgen_block_cols[0, 0, 5])
+    plain = compress.prune(
+        layer, (quiet,), scheme="block", rate=2.0, block_shape=(8, 64), criterion="activation"
+    )
+    assert not bool(plain.xgen_block_cols[0, 0, 5])
+    # calibration samples: a tensor, a tuple, a dict of keyword inputs
+    for sample in (x, (x,), {"input": x}):
+        calibrated = compress.prune(
+            layer, (quiet,), scheme="block", rate=2.0, block_shape=(8, 64), calibration=[sample]
+        )
+        assert bool(calibrated.xgen_block_cols[0, 0, 5])
+
+
+def test_criterion_errors():
+    model, x = _mlp(), torch.randn(4, 128)
+    with pytest.raises(XGenError, match=r"criterion='energy'.*'activation'.*'weight'"):
+        compress.prune(model, (x,), scheme="block", criterion="energy")
+    with pytest.raises(XGenError, match="calibration= is used by criterion='activation' only"):
+        compress.prune(model, (x,), scheme="block", criterion="weight", calibration=[(x,)])
+    with pytest.raises(XGenError, match="belong to scheme='block'"):
+        compress.prune(model, (x,), criterion="weight")
+
+    class Branch(nn.Module):  # "unused" never runs in forward
+        def __init__(self) -> None:
+            super().__init__()
+            self.used, self.unused = nn.Linear(128, 64), nn.Linear(128, 64)
+
+        def forward(self, x):
+            return self.used(x)
+
+    with pytest.raises(XGenError, match=r"1 layer\(s\) to prune never ran.*\['unused'\]"):
+        compress.prune(Branch(), (x,), scheme="block", block_shape=(8, 16))
+    by_weight = compress.prune(
+        Branch(), (x,), scheme="block", block_shape=(8, 16), criterion="weight"
+    )
+    assert "unused" in compress.describe(by_weight).layers
+    bad = x.clone()
+    bad[0, 0] = float("inf")
+    with pytest.raises(XGenError, match=r"layer '0' had NaN or Inf"):
+        compress.prune(model, (bad,), scheme="block", block_shape=(8, 16))

@@ -5,7 +5,13 @@ Every prunable layer is seen as a GEMM weight ``W[out, in]``: a Linear as it is,
 (1-D/2-D/3-D, groups=1) as ``[filters, channels * kernel volume]`` (the im2col view, so a
 1x1 or 1x1x1 conv is exactly a GEMM over pixels). ``W`` is cut into blocks of ``rows x
 cols``; inside each block the weakest columns are removed (all rows of the block skip them),
-then the weakest rows over the kept columns. What is kept in a block is therefore a dense
+then the weakest rows over the kept columns. "Weakest" is, by default (``criterion=
+"activation"``), the least output energy: a weight's square times the mean square of the input
+feature it multiplies, measured with forward hooks on the example (and calibration) inputs,
+the activation-aware saliency of Wanda / AWQ. Transformers' hidden states have outlier
+features (MiniLM: some 5-21x the median RMS), and a small weight on one of them matters more
+than a big one on a quiet feature; ``criterion="weight"`` ranks by weight energy alone. What
+is kept in a block is therefore a dense
 ``kept rows x kept columns`` sub-matrix, the shape the block-sparse kernels consume
 (``codegen/block_sparse.py``): a kept column is one input row streamed through the register
 tile, a kept row one accumulator of it.
@@ -36,18 +42,21 @@ from typing import cast
 
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
 from ..errors import XGenError
 from ..target import block_tile, host_fact
 
 __all__ = [
     "BLOCK_BUFFERS",
+    "CRITERIA",
     "attach_blocks",
     "block_mask",
     "check_block_layer",
     "conv1d_to_linear",
     "default_block_shape",
     "gemm_view",
+    "input_mean_squares",
     "is_block_pruned",
     "kept_counts",
     "prune_blocks",
@@ -56,6 +65,9 @@ __all__ = [
 BLOCK_BUFFERS = ("xgen_block_shape", "xgen_block_rows", "xgen_block_cols")
 #: Targets whose block shape comes from the compiling host's facts.
 HOST_TARGETS = ("cpu",)
+
+#: How columns and rows are ranked inside a block (see the module docstring).
+CRITERIA = ("activation", "weight")
 
 LayerFilter = Iterable[str] | Callable[[str, nn.Module], bool] | None
 _CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
@@ -276,15 +288,31 @@ def kept_counts(rows: int, cols: int, rate: float, row_share: float) -> tuple[in
 
 
 def block_structure(
-    w: torch.Tensor, shape: tuple[int, int], rate: float, row_share: float
+    w: torch.Tensor,
+    shape: tuple[int, int],
+    rate: float,
+    row_share: float,
+    input_ms: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Kept rows and columns of every block of GEMM matrix ``w`` for a ``rate``x reduction:
     columns by their energy in the block, then rows by their energy over the kept columns.
-    ``row_share`` is the part of the reduction (in log scale) taken by rows. Every block keeps
-    at most ``1 / rate`` of its weights (:func:`kept_counts`), so the layer does too."""
+    ``input_ms`` ([K], the mean square of each GEMM column's input): the energy of a weight is
+    then its square times its input's mean square, what it adds to its output's energy (input
+    features taken as uncorrelated); without it, its square. ``row_share`` is the part of the
+    reduction (in log scale) taken by rows. Every block keeps at most ``1 / rate`` of its
+    weights (:func:`kept_counts`), so the layer does too."""
     br, bc = shape
     n, k = w.shape
-    energy = _to_blocks(w.detach().double() ** 2, br, bc)  # [NBR, NBC, br, bc]
+    sq = w.detach().double().cpu() ** 2
+    if input_ms is not None:
+        ms = input_ms.detach().double().cpu()
+        if ms.shape != (k,):
+            raise XGenError(f"input_ms has shape {tuple(ms.shape)}, the GEMM view has {k} columns")
+        # a millionth of the mean: columns whose input was always zero rank by weight energy
+        # among themselves instead of tying
+        scale = ms + 1e-6 * ms.mean() if float(ms.max()) > 0 else torch.ones_like(ms)
+        sq = sq * scale[None, :]
+    energy = _to_blocks(sq, br, bc)  # [NBR, NBC, br, bc]
     vr, vc = _edge_valid(n, k, br, bc)
     # edge blocks (fewer rows / columns inside the matrix) get their own counts
     nr, nc = vr.sum(-1), vc.sum(-1)
@@ -297,6 +325,78 @@ def block_structure(
     row_e = (energy * cols[..., None, :]).sum(-1).masked_fill(~vr, -math.inf)
     rows = _keep_top(row_e, kr_b) & vr
     return rows, cols
+
+
+def _as_args(sample: object) -> tuple[tuple, dict]:
+    """A calibration sample as call arguments: a dict (keyword inputs), a tuple / list (one
+    item per input) or one tensor (a one-input model)."""
+    if isinstance(sample, dict):
+        return (), sample
+    if isinstance(sample, (tuple, list)):
+        return tuple(sample), {}
+    return (sample,), {}
+
+
+@torch.no_grad()
+def input_mean_squares(
+    model: nn.Module, layers: dict[str, nn.Module], inputs: Iterable[object]
+) -> dict[str, torch.Tensor]:
+    """{name: [K] float64}: the mean square of each GEMM column's input of every layer in
+    ``layers`` (modules of ``model``), over every position of every sample in ``inputs`` (each
+    a tuple of ``model``'s inputs, a dict of keyword inputs or one tensor), measured with
+    forward pre-hooks. A Linear's column is an input feature; a conv's column (channel,
+    kernel offset) gets its channel's mean square over all input positions (exact for 1x1
+    convs; the im2col view's zero padding is not counted). A layer no sample reaches, or
+    whose inputs hold NaN / Inf, is an error naming it."""
+    sums: dict[str, torch.Tensor] = {}
+    counts: dict[str, int] = {name: 0 for name in layers}
+
+    def hook(name: str, m: nn.Module) -> Callable:
+        def record(_: nn.Module, args: tuple, kwargs: dict) -> None:
+            x = (args[0] if args else kwargs["input"]).detach()
+            if isinstance(m, _CONVS):
+                if x.dim() == len(m.kernel_size) + 1:  # unbatched
+                    x = x.unsqueeze(0)
+                flat = x.transpose(0, 1).reshape(x.shape[1], -1).t()
+            else:
+                flat = x.reshape(-1, x.shape[-1])
+            part = flat.double().pow(2).sum(0)
+            sums[name] = sums[name] + part if name in sums else part
+            counts[name] += flat.shape[0]
+
+        return record
+
+    handles = [
+        m.register_forward_pre_hook(hook(name, m), with_kwargs=True) for name, m in layers.items()
+    ]
+    was_training = model.training
+    model.eval()
+    try:
+        for sample in tqdm(inputs, desc="block pruning: input statistics", disable=None):
+            args, kwargs = _as_args(sample)
+            model(*args, **kwargs)
+    finally:
+        for h in handles:
+            h.remove()
+        model.train(was_training)
+    missing = [name for name, c in counts.items() if c == 0]
+    if missing:
+        raise XGenError(
+            f"criterion='activation': {len(missing)} layer(s) to prune never ran on the example "
+            f"or calibration inputs, so their inputs cannot be measured: {missing} (give inputs "
+            "that reach them, exclude= them, or use criterion='weight')"
+        )
+    out = {}
+    for name, m in layers.items():
+        ms = (sums[name] / counts[name]).cpu()
+        if not bool(torch.isfinite(ms).all()):
+            raise XGenError(
+                f"criterion='activation': layer {name!r} had NaN or Inf in its inputs on the "
+                "example or calibration inputs"
+            )
+        kvol = gemm_view(_weight(m)).shape[1] // ms.shape[0]
+        out[name] = ms.repeat_interleave(kvol) if kvol > 1 else ms
+    return out
 
 
 @torch.no_grad()
@@ -321,6 +421,8 @@ def prune_blocks(
     layers: LayerFilter = None,
     exclude: LayerFilter = (),
     vector_bits: int | None = None,
+    criterion: str = "activation",
+    calibration: Iterable[object] | None = None,
     verbose: bool = False,
 ) -> nn.Module:
     """Block-prune a deep copy of ``model`` (``compress.prune(..., scheme="block")``).
@@ -331,10 +433,21 @@ def prune_blocks(
     ``block_shape``: (rows, cols) for all layers or ``{glob: shape}`` (default: the
     target's register tile, :func:`default_block_shape`); ``row_share``: the part of each
     block's reduction (in log scale) taken by removing rows, the rest by columns.
+    ``criterion``: "activation" (default) ranks columns and rows by their weights' squares
+    times their inputs' mean squares (:func:`input_mean_squares`, over ``example_inputs`` and
+    every sample of ``calibration``: tuples of inputs, dicts or tensors); "weight" by the
+    weights' squares alone (``calibration`` is then an error: it would be ignored).
     Candidates: Linear and groups=1 Conv1d/2d/3d layers at least one block big.
     """
     if not 0.0 <= row_share <= 1.0:
         raise XGenError(f"row_share={row_share} not in [0, 1]")
+    if criterion not in CRITERIA:
+        raise XGenError(
+            f"criterion={criterion!r}: use 'activation' (weights x input RMS, measured on the "
+            "example and calibration inputs) or 'weight' (weight magnitude alone)"
+        )
+    if calibration is not None and criterion != "activation":
+        raise XGenError(f"calibration= is used by criterion='activation' only, not {criterion!r}")
     default = default_block_shape(target, vector_bits) if block_shape is None else None
     pruned = copy.deepcopy(model).eval()
     from .structure import detach
@@ -365,12 +478,16 @@ def prune_blocks(
     bad = {n: r for n, r in rates.items() if r < 1.0}
     if bad:
         raise XGenError(f"block pruning rates must be >= 1 (1 = dense): {bad}")
+    for name in chosen:
+        if min(shape_of(name)) < 1:
+            raise XGenError(f"{name}: block_shape {shape_of(name)} must be positive")
+    input_ms: dict[str, torch.Tensor] = {}
+    if criterion == "activation":
+        samples = [example_inputs, *(calibration or ())]
+        input_ms = input_mean_squares(pruned, chosen, samples)
     for name, m in chosen.items():
-        shape = shape_of(name)
-        if min(shape) < 1:
-            raise XGenError(f"{name}: block_shape {shape} must be positive")
-        w = gemm_view(_weight(m))
-        rows, cols = block_structure(w, shape, rates[name], row_share)
+        w, shape = gemm_view(_weight(m)), shape_of(name)
+        rows, cols = block_structure(w, shape, rates[name], row_share, input_ms.get(name))
         attach_blocks(m, shape, rows, cols)
         _project(m)
     from .structure import check_structure

@@ -105,6 +105,8 @@ def prune(
     rate: float | dict[str, float] = 4.0,
     block_shape: tuple[int, int] | dict[str, tuple[int, int]] | None = None,
     row_share: float = 0.5,
+    criterion: str | None = None,
+    calibration: Iterable | None = None,
 ) -> nn.Module:
     """Pattern- and connectivity-prune a deep copy of ``model`` for ``target``.
 
@@ -123,7 +125,9 @@ def prune(
 
     ``scheme="block"``: block-based pruning of Linear and conv layers through their GEMM view
     instead (:func:`.blocks.prune_blocks`, which takes ``rate``, ``block_shape``,
-    ``row_share``, ``allocation`` ("uniform" by default there), ``layers``, ``exclude``).
+    ``row_share``, ``allocation`` ("uniform" by default there), ``layers``, ``exclude``,
+    ``criterion`` ("activation" by default: weights x input RMS on ``example_inputs`` and
+    ``calibration``; or "weight") and ``calibration``).
     """
     if scheme == "block":
         pattern_args = {
@@ -149,10 +153,14 @@ def prune(
             allocation=allocation or "uniform",
             layers=layers,
             exclude=exclude,
+            criterion=criterion or "activation",
+            calibration=calibration,
             verbose=verbose,
         )
     if scheme != "pattern":
         raise XGenError(f"scheme={scheme!r}: use 'pattern' or 'block'")
+    if criterion is not None or calibration is not None:
+        raise XGenError("criterion= and calibration= belong to scheme='block'")
     allocation = allocation or "erk"
     if target not in TARGET_GROUP_SIZE:
         raise XGenError(f"unknown target {target!r}; known: {sorted(TARGET_GROUP_SIZE)}")
