@@ -354,11 +354,26 @@ def tune(
         result.model_checks = sum(1 for c in result.check_log if c["compiled"])
         _explain(result.module, ops, result.verdicts)
         if result.module is not untuned_module:
-            final = time_models_paired(
-                untuned_module, result.module, inputs, 2 * IN_MODEL_ROUNDS, 0.02
+            timer = model_timer or _default_timer
+            xs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+            final = timer(untuned_module, result.module, xs).merge(
+                timer(untuned_module, result.module, xs)
             )
             result.model_ms_before, result.model_ms_after = final.current_ms, final.candidate_ms
             result.model_timing = final
+            if final.slower():  # the whole is the last check: one of the wins was noise
+                result.module = _undo_this_run(
+                    model,
+                    example_inputs,
+                    target,
+                    db_path,
+                    host,
+                    result,
+                    final,
+                    untuned_module,
+                    compile_options,
+                )
+                _explain(result.module, ops, result.verdicts)
     else:
         result.module = compile_model(
             model,
@@ -518,9 +533,7 @@ def check_in_model(
     are tried in groups of neighbours in that order, and a group that loses is split in
     halves. Returns the best model, the verdicts and a log of the checks (one per model
     compile, groups too)."""
-    timer = timer or (
-        lambda cur, cand, xs: time_models_paired(cur, cand, xs, IN_MODEL_ROUNDS, 0.02)
-    )
+    timer = timer or _default_timer
     compile_options = compile_options or {}
     host = HostIdentity.current(threads=threads)
     xs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
@@ -667,6 +680,45 @@ def check_in_model(
         if bar is not None:
             bar.close()
     return current, verdicts, log
+
+
+def _default_timer(current: Any, candidate: Any, xs: Any) -> ModelTiming:
+    return time_models_paired(current, candidate, xs, IN_MODEL_ROUNDS, 0.02)
+
+
+def _undo_this_run(
+    model: Any,
+    example_inputs: Any,
+    target: str,
+    db_path: Path,
+    host: HostIdentity,
+    result: TuneResult,
+    final: ModelTiming,
+    untuned: Any,
+    compile_options: dict[str, Any],
+) -> Any:
+    """The tuned model as a whole was slower than the untuned one beyond the noise: the
+    configs this run accepted go back to confirmed alone (undecided: a later run checks them
+    again) and the model keeps only what earlier runs accepted."""
+    kept: dict[str, Record] = {}
+    with TuningDB(db_path) as tdb:
+        for sig, v in result.verdicts.items():
+            if v.status != APPLIED or v.config is None:
+                continue
+            if v.ratio is None:  # accepted by an earlier run
+                kept.update(
+                    {r.signature: r for r in tdb.records(host.key, sig) if r.config == v.config}
+                )
+                continue
+            tdb.reject(host, sig, v.config, CONFIRMED_ALONE)
+            v.status, v.ratio = NOT_TRIED, None
+            v.why = (
+                f"won its check ({v.why}), but the tuned model as a whole was slower than the "
+                f"untuned one ({final.describe()}): undecided, checked again by the next run"
+            )
+    if not kept:
+        return untuned
+    return _compile_with(model, example_inputs, target, host, kept, compile_options)
 
 
 def _top(records: Any) -> Record | None:
