@@ -14,6 +14,10 @@ Judged on the held-out sentences, before fine-tuning (pruned only) and after:
   a logistic regression trained once on the dense model's embeddings of the training
   sentences, scored on the held-out sentences embedded by each model.
 
+Columns and rows inside a block are ranked by ``--criterion``: "activation" (the default of
+``compress.prune``: weight squared x input mean square, measured on the example input and
+``--calibration`` training sentences) and/or "weight" (weight energy alone).
+
 The block shapes: the cpu target's default (its register tile, 8 x 64 with AVX-512) and a
 finer one (8 x 16: the same kernel family, one vector of columns). ``--speed`` also times the
 MiniLM layer shapes (sequence 128) at every shape and level, compiled by xgen_mlir's cpu
@@ -25,6 +29,9 @@ Every configuration's result is cached under ``--cache`` and fine-tuning checkpo
 
     .venv/bin/python benchmarks/block_accuracy.py    # 0.65 s a step on 2 quiet cores: ~25 min
     .venv/bin/python benchmarks/block_accuracy.py --steps 100 --levels 4   # shorter
+    # pruned only (no fine-tuning), both criteria, the default block, its own results file:
+    .venv/bin/python benchmarks/block_accuracy.py --steps 0 --shapes 8x64 \
+        --criterion activation weight --out benchmarks/results/block_accuracy_criterion.json
 """
 
 from __future__ import annotations
@@ -273,7 +280,9 @@ def shape_arg(text: str) -> tuple[int, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=300, help="fine-tuning steps per configuration")
+    ap.add_argument(
+        "--steps", type=int, default=300, help="fine-tuning steps per configuration (0: none)"
+    )
     ap.add_argument("--round", type=int, default=50, help="steps between checkpoints")
     ap.add_argument("--levels", type=float, nargs="+", default=[2.0, 4.0, 8.0])
     ap.add_argument(
@@ -283,6 +292,19 @@ def main() -> None:
         default=None,
         help="block shapes (default: "
         "the cpu target's default, then the same rows with 16 columns), e.g. 8x64 8x16",
+    )
+    ap.add_argument(
+        "--criterion",
+        nargs="+",
+        choices=compress.blocks.CRITERIA,
+        default=["activation"],
+        help="how columns / rows are ranked inside a block (each one is a configuration)",
+    )
+    ap.add_argument(
+        "--calibration",
+        type=int,
+        default=64,
+        help="training sentences the activation criterion measures inputs on",
     )
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--max-len", type=int, default=48, help="tokens per sentence at most")
@@ -329,19 +351,23 @@ def main() -> None:
     cfg = {
         k: v for k, v in vars(args).items() if k in ("steps", "batch", "max_len", "lr", "held_out")
     }
+    calib = calibration_batches(train_tok, args.calibration, args.batch)
     rows = []
-    for shape in args.shapes:
-        for level in args.levels:
-            key = f"{shape[0]}x{shape[1]}_{level:g}x"
-            done = args.cache / f"{key}.json"
-            if done.exists() and json.loads(done.read_text()).get("config") == cfg:
-                rows.append(json.loads(done.read_text()))
-                print(f"{key}: cached")
-                continue
-            rows.append(
-                run_config(args, cfg, dense, example, train_tok, test_tok, want, task, shape, level)
-            )
-            atomic_write_text(done, json.dumps(rows[-1]))
+    for criterion in args.criterion:
+        ccfg = {**cfg, "criterion": criterion}
+        if criterion == "activation":
+            ccfg["calibration_sentences"] = args.calibration
+        for shape in args.shapes:
+            for level in args.levels:
+                key = f"{shape[0]}x{shape[1]}_{level:g}x_{criterion}"
+                done = args.cache / f"{key}.json"
+                if done.exists() and json.loads(done.read_text()).get("config") == ccfg:
+                    rows.append(json.loads(done.read_text()))
+                    print(f"{key}: cached")
+                    continue
+                data_ = (train_tok, test_tok, want, task, calib)
+                rows.append(run_config(args, ccfg, dense, example, data_, shape, level, criterion))
+                atomic_write_text(done, json.dumps(rows[-1]))
     speed = None
     if args.speed:
         speed = layer_speed(args.shapes, args.levels, args.speed_rounds)
@@ -349,11 +375,25 @@ def main() -> None:
     report(args, rows, dense_acc, task, len(train), len(test), speed, seconds)
 
 
-def run_config(args, cfg, dense, example, train_tok, test_tok, want, task, shape, level) -> dict:
-    key = f"{shape[0]}x{shape[1]}_{level:g}x"
+def calibration_batches(tokens: Tokens, count: int, batch: int) -> list:
+    """``count`` training sentences (a fixed random pick) as (ids, mask) batches."""
+    pick = torch.randperm(len(tokens), generator=torch.Generator().manual_seed(1))[:count]
+    return [tokens.batch(pick[i : i + batch]) for i in range(0, len(pick), batch)]
+
+
+def run_config(args, cfg, dense, example, data, shape, level, criterion) -> dict:
+    train_tok, test_tok, want, task, calib = data
+    key = f"{shape[0]}x{shape[1]}_{level:g}x_{criterion}"
     t0 = time.time()
     student = compress.prune(
-        dense, example, scheme="block", rate=level, block_shape=shape, layers=in_encoder
+        dense,
+        example,
+        scheme="block",
+        rate=level,
+        block_shape=shape,
+        layers=in_encoder,
+        criterion=criterion,
+        calibration=calib if criterion == "activation" else None,
     ).to(args.device)
     teacher = copy.deepcopy(dense).to(args.device)
     desc = compress.describe(student)
@@ -362,11 +402,16 @@ def run_config(args, cfg, dense, example, train_tok, test_tok, want, task, shape
         "config": cfg,
         "block_shape": list(shape),
         "level": level,
+        "criterion": criterion,
         "pruned_layers": len(desc.layers),
         "weights_fewer": desc.block_weights_before / max(desc.block_weights_after, 1),
         "before": {**cosine_stats(before, want), "topic_accuracy": task.accuracy(before)},
     }
     print(f"{key}: pruned only {row['before']}")
+    if args.steps <= 0:
+        compress.check_structure(student)
+        row["seconds"] = round(time.time() - t0, 1)
+        return row
     for m in student.modules():
         if isinstance(m, nn.Dropout):
             m.p = 0.0  # the student matches the teacher's eval-mode states: no noise on top
@@ -398,17 +443,19 @@ def run_config(args, cfg, dense, example, train_tok, test_tok, want, task, shape
 
 def report(args, rows, dense_acc, task, n_train, n_test, speed, seconds) -> None:
     print(
-        "\n| block | level | weights fewer | cosine before | cosine after (p5) | topic acc. before "
-        f"| after (dense {100 * dense_acc:.1f}) |"
+        "\n| criterion | block | level | weights fewer | cosine before (p5) | cosine after (p5) "
+        f"| topic acc. before | after (dense {100 * dense_acc:.1f}) |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        b, a = r["before"], r["after"]
+        b, a = r["before"], r.get("after")
+        after = f"{a['cosine_mean']:.4f} ({a['cosine_p5']:.4f})" if a else "-"
+        acc = f"{100 * a['topic_accuracy']:.1f}" if a else "-"
         print(
-            f"| {r['block_shape'][0]}x{r['block_shape'][1]} | {r['level']:g}x "
-            f"| {r['weights_fewer']:.2f}x | {b['cosine_mean']:.4f} "
-            f"| {a['cosine_mean']:.4f} ({a['cosine_p5']:.4f}) | {100 * b['topic_accuracy']:.1f} "
-            f"| {100 * a['topic_accuracy']:.1f} |"
+            f"| {r.get('criterion', 'weight')} | {r['block_shape'][0]}x{r['block_shape'][1]} "
+            f"| {r['level']:g}x | {r['weights_fewer']:.2f}x "
+            f"| {b['cosine_mean']:.4f} ({b['cosine_p5']:.4f}) | {after} "
+            f"| {100 * b['topic_accuracy']:.1f} | {acc} |"
         )
     payload = {
         "meta": {
@@ -438,29 +485,41 @@ def plot(rows, dense_acc, speed, path: Path) -> None:
 
     panels = 3 if speed else 2
     fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4))
-    shapes = sorted({tuple(r["block_shape"]) for r in rows}, key=lambda s: -s[1])
-    for i, shape in enumerate(shapes):
+    groups = sorted(
+        {(r.get("criterion", "weight"), tuple(r["block_shape"])) for r in rows},
+        key=lambda g: (g[0], -g[1][1]),
+    )
+    timed: set = set()
+    for i, (criterion, shape) in enumerate(groups):
         sel = sorted(
-            (r for r in rows if tuple(r["block_shape"]) == shape), key=lambda r: r["level"]
+            (
+                r
+                for r in rows
+                if tuple(r["block_shape"]) == shape and r.get("criterion", "weight") == criterion
+            ),
+            key=lambda r: r["level"],
         )
         xs = [r["weights_fewer"] for r in sel]
         label = f"{shape[0]}x{shape[1]}"
+        name = f"{label} {criterion}" if len({g[0] for g in groups}) > 1 else label
         for ax, what, scale in ((axes[0], "cosine_mean", 1), (axes[1], "topic_accuracy", 100)):
-            ax.plot(
-                xs,
-                [scale * r["after"][what] for r in sel],
-                "o-",
-                c=f"C{i}",
-                label=f"{label} fine-tuned",
-            )
+            if all("after" in r for r in sel):
+                ax.plot(
+                    xs,
+                    [scale * r["after"][what] for r in sel],
+                    "o-",
+                    c=f"C{i}",
+                    label=f"{name} fine-tuned",
+                )
             ax.plot(
                 xs,
                 [scale * r["before"][what] for r in sel],
                 "s:",
                 c=f"C{i}",
-                label=f"{label} pruned only",
+                label=f"{name} pruned only",
             )
-        if speed:
+        if speed and shape not in timed:
+            timed.add(shape)
             lv = [r["level"] for r in sel]
             sp = [
                 float(
