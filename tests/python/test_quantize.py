@@ -213,14 +213,24 @@ def test_per_channel_rewrite_fires_and_matches_ort(op: str) -> None:
         check_close(got, want, atol=1e-5, rtol=1e-5, what="compiled")
 
 
-def test_per_channel_rewrite_sees_weights_behind_identity() -> None:
-    """The TorchScript exporter shares a weight through an Identity node (ResNet-18: 16 of its
-    20 convs); the rewrite looks through it."""
+@pytest.mark.parametrize("shared", ["weight", "bias"])
+def test_per_channel_rewrite_sees_through_identity(shared: str) -> None:
+    """The TorchScript exporter shares equal tensors through Identity nodes (ResNet-18: the
+    biases of 16 of its 20 convs); the rewrite looks through them."""
     proto = _graph("Conv")
-    dqw = next(n for n in proto.graph.node if n.name == "dqw")
-    proto.graph.node.insert(0, helper.make_node("Identity", ["w"], ["w_shared"], "id"))
-    dqw.input[0] = "w_shared"
+    if shared == "weight":
+        node = next(n for n in proto.graph.node if n.name == "dqw")
+        i = 0
+    else:
+        node = next(n for n in proto.graph.node if n.name == "op")
+        i = 2
+    proto.graph.node.insert(0, helper.make_node("Identity", [node.input[i]], ["shared"], "id"))
+    node.input[i] = "shared"
+    shape = [d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    want = _ort(proto, x)
     assert rewrite_per_channel_contractions(proto) == {"Conv": 1}
+    check_close(_ort(proto, x), want, atol=1e-5, rtol=1e-5, what=f"shared {shared}")
 
 
 @pytest.mark.parametrize(

@@ -319,7 +319,7 @@ def _dq_parts(
     """The DequantizeLinear producing ``name``: (node, constant input or None, scale, zero
     point or None); None if ``name`` is not a DequantizeLinear's output or its scale or zero
     point is not a constant."""
-    node = producers.get(name)
+    node = producers.get(_through_identity(name, producers))
     if node is None or node.op_type != "DequantizeLinear" or node.domain not in ("", "ai.onnx"):
         return None
     scale = g.array(node.input[1])
@@ -330,6 +330,16 @@ def _dq_parts(
     return node, g.array(node.input[0]), scale, zp
 
 
+def _through_identity(name: str, producers: dict[str, onnx.NodeProto]) -> str:
+    """``name`` or, while it is an Identity's output, that Identity's input: the TorchScript
+    exporter shares equal weights and biases through Identity nodes (ResNet-18's biases)."""
+    seen = 0
+    node = producers.get(name)
+    while node is not None and node.op_type == "Identity" and node.input and seen < 100:
+        name, node, seen = node.input[0], producers.get(node.input[0]), seen + 1
+    return name
+
+
 def _bias_array(
     g: _Graph, name: str, producers: dict[str, onnx.NodeProto], n: int
 ) -> np.ndarray | bool | None:
@@ -337,7 +347,7 @@ def _bias_array(
     a constant (then the rewrite does not fire); None: no bias."""
     if not name:
         return None
-    value = g.array(name)
+    value = g.array(_through_identity(name, producers))
     if value is None:
         parts = _dq_parts(g, name, producers)
         if parts is None or parts[1] is None:
