@@ -294,9 +294,12 @@ def measure_batch(
     model_flags: list[str],
     settings: MeasureSettings | None = None,
     elem_bits: int = 32,
+    runner: Any = None,
 ) -> list[Measurement]:
-    """Compile, check and time ``configs`` against IREE's own config (see the module doc)."""
+    """Compile, check and time ``configs`` against IREE's own config (see the module doc).
+    ``runner`` (``tuning.runners``): where the batch runs; None: this machine."""
     settings = settings or MeasureSettings()
+    run = _run if runner is None else runner.run
 
     def flags(subset: list[dict[str, Any]]) -> list[str]:
         return standalone_flags(model_flags, any(c["kind"] == "data-tiled" for c in subset))
@@ -338,7 +341,7 @@ def measure_batch(
                     raise RuntimeError(f"IREE rejected candidates it compiled alone: {err}")
         if runnable and vmfb is not None:
             results.update(
-                _run(vmfb, standalone, configs, runnable, settings, elem_bits, work, model_flags)
+                run(vmfb, standalone, configs, runnable, settings, elem_bits, work, model_flags)
             )
     return [results[i] for i in range(len(configs))]
 
