@@ -160,3 +160,41 @@ def test_median_of_a_benchmark_report():
     rows.append({"run_type": "aggregate", "real_time": 99.0, "time_unit": "us"})
     report = "garbage before\n" + __import__("json").dumps({"benchmarks": rows})
     assert _median_seconds(report) == pytest.approx(20e-6)
+
+
+def test_tune_for_arm64_under_qemu_records_under_the_device_identity(tmp_path):
+    """tune(target="arm64", runner="qemu"): a real (tiny) search whose batches are compiled for
+    aarch64 and measured under qemu; every record is the emulated device's, so compile() for
+    this host finds none of them."""
+    import torch
+
+    from xgen_mlir import compile as xcompile
+    from xgen_mlir.tunedb import TuningDB
+    from xgen_mlir.tuning.measure import MeasureSettings
+    from xgen_mlir.tuning.search import tune
+
+    device = _qemu().identity(threads=1)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(48, 32)).eval()
+    x = torch.randn(16, 48)
+    db = tmp_path / "t.db"
+    result = tune(
+        model,
+        (x,),
+        target="arm64",
+        runner="qemu",
+        db=db,
+        workers=1,
+        max_trials=2,
+        batch_size=2,
+        settings=MeasureSettings(threads=1, rounds=2, min_block_s=0.001),
+        progress=False,
+    )
+    assert result.trials >= 2 and result.host == device.describe()
+    with TuningDB(db) as tdb:
+        records = tdb.records()
+        assert records and {r.host_key for r in records} == {device.key}
+        assert any(r.status == "ok" and r.config["kind"] != "iree" for r in records)
+    with pytest.warns(UserWarning, match="records only of other hosts .qemu-aarch64"):
+        module = xcompile(model, (x,), tuning_db=db, tuning_threads=1)
+    assert not module.report.tuning.applied

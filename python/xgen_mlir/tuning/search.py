@@ -235,6 +235,7 @@ def tune(
     db: str | Path | None = None,
     cluster: str | None = None,
     workers: int | None = None,
+    runner: str | None = None,
     batch_size: int = 6,
     max_trials: int | None = None,
     settings: MeasureSettings | None = None,
@@ -252,6 +253,9 @@ def tune(
     ``max_trials``); records go to ``db`` (default ``$XGEN_TUNING_DB`` or
     ``~/.cache/xgen_mlir/tuning.db``). ``cluster``: a Ray address to spread measurements
     over (machines of this host's type); default: a local Ray with ``workers`` CPUs.
+    ``runner`` (``tuning.runners``): "qemu" or "ssh://user@board" measures on that device
+    instead, records under its identity; the model is not run here then (no checks in the
+    model, no algorithm choices), so configs stay confirmed alone.
     ``use_cost_model=False``: candidates at random (the baseline a cost model must beat).
     The last ``model_check_share`` of the budget (at most ``max_model_checks`` model
     compiles) decides, op signature by signature, which confirmed configs make the model
@@ -262,13 +266,17 @@ def tune(
     t_start = time.perf_counter()
     db_path = Path(db) if db is not None else default_db_path()
     settings = settings or MeasureSettings(threads=host_threads())
+    foreign = runner not in (None, "", "local")
+    measure_model = measure_model and not foreign
     rng = random.Random(seed)
     ops, flags, untuned_module = collect_ops(
         model, example_inputs, target, db_path, settings.threads, compile_options
     )
     compile_s = time.perf_counter() - t_start  # what one model compile costs, about
     tdb = TuningDB(db_path)
-    host = HostIdentity.current(threads=settings.threads)
+    from .runners import make_runner
+
+    host = make_runner(runner).identity(settings.threads)
     tdb.add_host(host)
     for op in ops:  # resume: what this host measured before
         for r in tdb.records(host.key, op.signature):
@@ -287,7 +295,7 @@ def tune(
     trials = 0
     timeline: list[tuple[float, int, float]] = []
     bar = _bar(progress, max_trials, len(ops)) if max_trials != 0 else None
-    pool = RayPool(cluster, workers, settings.threads) if ops and max_trials != 0 else None
+    pool = RayPool(cluster, workers, settings.threads, runner) if ops and max_trials != 0 else None
     try:
         busy: set[str] = set()
         while pool is not None:
@@ -387,18 +395,19 @@ def tune(
     # contraction search, in what is left of the budget; result.module applies them.
     from .choices import tune_choices
 
-    result.choices = tune_choices(
-        result,
-        model,
-        example_inputs,
-        inputs,
-        target,
-        db_path,
-        settings,
-        deadline=t_start + budget_s,
-        progress=progress,
-        compile_options=compile_options,
-    )
+    if not foreign:
+        result.choices = tune_choices(
+            result,
+            model,
+            example_inputs,
+            inputs,
+            target,
+            db_path,
+            settings,
+            deadline=t_start + budget_s,
+            progress=progress,
+            compile_options=compile_options,
+        )
     result.seconds = time.perf_counter() - t_start
     if report is not None:
         from .report import write_report

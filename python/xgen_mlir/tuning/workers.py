@@ -3,7 +3,8 @@ or ``address`` to join a cluster of machines of the host type being tuned for.
 
 Each batch is a Ray task asking for as many CPUs as the module's threads, so a node never
 times two batches at once (they would share its cores and both measure wrong), while a
-cluster of N nodes measures N batches at a time. Workers only measure; the driver writes
+cluster of N nodes measures N batches at a time (``runner``: each worker measures on a
+foreign device instead, ``tuning.runners``). Workers only measure; the driver writes
 every result to the one database, with the identity of the host that measured it.
 """
 
@@ -23,18 +24,20 @@ def _measure_remote(
     flags: list[str],
     settings: dict[str, Any],
     elem_bits: int,
+    runner: str | None = None,
 ) -> dict[str, Any]:
-    from ..tunedb import HostIdentity
+    from .runners import make_runner
 
     ms = MeasureSettings(**settings)
+    device = make_runner(runner)
     try:
-        out = measure_batch(standalone, configs, flags, ms, elem_bits)
+        out = measure_batch(standalone, configs, flags, ms, elem_bits, runner=device)
         results = [asdict(m) for m in out]
         error = ""
     except Exception as e:  # the baseline itself failed: the op is left untuned
         results, error = [], f"{type(e).__name__}: {e}"[:500]
     return {
-        "host": HostIdentity.current(threads=ms.threads).to_json(),
+        "host": device.identity(ms.threads).to_json(),
         "results": results,
         "error": error,
     }
@@ -44,7 +47,11 @@ class RayPool:
     """Submit measurement batches, collect finished ones."""
 
     def __init__(
-        self, address: str | None = None, num_cpus: int | None = None, threads: int = 1
+        self,
+        address: str | None = None,
+        num_cpus: int | None = None,
+        threads: int = 1,
+        runner: str | None = None,
     ) -> None:
         ray = optional_import("ray", "tune", "tuning (it measures on a Ray cluster)")
         self.ray = ray
@@ -67,11 +74,14 @@ class RayPool:
                 ray.init(num_cpus=num_cpus, **kwargs)
             self.started = True
         self.threads = threads
+        self.runner = runner  # tuning.runners spec: where each batch runs (None: the worker)
         self._fn = ray.remote(num_cpus=threads, max_retries=0)(_measure_remote)
         self.inflight: dict[Any, Any] = {}
 
     @property
     def capacity(self) -> int:
+        if self.runner not in (None, "", "local"):
+            return 1  # one device: a batch timed beside another would share its cores
         cpus = int(self.ray.cluster_resources().get("CPU", 1))
         return max(1, cpus // max(1, self.threads))
 
@@ -84,7 +94,7 @@ class RayPool:
         settings: MeasureSettings,
         elem_bits: int,
     ) -> None:
-        ref = self._fn.remote(standalone, configs, flags, asdict(settings), elem_bits)
+        ref = self._fn.remote(standalone, configs, flags, asdict(settings), elem_bits, self.runner)
         self.inflight[ref] = tag
 
     def wait(self, timeout: float | None = None) -> list[tuple[Any, dict[str, Any]]]:
