@@ -25,7 +25,7 @@ import platform
 import sqlite3
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -407,29 +407,43 @@ def _row_record(row: tuple[Any, ...]) -> Record | None:
     return record
 
 
+def _host_records(
+    db: str | os.PathLike[str] | None,
+    host: HostIdentity,
+    read: Callable[[TuningDB, HostIdentity], Any],
+    what: str,
+    instead: str,
+) -> tuple[Any, Path | None]:
+    """``read(db, host)`` from ``db`` (None: the default path, only if it exists; a named
+    path that does not exist is an error), warning when only other hosts have ``what``."""
+    path = Path(db) if db is not None else default_db_path()
+    if not path.exists():
+        if db is not None:
+            raise TuningDBError(f"tuning database {path} does not exist")
+        return {}, None
+    with TuningDB(path, readonly=True) as tdb:
+        found = read(tdb, host)
+        foreign = [h for h in tdb.foreign_hosts(host) if read(tdb, h)]
+    if foreign and not found:
+        names = "; ".join(sorted({h.describe() for h in foreign}))
+        warnings.warn(
+            f"tuning database {path} has {what} only of other hosts ({names}); this host "
+            f"({host.describe()}) {instead}",
+            stacklevel=4,
+        )
+    return found, path
+
+
 def records_for(
     db: str | os.PathLike[str] | None, host: HostIdentity
 ) -> tuple[dict[str, Record], str]:
     """The records ``compile()`` applies for ``host`` from ``db`` (None: the default path,
     only if it exists), and a note for the report: which file, or why none were used. Records
     of other hosts are ignored with a warning naming the hosts."""
-    path = Path(db) if db is not None else default_db_path()
-    if not path.exists():
-        if db is not None:
-            raise TuningDBError(f"tuning database {path} does not exist")
+    best, path = _host_records(db, host, lambda t, h: t.best(h), "records", "uses untuned configs")
+    if path is None:
         return {}, ""
-    with TuningDB(path, readonly=True) as tdb:
-        best = tdb.best(host)
-        foreign = tdb.foreign_hosts(host)
-    if foreign and not best:
-        names = "; ".join(sorted({h.describe() for h in foreign}))
-        warnings.warn(
-            f"tuning database {path} has records only of other hosts ({names}); this host "
-            f"({host.describe()}) uses untuned configs",
-            stacklevel=3,
-        )
-    note = f"{path}: {len(best)} tuned op signature(s) for {host.describe()}"
-    return best, note
+    return best, f"{path}: {len(best)} tuned op signature(s) for {host.describe()}"
 
 
 def choice_records_for(
@@ -437,19 +451,9 @@ def choice_records_for(
 ) -> tuple[dict[str, list[Record]], str]:
     """The algorithm choices measured on ``host`` in ``db`` (None: the default path, only if
     it exists), as :func:`records_for` does for configs."""
-    path = Path(db) if db is not None else default_db_path()
-    if not path.exists():
-        if db is not None:
-            raise TuningDBError(f"tuning database {path} does not exist")
+    found, path = _host_records(
+        db, host, lambda t, h: t.choices(h), "algorithm choices", "keeps every conv direct"
+    )
+    if path is None:
         return {}, ""
-    with TuningDB(path, readonly=True) as tdb:
-        found = tdb.choices(host)
-        foreign = [h for h in tdb.foreign_hosts(host) if tdb.choices(h)]
-    if foreign and not found:
-        names = "; ".join(sorted({h.describe() for h in foreign}))
-        warnings.warn(
-            f"tuning database {path} has algorithm choices only of other hosts ({names}); "
-            f"this host ({host.describe()}) keeps every conv direct",
-            stacklevel=3,
-        )
     return found, f"{path}: {len(found)} measured conv signature(s) for {host.describe()}"
