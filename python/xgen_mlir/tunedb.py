@@ -413,9 +413,11 @@ def _host_records(
     read: Callable[[TuningDB, HostIdentity], Any],
     what: str,
     instead: str,
+    foreign_counts: Callable[[TuningDB, HostIdentity], Any] | None = None,
 ) -> tuple[Any, Path | None]:
     """``read(db, host)`` from ``db`` (None: the default path, only if it exists; a named
-    path that does not exist is an error), warning when only other hosts have ``what``."""
+    path that does not exist is an error), warning when only other hosts have ``what``: the
+    hosts for which ``foreign_counts`` (default: every other host with any record) is true."""
     path = Path(db) if db is not None else default_db_path()
     if not path.exists():
         if db is not None:
@@ -423,7 +425,9 @@ def _host_records(
         return {}, None
     with TuningDB(path, readonly=True) as tdb:
         found = read(tdb, host)
-        foreign = [h for h in tdb.foreign_hosts(host) if read(tdb, h)]
+        foreign = [
+            h for h in tdb.foreign_hosts(host) if foreign_counts is None or foreign_counts(tdb, h)
+        ]
     if foreign and not found:
         names = "; ".join(sorted({h.describe() for h in foreign}))
         warnings.warn(
@@ -452,7 +456,12 @@ def choice_records_for(
     """The algorithm choices measured on ``host`` in ``db`` (None: the default path, only if
     it exists), as :func:`records_for` does for configs."""
     found, path = _host_records(
-        db, host, lambda t, h: t.choices(h), "algorithm choices", "keeps every conv direct"
+        db,
+        host,
+        lambda t, h: t.choices(h),
+        "algorithm choices",
+        "keeps every conv direct",
+        foreign_counts=lambda t, h: t.choices(h),
     )
     if path is None:
         return {}, ""
