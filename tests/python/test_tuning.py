@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tuning_fixtures import MATMUL
 
 from xgen_mlir import compile as xcompile
 from xgen_mlir.tunedb import (
@@ -300,22 +301,7 @@ def test_candidates_are_checked_before_they_are_timed():
     from xgen_mlir.tuning.measure import MeasureSettings, measure_batch
 
     ir = iree_binding().ir
-    text = """
-    #map = affine_map<(d0, d1, d2) -> (d0, d2)>
-    #map1 = affine_map<(d0, d1, d2) -> (d2, d1)>
-    #map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
-    util.global private @w = dense<0.5> : tensor<64x48xf32>
-    func.func @main(%a: tensor<32x64xf32>) -> tensor<32x48xf32> {
-      %zero = arith.constant 0.0 : f32
-      %b = util.global.load @w : tensor<64x48xf32>
-      %e = tensor.empty() : tensor<32x48xf32>
-      %f = linalg.fill ins(%zero : f32) outs(%e : tensor<32x48xf32>) -> tensor<32x48xf32>
-      %m = linalg.matmul ins(%a, %b : tensor<32x64xf32>, tensor<64x48xf32>)
-             outs(%f : tensor<32x48xf32>) -> tensor<32x48xf32>
-      return %m : tensor<32x48xf32>
-    }
-    """
-    module = ir.Module.parse(text, ir.Context())
+    module = ir.Module.parse(MATMUL, ir.Context())
     state = DispatchState(tuning=TuningRequest(collect=True))
     run_steps(module, ["xgen-apply-tuning"], what="test", state=state)
     (task,) = state.tuning.tasks

@@ -330,12 +330,7 @@ def standalone_module(t: Tunable) -> str:
             for c in captured:
                 mapping[c.results[0]] = c.clone().results[0]
             for o in cloned_ops:
-                c = o.clone()
-                for i, v in enumerate(o.operands):
-                    c.operands[i] = mapping[v]
-                _remap_nested(ir, c, mapping)
-                for old, new in zip(o.results, c.results, strict=True):
-                    mapping[old] = new
+                c = clone_remapped(ir, o, mapping)
                 for name in ("compilation_info", HINT, "lowering_config"):
                     if name in c.attributes:
                         del c.attributes[name]
@@ -379,6 +374,18 @@ def _captured(ir: Any, op: Any) -> list[Any]:
             if v not in inside and v not in out:
                 out.append(v)
     return out
+
+
+def clone_remapped(ir: Any, op: Any, mapping: dict[Any, Any]) -> Any:
+    """Clone ``op`` at the insertion point with its operands (nested ones too) read through
+    ``mapping``, and map its results to the clone's."""
+    c = op.clone()
+    for i, v in enumerate(op.operands):
+        c.operands[i] = mapping[v]
+    _remap_nested(ir, c, mapping)
+    for old, new in zip(op.results, c.results, strict=True):
+        mapping[old] = new
+    return c
 
 
 def _remap_nested(ir: Any, op: Any, mapping: dict[Any, Any]) -> None:

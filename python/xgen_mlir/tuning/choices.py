@@ -37,7 +37,7 @@ import numpy as np
 from .._mlir import ir
 from ..compiler import CompileOptions, _import
 from ..compiler import compile as compile_model
-from ..fusion.tunable import _captured, _remap_nested
+from ..fusion.tunable import _captured, clone_remapped
 from ..irutil import np_dtype
 from ..passes.runner import run_steps
 from ..passes.winograd_convs import (
@@ -174,12 +174,7 @@ class _Slice:
             conv = None
             with ir.InsertionPoint(block):
                 for o in ops:
-                    c = o.clone()
-                    for i, v in enumerate(o.operands):
-                        c.operands[i] = mapping[v]
-                    _remap_nested(ir, c, mapping)
-                    for old, new in zip(o.results, c.results, strict=True):
-                        mapping[old] = new
+                    c = clone_remapped(ir, o, mapping)
                     if o.name.startswith("linalg.conv_2d"):
                         conv = c
                 ir.Operation.create("func.return", operands=[mapping[self.result]])
