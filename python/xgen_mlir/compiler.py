@@ -32,6 +32,7 @@ from .passes.winograd_convs import CHOICES, TunedChoices
 from .pipelines import Pipeline, available_pipelines, load_pipeline
 from .runtime import CompiledModule
 from .runtime.cpu_features import CPU_KEY, FORMAT_KEY, REFLECTION_KEY
+from .runtime.plugins import REFLECTION_KEY as PLUGINS_KEY
 from .tunedb import HostIdentity, choice_records_for, records_for
 
 
@@ -106,6 +107,8 @@ class CompileReport:
     # rejected (the compile went on without them), with why
     # What our graph rewrites did, per pass: {"xgen-winograd-convs": {"...": 13}, ...}
     rewrites: dict[str, dict[str, int]] = field(default_factory=dict)
+    # BYOC: what xgen-byoc-offload did ({"<op> -> onednn": 19, "<op> kept: why": 1})
+    offload: dict[str, int] = field(default_factory=dict)
     # A dynamic batch compiled as a loop over items at batch 1 (frontend/batch_loop.py):
     # what was done, or why not (empty: no dynamic batch, or the target does not loop)
     batch_loop: str = ""
@@ -254,6 +257,23 @@ def _record_cpu_target(module: ir.Module, entry: str, cpu: CpuTarget) -> None:
         entries[CPU_KEY] = ir.StringAttr.get(cpu.cpu)
         entries[FORMAT_KEY] = ir.StringAttr.get(cpu.format)
         attrs["iree.reflection"] = ir.DictAttr.get(entries)
+
+
+def _record_plugins(module: ir.Module, entry: str, rewrites: Any) -> dict[str, int]:
+    """The ops BYOC offload handed to a library ({what: count}, from the pass's counts); the
+    backends whose plugins the module needs go into the entry's reflection (``load()`` reads
+    them: runtime/plugins.py)."""
+    counts = {k: v for k, v in (rewrites or {}).get("xgen-byoc-offload", {}).items()}
+    used = sorted({k.rsplit("-> ", 1)[1] for k in counts if "-> " in k})
+    if used:
+        func = find_func(module.operation, entry)
+        with module.context:
+            attrs = func.attributes
+            old = attrs["iree.reflection"] if "iree.reflection" in attrs else None
+            entries = {a.name: a.attr for a in ir.DictAttr(old)} if old is not None else {}
+            entries[PLUGINS_KEY] = ir.StringAttr.get(",".join(used))
+            attrs["iree.reflection"] = ir.DictAttr.get(entries)
+    return counts
 
 
 def _as_arrays(result: Any) -> list[Any]:
@@ -525,6 +545,7 @@ def compile(
         add_dim_bound_checks(module.operation, opts.entry, bounds)
     if cpu is not None:
         _record_cpu_target(module, opts.entry, cpu)
+    report.offload = _record_plugins(module, opts.entry, report.rewrites)
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 
     tuning = _tuning_request(opts, target)

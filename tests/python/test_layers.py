@@ -19,7 +19,7 @@ LAYERS = [
     ["_paths", "_mlir", "diagnostics", "target", "fileio", "dtypes"],
     ["tunedb"],  # measured configs per (op signature, host)
     ["irutil", "analysis", "codegen", "compress", "models"],
-    ["dialects", "pipelines"],
+    ["dialects", "pipelines", "byoc"],  # byoc: external kernel libraries' plugins
     ["frontend", "fusion"],
     ["passes"],
     ["backend"],

@@ -63,3 +63,39 @@ stream.executable private @{symbol}_ex attributes {{
   }}
 }}
 """
+
+
+def import_executable_text(
+    symbol: str, import_name: str, operand_lengths: Sequence[int], result_length: int
+) -> str:
+    """``stream.executable @<symbol>_ex`` exporting ``@<symbol>``, one workgroup that calls
+    ``import_name`` (resolved when the module loads, by an executable plugin: ``byoc/``) with
+    the operands' and then the result's data pointers (``llvm.bareptr``: a static memref is
+    passed as its aligned pointer, which includes the binding's offset; IREE packs the
+    arguments in a struct, in this order). The library runs its own threads."""
+    lengths = [*operand_lengths, result_length]
+    types = [f"memref<{n}xf32>" for n in lengths]
+    bindings = ", ".join(f"%b{i}: !stream.binding" for i in range(len(lengths)))
+    subspans = "\n".join(
+        f"      %m{i} = stream.binding.subspan %b{i}[%c0] : !stream.binding -> {t}"
+        for i, t in enumerate(types)
+    )
+    args = ", ".join(f"%m{i}" for i in range(len(lengths)))
+    sig = ", ".join(types)
+    return f"""
+stream.executable private @{symbol}_ex {{
+  stream.executable.export public @{symbol} workgroups() -> (index, index, index) {{
+    %c1 = arith.constant 1 : index
+    stream.return %c1, %c1, %c1 : index, index, index
+  }}
+  builtin.module {{
+    func.func private @{import_name}({sig}) attributes {{llvm.bareptr = true}}
+    func.func @{symbol}({bindings}) {{
+      %c0 = arith.constant 0 : index
+{subspans}
+      func.call @{import_name}({args}) : ({sig}) -> ()
+      return
+    }}
+  }}
+}}
+"""

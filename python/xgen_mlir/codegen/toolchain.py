@@ -134,35 +134,49 @@ def compile_object(source: str, toolchain: Toolchain, name: str) -> Path:
             "(install it, e.g. `apt-get install gcc`, or compile without pattern codegen)"
         )
     flags = [*FREESTANDING, *toolchain.cflags, *toolchain.extra]
-    host = _host_cpu() if any("=native" in f for f in flags) else ""
-    key = hashlib.sha256("\0".join([toolchain.cc, *flags, host, source]).encode()).hexdigest()[:24]
-    obj = cache_dir() / f"{name}-{key}.o"
-    if _valid(obj):
-        return obj
-    src = obj.with_suffix(".c")
+    command = [toolchain.cc, *flags, "-c", "{src}", "-o", "{out}"]
+    return cached_build(name, ".o", ".c", source, command, what="kernel")
+
+
+def cached_build(
+    name: str, suffix: str, src_suffix: str, source: str, command: list[str], what: str
+) -> Path:
+    """Run ``command`` ("{src}" and "{out}" stand for the paths) on ``source``, cached under a
+    hash of the command (and this CPU, for ``=native`` flags) and the source; the output is
+    checksummed and renamed into place as described above."""
+    host = _host_cpu() if any("=native" in f for f in command) else ""
+    key = hashlib.sha256("\0".join([*command, host, source]).encode()).hexdigest()[:24]
+    out = cache_dir() / f"{name}-{key}{suffix}"
+    if _valid(out):
+        return out
+    src = out.with_suffix(src_suffix)
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f"{obj.stem}.", suffix=".tmp.o", dir=obj.parent)
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f"{out.stem}.", suffix=f".tmp{suffix}", dir=out.parent
+        )
         os.close(fd)
     except OSError as e:
-        raise _cache_error(obj.parent, e) from None
+        raise _cache_error(out.parent, e) from None
     tmp = Path(tmp_name)
     try:
         atomic_write_bytes(src, source.encode())  # a concurrent compile never reads half of it
         proc = subprocess.run(
-            [toolchain.cc, *flags, "-c", str(src), "-o", str(tmp)], capture_output=True, text=True
+            [{"{src}": str(src), "{out}": str(tmp)}.get(a, a) for a in command],
+            capture_output=True,
+            text=True,
         )
         if proc.returncode != 0:
             raise BackendCompileError(
-                f"{toolchain.cc} failed on kernel {name} ({src}):\n{proc.stderr[-2000:]}"
+                f"{command[0]} failed on {what} {name} ({src}):\n{proc.stderr[-2000:]}"
             )
         with open(tmp, "rb") as f:
             data = f.read()
             os.fsync(f.fileno())
-        # checksum first: a reader that finds the object finds its checksum
-        atomic_write_bytes(obj.with_name(obj.name + ".sha256"), _digest(data) + b"\n")
-        tmp.replace(obj)
+        # checksum first: a reader that finds the output finds its checksum
+        atomic_write_bytes(out.with_name(out.name + ".sha256"), _digest(data) + b"\n")
+        tmp.replace(out)
     except OSError as e:
-        raise _cache_error(obj.parent, e) from None
+        raise _cache_error(out.parent, e) from None
     finally:
         tmp.unlink(missing_ok=True)
-    return obj
+    return out

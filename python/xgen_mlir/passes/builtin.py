@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     algebraic_simplify,
     bf16_constants,
     block_sparse,
+    byoc_offload,
     cancel_reshapes,
     dispatch_passes,
     fkw_compact,

@@ -80,15 +80,18 @@ def install_kernel(
     perm: list[int] | None = None,
     weights_name: str = "xgen_kernel_weights",
     ids: int = 1,
+    executable: str | None = None,
 ) -> None:
     """Replace ``end``'s result by a call of the kernel in object ``obj`` (taking ``ids``
     workgroup ids: x, then y, z) on ``inputs`` (numpy arrays become constants), transposed
     by ``perm`` where ``end`` wrote another layout than the kernel; erase what is then dead.
-    The declaration carries the FLOPs of the ``replaced`` ops, for the report's count."""
+    The declaration carries the FLOPs of the ``replaced`` ops, for the report's count.
+    ``executable``: the kernel's executable text when it is not a C object (an offload's
+    import call, ``dispatch.import_executable_text``)."""
     shapes = [[a.size] if isinstance(a, np.ndarray) else _shape(a.type) for a in inputs]
     result = _shape(result_type)
     splice_functions(module_op, wrapper_text(symbol, shapes, result))
-    text = dispatch.executable_text(
+    text = executable or dispatch.executable_text(
         symbol,
         obj,
         object_format,

@@ -129,7 +129,9 @@ def _init_sizes(x: ir.Value, static: list[int]) -> list[int | ir.Value]:
     return [mixed_sizes(x, [0])[0] if is_dynamic(static[0]) else static[0], *static[1:]]
 
 
-def _convert(op: ir.Operation, ev: ConstEval) -> bool | str:
+def to_nhwc(op: ir.Operation, ev: ConstEval) -> ir.Operation | bool | str:
+    """The NCHW conv ``op`` as its named NHWC form between transposes (returned); False where
+    it does not match, a reason string where it is left NCHW for that reason."""
     builder, perm = _CONVS[op.name]
     out_ty = ir.RankedTensorType(op.results[0].type)
     if str(out_ty.element_type) != "f32":
@@ -151,21 +153,23 @@ def _convert(op: ir.Operation, ev: ConstEval) -> bool | str:
     return _swap_in_nhwc(op, make)
 
 
-def _swap_in_nhwc(op: ir.Operation, make) -> bool:
+def _swap_in_nhwc(op: ir.Operation, make) -> ir.Operation:
     """Replace the NCHW conv/pool ``op`` by ``make(nhwc_input, strides, dilations)`` (its NHWC
-    form, built at ``op``) followed by a transpose back to NCHW; dead producers go too."""
+    form, built at ``op`` and returned) followed by a transpose back to NCHW; dead producers
+    go too."""
     strides = list(ir.DenseIntElementsAttr(op.attributes["strides"]))
     dilations = list(ir.DenseIntElementsAttr(op.attributes["dilations"]))
     with ir.InsertionPoint(op), op.location:
-        back = transpose(make(nhwc_input(op.operands[0]), strides, dilations), TO_NCHW)
+        made = make(nhwc_input(op.operands[0]), strides, dilations)
+        back = transpose(made, TO_NCHW)
     old = [op.operands[0], op.operands[1], op.operands[2]]
     op.results[0].replace_all_uses_with(back)
     op.erase()
     erase_dead_tree(old)
-    return True
+    return made.owner
 
 
-def _convert_pool(op: ir.Operation) -> bool | str:
+def _convert_pool(op: ir.Operation) -> ir.Operation | bool | str:
     """An NCHW pool becomes the named NHWC pool between transposes.
 
     Why, even in functions whose convs stay NCHW: IREE's channels-last preprocessing leaves
@@ -216,7 +220,7 @@ def nhwc_convs(module_op: ir.Operation, opts: NhwcOptions | None = None) -> Coun
                 counts[f"{op.name} {DYNAMIC_HWC}"] += 1
                 continue
             fold_one(op, ev)  # per-channel constants in NCHW would pin transposes (see above)
-            convert(op, lambda op: _convert(op, ev))
+            convert(op, lambda op: to_nhwc(op, ev))
         return counts
 
 

@@ -21,7 +21,9 @@ A pass may state its ordering rules: ``requires`` (passes that must run before i
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -229,6 +231,8 @@ def _wrap_python(
             pass_.signal_pass_failure()
         except Exception as e:  # a bug in the pass: a clear failure with a reproducer, not a
             # traceback from inside MLIR's pass manager
+            if os.environ.get("XGEN_PASS_TRACEBACKS"):  # for whoever debugs a pass
+                traceback.print_exc()
             _FAILURES.append(f"{info.name}: internal error: {type(e).__name__}: {e}")
             pass_.signal_pass_failure()
 

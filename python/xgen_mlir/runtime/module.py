@@ -31,6 +31,8 @@ from ..errors import (
 )
 from ..fileio import atomic_write_bytes, atomic_write_text
 from .cpu_features import CPU_KEY, FORMAT_KEY, REFLECTION_KEY, check_cpu_features
+from .plugins import REFLECTION_KEY as PLUGINS_KEY
+from .plugins import device_with_plugins, plugin_paths
 from .signature import Signature, check_entry_name, parse_declaration
 from .targets import (
     GPU_FORMATS,
@@ -115,6 +117,7 @@ class CompiledModule:
         build_info: dict[str, Any] | None = None,
         isolated: bool = False,
         call_timeout: float | None = None,
+        plugins: dict[str, str] | None = None,
     ) -> None:
         try:
             check_entry_name(entry)
@@ -129,6 +132,9 @@ class CompiledModule:
         # what a bundle's manifest records about the build (target options, flags, arch).
         self.report: Any = report
         self.build_info: dict[str, Any] = dict(build_info or {})
+        # Executable plugin files by backend name (BYOC offload; runtime/plugins.py): where
+        # not given, a module that needs one builds it or finds it in the kernel cache.
+        self.plugins: dict[str, str] = dict(plugins or {})
         self.device = device or (devices[0] if devices else "local-task")
         if self.device not in DEVICES:
             raise UnknownNameError("device", self.device, list(DEVICES))
@@ -219,7 +225,14 @@ class CompiledModule:
             profile = self.build_info.get("target_options", {}).get("gpu", "")
             check_vulkan_profile(profile, vulkan_device_names(), self.source)
         try:
-            config = rt.Config(self.device)
+            plugins = self.reflection.get(PLUGINS_KEY, "")
+            if plugins and self.device in ("local-task", "local-sync"):
+                paths = plugin_paths(plugins, self.plugins, self.source)
+                config = rt.Config(device=device_with_plugins(self.device, paths))
+            else:
+                config = rt.Config(self.device)
+        except ModuleLoadError:
+            raise
         except Exception as e:
             raise ModuleLoadError(
                 f"device '{self.device}' is not available here: {_short(e)}"
@@ -535,6 +548,7 @@ def load(
     yield_to_workers: bool = True,
     isolated: bool = False,
     call_timeout: float | None = None,
+    plugins: dict[str, str] | None = None,
 ) -> CompiledModule:
     """Load a ``.vmfb`` written by ``CompiledModule.save`` (or by ``xgen-compile``), or the
     bytes of one. A ``PATH.sha256`` beside the file (save() writes it) must match.
@@ -545,7 +559,9 @@ def load(
     outputs per call; docs/runtime.md); ``call_timeout`` (seconds, isolated only) stops a call
     that takes longer, e.g. a module stuck in a loop, with a ModuleCallError.
     ``yield_to_workers=False`` waits for calls without the scheduling hint of
-    runtime/waiting.py."""
+    runtime/waiting.py. ``plugins``: executable plugin files by backend name, for a module
+    whose dispatches call a kernel library (BYOC offload; default: built here or found in the
+    kernel cache)."""
     if isinstance(path, (bytes, bytearray, memoryview)):
         data, source = bytes(path), "<bytes>"
     elif isinstance(path, (str, os.PathLike)):
@@ -596,6 +612,7 @@ def load(
         yield_to_workers=yield_to_workers,
         isolated=isolated,
         call_timeout=call_timeout,
+        plugins=plugins,
     )
     module.check_device()  # a module for another CPU/GPU fails here, clearly, not at first call
     return module

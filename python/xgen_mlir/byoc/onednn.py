@@ -1,0 +1,106 @@
+"""oneDNN as an offload backend: its plugin, built here, and the import names it resolves.
+
+The plugin (``onednn_plugin.cc``) is compiled with the host's C++ compiler against the
+system's oneDNN (Debian's ``libdnnl-dev``) into the kernel cache, once per source and
+compiler, like the generated C kernels. oneDNN picks its instruction set when it runs (JIT:
+AVX-512, AVX512-BF16/VNNI, AMX where the CPU has them), so one plugin serves every x86 host.
+
+An import name is the whole operation: ``xgen_dnnl_conv_<compute>_<post>_<bias>_`` then
+N, IH, IW, IC, OH, OW, OC, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, G (NHWC input and output,
+HWIO weights: a ``linalg.conv_2d_nhwc_hwcf``), or ``xgen_dnnl_matmul_<compute>_<post>_<bias>_``
+M, K, N. ``compute`` is f32 or bf16 (operands rounded to bf16, f32 accumulation and output).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..codegen.toolchain import cached_build
+from ..errors import BackendCompileError
+
+SOURCE = Path(__file__).with_name("onednn_plugin.cc")
+PREFIX = "xgen_dnnl_"
+HEADER = Path("/usr/include/oneapi/dnnl/dnnl.hpp")
+CXX_FLAGS = ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden"]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A kernel library reached through an executable plugin."""
+
+    name: str
+    prefix: str  # of the import names its plugin resolves
+    cxx: str = "g++"
+
+    def unavailable(self) -> str | None:
+        """Why the plugin cannot be built here (None: it can)."""
+        if shutil.which(self.cxx) is None:
+            return f"the C++ compiler '{self.cxx}' is not on PATH (apt-get install g++)"
+        if not HEADER.exists():
+            return f"oneDNN's headers ({HEADER}) are not installed (apt-get install libdnnl-dev)"
+        return None
+
+    def plugin(self) -> Path:
+        """The plugin's shared library, built on first use and cached."""
+        why = self.unavailable()
+        if why:
+            raise BackendCompileError(f"the {self.name} offload backend needs {why}")
+        command = [self.cxx, *CXX_FLAGS, "{src}", "-o", "{out}", "-ldnnl"]
+        return cached_build(
+            f"libxgen_{self.name}", ".so", ".cc", SOURCE.read_text(), command, "plugin"
+        )
+
+    def can_build(self, symbol: str) -> bool:
+        """Whether the plugin makes a primitive for import ``symbol`` on this host (asked
+        through the plugin itself, so the compiler never offloads what the runtime refuses)."""
+        return bool(_library(str(self.plugin())).xgen_dnnl_can_build(symbol.encode()))
+
+
+@functools.cache
+def _library(path: str) -> ctypes.CDLL:
+    lib = ctypes.CDLL(path)
+    lib.xgen_dnnl_can_build.argtypes = [ctypes.c_char_p]
+    lib.xgen_dnnl_can_build.restype = ctypes.c_int
+    return lib
+
+
+ONEDNN = Backend("onednn", PREFIX)
+BACKENDS = {ONEDNN.name: ONEDNN}
+
+
+def backend_named(name: str) -> Backend:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown offload backend '{name}' (known: {', '.join(sorted(BACKENDS))})"
+        ) from None
+
+
+def conv_symbol(
+    compute: str,
+    post: str,
+    n: int,
+    ih: int,
+    iw: int,
+    ic: int,
+    oh: int,
+    ow: int,
+    oc: int,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],  # top, left, bottom, right
+    dilations: Sequence[int],
+    groups: int = 1,
+) -> str:
+    fields = [n, ih, iw, ic, oh, ow, oc, *kernel, *strides, *pads, *dilations, groups]
+    return f"{PREFIX}conv_{compute}_{post}_b_" + "_".join(str(int(f)) for f in fields)
+
+
+def matmul_symbol(compute: str, post: str, m: int, k: int, n: int) -> str:
+    return f"{PREFIX}matmul_{compute}_{post}_b_{m}_{k}_{n}"

@@ -1,0 +1,330 @@
+// xgen_mlir's oneDNN offload: an IREE executable plugin (loaded by the runtime with
+// --executable_plugin=<this .so>) that resolves the imports xgen-byoc-offload puts in
+// dispatches to oneDNN primitives.
+//
+// Why a plugin: IREE's llvm-cpu code calls any undefined function of a dispatch through the
+// executable's import table, resolved at load time by the registered plugins. The import's
+// name carries the whole operation (kind, compute type, shapes, strides, pads, post-ops), so
+// the primitive is created once, when the module is loaded, and a module that asks for
+// something this build cannot do fails to load (NOT_FOUND) instead of computing anything.
+//
+// Calling convention of every import (IREE's, with llvm.bareptr on the declaration): int
+// fn(void* params, void* context, void* reserved), params pointing at the call's arguments
+// packed as a struct: one data pointer per buffer (a static memref's aligned pointer, the
+// binding's offset included). Returns 0 on success.
+//
+// Weights are constants of the module: they are reordered into the primitive's preferred
+// (blocked) layout on the first call that sees a given weights pointer and kept with the
+// import's context, which lives as long as the plugin (a loaded module's constants do not
+// move). The interface types below are declared from IREE's documented plugin ABI
+// (iree/hal/local/executable_plugin.h, version 0.1); only what this plugin uses.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+extern "C" {
+
+// ---- IREE executable plugin ABI v0.1 (layout-compatible declarations) ----
+typedef struct xgen_plugin_status_handle* xgen_plugin_status_t;  // 0 = OK, else a code
+typedef struct {
+  uint32_t version;
+  const char* name;
+  const char* description;
+  uint32_t features;
+  int32_t sanitizer;
+  uint64_t reserved[8];
+} xgen_plugin_header_t;
+typedef struct {
+  void* self;
+  xgen_plugin_status_t (*ctl)(void* self, int command, const void* params, void** inout_ptr);
+} xgen_plugin_allocator_t;
+typedef struct {
+  xgen_plugin_allocator_t host_allocator;
+} xgen_plugin_environment_t;
+typedef struct {
+  const char* data;
+  size_t size;
+} xgen_plugin_string_view_t;
+typedef struct {
+  xgen_plugin_string_view_t key;
+  xgen_plugin_string_view_t value;
+} xgen_plugin_string_pair_t;
+typedef struct {
+  size_t count;
+  const char* const* symbol_names;
+  void** out_fn_ptrs;
+  void** out_fn_contexts;
+} xgen_plugin_resolve_params_t;
+typedef struct {
+  const xgen_plugin_header_t* header;
+  xgen_plugin_status_t (*load)(const xgen_plugin_environment_t* environment, size_t param_count,
+                               const xgen_plugin_string_pair_t* params, void** out_self);
+  void (*unload)(void* self);
+  xgen_plugin_status_t (*resolve)(void* self, const xgen_plugin_resolve_params_t* params,
+                                  uint32_t* out_resolution);
+} xgen_plugin_v0_t;
+}
+
+namespace {
+
+constexpr uint32_t kPluginVersion = 1;  // IREE_HAL_EXECUTABLE_PLUGIN_VERSION_0_1
+constexpr uintptr_t kStatusNotFound = 5;
+constexpr uintptr_t kStatusInvalidArgument = 3;
+constexpr uint32_t kResolutionMissingOptional = 1;
+
+xgen_plugin_status_t status(uintptr_t code) { return (xgen_plugin_status_t)code; }
+
+using dnnl::memory;
+
+memory::data_type compute_type(const std::string& name) {
+  if (name == "f32") return memory::data_type::f32;
+  if (name == "bf16") return memory::data_type::bf16;
+  throw std::invalid_argument("compute type " + name);
+}
+
+// Splits "a_b_c" at '_'.
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t at = s.find('_', start);
+    out.push_back(s.substr(start, at - start));
+    if (at == std::string::npos) return out;
+    start = at + 1;
+  }
+}
+
+// Engine and per-thread streams: one CPU engine per process.
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// An offloaded operation: a primitive whose f32 activations may be converted to the compute
+// type on the way in, and its weights reordered once per weights pointer.
+struct Op {
+  dnnl::primitive prim;
+  memory::desc src_user, src_prim, wei_user, wei_prim, bias_desc, dst_desc;
+  bool has_bias = false;
+  std::mutex mu;
+  std::map<const void*, memory> weights;  // user weights pointer -> reordered copy
+
+  memory prepared_weights(const void* user) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto found = weights.find(user);
+    if (found != weights.end()) return found->second;
+    memory src(wei_user, cpu_engine(), const_cast<void*>(user));
+    memory dst(wei_prim, cpu_engine());
+    dnnl::stream s(cpu_engine());
+    dnnl::reorder(src, dst).execute(s, src, dst);
+    s.wait();
+    weights.emplace(user, dst);
+    return dst;
+  }
+
+  int run(const float* src_ptr, const float* wei_ptr, const float* bias_ptr, float* dst_ptr) {
+    dnnl::engine& eng = cpu_engine();
+    dnnl::stream s(eng);
+    memory src(src_user, eng, const_cast<float*>(src_ptr));
+    if (src_prim != src_user) {
+      memory converted(src_prim, eng);
+      dnnl::reorder(src, converted).execute(s, src, converted);
+      src = converted;
+    }
+    memory wei = prepared_weights(wei_ptr);
+    memory dst(dst_desc, eng, dst_ptr);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+    if (has_bias) {
+      args.emplace(DNNL_ARG_BIAS, memory(bias_desc, eng, const_cast<float*>(bias_ptr)));
+    }
+    prim.execute(s, args);
+    s.wait();
+    return 0;
+  }
+};
+
+// "conv_<type>_<post>_<bias>_N_IH_IW_IC_OH_OW_OC_KH_KW_SH_SW_PT_PL_PB_PR_DH_DW_G": an NHWC
+// convolution with HWIO (HWCF) weights, f32 in and out; <type> the compute type, <post> none
+// or relu, <bias> b (a per-channel f32 bias) or nb.
+Op* make_conv(const std::vector<std::string>& f) {
+  if (f.size() != 4 + 18) return nullptr;
+  memory::data_type ct = compute_type(f[1]);
+  const std::string post = f[2];
+  const bool bias = f[3] == "b";
+  std::vector<memory::dim> v;
+  for (size_t i = 4; i < f.size(); ++i) v.push_back(std::stoll(f[i]));
+  memory::dim n = v[0], ih = v[1], iw = v[2], ic = v[3], oh = v[4], ow = v[5], oc = v[6],
+              kh = v[7], kw = v[8], sh = v[9], sw = v[10], pt = v[11], pl = v[12], pb = v[13],
+              pr = v[14], dh = v[15], dw = v[16], g = v[17];
+  using tag = memory::format_tag;
+  auto f32 = memory::data_type::f32;
+  auto op = std::make_unique<Op>();
+  op->src_user = memory::desc({n, ic, ih, iw}, f32, tag::nhwc);
+  op->src_prim = memory::desc({n, ic, ih, iw}, ct, tag::nhwc);
+  op->dst_desc = memory::desc({n, oc, oh, ow}, f32, tag::nhwc);
+  memory::dims wdims = g == 1 ? memory::dims{oc, ic, kh, kw}
+                              : memory::dims{g, oc / g, ic / g, kh, kw};
+  op->wei_user = memory::desc(wdims, f32, g == 1 ? tag::hwio : tag::hwigo);
+  memory::desc wei_any(wdims, ct, tag::any);
+  op->has_bias = bias;
+  op->bias_desc = memory::desc({oc}, f32, tag::a);
+  dnnl::post_ops ops;
+  if (post == "relu") {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  } else if (post == "relu6") {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
+  } else if (post != "none") {
+    return nullptr;
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  auto d = bias ? dnnl::convolution_forward::desc(
+                      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                      op->src_prim, wei_any, op->bias_desc, op->dst_desc, {sh, sw},
+                      {dh - 1, dw - 1}, {pt, pl}, {pb, pr})
+                : dnnl::convolution_forward::desc(
+                      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                      op->src_prim, wei_any, op->dst_desc, {sh, sw}, {dh - 1, dw - 1},
+                      {pt, pl}, {pb, pr});
+  dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
+  op->wei_prim = pd.weights_desc();
+  op->prim = dnnl::convolution_forward(pd);
+  return op.release();
+}
+
+// "matmul_<type>_<post>_<bias>_M_K_N": row-major f32 [M,K] x constant [K,N] (+ bias [N]).
+Op* make_matmul(const std::vector<std::string>& f) {
+  if (f.size() != 4 + 3) return nullptr;
+  memory::data_type ct = compute_type(f[1]);
+  const std::string post = f[2];
+  const bool bias = f[3] == "b";
+  memory::dim m = std::stoll(f[4]), k = std::stoll(f[5]), n = std::stoll(f[6]);
+  using tag = memory::format_tag;
+  auto f32 = memory::data_type::f32;
+  auto op = std::make_unique<Op>();
+  op->src_user = memory::desc({m, k}, f32, tag::ab);
+  op->src_prim = memory::desc({m, k}, ct, tag::ab);
+  op->dst_desc = memory::desc({m, n}, f32, tag::ab);
+  op->wei_user = memory::desc({k, n}, f32, tag::ab);
+  memory::desc wei_any({k, n}, ct, tag::any);
+  op->has_bias = bias;
+  op->bias_desc = memory::desc({1, n}, f32, tag::ab);
+  dnnl::post_ops ops;
+  if (post == "relu") {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  } else if (post != "none") {
+    return nullptr;
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  auto d = bias ? dnnl::matmul::desc(op->src_prim, wei_any, op->bias_desc, op->dst_desc)
+                : dnnl::matmul::desc(op->src_prim, wei_any, op->dst_desc);
+  dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
+  op->wei_prim = pd.weights_desc();
+  op->prim = dnnl::matmul(pd);
+  return op.release();
+}
+
+// Parameters of every import: src, weights, bias, dst, in that order (every import has the
+// bias slot, so that one struct serves all).
+struct Params {
+  const float* src;
+  const float* wei;
+  const float* bias;
+  float* dst;
+};
+
+int call_op(void* params, void* context, void* /*reserved*/) {
+  Op* op = static_cast<Op*>(context);
+  const Params* p = static_cast<const Params*>(params);
+  try {
+    return op->run(p->src, p->wei, p->bias, p->dst);
+  } catch (const dnnl::error& e) {
+    std::fprintf(stderr, "xgen_mlir oneDNN plugin: %s (status %d)\n", e.what(), (int)e.status);
+    return 1;
+  }
+}
+
+const char kPrefix[] = "xgen_dnnl_";
+
+// Builds the operation an import name describes; null (with a message) if it cannot.
+Op* make_op(const char* symbol) {
+  std::string name(symbol);
+  if (name.rfind(kPrefix, 0) != 0) return nullptr;
+  std::vector<std::string> f = split(name.substr(sizeof(kPrefix) - 1));
+  try {
+    if (f[0] == "conv") return make_conv(f);
+    if (f[0] == "matmul") return make_matmul(f);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "xgen_mlir oneDNN plugin: cannot build %s: %s\n", symbol, e.what());
+  }
+  return nullptr;
+}
+
+struct Plugin {
+  std::mutex mu;
+  std::vector<std::unique_ptr<Op>> ops;
+};
+
+xgen_plugin_status_t plugin_load(const xgen_plugin_environment_t*, size_t,
+                                 const xgen_plugin_string_pair_t*, void** out_self) {
+  *out_self = new Plugin();
+  return status(0);
+}
+
+void plugin_unload(void* self) { delete static_cast<Plugin*>(self); }
+
+xgen_plugin_status_t plugin_resolve(void* self, const xgen_plugin_resolve_params_t* params,
+                                    uint32_t* out_resolution) {
+  Plugin* plugin = static_cast<Plugin*>(self);
+  *out_resolution = 0;
+  bool missing = false;
+  for (size_t i = 0; i < params->count; ++i) {
+    if (params->out_fn_ptrs[i]) continue;
+    const char* symbol = params->symbol_names[i];
+    bool optional = symbol[0] == '?';
+    if (optional) ++symbol;
+    Op* op = std::strncmp(symbol, kPrefix, sizeof(kPrefix) - 1) == 0 ? make_op(symbol) : nullptr;
+    if (op) {
+      std::lock_guard<std::mutex> lock(plugin->mu);
+      plugin->ops.emplace_back(op);
+      params->out_fn_ptrs[i] = reinterpret_cast<void*>(&call_op);
+      params->out_fn_contexts[i] = op;
+    } else if (optional) {
+      *out_resolution |= kResolutionMissingOptional;
+    } else if (std::strncmp(symbol, kPrefix, sizeof(kPrefix) - 1) == 0) {
+      std::fprintf(stderr, "xgen_mlir oneDNN plugin: no primitive for import %s\n", symbol);
+      missing = true;
+    } else {
+      missing = true;  // another plugin's import
+    }
+  }
+  return missing ? status(kStatusNotFound) : status(0);
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const xgen_plugin_header_t**
+iree_hal_executable_plugin_query(uint32_t max_version, void* /*reserved*/) {
+  static const xgen_plugin_header_t header = {
+      kPluginVersion, "xgen_onednn", "xgen_mlir BYOC offload to oneDNN", 0, 0, {0}};
+  static const xgen_plugin_v0_t plugin = {&header, plugin_load, plugin_unload, plugin_resolve};
+  (void)kStatusInvalidArgument;
+  return max_version >= kPluginVersion ? (const xgen_plugin_header_t**)&plugin : nullptr;
+}
+
+// For xgen_mlir's compile-time checks (ctypes): 1 if this build can make the import `symbol`.
+extern "C" __attribute__((visibility("default"))) int xgen_dnnl_can_build(const char* symbol) {
+  std::unique_ptr<Op> op(make_op(symbol));
+  return op ? 1 : 0;
+}
