@@ -14,11 +14,19 @@ config.environment["PYTHONWARNINGS"] = "ignore"
 # A git worktree runs its own sources through the shared .venv by setting PYTHONPATH.
 if os.environ.get("PYTHONPATH"):
     config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
+# Passes that build code at compile time (xgen-byoc-offload's oneDNN plugin, asked through
+# ctypes whether it can make a primitive) use the kernel cache: the user's, not a new one.
+for var in ("HOME", "XGEN_CACHE_DIR"):
+    if os.environ.get(var):
+        config.environment[var] = os.environ[var]
 
 # The Python FileCheck port installs as `filecheck`; tests are written with `FileCheck`.
 filecheck = shutil.which("filecheck") or shutil.which("FileCheck")
 if filecheck is None:
     lit_config.fatal("FileCheck not found: run `make lit` (it installs the test extras)")
 config.substitutions.append(("FileCheck", filecheck))
+# byoc-offload.mlir builds that plugin: g++ and oneDNN's headers (.ci/run installs them).
+if shutil.which("g++") is None or not os.path.exists("/usr/include/oneapi/dnnl/dnnl.hpp"):
+    lit_config.fatal("xgen-byoc-offload needs g++ and oneDNN: apt-get install g++ libdnnl-dev")
 if shutil.which("xgen-opt") is None:
     lit_config.fatal("xgen-opt not on PATH: run `make lit` (it installs the package)")
