@@ -48,6 +48,8 @@ MODELS = ["mobilenet_v2", "resnet18", "efficientnet_b0", "minilm", "bert_base", 
 SYSTEMS = [
     "xgen_mlir fp32",
     "xgen_mlir bf16",
+    "xgen_mlir fp32 onednn",
+    "xgen_mlir bf16 onednn",
     "xgen_mlir int8",
     "OpenVINO default",
     "OpenVINO f32",
@@ -83,11 +85,14 @@ def openvino_runner(path: Path, threads: int, f32: bool) -> tuple[Callable, Cell
     return run, info
 
 
-def xgen_runner(model, example, precision: str) -> tuple[Callable, Cell]:
+def xgen_runner(model, example, precision: str, offload: str = "none") -> tuple[Callable, Cell]:
     t0 = time.perf_counter()
+    options = {"offload": offload} if offload != "none" else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = xgen_mlir.compile(model, example, precision=precision, precision_check=False)
+        m = xgen_mlir.compile(
+            model, example, precision=precision, precision_check=False, target_options=options
+        )
     info: Cell = {
         "compile_s": time.perf_counter() - t0,
         "precision": m.report.precision,
@@ -96,6 +101,8 @@ def xgen_runner(model, example, precision: str) -> tuple[Callable, Cell]:
     }
     if m.report.quantization:
         info["quantization"] = m.report.quantization
+    if m.report.offload:
+        info["offload"] = m.report.offload
 
     def run(*arrays: np.ndarray):
         out = m(*arrays)
@@ -182,6 +189,9 @@ def bench_model(
     makers: dict[str, Callable[[], tuple[Callable, Cell]]] = {
         "xgen_mlir fp32": lambda: xgen_runner(model, example, "fp32"),
         "xgen_mlir bf16": lambda: xgen_runner(model, example, "bf16"),
+        # BYOC: every conv oneDNN takes, through xgen_mlir's plugin (docs/byoc.md)
+        "xgen_mlir fp32 onednn": lambda: xgen_runner(model, example, "fp32", "onednn"),
+        "xgen_mlir bf16 onednn": lambda: xgen_runner(model, example, "bf16", "onednn"),
     }
     if any("int8" in s for s in systems):
         try:
