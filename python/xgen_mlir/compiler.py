@@ -261,10 +261,17 @@ def _record_cpu_target(module: ir.Module, entry: str, cpu: CpuTarget) -> None:
 
 def _record_plugins(module: ir.Module, entry: str, rewrites: Any) -> dict[str, int]:
     """The ops BYOC offload handed to a library ({what: count}, from the pass's counts); the
-    backends whose plugins the module needs go into the entry's reflection (``load()`` reads
-    them: runtime/plugins.py)."""
-    counts = {k: v for k, v in (rewrites or {}).get("xgen-byoc-offload", {}).items()}
-    used = sorted({k.rsplit("-> ", 1)[1] for k in counts if "-> " in k})
+    backends whose imports the module's kernels call go into the entry's reflection
+    (``load()`` reads them: runtime/plugins.py)."""
+    from .byoc.onednn import BACKENDS
+    from .codegen.dispatch import EXECUTABLE_ATTR
+
+    texts = [
+        ir.StringAttr(op.attributes[EXECUTABLE_ATTR]).value
+        for op in module.body.operations
+        if op.operation.name == "func.func" and EXECUTABLE_ATTR in op.operation.attributes
+    ]
+    used = sorted(b.name for b in BACKENDS.values() if any(b.prefix in t for t in texts))
     if used:
         func = find_func(module.operation, entry)
         with module.context:
@@ -273,7 +280,7 @@ def _record_plugins(module: ir.Module, entry: str, rewrites: Any) -> dict[str, i
             entries = {a.name: a.attr for a in ir.DictAttr(old)} if old is not None else {}
             entries[PLUGINS_KEY] = ir.StringAttr.get(",".join(used))
             attrs["iree.reflection"] = ir.DictAttr.get(entries)
-    return counts
+    return dict((rewrites or {}).get("xgen-byoc-offload", {}))
 
 
 def _as_arrays(result: Any) -> list[Any]:

@@ -115,6 +115,7 @@ struct Op {
   dnnl::primitive prim;
   memory::desc src_user, src_prim, wei_user, wei_prim, bias_desc, dst_desc;
   bool has_bias = false;
+  bool has_residual = false;  // a binary-add post-op reading a tensor shaped like dst
   std::mutex mu;
   std::map<const void*, memory> weights;  // user weights pointer -> reordered copy
 
@@ -131,7 +132,8 @@ struct Op {
     return dst;
   }
 
-  int run(const float* src_ptr, const float* wei_ptr, const float* bias_ptr, float* dst_ptr) {
+  int run(const float* src_ptr, const float* wei_ptr, const float* bias_ptr,
+          const float* res_ptr, float* dst_ptr) {
     dnnl::engine& eng = cpu_engine();
     dnnl::stream s(eng);
     memory src(src_user, eng, const_cast<float*>(src_ptr));
@@ -147,15 +149,32 @@ struct Op {
     if (has_bias) {
       args.emplace(DNNL_ARG_BIAS, memory(bias_desc, eng, const_cast<float*>(bias_ptr)));
     }
+    if (has_residual) {
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                   memory(dst_desc, eng, const_cast<float*>(res_ptr)));
+    }
     prim.execute(s, args);
     s.wait();
     return 0;
   }
 };
 
+// The post-ops a name's <post> field asks for, after the primitive's sum and bias: none, relu,
+// add (+ a tensor shaped like the output: a residual), addrelu (add, then relu). False: an
+// unknown field.
+bool post_ops(const std::string& post, const memory::desc& dst, dnnl::post_ops* ops,
+              bool* residual) {
+  *residual = post == "add" || post == "addrelu";
+  if (*residual) ops->append_binary(dnnl::algorithm::binary_add, dst);
+  if (post == "relu" || post == "addrelu") {
+    ops->append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  }
+  return post == "none" || post == "relu" || *residual;
+}
+
 // "conv_<type>_<post>_<bias>_N_IH_IW_IC_OH_OW_OC_KH_KW_SH_SW_PT_PL_PB_PR_DH_DW_G": an NHWC
-// convolution with HWIO (HWCF) weights, f32 in and out; <type> the compute type, <post> none
-// or relu, <bias> b (a per-channel f32 bias) or nb.
+// convolution with HWIO (HWCF) weights, f32 in and out; <type> the compute type, <post> as
+// post_ops() reads it, <bias> b (a per-channel f32 bias) or nb.
 Op* make_conv(const std::vector<std::string>& f) {
   if (f.size() != 4 + 18) return nullptr;
   memory::data_type ct = compute_type(f[1]);
@@ -179,13 +198,7 @@ Op* make_conv(const std::vector<std::string>& f) {
   op->has_bias = bias;
   op->bias_desc = memory::desc({oc}, f32, tag::a);
   dnnl::post_ops ops;
-  if (post == "relu") {
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  } else if (post == "relu6") {
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
-  } else if (post != "none") {
-    return nullptr;
-  }
+  if (!post_ops(post, op->dst_desc, &ops, &op->has_residual)) return nullptr;
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   auto d = bias ? dnnl::convolution_forward::desc(
@@ -220,11 +233,7 @@ Op* make_matmul(const std::vector<std::string>& f) {
   op->has_bias = bias;
   op->bias_desc = memory::desc({1, n}, f32, tag::ab);
   dnnl::post_ops ops;
-  if (post == "relu") {
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  } else if (post != "none") {
-    return nullptr;
-  }
+  if (!post_ops(post, op->dst_desc, &ops, &op->has_residual)) return nullptr;
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   auto d = bias ? dnnl::matmul::desc(op->src_prim, wei_any, op->bias_desc, op->dst_desc)
@@ -235,20 +244,14 @@ Op* make_matmul(const std::vector<std::string>& f) {
   return op.release();
 }
 
-// Parameters of every import: src, weights, bias, dst, in that order (every import has the
-// bias slot, so that one struct serves all).
-struct Params {
-  const float* src;
-  const float* wei;
-  const float* bias;
-  float* dst;
-};
-
+// Parameters of every import: the pointers of src, weights, bias, [residual,] dst, in that
+// order (the residual only where the post-ops add one).
 int call_op(void* params, void* context, void* /*reserved*/) {
   Op* op = static_cast<Op*>(context);
-  const Params* p = static_cast<const Params*>(params);
+  float* const* p = static_cast<float* const*>(params);
   try {
-    return op->run(p->src, p->wei, p->bias, p->dst);
+    return op->has_residual ? op->run(p[0], p[1], p[2], p[3], p[4])
+                            : op->run(p[0], p[1], p[2], nullptr, p[3]);
   } catch (const dnnl::error& e) {
     std::fprintf(stderr, "xgen_mlir oneDNN plugin: %s (status %d)\n", e.what(), (int)e.status);
     return 1;

@@ -38,13 +38,25 @@ from ..diagnostics import format_location
 from ..irutil import ops_named
 from .consteval import ConstEval
 from .fold_batchnorm import fold_one
-from .generic_util import is_dynamic, producer
+from .generic_util import (
+    body,
+    body_ops,
+    indexing_maps,
+    is_dynamic,
+    is_elementwise,
+    is_identity,
+    num_inputs,
+    num_uses,
+    producer,
+)
 from .kernel_call import free_symbol, install_kernel
+from .kernel_match import residual_add
 from .nhwc_convs import to_nhwc
 from .registry import register_pass
 
 NCHW = ("linalg.conv_2d_nchw_fchw",)
 NHWC = ("linalg.conv_2d_nhwc_hwcf", "linalg.depthwise_conv_2d_nhwc_hwc")
+UGT = 9  # arith.cmpf predicate: unordered or greater (true for NaN)
 
 
 @dataclass
@@ -52,6 +64,9 @@ class OffloadOptions:
     backend: str = "none"  # none | onednn
     only: str = ""  # comma-separated op locations; empty: every match
     precision: str = "fp32"  # the target's precision: bf16 computes in bf16, else f32
+    # layout: NCHW candidates become NHWC convs (so that xgen-cancel-reshapes, run next,
+    # cancels the transposes between them); call: NHWC convs (+ residual add, ReLU) -> calls
+    phase: str = "call"
     verbose: bool = False
 
 
@@ -66,9 +81,8 @@ def _pad_of(x: ir.Value) -> tuple[ir.Value, list[int]]:
     ops = list(pad.regions[0].blocks[0].operations)
     if len(ops) != 1 or low[0] or low[3] or high[0] or high[3]:
         return x, [0, 0, 0, 0]
-    value = (
-        producer(ops[0].operands[0]) if not isinstance(ops[0].operands[0].owner, ir.Block) else None
-    )
+    padding = ops[0].operands[0]
+    value = None if isinstance(padding.owner, ir.Block) else producer(padding)
     if value is None or value.name != "arith.constant":
         return x, [0, 0, 0, 0]
     attr = value.attributes["value"]
@@ -85,26 +99,103 @@ def _static_f32(op: ir.Operation) -> bool:
     return True
 
 
-def _offload_nhwc(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> str:
-    """Replace the NHWC conv ``op`` by the library's; returns what happened (a count key)."""
-    backend = backend_named(opts.backend)
+def _is_zero(value: ir.Value) -> bool:
+    op = None if isinstance(value.owner, ir.Block) else value.owner.operation
+    if op is None or op.name != "arith.constant":
+        return False
+    attr = op.attributes["value"]
+    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0
+
+
+def _relu_after(value: ir.Value) -> ir.Operation | None:
+    """The single user of ``value`` if it is a ReLU of it that keeps NaN, as oneDNN's does:
+    torch-mlir's ``select(cmpf ugt(x, 0), x, 0)``, or ``maximumf(x, 0)``."""
+    if num_uses(value) != 1:
+        return None
+    user = next(iter(value.uses)).owner.operation
+    if user.name != "linalg.generic" or not is_elementwise(user) or num_inputs(user) != 1:
+        return None
+    if user.results[0].type != value.type or not is_identity(indexing_maps(user)[0]):
+        return None
+    x = body(user).arguments[0]
+    ops = body_ops(user)
+    names = [o.name for o in ops]
+    if names == ["arith.maximumf", "linalg.yield"]:
+        a, b = ops[0].operands
+        ok = (a == x and _is_zero(b)) or (b == x and _is_zero(a))
+        return user if ok and ops[1].operands[0] == ops[0].results[0] else None
+    if names != ["arith.cmpf", "arith.select", "linalg.yield"]:
+        return None
+    cmp, sel, yld = ops
+    pred = ir.IntegerAttr(cmp.attributes["predicate"]).value
+    if pred != UGT or cmp.operands[0] != x or not _is_zero(cmp.operands[1]):
+        return None
+    if sel.operands[0] != cmp.results[0] or sel.operands[1] != x or not _is_zero(sel.operands[2]):
+        return None
+    return user if yld.operands[0] == sel.results[0] else None
+
+
+@dataclass
+class _Conv:
+    """What the library's primitive needs of one NHWC conv."""
+
+    x: ir.Value
+    weight: np.ndarray
+    bias: np.ndarray
+    fields: dict
+
+
+def _conv_of(op: ir.Operation, ev: ConstEval, pads_from_input: bool = True) -> _Conv | str:
+    """The primitive's operands and shape fields of NHWC conv ``op``, or why not."""
     weight = ev.value(op.operands[1])
     bias = ev.per_channel_init(op.operands[2], 3)
     if weight is None or weight.dtype != np.float32:
         return "kept: weights not constant f32"
     if bias is None:
         return "kept: accumulator init not a per-channel constant"
-    x, pads = _pad_of(op.operands[0])
+    x, pads = _pad_of(op.operands[0]) if pads_from_input else (op.operands[0], [0, 0, 0, 0])
     n, ih, iw, ic = ir.RankedTensorType(x.type).shape
     _, oh, ow, oc = ir.RankedTensorType(op.results[0].type).shape
-    strides = [int(s) for s in ir.DenseIntElementsAttr(op.attributes["strides"])]
-    dilations = [int(d) for d in ir.DenseIntElementsAttr(op.attributes["dilations"])]
     depthwise = op.name == "linalg.depthwise_conv_2d_nhwc_hwc"
-    kh, kw = weight.shape[:2]
     if depthwise and oc != ic:
         return "kept: depthwise channel multiplier"
+    fields = dict(
+        n=n,
+        ih=ih,
+        iw=iw,
+        ic=ic,
+        oh=oh,
+        ow=ow,
+        oc=oc,
+        kernel=weight.shape[:2],
+        strides=[int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"])],
+        pads=pads,
+        dilations=[int(v) for v in ir.DenseIntElementsAttr(op.attributes["dilations"])],
+        groups=ic if depthwise else 1,
+    )
+    return _Conv(x, weight, bias.astype(np.float32), fields)
+
+
+def _compute(opts: OffloadOptions) -> str:
+    return "bf16" if opts.precision == "bf16" else "f32"
+
+
+def _nchw_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOptions) -> bool:
+    """Whether the library takes NCHW conv ``op`` (asked with its NHWC form's fields)."""
+    weight = ev.value(op.operands[1])
+    if (
+        weight is None
+        or weight.dtype != np.float32
+        or ev.per_channel_init(op.operands[2], 1) is None
+    ):
+        return False
+    x, _ = op.operands[0], None
+    n, ic, ih, iw = ir.RankedTensorType(x.type).shape
+    _, oc, oh, ow = ir.RankedTensorType(op.results[0].type).shape
+    strides = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"])]
+    dilations = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["dilations"])]
     symbol = conv_symbol(
-        "bf16" if opts.precision == "bf16" else "f32",
+        _compute(opts),
         "none",
         n,
         ih,
@@ -113,34 +204,75 @@ def _offload_nhwc(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts
         oh,
         ow,
         oc,
-        (kh, kw),
+        weight.shape[2:],
         strides,
-        pads,
+        [0, 0, 0, 0],
         dilations,
-        groups=ic if depthwise else 1,
+    )
+    return backend_named(opts.backend).can_build(symbol)
+
+
+def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> str:
+    """Replace NHWC conv ``op`` (with the residual add and ReLU after it, where there are)
+    by the library's primitive; returns what happened (a count key)."""
+    backend = backend_named(opts.backend)
+    conv = _conv_of(op, ev)
+    if isinstance(conv, str):
+        return conv
+    y = op.results[0]
+    inputs: list = [conv.x, np.ascontiguousarray(conv.weight).ravel(), conv.bias]
+    end, perm, post = op, None, "none"
+    found = residual_add(y)
+    if found is not None:
+        add, perm, addend = found
+        inputs.append(addend)
+        end, post = add, "add"
+    relu = _relu_after(end.results[0])
+    if relu is not None:
+        end, post = relu, "addrelu" if post == "add" else "relu"
+    f = conv.fields
+    symbol = conv_symbol(
+        _compute(opts),
+        post,
+        f["n"],
+        f["ih"],
+        f["iw"],
+        f["ic"],
+        f["oh"],
+        f["ow"],
+        f["oc"],
+        f["kernel"],
+        f["strides"],
+        f["pads"],
+        f["dilations"],
+        f["groups"],
     )
     if not backend.can_build(symbol):
         return f"kept: {backend.name} has no primitive for it"
     op_name = op.name
     name = free_symbol(module_op, f"xgen_{backend.name}_conv", 0)
-    w = np.ascontiguousarray(weight, dtype=np.float32).ravel()
-    b = bias.astype(np.float32)
-    out_len = n * oh * ow * oc
-    text = import_executable_text(name, symbol, [n * ih * iw * ic, w.size, b.size], out_len)
+    lengths = [
+        int(np.prod(ir.RankedTensorType(v.type).shape)) if isinstance(v, ir.Value) else v.size
+        for v in inputs
+    ]
+    text = import_executable_text(
+        name, symbol, lengths, int(np.prod(ir.RankedTensorType(y.type).shape))
+    )
     install_kernel(
         module_op,
         name,
         "",
         "",
-        [x, w, b],
-        op.results[0].type,
+        inputs,
+        y.type,
         (1, 1, 1),
         [op],
-        op,
+        end,
+        perm=perm,
         weights_name=f"xgen_{backend.name}_weights",
         executable=text,
     )
-    return f"{op_name} -> {backend.name}"
+    return f"{op_name} -> {backend.name}" + ("" if post == "none" else f" (+{post})")
 
 
 def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) -> Counter:
@@ -149,24 +281,27 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
     if opts.backend == "none":
         return counts
     backend_named(opts.backend)  # an unknown name is an error naming the known ones
+    if opts.phase not in ("layout", "call"):
+        raise ValueError(f"xgen-byoc-offload: phase '{opts.phase}' (layout or call)")
     listed = {s.strip() for s in opts.only.split(",") if s.strip()}
     with module_op.context:
         ev = ConstEval(module_op)
-        for op in ops_named(module_op, *NCHW, *NHWC):
-            where = format_location(op.location)
+        names = NCHW if opts.phase == "layout" else NHWC
+        for op in ops_named(module_op, *names):
+            where, op_name = format_location(op.location), op.name
             if listed and where not in listed:
                 continue
             if not _static_f32(op):
                 counts[f"{op.name} kept: not static f32"] += 1
                 continue
-            if op.name in NCHW:
+            if opts.phase == "layout":
                 fold_one(op, ev)
-                made = to_nhwc(op, ev)
-                if not isinstance(made, ir.Operation | ir.OpView):
-                    counts[f"{op.name} kept: no NHWC form"] += 1
-                    continue
-                op = made.operation
-            what = _offload_nhwc(module_op, op, ev, opts)
+                if _nchw_candidate(op, ev, opts) and isinstance(
+                    to_nhwc(op, ev), ir.Operation | ir.OpView
+                ):
+                    counts[f"{op_name} -> NHWC for {opts.backend}"] += 1
+                continue
+            what = _offload(module_op, op, ev, opts)
             counts[what] += 1
             if opts.verbose:
                 print(f"xgen-byoc-offload: {where}: {what}", file=sys.stderr)
