@@ -5,17 +5,26 @@ reflection (``xgen.plugins``: backend names). IREE registers plugins when a loca
 created, from the process-wide ``--executable_plugin`` flag, and ``iree.runtime`` caches its
 drivers; so a module that needs plugins gets a device of a fresh driver made after the flag
 names them (one per driver name and plugin set, reused). The flag stays set: drivers created
-later (the scheduler's executors) load the plugins too.
+later (the scheduler's executors) load the plugins too; so every file is checked (it exists
+and loads as an executable plugin) before it is flagged, since a bad one would make every
+later driver fail.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 import threading
 from typing import Any
 
 from ..errors import ModuleLoadError
 
 REFLECTION_KEY = "xgen.plugins"  # comma-separated backend names
+# What each backend's plugin loads from the system where it runs (bundles name it: a bundle
+# carries the plugin, not the library).
+RUNTIME_LIBRARIES = {
+    "onednn": "libdnnl.so.2, oneDNN's runtime (Debian/Ubuntu: apt-get install libdnnl2)",
+}
 
 _LOCK = threading.Lock()
 _FLAGGED: list[str] = []  # plugin paths given to --executable_plugin, in order
@@ -30,7 +39,7 @@ def plugin_paths(names: str, given: dict[str, str] | None, source: str) -> list[
     paths = []
     for name in [n for n in names.split(",") if n]:
         if given and name in given:
-            paths.append(str(given[name]))
+            paths.append(checked_plugin(name, given[name], source))
             continue
         try:
             backend = backend_named(name)
@@ -43,8 +52,36 @@ def plugin_paths(names: str, given: dict[str, str] | None, source: str) -> list[
                 f"plugin cannot be built here: this machine needs {why}; or pass the plugin "
                 f"file: load(..., plugins={{'{name}': PATH}}), or load the module's bundle"
             )
-        paths.append(str(backend.plugin()))
+        paths.append(checked_plugin(name, backend.plugin(), source))
     return paths
+
+
+# the symbol every IREE executable plugin exports (iree/hal/local/executable_plugin.h)
+QUERY_SYMBOL = "iree_hal_executable_plugin_query"
+
+
+def checked_plugin(name: str, path: str | os.PathLike[str], source: str) -> str:
+    """``path`` made absolute, once it is known to load here as an executable plugin: a file
+    that does not, given to IREE's process-wide flag, would make every later driver fail."""
+    full = os.path.abspath(os.fspath(path))
+    where = f"{source}: the executable plugin for {name} (BYOC offload)"
+    if not os.path.isfile(full):
+        why = "is not a file" if os.path.exists(full) else "does not exist"
+        raise ModuleLoadError(
+            f"{where}, {full}, {why}; give the plugin's .so (a bundle carries it; "
+            f"xgen_mlir builds it where g++ and oneDNN are installed)"
+        )
+    try:
+        lib = ctypes.CDLL(full)
+    except OSError as e:
+        needs = RUNTIME_LIBRARIES.get(name, "")
+        hint = f"; it needs {needs}" if needs and needs.split(",")[0] in str(e) else ""
+        raise ModuleLoadError(f"{where}, {full}, cannot be loaded: {e}{hint}") from None
+    if not hasattr(lib, QUERY_SYMBOL):
+        raise ModuleLoadError(
+            f"{where}, {full}, is not an IREE executable plugin (no {QUERY_SYMBOL})"
+        )
+    return full
 
 
 def device_with_plugins(driver: str, paths: list[str]) -> Any:
