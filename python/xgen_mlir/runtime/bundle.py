@@ -9,6 +9,10 @@ A bundle is a folder:
   IREE flags, device, CPU arch, and sha256 of every file (a mismatch is refused);
 * ``run.sh``: POSIX sh that checks the module against the manifest and runs stock
   ``iree-run-module`` (``--benchmark``: ``iree-benchmark-module``) with the right flags;
+* ``libxgen_<backend>.so``: the executable plugin of each kernel library the module's
+  dispatches call (BYOC offload, docs/byoc.md), given to the tools as
+  ``--executable_plugin=`` and to ``load_bundle``'s module; the libraries a plugin links
+  (oneDNN's ``libdnnl.so.2``) are not copied: the manifest's ``plugin_requires`` names them;
 * bare-metal targets: the static library (``.o`` + ``.h``) and C module (``_module.c``).
 
 ``manifest.json`` is written with one top-level key per line so ``run.sh`` can read the
@@ -28,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ModuleLoadError, XGenError
 from ..fileio import atomic_replace_dir
+from .plugins import REFLECTION_KEY as PLUGINS_KEY
+from .plugins import RUNTIME_LIBRARIES, plugin_paths
 from .signature import check_entry_name
 from .targets import executable_formats, normalize_arch
 
@@ -160,6 +166,18 @@ def _write_bundle(module: CompiledModule, out: Path) -> None:
             raise XGenError(f"artifact name {name!r} cannot be a file of a bundle")
         _write(out / name, data)
         files[name] = sha256(data)
+    plugins: dict[str, str] = {}
+    needs = module.reflection.get(PLUGINS_KEY, "")
+    backends = [n for n in needs.split(",") if n]
+    paths = plugin_paths(needs, module.plugins, module.source)
+    for backend, path in zip(backends, paths, strict=True):
+        name = f"libxgen_{backend}.so"
+        if not _FILE_NAME.fullmatch(name) or name in files:
+            raise XGenError(f"plugin name {backend!r} cannot be a file of a bundle")
+        data = Path(path).read_bytes()
+        _write(out / name, data, 0o755)
+        files[name] = sha256(data)
+        plugins[backend] = name
     sig = module.signature
     arch = info.get("arch", "host")
     formats = sorted(executable_formats(module.vmfb))
@@ -182,6 +200,13 @@ def _write_bundle(module: CompiledModule, out: Path) -> None:
         "executable_formats": formats,
         # the CPU the module's code was compiled for (load() refuses a host that lacks one)
         "cpu_features": module.cpu_features,
+        # BYOC: executable plugin files by backend, the same as one line for run.sh, and the
+        # shared libraries they load, which must be installed where the bundle runs
+        "plugins": plugins,
+        "executable_plugins": " ".join(plugins.values()),
+        "plugin_requires": "; ".join(
+            RUNTIME_LIBRARIES.get(b, "") for b in plugins if RUNTIME_LIBRARIES.get(b)
+        ),
         "files": files,
         "versions": _versions(),
     }
@@ -218,6 +243,9 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "executable_formats": list,
     "cpu_features": str,
     "versions": dict,
+    "plugins": dict,
+    "executable_plugins": str,
+    "plugin_requires": str,
 }
 _JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number"}
 
@@ -283,6 +311,15 @@ def _check_manifest(manifest: Any, path: Path) -> dict[str, Any]:
         params = check_file_name(manifest["parameters"], "'parameters'", path)
         if params not in files:
             raise BundleMismatchError(f"{path}: parameters {params!r} is not listed in 'files'")
+    plugin_files = list(manifest.get("plugins", {}).values())
+    if manifest.get("executable_plugins", "").split() != plugin_files:
+        raise BundleMismatchError(
+            f"{path}: 'executable_plugins' must list the files of 'plugins', in order"
+        )
+    for backend, name in manifest.get("plugins", {}).items():
+        check_file_name(name, f"plugins[{backend!r}]", path)
+        if name not in files:
+            raise BundleMismatchError(f"{path}: plugin {name!r} is not listed in 'files'")
     try:
         check_entry_name(manifest["entry"])
     except XGenError as e:
@@ -376,6 +413,10 @@ def load_bundle(
     except ModuleLoadError as e:
         raise ModuleLoadError(f"{module_path}: {e}") from None
     params = manifest["parameters"] or None
+    plugins = {
+        backend: str(_bundle_file(directory, name))
+        for backend, name in manifest.get("plugins", {}).items()
+    }
     module = CompiledModule(
         data,
         entry=manifest["entry"],
@@ -386,6 +427,7 @@ def load_bundle(
         parameters_scope=manifest.get("parameters_scope") or "model",
         isolated=isolated,
         call_timeout=call_timeout,
+        plugins=plugins,
     )
     module.build_info = {
         k: manifest.get(k) for k in ("arch", "emulator", "target_options", "iree_flags")
@@ -412,6 +454,8 @@ _RUN_SH = r"""#!/bin/sh
 #   ./run.sh [--benchmark] [iree-run-module flags, e.g. --input=@x.npy --output=@y.npy]
 # Tools: $IREE_RUN_MODULE / $IREE_BENCHMARK_MODULE, else $IREE_TOOLS_DIR/, else PATH.
 # $IREE_EMULATOR (e.g. "qemu-aarch64-static -L /usr/aarch64-linux-gnu") prefixes the tool.
+# Executable plugins (BYOC offload: manifest.json's executable_plugins) go to the tool as
+# --executable_plugin=; the libraries they load (plugin_requires) must be installed here.
 # Before running, every file listed in manifest.json is checked against its sha256 (exit 3).
 set -eu
 set -f  # manifest values are never glob patterns
@@ -469,6 +513,11 @@ case " $* " in *" --input"*) inputs="" ;; esac
 # shellcheck disable=SC2086  # the default --input= flags are a word list (checked above)
 set -- $inputs "$@"
 if [ -n "$params" ]; then set -- "--parameters=$(field parameters_scope)=$here/$params" "$@"; fi
+for plugin in $(field executable_plugins); do
+  plain_name "$plugin" || die 3 "manifest.json: plugin '$plugin' is not a plain file name: refused"
+  is_listed "$plugin" || die 3 "manifest.json: plugin '$plugin' is not among its checked files"
+  set -- "--executable_plugin=$here/$plugin" "$@"
+done
 case " $* " in *" --device="*) ;; *) set -- "--device=$(field device)" "$@" ;; esac
 # shellcheck disable=SC2086  # $IREE_EMULATOR is a word list
 exec ${IREE_EMULATOR:-} "$tool" --module="$module" --function="$entry" "$@"

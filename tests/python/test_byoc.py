@@ -1,0 +1,365 @@
+"""BYOC offload to oneDNN (docs/byoc.md): numerics against PyTorch in fp32 and bf16, what is
+offloaded and what is kept (and why), modules and bundles that carry their plugin, stock
+``iree-run-module`` with ``--executable_plugin``, and the errors when the plugin is missing.
+
+The models are small (16x16 inputs, a few channels), compiled once per file where they can.
+Needs g++ and oneDNN's headers (libdnnl-dev): skipped here without them, failed under CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import check_close, max_abs_err
+from targets_util import need
+from torch.export import Dim
+
+import xgen_mlir
+from xgen_mlir._paths import iree_tool
+from xgen_mlir.byoc import ONEDNN, onednn
+from xgen_mlir.errors import ModuleLoadError, XGenError
+from xgen_mlir.runtime.bundle import (
+    BundleMismatchError,
+    load_bundle,
+    read_manifest,
+    save_bundle,
+)
+from xgen_mlir.runtime.plugins import REFLECTION_KEY as PLUGINS_KEY
+from xgen_mlir.tools import xgen_opt
+
+OFFLOAD = {"offload": "onednn"}
+
+
+@pytest.fixture(autouse=True)
+def _need_onednn():
+    need(ONEDNN.unavailable() is None, "g++ and oneDNN's headers (apt-get install g++ libdnnl-dev)")
+
+
+class SmallCNN(torch.nn.Module):
+    """Five convs at 16x16: a stem, a depthwise conv, two 3x3 convs of the same shape (one
+    import name, two weights: the plugin's reordered-weights cache is per weights pointer),
+    and a strided conv."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.a = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.b = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.down = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.stem(x))
+        x = torch.relu(self.dw(x))
+        x = torch.relu(self.a(x))
+        x = self.b(x)
+        return self.down(x)
+
+
+def _model() -> tuple[torch.nn.Module, torch.Tensor, np.ndarray]:
+    torch.manual_seed(0)
+    model = SmallCNN().eval()
+    x = torch.randn(1, 3, 16, 16)
+    with torch.no_grad():
+        want = model(x).numpy()
+    return model, x, want
+
+
+@pytest.fixture(scope="module")
+def cnn() -> tuple[torch.nn.Module, torch.Tensor, np.ndarray]:
+    return _model()
+
+
+@pytest.fixture(scope="module")
+def fp32_module(cnn):
+    model, x, _ = cnn
+    return xgen_mlir.compile(model, (x,), target_options=OFFLOAD)
+
+
+def _scale(want: np.ndarray) -> float:
+    return float(np.max(np.abs(want)))
+
+
+def _offloaded(report_offload: dict[str, int]) -> int:
+    return sum(n for what, n in report_offload.items() if "-> onednn" in what)
+
+
+def test_fp32_matches_torch(fp32_module, cnn):
+    _, x, want = cnn
+    got = fp32_module(x).numpy()
+    # f32 in the library's summation order: reassociation only
+    check_close(got, want, atol=1e-5 * _scale(want), rtol=1e-5, what="fp32 offload")
+
+
+def test_report_and_reflection_name_the_offload(fp32_module):
+    offload = fp32_module.report.offload
+    assert _offloaded(offload) == 5, offload
+    assert any("depthwise" in what and "-> onednn" in what for what in offload), offload
+    assert not [what for what in offload if "kept" in what], offload
+    assert fp32_module.reflection.get(PLUGINS_KEY) == "onednn"
+
+
+def test_bf16_computes_in_bf16(cnn):
+    model, x, want = cnn
+    m = xgen_mlir.compile(model, (x,), target_options=OFFLOAD, precision="bf16")
+    assert _offloaded(m.report.offload) == 5, m.report.offload
+    err = max_abs_err(m(x).numpy(), want) / _scale(want)
+    # bf16 operands (8-bit mantissa), f32 accumulation: well within 2e-2 of the scale, and
+    # far from f32's 1e-7, which would mean the operands were not rounded at all
+    assert 1e-5 < err < 2e-2, f"bf16 offload: relative error {err:.2e}"
+
+
+def test_calls_from_threads_agree(fp32_module, cnn):
+    """One module called from several threads at once: each call's primitive runs with its
+    own stream; the weights were reordered once."""
+    _, x, want = cnn
+    errors: list[str] = []
+
+    def call() -> None:
+        for _ in range(3):
+            got = fp32_module(x).numpy()
+            if max_abs_err(got, want) > 1e-5 * _scale(want):
+                errors.append(f"max abs err {max_abs_err(got, want):.2e}")
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+class ConvRelu(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.conv(x))
+
+
+class WeightInput(torch.nn.Module):
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.conv2d(x, w, padding=1)
+
+
+class ComputedWeight(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(8, 3, 3, 3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.conv2d(x, self.w * x.mean(), padding=1)
+
+
+def _kept_case(name: str):
+    torch.manual_seed(1)
+    x = torch.randn(1, 3, 16, 16)
+    if name == "dynamic_hw":
+        dims = {2: Dim("h", min=8, max=32), 3: Dim("w", min=8, max=32)}
+        return ConvRelu().eval(), (x,), {"dynamic_shapes": (dims,)}, 1e-5
+    if name == "weight_input":
+        return WeightInput(), (x, torch.randn(8, 3, 3, 3)), {}, 1e-5
+    if name == "computed_weight":
+        return ComputedWeight().eval(), (x,), {}, 1e-5
+    assert name == "f16"
+    return ConvRelu().eval().half(), (x.half(),), {}, 2e-3
+
+
+@pytest.mark.parametrize("name", ["dynamic_hw", "weight_input", "computed_weight", "f16"])
+def test_kept_convs_stay_with_iree(name):
+    """Convs the library cannot take as one fixed primitive with constant f32 weights stay
+    with IREE's codegen, are reported as kept with a reason, and still compute right."""
+    model, inputs, options, rtol = _kept_case(name)
+    m = xgen_mlir.compile(model, inputs, target_options=OFFLOAD, **options)
+    offload = m.report.offload
+    assert _offloaded(offload) == 0, offload
+    kept = [what for what in offload if "kept" in what]
+    assert kept and all(what.split("kept", 1)[1].strip(": ") for what in kept), offload
+    assert PLUGINS_KEY not in m.reflection
+    with torch.no_grad():
+        want = model(*inputs).float().numpy()
+    got = m(*inputs).float().numpy()
+    check_close(got, want, atol=rtol * _scale(want), rtol=rtol, what=name)
+
+
+def test_offload_none_needs_no_plugin(cnn):
+    model, x, want = cnn
+    m = xgen_mlir.compile(model, (x,), target_options={"offload": "none"})
+    assert m.report.offload == {}
+    assert PLUGINS_KEY not in m.reflection
+    check_close(m(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what="offload=none")
+
+
+def test_save_then_load_runs(fp32_module, cnn, tmp_path):
+    _, x, want = cnn
+    path = tmp_path / "cnn.vmfb"
+    fp32_module.save(path)
+    loaded = xgen_mlir.load(path)
+    assert loaded.reflection.get(PLUGINS_KEY) == "onednn"
+    check_close(loaded(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what="loaded")
+
+
+def _iree_run(module: Path, x: np.ndarray, tmp: Path, *flags: str):
+    np.save(tmp / "x.npy", x)
+    cmd = [
+        iree_tool("iree-run-module"),
+        *flags,
+        f"--module={module}",
+        "--function=main",
+        f"--input=@{tmp / 'x.npy'}",
+        f"--output=@{tmp / 'y.npy'}",
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_stock_iree_run_module_with_the_plugin(fp32_module, cnn, tmp_path):
+    _, x, want = cnn
+    path = tmp_path / "cnn.vmfb"
+    fp32_module.save(path)
+    proc = _iree_run(path, x.numpy(), tmp_path, f"--executable_plugin={ONEDNN.plugin()}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = np.load(tmp_path / "y.npy")
+    check_close(got, want, atol=1e-5 * _scale(want), rtol=1e-5, what="iree-run-module")
+    # the dispatches really call the library: without the plugin the module does not load
+    (tmp_path / "y.npy").unlink()
+    proc = _iree_run(path, x.numpy(), tmp_path)
+    assert proc.returncode != 0 and not (tmp_path / "y.npy").exists()
+
+
+def _load_and_run(path: Path, x: torch.Tensor, **kwargs) -> torch.Tensor:
+    """load() then a call: the module is put on a device (and its plugins found) when it is
+    first used."""
+    return xgen_mlir.load(path, **kwargs)(x)
+
+
+def test_load_when_the_plugin_cannot_be_built(fp32_module, cnn, tmp_path, monkeypatch):
+    _, x, _ = cnn
+    path = tmp_path / "cnn.vmfb"
+    fp32_module.save(path)
+    monkeypatch.setattr(onednn, "HEADER", tmp_path / "no-such-dir" / "dnnl.hpp")
+    with pytest.raises(ModuleLoadError) as e:
+        _load_and_run(path, x)
+    msg = str(e.value)
+    for part in (str(path), "onednn", "oneDNN", "apt-get install libdnnl-dev", "plugins="):
+        assert part in msg, msg
+
+
+def test_given_plugin_file_is_checked(fp32_module, cnn, tmp_path):
+    _, x, want = cnn
+    path = tmp_path / "cnn.vmfb"
+    fp32_module.save(path)
+    missing = tmp_path / "nowhere" / "libxgen_onednn.so"
+    with pytest.raises(ModuleLoadError, match="does not exist") as e:
+        _load_and_run(path, x, plugins={"onednn": str(missing)})
+    assert str(missing) in str(e.value) and "onednn" in str(e.value)
+    junk = tmp_path / "junk.so"
+    junk.write_bytes(b"not a shared library")
+    with pytest.raises(ModuleLoadError, match="cannot be loaded"):
+        _load_and_run(path, x, plugins={"onednn": junk})
+    libz = _shared_library_that_is_not_a_plugin()
+    with pytest.raises(ModuleLoadError, match="not an IREE executable plugin"):
+        _load_and_run(path, x, plugins={"onednn": libz})
+    # a bad file was never handed to IREE: the real plugin, given or found, still loads
+    for plugins in ({"onednn": str(ONEDNN.plugin())}, None):
+        m = xgen_mlir.load(path, plugins=plugins)
+        check_close(m(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what="reloaded")
+
+
+def test_unknown_backend_is_a_clear_error(tmp_path, capsys):
+    src = tmp_path / "conv.mlir"
+    src.write_text(
+        "func.func @f(%x: tensor<1x8x8x4xf32>) -> tensor<1x6x6x8xf32> {\n"
+        "  %w = arith.constant dense<0.5> : tensor<3x3x4x8xf32>\n"
+        "  %z = arith.constant 0.0 : f32\n"
+        "  %e = tensor.empty() : tensor<1x6x6x8xf32>\n"
+        "  %i = linalg.fill ins(%z : f32) outs(%e : tensor<1x6x6x8xf32>)"
+        " -> tensor<1x6x6x8xf32>\n"
+        "  %y = linalg.conv_2d_nhwc_hwcf ins(%x, %w : tensor<1x8x8x4xf32>,"
+        " tensor<3x3x4x8xf32>) outs(%i : tensor<1x6x6x8xf32>) -> tensor<1x6x6x8xf32>\n"
+        "  return %y : tensor<1x6x6x8xf32>\n}\n"
+    )
+    assert xgen_opt.main([str(src), "-p", "xgen-byoc-offload{backend=mkl}"]) == 1
+    err = capsys.readouterr().err
+    assert "unknown offload backend 'mkl'" in err and "onednn" in err, err
+    assert "internal error" not in err, f"a user's mistake reported as a bug in the pass: {err}"
+    # the target option is checked against its choices before anything is compiled
+    with pytest.raises(XGenError, match="mkl"):
+        xgen_mlir.compile(
+            ConvRelu().eval(), (torch.randn(1, 3, 8, 8),), target_options={"offload": "mkl"}
+        )
+
+
+def test_bundle_carries_the_plugin(fp32_module, cnn, tmp_path):
+    _, x, want = cnn
+    out = save_bundle(fp32_module, tmp_path / "bundle")
+    manifest = read_manifest(out)
+    plugin = manifest["plugins"]["onednn"]
+    assert manifest["executable_plugins"] == plugin
+    assert manifest["files"][plugin] == onednn_sha(ONEDNN.plugin())
+    assert "libdnnl.so.2" in manifest["plugin_requires"]
+    assert "libdnnl2" in manifest["plugin_requires"]
+    assert not list(out.glob("libdnnl*")), "the bundle carries the plugin, not oneDNN itself"
+
+    m = load_bundle(out)
+    assert m.plugins == {"onednn": str(out / plugin)}
+    check_close(m(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what="load_bundle")
+
+    # run.sh: stock iree-run-module with --executable_plugin=<the bundle's plugin>
+    np.save(tmp_path / "x.npy", x.numpy())
+    env = dict(os.environ, IREE_RUN_MODULE=iree_tool("iree-run-module"))
+    proc = subprocess.run(
+        [str(out / "run.sh"), f"--input=@{tmp_path / 'x.npy'}", f"--output=@{tmp_path / 'y.npy'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = np.load(tmp_path / "y.npy")
+    check_close(got, want, atol=1e-5 * _scale(want), rtol=1e-5, what="run.sh")
+
+    # the plugin is checked like the module: a replaced one is refused by both readers
+    (out / plugin).write_bytes((out / plugin).read_bytes() + b"\0")
+    with pytest.raises(BundleMismatchError, match=plugin):
+        load_bundle(out)
+    proc = subprocess.run([str(out / "run.sh")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 3 and plugin in proc.stderr, proc.stderr
+
+
+def test_bundle_without_offload_has_no_plugin(cnn, tmp_path):
+    _, x, _ = cnn
+    m = xgen_mlir.compile(torch.nn.Conv2d(3, 4, 1).eval(), (x,))
+    manifest = read_manifest(save_bundle(m, tmp_path / "plain"))
+    assert manifest["plugins"] == {} and manifest["executable_plugins"] == ""
+    assert manifest["plugin_requires"] == ""
+
+
+def test_manifest_plugins_are_checked(fp32_module, tmp_path):
+    out = save_bundle(fp32_module, tmp_path / "bundle")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["plugins"] = {"onednn": "../libxgen_onednn.so"}
+    manifest["executable_plugins"] = "../libxgen_onednn.so"
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    with pytest.raises(BundleMismatchError, match="outside the bundle"):
+        read_manifest(out)
+
+
+def _shared_library_that_is_not_a_plugin() -> str:
+    from iree.runtime import _binding
+
+    # IREE's own Python extension: loadable (already loaded), no plugin entry point
+    return str(_binding.__file__)
+
+
+def onednn_sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
