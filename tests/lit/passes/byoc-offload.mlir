@@ -1,10 +1,13 @@
-// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn}' | FileCheck %s
-// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn verbose=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=WHY
-// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn precision=bf16}' | FileCheck %s --check-prefix=BF16
-// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=none}' | FileCheck %s --check-prefix=NONE
-// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload' | FileCheck %s --check-prefix=NONE
-// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn only=other.py:1:1}' | FileCheck %s --check-prefix=NONE
-// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn only=other.py:1:1,model.py:20:5}' | FileCheck %s --check-prefix=ONLY
+// Both phases, as the cpu pipeline runs them (with xgen-cancel-reshapes between): layout makes
+// the NCHW convs the library takes NHWC; call turns NHWC convs into calls of its primitives.
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout},xgen-byoc-offload{backend=onednn}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout},xgen-byoc-offload{backend=onednn verbose=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=WHY
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout precision=bf16},xgen-byoc-offload{backend=onednn precision=bf16}' | FileCheck %s --check-prefix=BF16
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout}' | FileCheck %s --check-prefix=LAYOUT
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=none phase=layout},xgen-byoc-offload{backend=none}' | FileCheck %s --check-prefix=NONE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{phase=layout},xgen-byoc-offload' | FileCheck %s --check-prefix=NONE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout only=other.py:1:1},xgen-byoc-offload{backend=onednn only=other.py:1:1}' | FileCheck %s --check-prefix=NONE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout only=other.py:1:1,model.py:20:5},xgen-byoc-offload{backend=onednn only=other.py:1:1,model.py:20:5}' | FileCheck %s --check-prefix=ONLY
 // RUN: not xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=mkl}' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 
 // The import's name is the whole conv, read by the plugin when the module loads:
@@ -29,6 +32,10 @@
 // CHECK-NOT: linalg.conv
 // CHECK: linalg.transpose {{.*}} permutation = [0, 3, 1, 2]
 // BF16: xgen_dnnl_conv_bf16_none_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1(
+// LAYOUT-LABEL: func.func @nchw_padded
+// LAYOUT: linalg.transpose ins(%arg0 : tensor<1x4x8x8xf32>) {{.*}} permutation = [0, 2, 3, 1]
+// LAYOUT: linalg.conv_2d_nhwc_hwcf
+// LAYOUT-NOT: xgen_dnnl
 // BF16-NOT: xgen_dnnl_conv_f32
 // WHY: linalg.conv_2d_nhwc_hwcf -> onednn
 func.func @nchw_padded(%x: tensor<1x4x8x8xf32>) -> tensor<1x8x8x8xf32> {
@@ -91,6 +98,24 @@ func.func @depthwise(%x: tensor<1x8x8x4xf32>) -> tensor<1x4x4x4xf32> {
   %init = linalg.broadcast ins(%b : tensor<4xf32>) outs(%e : tensor<1x4x4x4xf32>) dimensions = [0, 1, 2]
   %y = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<2> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<1x8x8x4xf32>, tensor<3x3x4xf32>) outs(%init : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
   return %y : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// Must not fire: an NCHW conv whose weights are an argument stays NCHW (no transposes for
+// a conv the library will not run).
+// CHECK-LABEL: func.func @nchw_weights_argument
+// CHECK-NOT: xgen_dnnl
+// CHECK: linalg.conv_2d_nchw_fchw
+// LAYOUT-LABEL: func.func @nchw_weights_argument
+// LAYOUT-NOT: linalg.transpose
+// LAYOUT: linalg.conv_2d_nchw_fchw
+func.func @nchw_weights_argument(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<1x8x6x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<1x8x6x6xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32>) outs(%init : tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  return %y : tensor<1x8x6x6xf32>
 }
 
 // -----
