@@ -297,6 +297,15 @@ def test_unknown_backend_is_a_clear_error(tmp_path, capsys):
         )
 
 
+def test_compile_without_onednn_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(onednn, "HEADER", Path("/no-such-dir/dnnl.hpp"))
+    with pytest.raises(XGenError) as e:
+        xgen_mlir.compile(ConvRelu().eval(), (torch.randn(1, 3, 8, 8),), target_options=OFFLOAD)
+    msg = str(e.value)
+    assert "oneDNN" in msg and "apt-get install libdnnl-dev" in msg, msg
+    assert "internal error" not in msg, f"a missing package reported as a bug in the pass: {msg}"
+
+
 def test_bundle_carries_the_plugin(fp32_module, cnn, tmp_path):
     _, x, want = cnn
     out = save_bundle(fp32_module, tmp_path / "bundle")
