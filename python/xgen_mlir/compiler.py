@@ -175,9 +175,10 @@ def _tuning_request(opts: CompileOptions, target: str) -> TuningRequest:
 
 
 def _winograd_choices(opts: CompileOptions, target: str, pipeline: Pipeline) -> TunedChoices | None:
-    """Under ``winograd=tuned``: the algorithm choices measured on this host (none when the
-    tuning database is off or the target is not this host), for xgen-winograd-convs."""
-    if pipeline.option_value("winograd") != "tuned":
+    """Under ``winograd=tuned`` or ``offload=tuned``: the algorithm choices measured on this
+    host (none when the tuning database is off or the target is not this host), for
+    xgen-winograd-convs."""
+    if "tuned" not in (pipeline.option_value("winograd"), pipeline.option_value("offload")):
         return None
     if opts.tuning_db is False or target != "cpu":
         return TunedChoices(source="no tuning database used")

@@ -9,4 +9,9 @@ loaded. So the saved module runs in stock ``iree-run-module`` given the plugin f
 
 from .onednn import ONEDNN, Backend, backend_named
 
-__all__ = ["ONEDNN", "Backend", "backend_named"]
+# The attribute a conv carries when the tuning database says a library runs it fastest on this
+# host (set by xgen-winograd-convs, the pass that weighs a conv's algorithms; its value is the
+# backend's name); xgen-byoc-offload with backend=tuned offloads exactly those convs.
+OFFLOAD_ATTR = "xgen.offload"
+
+__all__ = ["OFFLOAD_ATTR", "ONEDNN", "Backend", "backend_named"]

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .._mlir import ir
-from ..byoc import backend_named
+from ..byoc import OFFLOAD_ATTR, backend_named
 from ..byoc.onednn import conv_symbol
 from ..codegen.dispatch import import_executable_text
 from ..diagnostics import format_location
@@ -61,8 +61,9 @@ UGT = 9  # arith.cmpf predicate: unordered or greater (true for NaN)
 
 @dataclass
 class OffloadOptions:
-    backend: str = "none"  # none | onednn
+    backend: str = "none"  # none | onednn | tuned (the convs marked with byoc.OFFLOAD_ATTR)
     only: str = ""  # comma-separated op locations; empty: every match
+    functions: str = ""  # comma-separated function names to look in; empty: all
     precision: str = "fp32"  # the target's precision: bf16 computes in bf16, else f32
     # layout: NCHW candidates become NHWC convs (so that xgen-cancel-reshapes, run next,
     # cancels the transposes between them); call: NHWC convs (+ residual add, ReLU) -> calls
@@ -275,15 +276,25 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
     return f"{op_name} -> {backend.name}" + ("" if post == "none" else f" (+{post})")
 
 
+def _function_of(op: ir.Operation) -> str:
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        parent = parent.parent
+    return "" if parent is None else ir.StringAttr(parent.attributes["sym_name"]).value
+
+
 def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) -> Counter:
     opts = opts or OffloadOptions()
     counts: Counter[str] = Counter()
     if opts.backend == "none":
         return counts
-    backend_named(opts.backend)  # an unknown name is an error naming the known ones
+    tuned = opts.backend == "tuned"
+    if not tuned:
+        backend_named(opts.backend)  # an unknown name is an error naming the known ones
     if opts.phase not in ("layout", "call"):
         raise ValueError(f"xgen-byoc-offload: phase '{opts.phase}' (layout or call)")
     listed = {s.strip() for s in opts.only.split(",") if s.strip()}
+    scope = {s.strip() for s in opts.functions.split(",") if s.strip()}
     with module_op.context:
         ev = ConstEval(module_op)
         names = NCHW if opts.phase == "layout" else NHWC
@@ -291,17 +302,23 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
             where, op_name = format_location(op.location), op.name
             if listed and where not in listed:
                 continue
+            if scope and _function_of(op) not in scope:
+                continue
+            if tuned and OFFLOAD_ATTR not in op.attributes:
+                continue
+            backend = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value if tuned else opts.backend
+            op_opts = replace(opts, backend=backend)
             if not _static_f32(op):
                 counts[f"{op.name} kept: not static f32"] += 1
                 continue
             if opts.phase == "layout":
                 fold_one(op, ev)
-                if _nchw_candidate(op, ev, opts) and isinstance(
+                if _nchw_candidate(op, ev, op_opts) and isinstance(
                     to_nhwc(op, ev), ir.Operation | ir.OpView
                 ):
-                    counts[f"{op_name} -> NHWC for {opts.backend}"] += 1
+                    counts[f"{op_name} -> NHWC for {backend}"] += 1
                 continue
-            what = _offload(module_op, op, ev, opts)
+            what = _offload(module_op, op, ev, op_opts)
             counts[what] += 1
             if opts.verbose:
                 print(f"xgen-byoc-offload: {where}: {what}", file=sys.stderr)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir, linalg, tensor
+from ..byoc import OFFLOAD_ATTR
 from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
 from .consteval import ConstEval
@@ -162,6 +163,8 @@ def _swap_in_nhwc(op: ir.Operation, make) -> ir.Operation:
     with ir.InsertionPoint(op), op.location:
         made = make(nhwc_input(op.operands[0]), strides, dilations)
         back = transpose(made, TO_NCHW)
+    if OFFLOAD_ATTR in op.attributes:  # a decision taken on the NCHW conv goes with it
+        made.owner.attributes[OFFLOAD_ATTR] = op.attributes[OFFLOAD_ATTR]
     old = [op.operands[0], op.operands[1], op.operands[2]]
     op.results[0].replace_all_uses_with(back)
     op.erase()

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from .._mlir import arith, ir, linalg, tensor
+from ..byoc import OFFLOAD_ATTR
 from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
 from ..tunedb import (
@@ -140,6 +141,11 @@ class WinogradOptions:
     max_filter_mb: int = 1024  # leave convs whose transformed filter would be larger direct
     db: str = ""  # "tuned" outside compile(): the tuning database ("": the default one)
     threads: int = 0  # "tuned": the thread count the records were measured with (0: this host's)
+    # the target's offload option: "tuned" also weighs each conv's measured BYOC offload
+    # (records of algorithm "onednn") and marks the convs it wins (``byoc.OFFLOAD_ATTR``) for
+    # xgen-byoc-offload; precision picks the offload records of the matching compute type
+    offload: str = "none"
+    precision: str = "fp32"
 
 
 @dataclass
@@ -163,29 +169,56 @@ def winograd_config(m: int) -> dict[str, Any]:
     return {"kind": ALGORITHM, "algorithm": "winograd", "m": m}
 
 
-def decide(records: list[Record]) -> tuple[int | None, str]:
-    """The tile to rewrite a conv with (None: direct) from its measurements on this host, and
-    why: the Winograd variant with the largest speedup over the direct conv timed beside it,
-    if at least ``MIN_GAIN``; failed variants (wrong numbers, ...) are never chosen."""
+def offload_config(backend: str, compute: str) -> dict[str, Any]:
+    """The config of an ``algorithm`` record for a conv run by a kernel library (BYOC,
+    ``passes/byoc_offload.py``) computing in ``compute`` (f32, bf16); its baseline is the
+    direct conv through IREE."""
+    return {"kind": ALGORITHM, "algorithm": backend, "compute": compute}
+
+
+def variant_name(config: dict[str, Any]) -> str:
+    if config.get("algorithm") == "winograd":
+        m = int(config.get("m", 0))
+        return f"F({m}x{m})"
+    return f"{config.get('algorithm')} {config.get('compute', '')}".strip()
+
+
+def decide_algorithm(
+    records: list[Record], allowed: Any = lambda config: config.get("algorithm") == "winograd"
+) -> tuple[dict[str, Any] | None, str]:
+    """The variant to compute a conv with (None: IREE's direct conv) from its measurements on
+    this host, among the records ``allowed(config)`` admits, and why: the one with the largest
+    speedup over the direct conv timed beside it, if at least ``MIN_GAIN``; failed variants
+    (wrong numbers, ...) and those rejected in the model are never chosen."""
+    records = [r for r in records if allowed(r.config)]
     if not records:
         return None, "no measurement on this host (xgen_mlir.tune measures it)"
     parts, best, best_speedup = [], None, 0.0
-    for r in sorted(records, key=lambda r: -int(r.config.get("m", 0))):
-        m = int(r.config.get("m", 0))
+    for r in sorted(
+        records, key=lambda r: (str(r.config.get("algorithm")), -int(r.config.get("m", 0)))
+    ):
+        name = variant_name(r.config)
         if r.speedup is None or r.detail.startswith(REJECTED_IN_MODEL):
-            parts.append(f"F({m}x{m}) {r.status}{': ' + r.detail if r.detail else ''}")
+            parts.append(f"{name} {r.status}{': ' + r.detail if r.detail else ''}")
             continue
         assert r.seconds is not None and r.baseline_seconds is not None
         parts.append(
-            f"F({m}x{m}) {r.seconds * 1e3:.3f} ms vs direct {r.baseline_seconds * 1e3:.3f} ms "
+            f"{name} {r.seconds * 1e3:.3f} ms vs direct {r.baseline_seconds * 1e3:.3f} ms "
             f"({r.speedup:.2f}x)"
         )
         if r.speedup > best_speedup:
-            best, best_speedup = m, r.speedup
+            best, best_speedup = r.config, r.speedup
     measured = "measured " + ", ".join(parts)
     if best is None or best_speedup < MIN_GAIN:
         return None, f"{measured}: below the {MIN_GAIN:.2f}x needed"
     return best, measured
+
+
+def decide(records: list[Record]) -> tuple[int | None, str]:
+    """The Winograd tile to rewrite a conv with (None: direct) from its Winograd records, and
+    why (``decide_algorithm`` among Winograd variants only)."""
+    config, why = decide_algorithm(records)
+    return (None if config is None else int(config["m"])), why
 
 
 def filter_transform(weight_hwcf: np.ndarray, t: Transform = F4) -> np.ndarray:
@@ -436,10 +469,16 @@ def conv_signature(op: ir.Operation) -> tuple[str, str]:
     w_shape = ir.RankedTensorType(op.operands[1].type).shape
     out_shape = ir.RankedTensorType(op.results[0].type).shape
     c, f = (w_shape[1], w_shape[0]) if nchw else (w_shape[2], w_shape[3])
+    kh, kw = (w_shape[2], w_shape[3]) if nchw else (w_shape[0], w_shape[1])
     ho, wo = (out_shape[2], out_shape[3]) if nchw else (out_shape[1], out_shape[2])
     pad = _owner(op.operands[0])
     init = _owner(op.operands[2])
-    parts = [f"conv3x3 {c}->{f} {ho}x{wo}", "nchw" if nchw else "nhwc"]
+    strides = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"])]
+    dilations = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["dilations"])]
+    # unit strides and dilations add nothing, so that 3x3 stride-1 signatures (Winograd's
+    # records) read as before strided convs were measured too
+    steps = "" if strides == [1, 1] and dilations == [1, 1] else f" s{strides} d{dilations}"
+    parts = [f"conv{kh}x{kw}{steps} {c}->{f} {ho}x{wo}", "nchw" if nchw else "nhwc"]
     if out_shape[0] != 1:
         parts.append(f"n{out_shape[0]}")
     if pad is not None and pad.name == "tensor.pad":
@@ -458,6 +497,7 @@ def conv_signature(op: ir.Operation) -> tuple[str, str]:
             str(op.results[0].type),
             pad.name if pad is not None else "arg",
             init.name if init is not None else "arg",
+            *([steps] if steps else []),
             *(f"{_body(e)}/{len(e.operands)}/{e.attributes['indexing_maps']}" for e in epi),
         ]
     )
@@ -465,14 +505,22 @@ def conv_signature(op: ir.Operation) -> tuple[str, str]:
     return f"{description.replace(' ', '_')}#{digest}", description
 
 
-def candidates(module_op: ir.Operation) -> list[Candidate]:
+def _static_f32(op: ir.Operation) -> bool:
+    types = [ir.RankedTensorType(v.type) for v in (op.operands[0], op.results[0])]
+    return all(str(t.element_type) == "f32" and t.has_static_shape for t in types)
+
+
+def candidates(module_op: ir.Operation, offload: bool = False) -> list[Candidate]:
     """Every conv this pass could rewrite (shape, constant filter and init), with its
-    signature: what ``tuning/choices.py`` measures."""
+    signature: what ``tuning/choices.py`` measures; with ``offload``, also the other static
+    f32 convs with a constant filter and init (a kernel library may run them: no tiles)."""
     found = []
     with module_op.context:
         ev = ConstEval(module_op)
         for op in ops_named(module_op, *_CONVS):
             tiles = _match(op)
+            if tiles is None and offload and _static_f32(op):
+                tiles = {}
             if tiles is None:
                 continue
             nchw = _CONVS[op.name]
@@ -505,39 +553,65 @@ def _load_choices(opts: WinogradOptions) -> TunedChoices:
     return TunedChoices(records, note)
 
 
+def allowed_variants(mode: str, offload: str, precision: str) -> Any:
+    """Which records ``tuned`` weighs: Winograd's (unless ``winograd`` is false) and, with
+    ``offload=tuned``, the kernel libraries' that compute in the target's precision."""
+    compute = "bf16" if precision == "bf16" else "f32"
+
+    def allowed(config: dict[str, Any]) -> bool:
+        if config.get("algorithm") == "winograd":
+            return mode == "tuned"
+        return offload == "tuned" and config.get("compute") == compute
+
+    return allowed
+
+
 def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None) -> Counter:
-    """Rewrite the matching convs the mode asks for; returns counts by op name and tile."""
+    """Rewrite the matching convs the mode asks for; returns counts by op name and tile.
+    With ``offload=tuned``, mark the convs whose measured best is a kernel library."""
     opts = opts or WinogradOptions()
     mode = str(opts.enable).lower()
     if mode not in MODES:
         raise PassFailure(f"enable={opts.enable!r} is not one of {', '.join(MODES)}")
     counts: Counter[str] = Counter()
-    if mode == "false":
+    tuned_offload = opts.offload == "tuned"
+    if mode == "false" and not tuned_offload:
         return counts
     choices = None
-    if mode == "tuned":
+    if mode == "tuned" or tuned_offload:
         choices = CHOICES.get() or _load_choices(opts)
+    allowed = allowed_variants(mode, opts.offload, opts.precision)
     with module_op.context:
         ev = ConstEval(module_op)
         for op in ops_named(module_op, *_CONVS):
             where, name = format_location(op.location), op.name
             tiles = _match(op)
-            if tiles is None:
+            if tiles is None and not (tuned_offload and _static_f32(op)):
                 continue
             why, desc = "", name
-            if choices is None:
+            t = None
+            if mode == "true" and tiles:
                 fits = [t for t in TRANSFORMS if tiles[t.m] >= opts.min_tiles]
-                if not fits:
-                    continue
-                t = fits[0]
-            else:
+                t = fits[0] if fits else None
+            if t is None and choices is not None:
                 if ev.value(op.operands[1]) is None:
                     continue  # not a candidate (not a constant filter): nothing to decide
                 if ev.per_channel_init(op.operands[2], 1 if _CONVS[name] else 3) is None:
                     continue
                 sig, desc = conv_signature(op)
-                m, why = decide(choices.records.get(sig, []))
-                if m is None:
+                config, why = decide_algorithm(choices.records.get(sig, []), allowed)
+                algorithm = None if config is None else config.get("algorithm")
+                if config is not None and algorithm != "winograd":
+                    op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(str(algorithm))
+                    choices.log.append((desc, f"{algorithm} {config.get('compute')}", why))
+                    counts[f"{name} marked for {algorithm} (tuned)"] += 1
+                    if opts.verbose:
+                        print(
+                            f"xgen-winograd-convs: {where}: {desc}: {algorithm}, {why}",
+                            file=sys.stderr,
+                        )
+                    continue
+                if config is None or not tiles:
                     choices.log.append((desc, "direct", why))
                     counts[f"{name} left direct (tuned)"] += 1
                     if opts.verbose:
@@ -545,7 +619,9 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                             f"xgen-winograd-convs: {where}: {desc}: direct, {why}", file=sys.stderr
                         )
                     continue
-                t = next(t for t in TRANSFORMS if t.m == m)
+                t = next(t for t in TRANSFORMS if t.m == int(config["m"]))
+            if t is None:
+                continue
             done = _rewrite(op, ev, t, opts.max_filter_mb)
             if isinstance(done, str):
                 counts[f"{name} skipped: {done}"] += 1

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._mlir import ir
+from ..byoc import ONEDNN
 from ..compiler import CompileOptions, _import
 from ..compiler import compile as compile_model
 from ..fusion.tunable import _captured, clone_remapped
@@ -43,10 +44,13 @@ from ..passes.runner import run_steps
 from ..passes.winograd_convs import (
     TRANSFORMS,
     Candidate,
+    allowed_variants,
     candidates,
-    decide,
+    decide_algorithm,
     epilogue,
+    offload_config,
     rewrite_conv,
+    variant_name,
     winograd_config,
 )
 from ..pipelines import load_pipeline
@@ -58,6 +62,9 @@ from .measure import Measurement, MeasureSettings, _run
 # multiply by constants such as 1/6 and sum up to 36 terms); 10x the 1e-4 a tile config gets.
 # A wrong transform is off by O(1) of the output's scale.
 WINOGRAD_TOLERANCE = 1e-3
+# A kernel library in bf16 rounds each operand to 8 bits of mantissa (precision="bf16"): its
+# output is off by a few 1e-3 of the scale; a wrong primitive by O(1).
+BF16_TOLERANCE = 3e-2
 STEP = "xgen-winograd-convs"
 
 
@@ -79,8 +86,7 @@ class ConvChoice:
         base = [r.baseline_seconds for r in self.measured if r.baseline_seconds]
         out["direct"] = float(np.median(base)) * 1e3 if base else None
         for r in self.measured:
-            m = r.config.get("m")
-            out[f"F{m}"] = r.seconds * 1e3 if r.seconds else None
+            out[variant_name(r.config)] = r.seconds * 1e3 if r.seconds else None
         return out
 
 
@@ -95,7 +101,7 @@ def _graph_module(
     module, _ = _import(model, example_inputs, opts)
     if module is model:
         module = ir.Module.parse(str(module), module.context)
-    values = {**opts.target_options, "winograd": "false"}
+    values = {**opts.target_options, "winograd": "false", "offload": "none"}
     steps = load_pipeline(target).with_options(values).pass_steps(opts.entry)
     at = next((i for i, s in enumerate(steps) if s.startswith(STEP)), None)
     if at is None:
@@ -202,6 +208,29 @@ def variants_module(cand: Candidate, order: dict[Any, int]) -> tuple[ir.Module, 
     return module, ms
 
 
+def offload_module(
+    cand: Candidate, order: dict[Any, int], backend: str, precision: str
+) -> ir.Module | None:
+    """``base`` (the direct conv with its pad, bias and epilogue) and ``c0`` (the same run by
+    kernel library ``backend``, as xgen-byoc-offload makes it in the model: NHWC, the
+    residual add and ReLU fused); None if the library does not take the conv."""
+    cut = _Slice(cand)
+    module = ir.Module.create(ir.Location.unknown(cand.op.context))
+    cut.function(module, "base", order)
+    cut.function(module, "c0", order)
+    step = f"xgen-byoc-offload{{backend={backend} precision={precision} functions=c0"
+    counts = run_steps(
+        module,
+        [f"{step} phase=layout}}", "xgen-cancel-reshapes", f"{step} phase=call}}"],
+        what=f"offloading {cand.description} to {backend}",
+    )
+    done = counts.get("xgen-byoc-offload", {})
+    if not any(k.startswith(("linalg.conv_2d_nhwc_hwcf ->", "linalg.depthwise")) for k in done):
+        return None
+    module.operation.verify()
+    return module
+
+
 def _order(module: ir.Module) -> dict[Any, int]:
     order: dict[Any, int] = {}
 
@@ -219,29 +248,66 @@ def measure_conv(
     target: str,
     settings: MeasureSettings,
     compile_options: dict[str, Any],
+    offload: str | None = None,
 ) -> list[Measurement]:
     """Compile ``cand``'s variants through the target's pipeline and measure them against
-    the direct conv (numerics, then interleaved timing, in a child process)."""
-    module, ms = variants_module(cand, order)
-    configs = [winograd_config(m) for m in ms]
+    the direct conv (numerics, then interleaved timing, in a child process): its Winograd
+    tiles where it has any, and its offload to kernel library ``offload`` where given."""
+    out: list[Measurement] = []
+    if cand.tiles:
+        module, ms = variants_module(cand, order)
+        configs = [winograd_config(m) for m in ms]
+        strict = replace(settings, tolerance=WINOGRAD_TOLERANCE)
+        out += _measure_module(module, configs, target, strict, compile_options)
+    if offload:
+        precision = str(compile_options.get("precision") or "fp32")
+        compute = "bf16" if precision == "bf16" else "f32"
+        config = offload_config(offload, compute)
+        try:
+            module = offload_module(cand, order, offload, precision)
+        except Exception as e:
+            detail = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+            return [*out, Measurement(config, "compile_error", detail=detail)]
+        if module is not None:
+            tol = BF16_TOLERANCE if compute == "bf16" else WINOGRAD_TOLERANCE
+            plugins = (str(ONEDNN.plugin()),) if offload == ONEDNN.name else ()
+            loose = replace(settings, tolerance=tol, plugins=plugins)
+            out += _measure_module(module, [config], target, loose, compile_options)
+    return out
+
+
+def _measure_module(
+    module: ir.Module,
+    configs: list[dict[str, Any]],
+    target: str,
+    settings: MeasureSettings,
+    compile_options: dict[str, Any],
+) -> list[Measurement]:
+    """Compile a module of ``base`` and ``c0``, ``c1`` ... (``configs``, in order) and measure
+    each against ``base``."""
     if not configs:
         return []
     options = dict(compile_options)
-    options["target_options"] = {**options.get("target_options", {}), "winograd": "false"}
-    options.update(entry="base", tuning_db=False)
+    chosen = {"winograd": "false", "offload": "none"}  # the variants are already in the IR
+    options["target_options"] = {**options.get("target_options", {}), **chosen}
+    options.update(entry="base", tuning_db=False, precision_check=False)
     try:
         compiled = compile_model(module, None, target, **options)
     except Exception as e:  # one module for all variants: IREE rejected it
         detail = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
         return [Measurement(c, "compile_error", detail=detail) for c in configs]
-    main = next(o.operation for o in module.body.operations if o.operation.name == "func.func")
+    main = next(
+        o.operation
+        for o in module.body.operations
+        if o.operation.name == "func.func"
+        and ir.StringAttr(o.operation.attributes["sym_name"]).value == "base"
+    )
     with tempfile.TemporaryDirectory(prefix="xgen-choice-") as tmp:
         work = Path(tmp)
         vmfb = work / "variants.vmfb"
         vmfb.write_bytes(compiled.vmfb)
         standalone = _inputs_only(main)
-        strict = replace(settings, tolerance=WINOGRAD_TOLERANCE)
-        got = _run(vmfb, standalone, configs, list(range(len(configs))), strict, 32, work, [])
+        got = _run(vmfb, standalone, configs, list(range(len(configs))), settings, 32, work, [])
     return [got[i] for i in range(len(configs))]
 
 
@@ -281,7 +347,8 @@ def measure_choices(
     db_path = Path(db) if db is not None else default_db_path()
     host = HostIdentity.current(threads=settings.threads)
     module = _graph_module(model, example_inputs, target, compile_options)
-    found = candidates(module.operation)
+    offload = _offload_backend(target, compile_options)
+    found = candidates(module.operation, offload=offload is not None)
     by_sig: dict[str, list[Candidate]] = {}
     for c in found:
         by_sig.setdefault(c.signature, []).append(c)
@@ -299,7 +366,7 @@ def measure_choices(
         if deadline is not None and time.perf_counter() > deadline:
             break
         cand = by_sig[choice.signature][0]
-        measured = measure_conv(cand, order, target, settings, compile_options)
+        measured = measure_conv(cand, order, target, settings, compile_options, offload)
         with TuningDB(db_path) as tdb:
             for m in measured:
                 record = Record(
@@ -319,11 +386,33 @@ def measure_choices(
         bar.close()
     with TuningDB(db_path) as tdb:
         known = tdb.choices(host)
+    target_options = compile_options.get("target_options") or {}
+    allowed = allowed_variants(
+        str(target_options.get("winograd", "tuned")),
+        "tuned" if offload else "none",
+        str(compile_options.get("precision") or "fp32"),
+    )
     for choice in out:
         choice.measured = known.get(choice.signature, [])
-        tile, choice.why = decide(choice.measured)
-        choice.algorithm = "direct" if tile is None else f"winograd F({tile}x{tile})"
+        config, choice.why = decide_algorithm(choice.measured, allowed)
+        choice.algorithm = "direct" if config is None else _algorithm_text(config)
     return out
+
+
+def _algorithm_text(config: dict[str, Any]) -> str:
+    if config.get("algorithm") == "winograd":
+        m = int(config["m"])
+        return f"winograd F({m}x{m})"
+    return f"{config.get('algorithm')} ({config.get('compute')})"
+
+
+def _offload_backend(target: str, compile_options: dict[str, Any]) -> str | None:
+    """The kernel library to measure each conv's offload to: oneDNN on the host target where
+    its plugin can be built, unless the compile options forbid offloading."""
+    value = str((compile_options.get("target_options") or {}).get("offload", "tuned"))
+    if target != "cpu" or value == "none" or ONEDNN.unavailable() is not None:
+        return None
+    return ONEDNN.name
 
 
 def summary(choices: list[ConvChoice]) -> str:
@@ -368,8 +457,13 @@ def tune_choices(
     before = {}
     with TuningDB(db_path) as tdb:
         host = HostIdentity.current(threads=settings.threads)
+        allowed = allowed_variants(
+            str((compile_options.get("target_options") or {}).get("winograd", "tuned")),
+            "tuned" if _offload_backend(target, compile_options) else "none",
+            str(compile_options.get("precision") or "fp32"),
+        )
         for sig, records in tdb.choices(host).items():
-            before[sig] = decide(records)[0]
+            before[sig] = decide_algorithm(records, allowed)[0]
     strong = replace(settings, rounds=max(9, settings.rounds), min_block_s=0.05)
     choices = measure_choices(
         model,

@@ -65,6 +65,7 @@ class MeasureSettings:
     compile_timeout_s: float = 300.0
     run_timeout_s: float = 120.0
     tolerance: float = 1e-4  # max |candidate - base| / max |base|, f32 (f16: 100x)
+    plugins: tuple[str, ...] = ()  # executable plugins the module's dispatches call (BYOC)
 
 
 def standalone_flags(model_flags: list[str], data_tiling: bool) -> list[str]:
@@ -254,6 +255,8 @@ def _run_child(
                 "rounds": settings.rounds,
                 "min_block_s": settings.min_block_s,
                 "bench": {n: bench[n] for n in fns} if bench else None,
+                "plugins": list(settings.plugins),
+                "tolerance": settings.tolerance,
             }
         ),
     ]
