@@ -5,11 +5,15 @@ Every model must (1) compile with the planner's dispatch regions actually used (
 and not rejected: ``fusion_note == ""``), (2) match PyTorch: |got - want| <= 1e-4 * max|want|
 elementwise (atol 1e-4 relative to the output's scale, no rtol term), and, for the small
 transformers compiled twice, (3) launch no more kernels than the same model with ``fusion=false``.
+The two classifiers (4) also pass the checks test_models.py made on its own compile of the same
+model with the same (default) options: |got - want| <= atol + rtol * |want| (ResNet-18 1e-4,
+1e-4; MobileNetV2 2e-4, 1e-4) and the same top-5 classes; the pretrained MobileNetV2 names the
+image "palace".
 
 Sizes: MobileNetV2 is the pretrained model on a real image at 224x224; ResNet-18 (random) at
-112x112; EfficientNet-B0 (random, non-trivial BN statistics) at 224x224; MiniLM is pretrained at
+224x224; EfficientNet-B0 (random, non-trivial BN statistics) at 224x224; MiniLM is pretrained at
 seq 16; DistilBERT, MobileBERT and GPT-2 keep their real widths with 2 layers at seq 16.
-test_models.py covers the same families at other sizes (numerics only).
+test_models.py covers the transformer families at other sizes (numerics only).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ def _image(shape: tuple[int, ...]) -> tuple[torch.Tensor]:
 
 MODELS: dict[str, Callable[[], Example]] = {
     "mobilenet_v2": lambda: (vision.mobilenet_v2(pretrained=True), (imagenet.load_image(),)),
-    "resnet18": lambda: (vision.resnet18(), _image((1, 3, 112, 112))),
+    "resnet18": lambda: (vision.resnet18(), (vision.random_input("resnet18"),)),
     "efficientnet_b0": lambda: (vision.efficientnet_b0(), _image((1, 3, 224, 224))),
     "minilm": lambda: transformers_zoo.minilm(seq=16),
     "distilbert": lambda: transformers_zoo.distilbert(seq=16, n_layers=2),
@@ -46,6 +50,10 @@ MODELS: dict[str, Callable[[], Example]] = {
 #: Compiled a second time with the option fusion=false to compare dispatch counts (kept to
 #: two small ones).
 COMPARE_DISPATCHES = {"minilm", "gpt2"}
+
+#: The classifiers' own checks (moved from test_models.py, which compiled them a second time):
+#: (atol, rtol).
+CLASSIFIERS = {"resnet18": (1e-4, 1e-4), "mobilenet_v2": (2e-4, 1e-4)}
 
 
 def _compile(model: torch.nn.Module, inputs: tuple, **options) -> xgen_mlir.CompiledModule:
@@ -71,6 +79,17 @@ def test_model_matches_pytorch_with_fusion_planner(name):
     got = compiled(*inputs).numpy()
     scale = float(np.max(np.abs(want)))
     check_close(got, want, atol=1e-4 * scale, rtol=0.0, what=f"{name} (fusion planner on)")
+
+    if name in CLASSIFIERS:
+        atol, rtol = CLASSIFIERS[name]
+        check_close(got, want, atol=atol, rtol=rtol, what=name)
+        got_t, want_t = torch.from_numpy(got), torch.from_numpy(want)
+        assert torch.equal(got_t.topk(5).indices, want_t.topk(5).indices), name
+        if name == "mobilenet_v2":  # pretrained, on china.jpg
+            assert [c for c, _, _ in imagenet.top_k(got_t)] == [
+                c for c, _, _ in imagenet.top_k(want_t)
+            ]
+            assert imagenet.top_k(got_t, 1)[0][1] == "palace"
 
     if name in COMPARE_DISPATCHES:
         plain = _compile(source, inputs, target_options={"fusion": "false"})
