@@ -39,11 +39,11 @@ class Backend:
     cxx: str = "g++"
 
     def unavailable(self) -> str | None:
-        """Why the plugin cannot be built here (None: it can)."""
+        """What the plugin's build lacks here, as "the X, which ..." (None: nothing)."""
         if shutil.which(self.cxx) is None:
-            return f"the C++ compiler '{self.cxx}' is not on PATH (apt-get install g++)"
+            return f"the C++ compiler '{self.cxx}', not on PATH (apt-get install g++)"
         if not HEADER.exists():
-            return f"oneDNN's headers ({HEADER}) are not installed (apt-get install libdnnl-dev)"
+            return f"oneDNN's headers ({HEADER}), not installed (apt-get install libdnnl-dev)"
         return None
 
     def plugin(self) -> Path:

@@ -31,10 +31,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._mlir import ir
-from ..byoc import OFFLOAD_ATTR, backend_named
+from ..byoc import OFFLOAD_ATTR, Backend, backend_named
 from ..byoc.onednn import conv_symbol
 from ..codegen.dispatch import import_executable_text
 from ..diagnostics import format_location
+from ..errors import BackendCompileError
 from ..irutil import ops_named
 from .consteval import ConstEval
 from .fold_batchnorm import fold_one
@@ -52,7 +53,7 @@ from .generic_util import (
 from .kernel_call import free_symbol, install_kernel
 from .kernel_match import residual_add
 from .nhwc_convs import to_nhwc
-from .registry import register_pass
+from .registry import PassFailure, register_pass
 
 NCHW = ("linalg.conv_2d_nchw_fchw",)
 NHWC = ("linalg.conv_2d_nhwc_hwcf", "linalg.depthwise_conv_2d_nhwc_hwc")
@@ -181,16 +182,15 @@ def _compute(opts: OffloadOptions) -> str:
     return "bf16" if opts.precision == "bf16" else "f32"
 
 
-def _nchw_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOptions) -> bool:
-    """Whether the library takes NCHW conv ``op`` (asked with its NHWC form's fields)."""
+def _nchw_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOptions) -> str:
+    """Why the library does not take NCHW conv ``op`` (asked with its NHWC form's fields);
+    "" if it does."""
     weight = ev.value(op.operands[1])
-    if (
-        weight is None
-        or weight.dtype != np.float32
-        or ev.per_channel_init(op.operands[2], 1) is None
-    ):
-        return False
-    x, _ = op.operands[0], None
+    if weight is None or weight.dtype != np.float32:
+        return "kept: weights not constant f32"
+    if ev.per_channel_init(op.operands[2], 1) is None:
+        return "kept: accumulator init not a per-channel constant"
+    x = op.operands[0]
     n, ic, ih, iw = ir.RankedTensorType(x.type).shape
     _, oc, oh, ow = ir.RankedTensorType(op.results[0].type).shape
     strides = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"])]
@@ -210,13 +210,28 @@ def _nchw_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOptions) -> bo
         [0, 0, 0, 0],
         dilations,
     )
-    return backend_named(opts.backend).can_build(symbol)
+    backend = _backend(opts.backend)
+    return "" if _can_build(backend, symbol) else f"kept: {backend.name} has no primitive for it"
+
+
+def _backend(name: str) -> Backend:
+    try:
+        return backend_named(name)
+    except ValueError as e:  # the user's option: a clear failure, not an internal error
+        raise PassFailure(str(e)) from None
+
+
+def _can_build(backend: Backend, symbol: str) -> bool:
+    try:
+        return backend.can_build(symbol)
+    except BackendCompileError as e:  # no compiler or no oneDNN here
+        raise PassFailure(str(e)) from None
 
 
 def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> str:
     """Replace NHWC conv ``op`` (with the residual add and ReLU after it, where there are)
     by the library's primitive; returns what happened (a count key)."""
-    backend = backend_named(opts.backend)
+    backend = _backend(opts.backend)
     conv = _conv_of(op, ev)
     if isinstance(conv, str):
         return conv
@@ -248,9 +263,8 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
         f["dilations"],
         f["groups"],
     )
-    if not backend.can_build(symbol):
+    if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
-    op_name = op.name
     name = free_symbol(module_op, f"xgen_{backend.name}_conv", 0)
     lengths = [
         int(np.prod(ir.RankedTensorType(v.type).shape)) if isinstance(v, ir.Value) else v.size
@@ -273,7 +287,7 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
         weights_name=f"xgen_{backend.name}_weights",
         executable=text,
     )
-    return f"{op_name} -> {backend.name}" + ("" if post == "none" else f" (+{post})")
+    return f"-> {backend.name}" + ("" if post == "none" else f" (+{post})")
 
 
 def _function_of(op: ir.Operation) -> str:
@@ -290,9 +304,9 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
         return counts
     tuned = opts.backend == "tuned"
     if not tuned:
-        backend_named(opts.backend)  # an unknown name is an error naming the known ones
+        _backend(opts.backend)  # an unknown name is an error naming the known ones
     if opts.phase not in ("layout", "call"):
-        raise ValueError(f"xgen-byoc-offload: phase '{opts.phase}' (layout or call)")
+        raise PassFailure(f"phase '{opts.phase}' is not one of layout, call")
     listed = {s.strip() for s in opts.only.split(",") if s.strip()}
     scope = {s.strip() for s in opts.functions.split(",") if s.strip()}
     with module_op.context:
@@ -309,16 +323,17 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
             backend = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value if tuned else opts.backend
             op_opts = replace(opts, backend=backend)
             if not _static_f32(op):
-                counts[f"{op.name} kept: not static f32"] += 1
-                continue
-            if opts.phase == "layout":
+                what = "kept: not static f32"
+            elif opts.phase == "layout":
                 fold_one(op, ev)
-                if _nchw_candidate(op, ev, op_opts) and isinstance(
-                    to_nhwc(op, ev), ir.Operation | ir.OpView
-                ):
-                    counts[f"{op_name} -> NHWC for {backend}"] += 1
-                continue
-            what = _offload(module_op, op, ev, op_opts)
+                what = _nchw_candidate(op, ev, op_opts)
+                if not what:
+                    made = to_nhwc(op, ev)
+                    done = isinstance(made, ir.Operation | ir.OpView)
+                    what = f"-> NHWC for {backend}" if done else "kept: no NHWC form"
+            else:
+                what = _offload(module_op, op, ev, op_opts)
+            what = what if what.startswith(op_name) else f"{op_name} {what}"
             counts[what] += 1
             if opts.verbose:
                 print(f"xgen-byoc-offload: {where}: {what}", file=sys.stderr)

@@ -205,6 +205,9 @@ class CompiledModule:
         source = self.source if self.source != "<memory>" else f"module for target '{self.target}'"
         check_device(self.vmfb, self.device, source)
         self.check_cpu_features(source)
+        plugins = self.reflection.get(PLUGINS_KEY, "")
+        if plugins and self.device in ("local-task", "local-sync"):
+            plugin_paths(plugins, self.plugins, source)  # found, built, or a clear error now
 
     def check_cpu_features(self, source: str | None = None) -> None:
         """Raise CpuFeatureError if the module's CPU code needs features this host lacks."""
