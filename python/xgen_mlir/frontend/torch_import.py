@@ -306,6 +306,79 @@ def _is_sympy_class(name: str) -> bool:
     return isinstance(obj, type) and issubclass(obj, sympy.Basic)
 
 
+def _literal_hooks() -> Any:
+    """An ``FxImporterHooks`` whose ``resolve_literal`` builds weight literals from the
+    tensors' bytes.
+
+    torch-mlir's default path turns every weight into a Python list (``tensor.tolist()``)
+    and back into a numpy array, most of the import time of a model with many weights. The
+    hook makes the same ``torch.vtensor.literal``:
+    a resource blob (a ``dense<>`` splat for one element), named as torch-mlir names it, of
+    the same bytes, from one contiguous copy of the tensor (a copy, so that the module does
+    not change when the model's weights do later). Each tensor object gets one attribute,
+    shared by all its uses, as in torch-mlir's own tracker. Anything it does not handle
+    (fake, meta, sparse or quantized tensors, tensor subclasses, dtypes numpy cannot hold)
+    goes to torch-mlir's default path."""
+    from torch_mlir.extras.fx_importer import (
+        TORCH_DTYPE_TO_MLIR_TYPE,
+        TORCH_DTYPE_TO_NPY_TYPE,
+        FxImporterHooks,
+    )
+
+    class LiteralHooks(FxImporterHooks):  # type: ignore[misc]
+        def __init__(self) -> None:
+            # id(tensor) -> (tensor, attribute); the tensor is held so that its id stays its
+            # own for the whole import (torch-mlir's tracker keys on id() the same way).
+            self._attrs: dict[int, tuple[torch.Tensor, Any]] = {}
+
+        def resolve_literal(self, gni: Any, literal: Any, info: Any) -> Any:
+            if not _plain_tensor(literal):
+                return None
+            npy_dtype = TORCH_DTYPE_TO_NPY_TYPE.get(literal.dtype)
+            if npy_dtype is None or literal.dtype not in TORCH_DTYPE_TO_MLIR_TYPE:
+                return None
+            cached = self._attrs.get(id(literal))
+            if cached is not None:
+                attr = cached[1]
+            else:
+                attr = _elements_attr(literal, npy_dtype)
+                self._attrs[id(literal)] = (literal, attr)
+            # gni._cc is the ContextCache torch-mlir's own literal converters are given.
+            return ir.Operation.create(
+                name="torch.vtensor.literal",
+                results=[gni._cc.tensor_to_vtensor_type(literal)],
+                attributes={"value": attr},
+            ).result
+
+    def _elements_attr(tensor: torch.Tensor, npy_dtype: Any) -> Any:
+        dense = tensor.detach().cpu().resolve_conj().resolve_neg()
+        copy = dense.clone(memory_format=torch.contiguous_format)
+        # Through uint8 bytes: numpy has no bf16/fp8, ml_dtypes' types are views of bytes.
+        array = copy.reshape(-1).view(torch.uint8).numpy().view(npy_dtype)
+        array = array.reshape(tuple(tensor.shape))
+        element_type = TORCH_DTYPE_TO_MLIR_TYPE[tensor.dtype]()
+        if array.size == 1:  # a splat, as torch-mlir makes it (blobs cannot be splats)
+            return ir.DenseElementsAttr.get(type=element_type, array=array, shape=array.shape)
+        shape = "_".join(str(d) for d in tensor.shape)
+        return ir.DenseResourceElementsAttr.get_from_buffer(
+            array,
+            f"torch_tensor_{shape}_{tensor.dtype}",
+            ir.RankedTensorType.get(list(tensor.shape), element_type),
+        )
+
+    return LiteralHooks()
+
+
+def _plain_tensor(value: Any) -> bool:
+    """A dense tensor with real data (a plain tensor or a Parameter, on a real device)."""
+    return (
+        type(value) in (torch.Tensor, torch.nn.Parameter)
+        and value.layout == torch.strided
+        and not value.is_quantized
+        and not value.is_meta
+    )
+
+
 def import_exported(prog: torch.export.ExportedProgram, entry: str = "main") -> ir.Module:
     """ExportedProgram -> linalg-on-tensors module in a fresh torch-mlir context."""
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
@@ -315,7 +388,7 @@ def import_exported(prog: torch.export.ExportedProgram, entry: str = "main") -> 
 
     ctx = ir.Context()
     torch_d.register_dialect(ctx)
-    importer = FxImporter(context=ctx)
+    importer = FxImporter(context=ctx, hooks=_literal_hooks())
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
