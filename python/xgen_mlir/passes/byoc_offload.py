@@ -1,4 +1,5 @@
-"""xgen-byoc-offload: convolutions handed to a kernel library (oneDNN) through an IREE plugin.
+"""xgen-byoc-offload: convolutions and matmuls handed to a kernel library (oneDNN) through an
+IREE plugin.
 
 Why: a vendor library's convolutions beat IREE's llvm-cpu codegen on some hosts and shapes
 (blocked layouts, JIT kernels for the CPU it runs on, AMX and AVX512-BF16 where the CPU has
@@ -9,9 +10,16 @@ What it matches: ``linalg.conv_2d_nchw_fchw`` (converted to NHWC first, as ``xge
 does, so the transposes around consecutive convs cancel), ``linalg.conv_2d_nhwc_hwcf`` and
 ``linalg.depthwise_conv_2d_nhwc_hwc``; static shapes, f32, constant weights, an accumulator
 init that is a per-channel constant (the bias). A constant-zero ``tensor.pad`` of the input's
-H and W becomes the primitive's padding. Each offloaded conv becomes a dispatch of one
-workgroup calling the import ``xgen_dnnl_conv_...`` (``byoc/onednn.py``), which the plugin
-resolves to a primitive when the module loads; the library runs its own threads.
+H and W becomes the primitive's padding. In the call phase also ``linalg.matmul`` [M,K] x
+[K,N] (a Linear layer, as torch-mlir gives it: the weights through a transpose that ConstEval
+evaluates) and ``linalg.batch_matmul`` whose right operand is one constant broadcast over the
+batch (rows B*M), with static f32 shapes and a constant accumulator per column; a following
+``+ bias[n]`` becomes the primitive's bias, a ReLU its post-op. A matmul whose right operand
+is not a constant (attention's QK^T and PV) stays with IREE. Each offloaded op becomes a
+dispatch of one workgroup calling the import ``xgen_dnnl_conv_...`` / ``xgen_dnnl_matmul_...``
+(``byoc/onednn.py``), which the plugin resolves to a primitive when the module loads; the
+library runs its own threads. Matmuls are offloaded with ``backend=onednn`` only (``tuned``
+follows the tuner's mark, which only convs carry).
 
 Which ops: with ``backend=onednn``, every match the library accepts (asked through the plugin
 itself, so what the runtime would refuse is never emitted), or with ``only`` set, the matches
@@ -32,7 +40,7 @@ import numpy as np
 
 from .._mlir import ir
 from ..byoc import OFFLOAD_ATTR, Backend, backend_named
-from ..byoc.onednn import conv_symbol
+from ..byoc.onednn import conv_symbol, matmul_symbol
 from ..codegen.dispatch import import_executable_text
 from ..diagnostics import format_location
 from ..errors import BackendCompileError
@@ -42,6 +50,7 @@ from .fold_batchnorm import fold_one
 from .generic_util import (
     body,
     body_ops,
+    has_default_maps,
     indexing_maps,
     is_dynamic,
     is_elementwise,
@@ -51,12 +60,13 @@ from .generic_util import (
     producer,
 )
 from .kernel_call import free_symbol, install_kernel
-from .kernel_match import residual_add
+from .kernel_match import bias_add, residual_add
 from .nhwc_convs import to_nhwc
 from .registry import PassFailure, register_pass
 
 NCHW = ("linalg.conv_2d_nchw_fchw",)
 NHWC = ("linalg.conv_2d_nhwc_hwcf", "linalg.depthwise_conv_2d_nhwc_hwc")
+MATMUL = ("linalg.matmul", "linalg.batch_matmul")
 UGT = 9  # arith.cmpf predicate: unordered or greater (true for NaN)
 
 
@@ -93,12 +103,15 @@ def _pad_of(x: ir.Value) -> tuple[ir.Value, list[int]]:
     return pad.operands[0], [low[1], low[2], high[1], high[2]]
 
 
-def _static_f32(op: ir.Operation) -> bool:
-    for v in [op.operands[0], op.results[0]]:
+def _not_static_f32(op: ir.Operation) -> str:
+    """Why ``op``'s input, weights or result is not a static f32 tensor ("" if they are)."""
+    for v in [*op.operands[:2], op.results[0]]:
         ty = ir.RankedTensorType(v.type)
-        if str(ty.element_type) != "f32" or any(is_dynamic(s) for s in ty.shape):
-            return False
-    return True
+        if any(is_dynamic(s) for s in ty.shape):
+            return "kept: dynamic shape"
+        if str(ty.element_type) != "f32":
+            return f"kept: {ty.element_type} elements, not f32"
+    return ""
 
 
 def _is_zero(value: ir.Value) -> bool:
@@ -290,6 +303,71 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
     return f"-> {backend.name}" + ("" if post == "none" else f" (+{post})")
 
 
+def _matmul_weights(op: ir.Operation, ev: ConstEval) -> tuple[np.ndarray, np.ndarray] | str:
+    """The constant [K,N] weights and the per-column accumulator init [N] (float64) of
+    matmul / batch_matmul ``op``, or why not."""
+    if not has_default_maps(op):
+        return "kept: transposed or broadcast operand maps"
+    rhs = ev.value(op.operands[1])
+    if rhs is None or rhs.dtype != np.float32:
+        return "kept: right operand not a constant"
+    batched = op.name == "linalg.batch_matmul"
+    if batched:
+        if rhs.shape[0] > 1 and not (rhs == rhs[:1]).all():
+            return "kept: constant right operand differs per batch"
+        rhs = rhs[0]
+    init = ev.per_channel_init(op.operands[2], 2 if batched else 1)
+    if init is None:
+        return "kept: accumulator init not a per-column constant"
+    return rhs, init
+
+
+def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> str:
+    """Replace matmul ``op`` (with the bias add and ReLU after it, where there are) by the
+    library's matmul primitive; returns what happened (a count key). A batch_matmul with one
+    weight for every batch is one matmul of B*M rows (its row-major input is that matrix)."""
+    backend = _backend(opts.backend)
+    found = _matmul_weights(op, ev)
+    if isinstance(found, str):
+        return found
+    weight, bias = found
+    shape = ir.RankedTensorType(op.results[0].type).shape
+    k, n = weight.shape
+    m = int(np.prod(shape[:-1]))
+    if min(m, k, n) == 0:
+        return "kept: empty"
+    end, post = op, "none"
+    added = bias_add(op, ev)
+    if added is not None:
+        end, bias = added[0], bias + added[1]
+    relu = _relu_after(end.results[0])
+    if relu is not None:
+        end, post = relu, "relu"
+    symbol = matmul_symbol(_compute(opts), post, m, k, n)
+    if not _can_build(backend, symbol):
+        return f"kept: {backend.name} has no primitive for it"
+    name = free_symbol(module_op, f"xgen_{backend.name}_matmul", 0)
+    x = op.operands[0]
+    inputs: list = [x, np.ascontiguousarray(weight).ravel(), bias.astype(np.float32)]
+    text = import_executable_text(name, symbol, [m * k, k * n, n], m * n)
+    y = op.results[0]
+    install_kernel(
+        module_op,
+        name,
+        "",
+        "",
+        inputs,
+        y.type,
+        (1, 1, 1),
+        [op],
+        end,
+        weights_name=f"xgen_{backend.name}_weights",
+        executable=text,
+    )
+    fused = ("+bias" if added is not None else "") + ("+relu" if relu is not None else "")
+    return f"-> {backend.name}" + (f" ({fused})" if fused else "")
+
+
 def _function_of(op: ir.Operation) -> str:
     parent = op.parent
     while parent is not None and parent.name != "func.func":
@@ -311,7 +389,7 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
     scope = {s.strip() for s in opts.functions.split(",") if s.strip()}
     with module_op.context:
         ev = ConstEval(module_op)
-        names = NCHW if opts.phase == "layout" else NHWC
+        names = NCHW if opts.phase == "layout" else NHWC + MATMUL
         for op in ops_named(module_op, *names):
             where, op_name = format_location(op.location), op.name
             if listed and where not in listed:
@@ -322,8 +400,9 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
                 continue
             backend = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value if tuned else opts.backend
             op_opts = replace(opts, backend=backend)
-            if not _static_f32(op):
-                what = "kept: not static f32"
+            why = _not_static_f32(op)
+            if why:
+                what = why
             elif opts.phase == "layout":
                 fold_one(op, ev)
                 what = _nchw_candidate(op, ev, op_opts)
@@ -331,6 +410,8 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
                     made = to_nhwc(op, ev)
                     done = isinstance(made, ir.Operation | ir.OpView)
                     what = f"-> NHWC for {backend}" if done else "kept: no NHWC form"
+            elif op_name in MATMUL:
+                what = _offload_matmul(module_op, op, ev, op_opts)
             else:
                 what = _offload(module_op, op, ev, op_opts)
             what = what if what.startswith(op_name) else f"{op_name} {what}"
@@ -342,7 +423,8 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
 
 @register_pass(
     "xgen-byoc-offload",
-    "Convolutions with constant weights -> calls of a kernel library's primitives (BYOC).",
+    "Convolutions and matmuls with constant weights -> calls of a kernel library's primitives "
+    "(BYOC).",
     OffloadOptions,
 )
 def _pass(module_op: ir.Operation, opts: OffloadOptions | None) -> Counter:
