@@ -44,9 +44,12 @@ def test_one_conv_measured_both_ways_recorded_and_applied(tmp_path):
     (choice,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False)
     assert choice.count == 1 and choice.new
     assert "conv3x3 16->16 20x20 nchw pad" in choice.description
-    by_m = {r.config["m"]: r for r in choice.measured}
+    by_m = {r.config["m"]: r for r in choice.measured if r.config["algorithm"] == "winograd"}
     assert set(by_m) == {4, 2}  # 25 tiles of 4x4, 100 of 2x2: both variants measured
-    for r in by_m.values():  # each timed beside the direct conv, numbers checked first
+    # and the conv offloaded to oneDNN (BYOC: CI installs it), in the precision compiled for
+    offload = [r for r in choice.measured if r.config["algorithm"] == "onednn"]
+    assert [r.config["compute"] for r in offload] == ["f32"]
+    for r in [*by_m.values(), *offload]:  # each timed beside the direct conv, numbers first
         assert r.status == "ok", r.detail
         assert r.seconds > 0 and r.baseline_seconds > 0
         assert r.host_key == HostIdentity.current(threads=2).key
@@ -60,6 +63,10 @@ def test_one_conv_measured_both_ways_recorded_and_applied(tmp_path):
     rewrites = compiled.report.rewrites.get("xgen-winograd-convs", {})
     if choice.algorithm == "direct":
         assert algorithm == "direct" and not any("F(" in k for k in rewrites)
+        assert not compiled.report.offload
+    elif choice.algorithm == "onednn (f32)":
+        assert algorithm == "onednn f32" and not any("F(" in k for k in rewrites)
+        assert any("-> onednn" in k for k in compiled.report.offload)
     else:
         m = int(choice.algorithm[-2])
         assert algorithm == f"Winograd F({m}x{m}, 3x3)"
@@ -69,11 +76,15 @@ def test_one_conv_measured_both_ways_recorded_and_applied(tmp_path):
     got = np.asarray(compiled(x))
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
 
-    # winograd=false forbids it whatever the database says
+    # winograd=false / offload=none forbid them whatever the database says
     off = xgen_mlir.compile(
-        model, (x,), tuning_db=db, tuning_threads=2, target_options={"winograd": "false"}
+        model,
+        (x,),
+        tuning_db=db,
+        tuning_threads=2,
+        target_options={"winograd": "false", "offload": "none"},
     )
-    assert "xgen-winograd-convs" not in off.report.rewrites
+    assert "xgen-winograd-convs" not in off.report.rewrites and not off.report.offload
 
 
 def test_tuned_winograd_model_matches_pytorch(tmp_path):
@@ -105,7 +116,11 @@ def test_a_wrong_transform_is_recorded_as_wrong_numbers_and_never_chosen(tmp_pat
     monkeypatch.setattr(wc, "TRANSFORMS", (replace(wc.F4, at=bad_at), wc.F2))
     model, x = _model()
     db = tmp_path / "t.db"
-    (choice,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False)
+    no_offload = {"offload": "none"}  # Winograd's variants only (offload=none: nothing else)
+    (choice,) = measure_choices(
+        model, (x,), db=db, settings=FAST, progress=False, target_options=no_offload
+    )
+    assert all(r.config["algorithm"] == "winograd" for r in choice.measured)
     by_m = {r.config["m"]: r for r in choice.measured}
     assert by_m[4].status == "wrong_numbers" and "relative error" in by_m[4].detail
     assert by_m[2].status == "ok"

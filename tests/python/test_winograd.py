@@ -110,11 +110,12 @@ def test_tuned_by_default_rewrites_nothing_unmeasured_and_the_option_is_checked(
     compiled = xgen_mlir.compile(model, (x,), tuning_db=False)
     assert not any("F(" in k for k in compiled.report.rewrites.get("xgen-winograd-convs", {}))
     steps = [s for s in load_pipeline("cpu").pass_steps() if "winograd" in s]
-    assert steps == ["xgen-winograd-convs{enable=tuned}"]
+    # the pass also weighs the measured oneDNN offload (offload=tuned, the default)
+    assert steps == ["xgen-winograd-convs{enable=tuned offload=tuned precision=fp32}"]
     on = load_pipeline("cpu").with_options({"winograd": "true"}).pass_steps()
-    assert "xgen-winograd-convs{enable=true}" in on
+    assert "xgen-winograd-convs{enable=true offload=tuned precision=fp32}" in on
     off = load_pipeline("cpu").with_options({"winograd": "false"}).pass_steps()
-    assert "xgen-winograd-convs{enable=false}" in off
+    assert "xgen-winograd-convs{enable=false offload=tuned precision=fp32}" in off
     with pytest.raises(PipelineError, match="winograd='yes' is not one of false, true, tuned"):
         load_pipeline("cpu").with_options({"winograd": "yes"})
 
