@@ -135,15 +135,29 @@ struct Op {
     return dst;
   }
 
+  // The conversion of f32 activations to the compute type (bf16), made once.
+  dnnl::reorder src_reorder;
+  std::once_flag src_reorder_made;
+
   int run(const float* src_ptr, const float* wei_ptr, const float* bias_ptr,
           const float* res_ptr, float* dst_ptr) {
     dnnl::engine& eng = cpu_engine();
-    dnnl::stream s(eng);
+    // Per calling thread (IREE's workers): one stream, and each op's converted input, so
+    // that a call allocates nothing and ops called from several threads never share one.
+    thread_local dnnl::stream s(eng);
+    thread_local std::map<const Op*, memory> converted;
     memory src(src_user, eng, const_cast<float*>(src_ptr));
     if (src_prim != src_user) {
-      memory converted(src_prim, eng);
-      dnnl::reorder(src, converted).execute(s, src, converted);
-      src = converted;
+      std::call_once(src_reorder_made, [&] {
+        src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, src_user, eng, src_prim));
+      });
+      // (the desc check: an op freed at unload and a new one made at the same address)
+      auto found = converted.find(this);
+      if (found == converted.end() || found->second.get_desc() != src_prim) {
+        found = converted.insert_or_assign(this, memory(src_prim, eng)).first;
+      }
+      src_reorder.execute(s, src, found->second);
+      src = found->second;
     }
     memory wei = prepared_weights(wei_ptr);
     memory dst(dst_desc, eng, dst_ptr);
