@@ -1,0 +1,35 @@
+"""Write a tuning database of algorithm records (Winograd and the oneDNN offload) for
+offload-tuned.mlir: per function of that file (by name), what this host measured for its conv.
+
+    python offload_choices_db.py INPUT.mlir OUT.db
+"""
+
+import sys
+
+from xgen_mlir._mlir import ir, new_context
+from xgen_mlir.passes.winograd_convs import candidates, offload_config, winograd_config
+from xgen_mlir.tunedb import HostIdentity, Record, TuningDB
+
+# function -> [(config, variant ms, direct ms)]
+F32, BF16 = offload_config("onednn", "f32"), offload_config("onednn", "bf16")
+PLAN = {
+    "onednn_wins": [(F32, 0.5, 1.0)],
+    "winograd_beats_onednn": [(winograd_config(4), 0.4, 1.0), (F32, 0.6, 1.0)],
+    "onednn_beats_winograd": [(winograd_config(4), 0.8, 1.0), (F32, 0.5, 1.0)],
+    "bf16_only": [(BF16, 0.5, 1.0)],
+    "onednn_slower": [(F32, 1.2, 1.0)],
+    "strided_onednn_wins": [(F32, 0.5, 1.0)],
+}
+
+src, out = sys.argv[1], sys.argv[2]
+with new_context():
+    module = ir.Module.parse(open(src).read())
+    here = HostIdentity.current()
+    with TuningDB(out) as db:
+        for cand in candidates(module.operation, offload=True):
+            name = ir.StringAttr(cand.op.parent.attributes["sym_name"]).value
+            for config, ms, base in PLAN.get(name, []):
+                record = Record(
+                    cand.signature, config, "ok", ms / 1e3, base / 1e3, description=cand.description
+                )
+                db.add(record, here)

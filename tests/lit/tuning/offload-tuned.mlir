@@ -1,0 +1,142 @@
+// RUN: python %S/Inputs/offload_choices_db.py %s %t.db
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db verbose=true},xgen-byoc-offload{backend=tuned phase=layout},xgen-byoc-offload{backend=tuned}' 2>%t.err | FileCheck %s
+// RUN: FileCheck %s --check-prefix=WHY < %t.err
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned precision=bf16 db=%t.db},xgen-byoc-offload{backend=tuned precision=bf16 phase=layout},xgen-byoc-offload{backend=tuned precision=bf16}' | FileCheck %s --check-prefix=BF16
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=none db=%t.db},xgen-byoc-offload{backend=none phase=layout},xgen-byoc-offload{backend=none}' | FileCheck %s --check-prefix=OFF
+
+// offload=tuned: xgen-winograd-convs weighs each conv's measured variants (Winograd's and the
+// oneDNN offload's in the compute type of the precision) and marks the convs whose best is
+// oneDNN (xgen.offload); xgen-byoc-offload{backend=tuned} offloads exactly those. The database
+// (Inputs/offload_choices_db.py) holds, per function: oneDNN f32 2x; Winograd 2.5x and oneDNN
+// 1.67x; Winograd 1.25x and oneDNN 2x; oneDNN bf16 only; oneDNN 0.83x; a stride-2 conv (no
+// Winograd form) with oneDNN 2x; and no record.
+
+// CHECK-LABEL: func.func @onednn_wins
+// CHECK: call @xgen_onednn_conv_{{[0-9]+}}_call
+// CHECK-NOT: linalg.conv_2d
+// CHECK-LABEL: func.func @winograd_beats_onednn
+// CHECK: linalg.batch_matmul
+// CHECK-NOT: xgen_onednn
+// CHECK-LABEL: func.func @onednn_beats_winograd
+// CHECK-NOT: linalg.batch_matmul
+// CHECK: call @xgen_onednn_conv_{{[0-9]+}}_call
+// Must not fire: bf16 records do not count for an fp32 compile; oneDNN slower; no record.
+// CHECK-LABEL: func.func @bf16_only
+// CHECK-NOT: xgen_onednn
+// CHECK: linalg.conv_2d_nchw_fchw
+// CHECK-LABEL: func.func @onednn_slower
+// CHECK-NOT: xgen_onednn
+// CHECK: linalg.conv_2d_nchw_fchw
+// CHECK-LABEL: func.func @strided_onednn_wins
+// CHECK: call @xgen_onednn_conv_{{[0-9]+}}_call
+// CHECK-LABEL: func.func @no_record
+// CHECK-NOT: xgen_onednn
+// CHECK: linalg.conv_2d_nchw_fchw
+
+// WHY: conv3x3 2->3 8x8 nchw pad: onednn, measured onednn f32 0.500 ms vs direct 1.000 ms (2.00x)
+// WHY: conv3x3 2->4 8x8 nchw pad -> Winograd F(4x4, 3x3)
+// WHY: conv3x3 2->5 8x8 nchw pad: onednn, measured onednn f32 0.500 ms vs direct 1.000 ms (2.00x), F(4x4) 0.800 ms
+// WHY: conv3x3 2->7 8x8 nchw pad: direct, measured onednn f32 1.200 ms vs direct 1.000 ms (0.83x): below the 1.03x needed
+// WHY: conv3x3 s[2, 2] d[1, 1] 2->8 4x4 nchw pad: onednn
+
+// precision=bf16: the bf16 record counts, the f32 ones do not.
+// BF16-LABEL: func.func @onednn_wins
+// BF16-NOT: xgen_onednn
+// BF16-LABEL: func.func @bf16_only
+// BF16: call @xgen_onednn_conv_{{[0-9]+}}_call
+// BF16-LABEL: func.func @onednn_slower
+
+// offload=none: nothing marked, nothing offloaded (Winograd still chosen where it won).
+// OFF-NOT: xgen.offload
+// OFF-NOT: xgen_onednn
+
+func.func @onednn_wins(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x3x8x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<3x2x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x2x8x8xf32> to tensor<1x2x10x10xf32>
+  %0 = tensor.empty() : tensor<1x3x8x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x3x8x8xf32>) -> tensor<1x3x8x8xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x2x10x10xf32>, tensor<3x2x3x3xf32>) outs(%1 : tensor<1x3x8x8xf32>) -> tensor<1x3x8x8xf32>
+  return %2 : tensor<1x3x8x8xf32>
+}
+
+func.func @winograd_beats_onednn(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<4x2x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x2x8x8xf32> to tensor<1x2x10x10xf32>
+  %0 = tensor.empty() : tensor<1x4x8x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x2x10x10xf32>, tensor<4x2x3x3xf32>) outs(%1 : tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  return %2 : tensor<1x4x8x8xf32>
+}
+
+func.func @onednn_beats_winograd(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x5x8x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<5x2x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x2x8x8xf32> to tensor<1x2x10x10xf32>
+  %0 = tensor.empty() : tensor<1x5x8x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x5x8x8xf32>) -> tensor<1x5x8x8xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x2x10x10xf32>, tensor<5x2x3x3xf32>) outs(%1 : tensor<1x5x8x8xf32>) -> tensor<1x5x8x8xf32>
+  return %2 : tensor<1x5x8x8xf32>
+}
+
+func.func @bf16_only(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x6x8x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<6x2x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x2x8x8xf32> to tensor<1x2x10x10xf32>
+  %0 = tensor.empty() : tensor<1x6x8x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x6x8x8xf32>) -> tensor<1x6x8x8xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x2x10x10xf32>, tensor<6x2x3x3xf32>) outs(%1 : tensor<1x6x8x8xf32>) -> tensor<1x6x8x8xf32>
+  return %2 : tensor<1x6x8x8xf32>
+}
+
+func.func @onednn_slower(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x7x8x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<7x2x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x2x8x8xf32> to tensor<1x2x10x10xf32>
+  %0 = tensor.empty() : tensor<1x7x8x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x7x8x8xf32>) -> tensor<1x7x8x8xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x2x10x10xf32>, tensor<7x2x3x3xf32>) outs(%1 : tensor<1x7x8x8xf32>) -> tensor<1x7x8x8xf32>
+  return %2 : tensor<1x7x8x8xf32>
+}
+
+func.func @strided_onednn_wins(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x8x4x4xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<8x2x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x2x8x8xf32> to tensor<1x2x10x10xf32>
+  %0 = tensor.empty() : tensor<1x8x4x4xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%padded, %w : tensor<1x2x10x10xf32>, tensor<8x2x3x3xf32>) outs(%1 : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  return %2 : tensor<1x8x4x4xf32>
+}
+
+func.func @no_record(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x9x8x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<9x2x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x2x8x8xf32> to tensor<1x2x10x10xf32>
+  %0 = tensor.empty() : tensor<1x9x8x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x9x8x8xf32>) -> tensor<1x9x8x8xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x2x10x10xf32>, tensor<9x2x3x3xf32>) outs(%1 : tensor<1x9x8x8xf32>) -> tensor<1x9x8x8xf32>
+  return %2 : tensor<1x9x8x8xf32>
+}
