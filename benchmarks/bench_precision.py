@@ -50,6 +50,8 @@ SYSTEMS = [
     "xgen_mlir bf16",
     "xgen_mlir fp32 onednn",
     "xgen_mlir bf16 onednn",
+    "xgen_mlir fp32 tuned",
+    "xgen_mlir bf16 tuned",
     "xgen_mlir int8",
     "OpenVINO default",
     "OpenVINO f32",
@@ -57,6 +59,7 @@ SYSTEMS = [
     "ORT int8",
 ]
 TRANSFORMERS = ("minilm", "bert_base", "gpt2_small")
+TUNE_MIN = 6.0  # budget of xgen_mlir.tune per model and precision (--tune-minutes)
 Cell = dict[str, object]
 
 
@@ -85,16 +88,42 @@ def openvino_runner(path: Path, threads: int, f32: bool) -> tuple[Callable, Cell
     return run, info
 
 
-def xgen_runner(model, example, precision: str, offload: str = "none") -> tuple[Callable, Cell]:
+def xgen_runner(
+    model, example, precision: str, offload: str = "none", tune_minutes: float = 0.0
+) -> tuple[Callable, Cell]:
+    """xgen_mlir in ``precision``; ``offload``: the target option (none, onednn); with
+    ``tune_minutes``, ``xgen_mlir.tune`` first (a fresh database: contraction configs, and each
+    conv's algorithm: Winograd, oneDNN, direct), then the default compile, which applies it."""
     t0 = time.perf_counter()
     options = {"offload": offload} if offload != "none" else {}
+    extra: dict = {}
+    if tune_minutes:
+        import tempfile
+
+        db = Path(tempfile.mkdtemp(prefix="bench-tune-")) / "tuning.db"
+        xgen_mlir.tune(
+            model,
+            example,
+            precision=precision,
+            budget_minutes=tune_minutes,
+            db=db,
+            progress=False,
+        )
+        extra = {"tuning_db": db}
+    t_tuned = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         m = xgen_mlir.compile(
-            model, example, precision=precision, precision_check=False, target_options=options
+            model,
+            example,
+            precision=precision,
+            precision_check=False,
+            target_options=options,
+            **extra,
         )
     info: Cell = {
-        "compile_s": time.perf_counter() - t0,
+        "compile_s": time.perf_counter() - t_tuned,
+        "tune_s": t_tuned - t0,
         "precision": m.report.precision,
         "note": m.report.precision_note,
         "warnings": sorted({str(w.message)[:200] for w in caught})[:5],
@@ -103,6 +132,8 @@ def xgen_runner(model, example, precision: str, offload: str = "none") -> tuple[
         info["quantization"] = m.report.quantization
     if m.report.offload:
         info["offload"] = m.report.offload
+    if m.report.tuning is not None and getattr(m.report.tuning, "choices", None):
+        info["choices"] = [list(c) for c in m.report.tuning.choices]
 
     def run(*arrays: np.ndarray):
         out = m(*arrays)
@@ -192,6 +223,9 @@ def bench_model(
         # BYOC: every conv oneDNN takes, through xgen_mlir's plugin (docs/byoc.md)
         "xgen_mlir fp32 onednn": lambda: xgen_runner(model, example, "fp32", "onednn"),
         "xgen_mlir bf16 onednn": lambda: xgen_runner(model, example, "bf16", "onednn"),
+        # tuned on this host first: what a user gets after xgen_mlir.tune (offload=tuned)
+        "xgen_mlir fp32 tuned": lambda: xgen_runner(model, example, "fp32", "none", TUNE_MIN),
+        "xgen_mlir bf16 tuned": lambda: xgen_runner(model, example, "bf16", "none", TUNE_MIN),
     }
     if any("int8" in s for s in systems):
         try:
@@ -292,7 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--block", type=int, default=5)
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "precision.json"))
+    p.add_argument("--tune-minutes", type=float, default=TUNE_MIN)
     args = p.parse_args(argv)
+    globals()["TUNE_MIN"] = args.tune_minutes
     torch.set_num_threads(args.threads)
     log(summary(args.threads))
     describe(args.threads)  # the host record (matmul rates) before the models load the CPU
