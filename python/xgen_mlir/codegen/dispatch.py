@@ -14,6 +14,21 @@ from collections.abc import Sequence
 EXECUTABLE_ATTR = "xgen.executable"
 
 
+def _bindings(
+    operand_lengths: Sequence[int], result_length: int
+) -> tuple[list[int], list[str], str, str]:
+    """The flat f32 buffers of a kernel's operands and result: their lengths, memref types, the
+    export's ``!stream.binding`` arguments and the subspans that view them as ``%m<i>``."""
+    lengths = [*operand_lengths, result_length]
+    types = [f"memref<{n}xf32>" for n in lengths]
+    bindings = ", ".join(f"%b{i}: !stream.binding" for i in range(len(lengths)))
+    subspans = "\n".join(
+        f"      %m{i} = stream.binding.subspan %b{i}[%c0] : !stream.binding -> {t}"
+        for i, t in enumerate(types)
+    )
+    return lengths, types, bindings, subspans
+
+
 def executable_text(
     symbol: str,
     obj_path: str,
@@ -26,13 +41,7 @@ def executable_text(
     """``stream.executable @<symbol>_ex`` exporting ``@<symbol>``, which calls the object's
     ``<symbol>_impl(operands..., result, workgroup id 0..ids-1)`` on a ``grid`` of
     workgroups."""
-    lengths = [*operand_lengths, result_length]
-    types = [f"memref<{n}xf32>" for n in lengths]
-    bindings = ", ".join(f"%b{i}: !stream.binding" for i in range(len(lengths)))
-    subspans = "\n".join(
-        f"      %m{i} = stream.binding.subspan %b{i}[%c0] : !stream.binding -> {t}"
-        for i, t in enumerate(types)
-    )
+    lengths, types, bindings, subspans = _bindings(operand_lengths, result_length)
     id_ops = "\n".join(
         f"      %g{i} = stream.dispatch.workgroup.id[{i}] : index" for i in range(ids)
     )
@@ -73,13 +82,7 @@ def import_executable_text(
     the operands' and then the result's data pointers (``llvm.bareptr``: a static memref is
     passed as its aligned pointer, which includes the binding's offset; IREE packs the
     arguments in a struct, in this order). The library runs its own threads."""
-    lengths = [*operand_lengths, result_length]
-    types = [f"memref<{n}xf32>" for n in lengths]
-    bindings = ", ".join(f"%b{i}: !stream.binding" for i in range(len(lengths)))
-    subspans = "\n".join(
-        f"      %m{i} = stream.binding.subspan %b{i}[%c0] : !stream.binding -> {t}"
-        for i, t in enumerate(types)
-    )
+    lengths, types, bindings, subspans = _bindings(operand_lengths, result_length)
     args = ", ".join(f"%m{i}" for i in range(len(lengths)))
     sig = ", ".join(types)
     return f"""

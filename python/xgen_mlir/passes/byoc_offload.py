@@ -241,6 +241,41 @@ def _can_build(backend: Backend, symbol: str) -> bool:
         raise PassFailure(str(e)) from None
 
 
+def _install(
+    module_op: ir.Operation,
+    backend: Backend,
+    kind: str,
+    symbol: str,
+    inputs: list,
+    op: ir.Operation,
+    end: ir.Operation,
+    perm: list[int] | None = None,
+) -> None:
+    """Replace ``op`` .. ``end`` by a call of a one-workgroup dispatch calling import
+    ``symbol`` on ``inputs`` (values, or arrays that become constants) and ``op``'s result."""
+    name = free_symbol(module_op, f"xgen_{backend.name}_{kind}", 0)
+    lengths = [
+        int(np.prod(ir.RankedTensorType(v.type).shape)) if isinstance(v, ir.Value) else v.size
+        for v in inputs
+    ]
+    y = op.results[0]
+    out = int(np.prod(ir.RankedTensorType(y.type).shape))
+    install_kernel(
+        module_op,
+        name,
+        "",
+        "",
+        inputs,
+        y.type,
+        (1, 1, 1),
+        [op],
+        end,
+        perm=perm,
+        weights_name=f"xgen_{backend.name}_weights",
+        executable=import_executable_text(name, symbol, lengths, out),
+    )
+
+
 def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> str:
     """Replace NHWC conv ``op`` (with the residual add and ReLU after it, where there are)
     by the library's primitive; returns what happened (a count key)."""
@@ -278,28 +313,7 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
     )
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
-    name = free_symbol(module_op, f"xgen_{backend.name}_conv", 0)
-    lengths = [
-        int(np.prod(ir.RankedTensorType(v.type).shape)) if isinstance(v, ir.Value) else v.size
-        for v in inputs
-    ]
-    text = import_executable_text(
-        name, symbol, lengths, int(np.prod(ir.RankedTensorType(y.type).shape))
-    )
-    install_kernel(
-        module_op,
-        name,
-        "",
-        "",
-        inputs,
-        y.type,
-        (1, 1, 1),
-        [op],
-        end,
-        perm=perm,
-        weights_name=f"xgen_{backend.name}_weights",
-        executable=text,
-    )
+    _install(module_op, backend, "conv", symbol, inputs, op, end, perm)
     return f"-> {backend.name}" + ("" if post == "none" else f" (+{post})")
 
 
@@ -346,24 +360,8 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
     symbol = matmul_symbol(_compute(opts), post, m, k, n)
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
-    name = free_symbol(module_op, f"xgen_{backend.name}_matmul", 0)
-    x = op.operands[0]
-    inputs: list = [x, np.ascontiguousarray(weight).ravel(), bias.astype(np.float32)]
-    text = import_executable_text(name, symbol, [m * k, k * n, n], m * n)
-    y = op.results[0]
-    install_kernel(
-        module_op,
-        name,
-        "",
-        "",
-        inputs,
-        y.type,
-        (1, 1, 1),
-        [op],
-        end,
-        weights_name=f"xgen_{backend.name}_weights",
-        executable=text,
-    )
+    inputs: list = [op.operands[0], np.ascontiguousarray(weight).ravel(), bias.astype(np.float32)]
+    _install(module_op, backend, "matmul", symbol, inputs, op, end)
     fused = ("+bias" if added is not None else "") + ("+relu" if relu is not None else "")
     return f"-> {backend.name}" + (f" ({fused})" if fused else "")
 
