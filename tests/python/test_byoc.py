@@ -173,21 +173,26 @@ def _kept_case(name: str):
     return ConvRelu().eval().half(), (x.half(),), {}, 2e-3
 
 
-@pytest.mark.parametrize("name", ["dynamic_hw", "weight_input", "computed_weight", "f16"])
-def test_kept_convs_stay_with_iree(name):
-    """Convs the library cannot take as one fixed primitive with constant f32 weights stay
-    with IREE's codegen, are reported as kept with a reason, and still compute right."""
-    model, inputs, options, rtol = _kept_case(name)
+def _check_kept(model, inputs, options, rtol, *, marker: str, what: str) -> None:
+    """Compiled with offload=onednn: nothing offloaded, each kept op (its report key holds
+    ``marker``) says why, no plugin needed, and the numbers match PyTorch."""
     m = xgen_mlir.compile(model, inputs, target_options=OFFLOAD, **options)
     offload = m.report.offload
     assert _offloaded(offload) == 0, offload
-    kept = [what for what in offload if "kept" in what]
-    assert kept and all(what.split("kept", 1)[1].strip(": ") for what in kept), offload
+    kept = [key for key in offload if marker in key]
+    assert kept and all(key.split("kept", 1)[1].strip(": ") for key in kept), offload
     assert PLUGINS_KEY not in m.reflection
     with torch.no_grad():
         want = model(*inputs).float().numpy()
     got = m(*inputs).float().numpy()
-    check_close(got, want, atol=rtol * _scale(want), rtol=rtol, what=name)
+    check_close(got, want, atol=rtol * _scale(want), rtol=rtol, what=what)
+
+
+@pytest.mark.parametrize("name", ["dynamic_hw", "weight_input", "computed_weight", "f16"])
+def test_kept_convs_stay_with_iree(name):
+    """Convs the library cannot take as one fixed primitive with constant f32 weights stay
+    with IREE's codegen, are reported as kept with a reason, and still compute right."""
+    _check_kept(*_kept_case(name), marker="kept", what=name)
 
 
 def test_offload_none_needs_no_plugin(cnn):
@@ -502,17 +507,7 @@ def test_kept_matmuls_stay_with_iree(name):
     with IREE, reported as kept with a reason, and still compute right. (An f16 matmul is
     kept too: the lit test; torch computes an f16 Linear as an f32 matmul of upcast
     operands, which is offloaded: test_f16_linear_is_an_f32_matmul.)"""
-    model, inputs, options, rtol = _kept_linear(name)
-    m = xgen_mlir.compile(model, inputs, target_options=OFFLOAD, **options)
-    offload = m.report.offload
-    assert _offloaded(offload) == 0, offload
-    kept = [what for what in offload if "matmul kept" in what]
-    assert kept and all(what.split("kept", 1)[1].strip(": ") for what in kept), offload
-    assert PLUGINS_KEY not in m.reflection
-    with torch.no_grad():
-        want = model(*inputs).float().numpy()
-    got = m(*inputs).float().numpy()
-    check_close(got, want, atol=rtol * _scale(want), rtol=rtol, what=name)
+    _check_kept(*_kept_linear(name), marker="matmul kept", what=name)
 
 
 def test_f16_linear_is_an_f32_matmul():
