@@ -522,3 +522,45 @@ def test_f16_linear_is_an_f32_matmul():
         want = model(x).float().numpy()
     got = m(x).float().numpy()
     check_close(got, want, atol=1e-3 * _scale(want), rtol=1e-3, what="f16 Linear")
+
+
+def _tuned_db(tmp_path: Path, model, inputs) -> Path:
+    """A tuning database saying oneDNN (f32) runs each conv of ``model`` 2x faster here."""
+    from xgen_mlir.passes.winograd_convs import candidates, offload_config
+    from xgen_mlir.tunedb import HostIdentity, Record, TuningDB
+    from xgen_mlir.tuning.choices import _graph_module
+
+    module = _graph_module(model, inputs, "cpu", {})
+    db = tmp_path / "tuned.db"
+    with TuningDB(db) as tdb:
+        for cand in candidates(module.operation, offload=True):
+            config = offload_config("onednn", "f32")
+            record = Record(cand.signature, config, "ok", 0.5e-3, 1e-3, description="test")
+            tdb.add(record, HostIdentity.current())
+    return db
+
+
+def test_tuned_offloads_what_the_database_says(tmp_path):
+    """offload=tuned (the default) offloads the convs the database says oneDNN wins; where the
+    plugin cannot be built any more, they stay with IREE with a FallbackWarning (no failed
+    compile for a database written when oneDNN was installed)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 3, 16, 16)
+    db = _tuned_db(tmp_path, model, (x,))
+    with torch.no_grad():
+        want = model(x).numpy()
+    m = xgen_mlir.compile(model, (x,), tuning_db=db)
+    assert _offloaded(m.report.offload) == 1, m.report.offload
+    check_close(m(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what="tuned")
+
+    def gone(self):
+        return "oneDNN's headers (/nowhere), not installed (apt-get install libdnnl-dev)"
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(onednn.Backend, "unavailable", gone)
+        with pytest.warns(xgen_mlir.errors.FallbackWarning, match="cannot be built here"):
+            kept = xgen_mlir.compile(model, (x,), tuning_db=db)
+    assert _offloaded(kept.report.offload) == 0 and PLUGINS_KEY not in kept.reflection
+    assert any("unavailable here" in k for k in kept.report.offload), kept.report.offload
+    check_close(kept(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what="kept")

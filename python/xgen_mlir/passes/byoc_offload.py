@@ -42,7 +42,7 @@ from .._mlir import ir
 from ..byoc import OFFLOAD_ATTR, Backend, backend_named
 from ..byoc.onednn import conv_symbol, matmul_symbol
 from ..codegen.dispatch import import_executable_text
-from ..diagnostics import format_location
+from ..diagnostics import format_location, warn_fallback
 from ..errors import BackendCompileError
 from ..irutil import ops_named
 from .consteval import ConstEval
@@ -398,6 +398,15 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
                 continue
             backend = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value if tuned else opts.backend
             op_opts = replace(opts, backend=backend)
+            missing = _backend(backend).unavailable() if tuned else None
+            if missing:  # measured faster once, but this machine cannot build the plugin now
+                counts[f"{op_name} kept: {backend} unavailable here"] += 1
+                warn_fallback(
+                    f"xgen-byoc-offload: the tuning database says {backend} runs some convs "
+                    f"faster, but its plugin cannot be built here (it needs {missing}); "
+                    "they stay with IREE"
+                )
+                continue
             why = _not_static_f32(op)
             if why:
                 what = why
