@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,11 @@ dnnl::engine& cpu_engine() {
 // type on the way in, and its weights reordered once per weights pointer.
 struct Op {
   dnnl::primitive prim;
+  // Scratchpads are the caller's (scratchpad_mode::user): oneDNN's default shares one
+  // library scratchpad between primitives unless built with DNNL_ENABLE_CONCURRENT_EXEC, and
+  // IREE runs independent dispatches at once (a transformer's Q, K and V projections): two
+  // primitives on one scratchpad computed wrong numbers. Each calling thread has its own.
+  memory::desc scratch_desc;
   memory::desc src_user, src_prim, wei_user, wei_prim, bias_desc, dst_desc;
   bool has_bias = false;
   bool has_residual = false;  // a binary-add post-op reading a tensor shaped like dst
@@ -126,10 +132,18 @@ struct Op {
     std::lock_guard<std::mutex> lock(mu);
     auto found = weights.find(user);
     if (found != weights.end()) return found->second;
-    memory src(wei_user, cpu_engine(), const_cast<void*>(user));
-    memory dst(wei_prim, cpu_engine());
-    dnnl::stream s(cpu_engine());
-    dnnl::reorder(src, dst).execute(s, src, dst);
+    dnnl::engine& eng = cpu_engine();
+    memory src(wei_user, eng, const_cast<void*>(user));
+    memory dst(wei_prim, eng);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // not the shared one (see Op)
+    dnnl::reorder::primitive_desc pd(eng, wei_user, eng, wei_prim, attr);
+    std::unordered_map<int, memory> args{{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+    if (pd.scratchpad_desc().get_size() != 0) {
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng));
+    }
+    dnnl::stream s(eng);
+    dnnl::reorder(pd).execute(s, args);
     s.wait();
     weights.emplace(user, dst);
     return dst;
@@ -146,10 +160,15 @@ struct Op {
     // that a call allocates nothing and ops called from several threads never share one.
     thread_local dnnl::stream s(eng);
     thread_local std::map<const Op*, memory> converted;
+    thread_local std::map<const Op*, memory> scratch;
     memory src(src_user, eng, const_cast<float*>(src_ptr));
     if (src_prim != src_user) {
       std::call_once(src_reorder_made, [&] {
-        src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, src_user, eng, src_prim));
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // (it needs none)
+        dnnl::reorder::primitive_desc pd(eng, src_user, eng, src_prim, attr);
+        if (pd.scratchpad_desc().get_size() != 0) throw std::runtime_error("reorder scratchpad");
+        src_reorder = dnnl::reorder(pd);
       });
       // (the desc check: an op freed at unload and a new one made at the same address)
       auto found = converted.find(this);
@@ -169,6 +188,13 @@ struct Op {
     if (has_residual) {
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
                    memory(dst_desc, eng, const_cast<float*>(res_ptr)));
+    }
+    if (scratch_desc.get_size() != 0) {
+      auto found = scratch.find(this);
+      if (found == scratch.end() || found->second.get_desc() != scratch_desc) {
+        found = scratch.insert_or_assign(this, memory(scratch_desc, eng)).first;
+      }
+      args.emplace(DNNL_ARG_SCRATCHPAD, found->second);
     }
     prim.execute(s, args);
     s.wait();
@@ -218,6 +244,7 @@ Op* make_conv(const std::vector<std::string>& f) {
   if (!post_ops(post, op->dst_desc, &ops, &op->has_residual)) return nullptr;
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   auto d = bias ? dnnl::convolution_forward::desc(
                       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                       op->src_prim, wei_any, op->bias_desc, op->dst_desc, {sh, sw},
@@ -228,6 +255,7 @@ Op* make_conv(const std::vector<std::string>& f) {
                       {pt, pl}, {pb, pr});
   dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
   op->wei_prim = pd.weights_desc();
+  op->scratch_desc = pd.scratchpad_desc();
   op->prim = dnnl::convolution_forward(pd);
   return op.release();
 }
@@ -253,10 +281,12 @@ Op* make_matmul(const std::vector<std::string>& f) {
   if (!post_ops(post, op->dst_desc, &ops, &op->has_residual)) return nullptr;
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   auto d = bias ? dnnl::matmul::desc(op->src_prim, wei_any, op->bias_desc, op->dst_desc)
                 : dnnl::matmul::desc(op->src_prim, wei_any, op->dst_desc);
   dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
   op->wei_prim = pd.weights_desc();
+  op->scratch_desc = pd.scratchpad_desc();
   op->prim = dnnl::matmul(pd);
   return op.release();
 }
@@ -295,6 +325,9 @@ int call_op(void* params, void* context, void* /*reserved*/) {
     });
   } catch (const dnnl::error& e) {
     std::fprintf(stderr, "xgen_mlir oneDNN plugin: %s (status %d)\n", e.what(), (int)e.status);
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "xgen_mlir oneDNN plugin: %s\n", e.what());
     return 1;
   }
 }
