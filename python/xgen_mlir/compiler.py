@@ -243,9 +243,9 @@ def _meet_needs(
     return base.with_options(values), "; ".join(notes)
 
 
-def _record_cpu_target(module: ir.Module, entry: str, cpu: CpuTarget) -> None:
-    """The CPU the code is compiled for, in the entry's reflection: the module carries it
-    (``iree-dump-module`` shows it) and ``load()`` checks it against the host."""
+def _add_reflection(module: ir.Module, entry: str, values: dict[str, str]) -> None:
+    """Add ``values`` to the entry function's reflection (``iree.reflection``): the module
+    carries them (``iree-dump-module`` shows them) and ``load()`` reads them."""
     try:
         func = find_func(module.operation, entry)
     except KeyError:
@@ -254,10 +254,16 @@ def _record_cpu_target(module: ir.Module, entry: str, cpu: CpuTarget) -> None:
         attrs = func.attributes
         old = attrs["iree.reflection"] if "iree.reflection" in attrs else None
         entries = {a.name: a.attr for a in ir.DictAttr(old)} if old is not None else {}
-        entries[REFLECTION_KEY] = ir.StringAttr.get(",".join(f"+{f}" for f in cpu.features))
-        entries[CPU_KEY] = ir.StringAttr.get(cpu.cpu)
-        entries[FORMAT_KEY] = ir.StringAttr.get(cpu.format)
+        entries.update({k: ir.StringAttr.get(v) for k, v in values.items()})
         attrs["iree.reflection"] = ir.DictAttr.get(entries)
+
+
+def _record_cpu_target(module: ir.Module, entry: str, cpu: CpuTarget) -> None:
+    """The CPU the code is compiled for, in the entry's reflection: ``load()`` checks it
+    against the host."""
+    features = ",".join(f"+{f}" for f in cpu.features)
+    values = {REFLECTION_KEY: features, CPU_KEY: cpu.cpu, FORMAT_KEY: cpu.format}
+    _add_reflection(module, entry, values)
 
 
 def _record_plugins(module: ir.Module, entry: str, rewrites: Any) -> dict[str, int]:
@@ -274,13 +280,7 @@ def _record_plugins(module: ir.Module, entry: str, rewrites: Any) -> dict[str, i
     ]
     used = sorted(b.name for b in BACKENDS.values() if any(b.prefix in t for t in texts))
     if used:
-        func = find_func(module.operation, entry)
-        with module.context:
-            attrs = func.attributes
-            old = attrs["iree.reflection"] if "iree.reflection" in attrs else None
-            entries = {a.name: a.attr for a in ir.DictAttr(old)} if old is not None else {}
-            entries[PLUGINS_KEY] = ir.StringAttr.get(",".join(used))
-            attrs["iree.reflection"] = ir.DictAttr.get(entries)
+        _add_reflection(module, entry, {PLUGINS_KEY: ",".join(used)})
     return dict((rewrites or {}).get("xgen-byoc-offload", {}))
 
 

@@ -36,6 +36,9 @@ class Backend:
 
     name: str
     prefix: str  # of the import names its plugin resolves
+    # what the plugin loads from the system where it runs (a bundle carries the plugin, not
+    # this library, and names it)
+    runtime_library: str = ""
     cxx: str = "g++"
 
     def unavailable(self) -> str | None:
@@ -77,7 +80,9 @@ def _library(path: str) -> ctypes.CDLL:
     return lib
 
 
-ONEDNN = Backend("onednn", PREFIX)
+ONEDNN = Backend(
+    "onednn", PREFIX, "libdnnl.so.2, oneDNN's runtime (Debian/Ubuntu: apt-get install libdnnl2)"
+)
 BACKENDS = {ONEDNN.name: ONEDNN}
 
 

@@ -55,6 +55,7 @@ from .generic_util import (
     is_dynamic,
     is_elementwise,
     is_identity,
+    is_zero_constant,
     num_inputs,
     num_uses,
     producer,
@@ -93,12 +94,7 @@ def _pad_of(x: ir.Value) -> tuple[ir.Value, list[int]]:
     ops = list(pad.regions[0].blocks[0].operations)
     if len(ops) != 1 or low[0] or low[3] or high[0] or high[3]:
         return x, [0, 0, 0, 0]
-    padding = ops[0].operands[0]
-    value = None if isinstance(padding.owner, ir.Block) else producer(padding)
-    if value is None or value.name != "arith.constant":
-        return x, [0, 0, 0, 0]
-    attr = value.attributes["value"]
-    if not isinstance(attr, ir.FloatAttr) or ir.FloatAttr(attr).value != 0.0:
+    if not is_zero_constant(ops[0].operands[0]):
         return x, [0, 0, 0, 0]
     return pad.operands[0], [low[1], low[2], high[1], high[2]]
 
@@ -112,14 +108,6 @@ def _not_static_f32(op: ir.Operation) -> str:
         if str(ty.element_type) != "f32":
             return f"kept: {ty.element_type} elements, not f32"
     return ""
-
-
-def _is_zero(value: ir.Value) -> bool:
-    op = None if isinstance(value.owner, ir.Block) else value.owner.operation
-    if op is None or op.name != "arith.constant":
-        return False
-    attr = op.attributes["value"]
-    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0
 
 
 def _relu_after(value: ir.Value) -> ir.Operation | None:
@@ -137,15 +125,19 @@ def _relu_after(value: ir.Value) -> ir.Operation | None:
     names = [o.name for o in ops]
     if names == ["arith.maximumf", "linalg.yield"]:
         a, b = ops[0].operands
-        ok = (a == x and _is_zero(b)) or (b == x and _is_zero(a))
+        ok = (a == x and is_zero_constant(b)) or (b == x and is_zero_constant(a))
         return user if ok and ops[1].operands[0] == ops[0].results[0] else None
     if names != ["arith.cmpf", "arith.select", "linalg.yield"]:
         return None
     cmp, sel, yld = ops
     pred = ir.IntegerAttr(cmp.attributes["predicate"]).value
-    if pred != UGT or cmp.operands[0] != x or not _is_zero(cmp.operands[1]):
+    if pred != UGT or cmp.operands[0] != x or not is_zero_constant(cmp.operands[1]):
         return None
-    if sel.operands[0] != cmp.results[0] or sel.operands[1] != x or not _is_zero(sel.operands[2]):
+    if (
+        sel.operands[0] != cmp.results[0]
+        or sel.operands[1] != x
+        or not is_zero_constant(sel.operands[2])
+    ):
         return None
     return user if yld.operands[0] == sel.results[0] else None
 
@@ -157,10 +149,10 @@ class _Conv:
     x: ir.Value
     weight: np.ndarray
     bias: np.ndarray
-    fields: dict
+    fields: dict  # conv_symbol's shape arguments, by name
 
 
-def _conv_of(op: ir.Operation, ev: ConstEval, pads_from_input: bool = True) -> _Conv | str:
+def _conv_of(op: ir.Operation, ev: ConstEval) -> _Conv | str:
     """The primitive's operands and shape fields of NHWC conv ``op``, or why not."""
     weight = ev.value(op.operands[1])
     bias = ev.per_channel_init(op.operands[2], 3)
@@ -168,7 +160,7 @@ def _conv_of(op: ir.Operation, ev: ConstEval, pads_from_input: bool = True) -> _
         return "kept: weights not constant f32"
     if bias is None:
         return "kept: accumulator init not a per-channel constant"
-    x, pads = _pad_of(op.operands[0]) if pads_from_input else (op.operands[0], [0, 0, 0, 0])
+    x, pads = _pad_of(op.operands[0])
     n, ih, iw, ic = ir.RankedTensorType(x.type).shape
     _, oh, ow, oc = ir.RankedTensorType(op.results[0].type).shape
     depthwise = op.name == "linalg.depthwise_conv_2d_nhwc_hwc"
@@ -208,20 +200,21 @@ def _nchw_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOptions) -> st
     _, oc, oh, ow = ir.RankedTensorType(op.results[0].type).shape
     strides = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"])]
     dilations = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["dilations"])]
+    # asked on its padded input with no padding of its own: the same primitive, size for size
     symbol = conv_symbol(
         _compute(opts),
         "none",
-        n,
-        ih,
-        iw,
-        ic,
-        oh,
-        ow,
-        oc,
-        weight.shape[2:],
-        strides,
-        [0, 0, 0, 0],
-        dilations,
+        n=n,
+        ih=ih,
+        iw=iw,
+        ic=ic,
+        oh=oh,
+        ow=ow,
+        oc=oc,
+        kernel=weight.shape[2:],
+        strides=strides,
+        pads=[0, 0, 0, 0],
+        dilations=dilations,
     )
     backend = _backend(opts.backend)
     return "" if _can_build(backend, symbol) else f"kept: {backend.name} has no primitive for it"
@@ -294,23 +287,7 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
     relu = _relu_after(end.results[0])
     if relu is not None:
         end, post = relu, "addrelu" if post == "add" else "relu"
-    f = conv.fields
-    symbol = conv_symbol(
-        _compute(opts),
-        post,
-        f["n"],
-        f["ih"],
-        f["iw"],
-        f["ic"],
-        f["oh"],
-        f["ow"],
-        f["oc"],
-        f["kernel"],
-        f["strides"],
-        f["pads"],
-        f["dilations"],
-        f["groups"],
-    )
+    symbol = conv_symbol(_compute(opts), post, **conv.fields)
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
     _install(module_op, backend, "conv", symbol, inputs, op, end, perm)

@@ -25,6 +25,15 @@ def producer_named(value: ir.Value, *names: str) -> ir.Operation | None:
     return op if op is not None and op.name in names else None
 
 
+def is_zero_constant(value: ir.Value) -> bool:
+    """Whether ``value`` is an ``arith.constant`` float 0.0 (a pad value, a ReLU's bound)."""
+    op = producer(value)
+    if op is None or op.name != "arith.constant":
+        return False
+    attr = op.attributes["value"]
+    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0
+
+
 def num_uses(value: ir.Value) -> int:
     return sum(1 for _ in value.uses)
 

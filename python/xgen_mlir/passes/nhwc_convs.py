@@ -47,6 +47,7 @@ from .generic_util import (
     erase_dead_tree,
     fill,
     is_dynamic,
+    is_zero_constant,
     mixed_sizes,
     pad_high,
     producer,
@@ -76,14 +77,6 @@ class NhwcOptions:
     pools: bool = True
 
 
-def _is_zero(value: ir.Value) -> bool:
-    op = producer(value)
-    if op is None or op.name != "arith.constant":
-        return False
-    attr = op.attributes["value"]
-    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0
-
-
 def nhwc_input(x: ir.Value, extra_high: tuple[int, int] = (0, 0)) -> ir.Value:
     """The conv's input in NHWC; a constant H/W zero pad is re-done after the transpose.
     ``extra_high``: zero rows and columns to add after H and W (Winograd's last tiles)."""
@@ -96,7 +89,7 @@ def nhwc_input(x: ir.Value, extra_high: tuple[int, int] = (0, 0)) -> ir.Value:
         if not dynamic and low[:2] == [0, 0] and high[:2] == [0, 0] and len(ops) == 1:
             value = ops[0].operands[0]
             constant = not isinstance(value.owner, ir.Block)  # from outside, not an index
-            if constant and (not any(extra_high) or _is_zero(value)):
+            if constant and (not any(extra_high) or is_zero_constant(value)):
                 src = transpose(pad.operands[0], TO_NHWC)
                 src_ty = ir.RankedTensorType(src.type)
                 high = [high[p] for p in TO_NHWC]

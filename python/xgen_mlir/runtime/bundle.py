@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ModuleLoadError, XGenError
 from ..fileio import atomic_replace_dir
 from .plugins import REFLECTION_KEY as PLUGINS_KEY
-from .plugins import RUNTIME_LIBRARIES, plugin_paths
+from .plugins import plugin_paths, runtime_library
 from .signature import check_entry_name
 from .targets import executable_formats, normalize_arch
 
@@ -204,9 +204,7 @@ def _write_bundle(module: CompiledModule, out: Path) -> None:
         # shared libraries they load, which must be installed where the bundle runs
         "plugins": plugins,
         "executable_plugins": " ".join(plugins.values()),
-        "plugin_requires": "; ".join(
-            RUNTIME_LIBRARIES.get(b, "") for b in plugins if RUNTIME_LIBRARIES.get(b)
-        ),
+        "plugin_requires": "; ".join(filter(None, (runtime_library(b) for b in plugins))),
         "files": files,
         "versions": _versions(),
     }

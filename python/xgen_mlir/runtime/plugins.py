@@ -20,13 +20,10 @@ from typing import Any
 from ..errors import ModuleLoadError
 
 REFLECTION_KEY = "xgen.plugins"  # comma-separated backend names
-# What each backend's plugin loads from the system where it runs (bundles name it: a bundle
-# carries the plugin, not the library).
-RUNTIME_LIBRARIES = {
-    "onednn": "libdnnl.so.2, oneDNN's runtime (Debian/Ubuntu: apt-get install libdnnl2)",
-}
 
-_LOCK = threading.Lock()
+# IREE's flags (parse_flags) are process-wide: whoever sets them and creates a driver holds
+# this (the scheduler's executors too).
+FLAG_LOCK = threading.Lock()
 _FLAGGED: list[str] = []  # plugin paths given to --executable_plugin, in order
 _DEVICES: dict[tuple[str, tuple[str, ...]], Any] = {}
 
@@ -56,6 +53,16 @@ def plugin_paths(names: str, given: dict[str, str] | None, source: str) -> list[
     return paths
 
 
+def runtime_library(name: str) -> str:
+    """What backend ``name``'s plugin loads from the system ("" if unknown or nothing)."""
+    from ..byoc import backend_named
+
+    try:
+        return backend_named(name).runtime_library
+    except ValueError:
+        return ""
+
+
 # the symbol every IREE executable plugin exports (iree/hal/local/executable_plugin.h)
 QUERY_SYMBOL = "iree_hal_executable_plugin_query"
 
@@ -74,7 +81,7 @@ def checked_plugin(name: str, path: str | os.PathLike[str], source: str) -> str:
     try:
         lib = ctypes.CDLL(full)
     except OSError as e:
-        needs = RUNTIME_LIBRARIES.get(name, "")
+        needs = runtime_library(name)
         hint = f"; it needs {needs}" if needs and needs.split(",")[0] in str(e) else ""
         raise ModuleLoadError(f"{where}, {full}, cannot be loaded: {e}{hint}") from None
     if not hasattr(lib, QUERY_SYMBOL):
@@ -88,7 +95,7 @@ def device_with_plugins(driver: str, paths: list[str]) -> Any:
     """A device of driver ``driver`` whose executable loaders resolve imports with ``paths``."""
     from iree.runtime import _binding
 
-    with _LOCK:
+    with FLAG_LOCK:
         for p in paths:
             if p not in _FLAGGED:
                 _binding.parse_flags(f"--executable_plugin={p}")

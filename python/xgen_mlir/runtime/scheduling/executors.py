@@ -26,9 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ModuleLoadError
-
-# parse_flags is process-wide: executors are created one at a time.
-_FLAG_LOCK = threading.Lock()
+from ..plugins import FLAG_LOCK
 
 
 def cpu_count() -> int:
@@ -97,7 +95,7 @@ class CpuExecutor:
     def create(cls, workers: int, nice_offset: int) -> CpuExecutor:
         from iree.runtime import _binding
 
-        with _FLAG_LOCK:
+        with FLAG_LOCK:  # executors are created one at a time, beside plugin devices
             before = _threads()
             _binding.parse_flags(f"--task_topology_group_count={workers}")
             try:
