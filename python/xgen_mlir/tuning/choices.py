@@ -224,8 +224,8 @@ def offload_module(
         [f"{step} phase=layout}}", "xgen-cancel-reshapes", f"{step} phase=call}}"],
         what=f"offloading {cand.description} to {backend}",
     )
-    done = counts.get("xgen-byoc-offload", {})
-    if not any(k.startswith(("linalg.conv_2d_nhwc_hwcf ->", "linalg.depthwise")) for k in done):
+    done = counts.get("xgen-byoc-offload", {})  # "<op> -> onednn (+relu)": offloaded
+    if not any(k.split(" -> ", 1)[-1].startswith(backend) for k in done if " -> " in k):
         return None
     module.operation.verify()
     return module
@@ -389,12 +389,7 @@ def measure_choices(
         bar.close()
     with TuningDB(db_path) as tdb:
         known = tdb.choices(host)
-    target_options = compile_options.get("target_options") or {}
-    allowed = allowed_variants(
-        str(target_options.get("winograd", "tuned")),
-        "tuned" if offload else "none",
-        str(compile_options.get("precision") or "fp32"),
-    )
+    allowed = _allowed(target, compile_options)
     for choice in out:
         choice.measured = known.get(choice.signature, [])
         config, choice.why = decide_algorithm(choice.measured, allowed)
@@ -407,6 +402,16 @@ def _algorithm_text(config: dict[str, Any]) -> str:
         m = int(config["m"])
         return f"winograd F({m}x{m})"
     return f"{config.get('algorithm')} ({config.get('compute')})"
+
+
+def _allowed(target: str, compile_options: dict[str, Any]) -> Any:
+    """Which measured variants a compile with these options weighs (as xgen-winograd-convs
+    does under its target options)."""
+    return allowed_variants(
+        str((compile_options.get("target_options") or {}).get("winograd", "tuned")),
+        "tuned" if _offload_backend(target, compile_options) else "none",
+        str(compile_options.get("precision") or "fp32"),
+    )
 
 
 def _offload_backend(target: str, compile_options: dict[str, Any]) -> str | None:
@@ -460,11 +465,7 @@ def tune_choices(
     before = {}
     with TuningDB(db_path) as tdb:
         host = HostIdentity.current(threads=settings.threads)
-        allowed = allowed_variants(
-            str((compile_options.get("target_options") or {}).get("winograd", "tuned")),
-            "tuned" if _offload_backend(target, compile_options) else "none",
-            str(compile_options.get("precision") or "fp32"),
-        )
+        allowed = _allowed(target, compile_options)
         for sig, records in tdb.choices(host).items():
             before[sig] = decide_algorithm(records, allowed)[0]
     strong = replace(settings, rounds=max(9, settings.rounds), min_block_s=0.05)
