@@ -208,9 +208,12 @@ def classify(key: str, src: str) -> str:
 
 
 # ---- running -------------------------------------------------------------------------------
-def bench_cmd(vmfb: Path, entry: str, device: str, inputs: list[str], threads: int) -> list[str]:
+def bench_cmd(
+    vmfb: Path, entry: str, device: str, inputs: list[str], threads: int, plugins: list[str]
+) -> list[str]:
     cmd = [
         tool("iree-benchmark-module"),
+        *[f"--executable_plugin={p}" for p in plugins],
         f"--module={vmfb}",
         f"--device={device}",
         f"--function={entry}",
@@ -222,7 +225,13 @@ def bench_cmd(vmfb: Path, entry: str, device: str, inputs: list[str], threads: i
 
 
 def end_to_end_ms(
-    vmfb: Path, entry: str, device: str, arrays: list[np.ndarray], threads: int, calls: int
+    vmfb: Path,
+    entry: str,
+    device: str,
+    arrays: list[np.ndarray],
+    threads: int,
+    calls: int,
+    plugins: list[str],
 ) -> dict[str, float]:
     """In-process latency through iree.runtime (how xgen_mlir runs modules): median and p10
     over ``calls`` timed calls after warm-up, the caller waiting as CompiledModule's does
@@ -231,6 +240,7 @@ def end_to_end_ms(
     import iree.runtime as rt
 
     flags = [f"--task_topology_max_group_count={threads}"] if device == "local-task" else []
+    flags += [f"--executable_plugin={p}" for p in plugins]
     if flags:
         rt.flags.parse_flags(*flags)
     cfg = rt.Config(device)
@@ -361,6 +371,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--top", type=int, default=0, help="print only the N slowest dispatches")
     p.add_argument("--sources", action="store_true", help="print source file per dispatch")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        help="executable plugin the module calls (repeatable): a module compiled with "
+        "offloaded ops, e.g. the oneDNN plugin (xgen_mlir.byoc.ONEDNN.plugin())",
+    )
     a = p.parse_args(argv)
 
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="xgen-prof-"))
@@ -390,9 +407,9 @@ def main(argv: list[str] | None = None) -> int:
         np.save(npy, arr)
         arrays.append(arr)
         inputs.append(f"@{npy}")
-    cmd = bench_cmd(vmfb, a.entry, a.device, inputs, a.threads)
+    cmd = bench_cmd(vmfb, a.entry, a.device, inputs, a.threads, a.plugin)
     agg = aggregate(profile_events(cmd, a.iters, work), sources)
-    e2e = end_to_end_ms(vmfb, a.entry, a.device, arrays, a.threads, a.calls)
+    e2e = end_to_end_ms(vmfb, a.entry, a.device, arrays, a.threads, a.calls, a.plugin)
     rows, kinds = agg["rows"], by_kind(agg["rows"])
 
     print(
