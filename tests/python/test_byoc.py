@@ -564,3 +564,24 @@ def test_tuned_offloads_what_the_database_says(tmp_path):
     assert _offloaded(kept.report.offload) == 0 and PLUGINS_KEY not in kept.reflection
     assert any("unavailable here" in k for k in kept.report.offload), kept.report.offload
     check_close(kept(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what="kept")
+
+
+def test_tuned_offloads_the_linear_layers_the_database_says(tmp_path):
+    """offload=tuned weighs linear layers too: where this host's records say oneDNN runs a
+    linear layer faster, it is offloaded (attention's matmuls of two activations never are),
+    the report says why per layer, and the block still computes what PyTorch does."""
+    model, x, want = _linear_case("block")
+    db = _tuned_db(tmp_path, model, (x,))
+    m = xgen_mlir.compile(model, (x,), tuning_db=db)
+    offloaded = LINEAR_CASES["block"][0]
+    assert _offloaded(m.report.offload) == offloaded, m.report.offload
+    linear = [c for c in m.report.tuning.choices if c[0].startswith(("matmul", "batch_matmul"))]
+    assert linear and all(decision == "onednn f32" for _, decision, _ in linear), linear
+    check_close(m(x).numpy(), want, atol=1e-4 * _scale(want), rtol=1e-4, what="tuned block")
+    # without records nothing is offloaded, and each linear layer says why
+    from xgen_mlir.tunedb import TuningDB
+
+    with TuningDB(tmp_path / "empty.db"):  # a database with no records: before a tune
+        pass
+    plain = xgen_mlir.compile(model, (x,), tuning_db=tmp_path / "empty.db")
+    assert _offloaded(plain.report.offload) == 0, plain.report.offload

@@ -125,3 +125,24 @@ def test_a_wrong_transform_is_recorded_as_wrong_numbers_and_never_chosen(tmp_pat
     assert by_m[4].status == "wrong_numbers" and "relative error" in by_m[4].detail
     assert by_m[2].status == "ok"
     assert choice.algorithm in ("direct", "winograd F(2x2)")
+
+
+def test_a_linear_layer_measured_against_its_offload(tmp_path):
+    """A Linear (+ GELU) is measured as IREE compiles it and offloaded to oneDNN (numbers
+    first, then interleaved timing), recorded for this host, and compile() follows the
+    record: offloaded exactly when oneDNN won."""
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(32, 48), nn.GELU()).eval()
+    x = torch.randn(8, 32)
+    db = tmp_path / "t.db"
+    (choice,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False)
+    assert choice.description.startswith("matmul 8x32 * 32x48"), choice.description
+    (record,) = choice.measured
+    assert record.config == wc.offload_config("onednn", "f32")
+    assert record.status == "ok" and record.seconds > 0 and record.baseline_seconds > 0
+    compiled = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=2)
+    offloaded = sum(n for k, n in compiled.report.offload.items() if "-> onednn" in k)
+    assert offloaded == (1 if choice.algorithm == "onednn (f32)" else 0), choice.why
+    with torch.no_grad():
+        want = model(x).numpy()
+    assert np.abs(np.asarray(compiled(x)) - want).max() <= 1e-4 * np.abs(want).max()

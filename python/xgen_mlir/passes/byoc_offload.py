@@ -18,8 +18,9 @@ batch (rows B*M), with static f32 shapes and a constant accumulator per column; 
 is not a constant (attention's QK^T and PV) stays with IREE. Each offloaded op becomes a
 dispatch of one workgroup calling the import ``xgen_dnnl_conv_...`` / ``xgen_dnnl_matmul_...``
 (``byoc/onednn.py``), which the plugin resolves to a primitive when the module loads; the
-library runs its own threads. Matmuls are offloaded with ``backend=onednn`` only (``tuned``
-follows the tuner's mark, which only convs carry).
+library runs its own threads. With ``backend=tuned``, exactly the convs and linear layers
+``xgen-winograd-convs`` marked (``byoc.OFFLOAD_ATTR``: measured faster in the library on this
+host) are offloaded.
 
 Which ops: with ``backend=onednn``, every match the library accepts (asked through the plugin
 itself, so what the runtime would refuse is never emitted), or with ``only`` set, the matches
@@ -379,7 +380,7 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
             if missing:  # measured faster once, but this machine cannot build the plugin now
                 counts[f"{op_name} kept: {backend} unavailable here"] += 1
                 warn_fallback(
-                    f"xgen-byoc-offload: the tuning database says {backend} runs some convs "
+                    f"xgen-byoc-offload: the tuning database says {backend} runs some ops "
                     f"faster, but its plugin cannot be built here (it needs {missing}); "
                     "they stay with IREE"
                 )

@@ -40,6 +40,12 @@ Bound: a conv whose transformed filter would exceed ``max-filter-mb`` (default 1
 float64 transform needs about three times that while it runs) stays direct, counted as
 skipped with the reason, rather than failing the compile with a MemoryError.
 
+Kernel libraries (option ``offload=tuned``): the same records may say a conv, or a linear layer
+(a ``linalg.matmul`` / one-weight ``linalg.batch_matmul`` with constant weights), ran faster
+offloaded to a kernel library (algorithm ``onednn``, in the compile's compute type); the pass
+then marks it (``byoc.OFFLOAD_ATTR``) for ``xgen-byoc-offload``. One pass decides both, since
+for a 3x3 conv Winograd and the library compete for the same op.
+
 Transform matrices: the Cook-Toom construction on the points 0, 1, -1, 2, -2, infinity
 (F(4x4)) and 0, 1, -1, infinity (F(2x2)), the choices with the smallest constants.
 """
@@ -75,6 +81,7 @@ from .generic_util import (
     erase_dead_tree,
     fill,
     generic,
+    has_default_maps,
     pad_high,
     transpose,
 )
@@ -126,6 +133,8 @@ F2 = Transform(
 TRANSFORMS = (F4, F2)  # tried in this order: the larger tile saves more multiplies
 
 _CONVS = {"linalg.conv_2d_nchw_fchw": True, "linalg.conv_2d_nhwc_hwcf": False}  # name -> NCHW?
+# Linear layers a kernel library may run instead (offload=tuned only: no Winograd form)
+_MATMULS = ("linalg.matmul", "linalg.batch_matmul")
 
 
 MODES = ("false", "true", "tuned")
@@ -505,6 +514,52 @@ def conv_signature(op: ir.Operation) -> tuple[str, str]:
     return f"{description.replace(' ', '_')}#{digest}", description
 
 
+def matmul_signature(op: ir.Operation) -> tuple[str, str]:
+    """(signature, description) of a linear layer (a matmul or a batch_matmul with constant
+    weights) for its measurements, as ``conv_signature`` for convs: shapes, whether its
+    init is a bias, and its elementwise epilogue."""
+    lhs = ir.RankedTensorType(op.operands[0].type).shape
+    rhs = ir.RankedTensorType(op.operands[1].type).shape
+    init = _owner(op.operands[2])
+    rows = "x".join(str(d) for d in lhs[:-1])
+    parts = [f"matmul {rows}x{lhs[-1]} * {lhs[-1]}x{rhs[-1]}"]
+    if op.name == "linalg.batch_matmul":
+        parts[0] = f"batch_{parts[0]} (one weight)"
+    if init is not None and init.name == "linalg.broadcast":
+        parts.append("+bias")
+    epi = epilogue(op)
+    if epi:
+        parts.append("+" + ",".join(_body(e) for e in epi))
+    description = " ".join(parts)
+    canonical = "|".join(
+        [
+            op.name,
+            str(op.operands[0].type),
+            str(op.operands[1].type),
+            str(op.results[0].type),
+            init.name if init is not None else "arg",
+            *(f"{_body(e)}/{len(e.operands)}/{e.attributes['indexing_maps']}" for e in epi),
+        ]
+    )
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    return f"{description.replace(' ', '_')}#{digest}", description
+
+
+def _linear_layer(op: ir.Operation, ev: ConstEval) -> bool:
+    """Whether matmul ``op`` is a linear layer a kernel library may take: static f32, the
+    default operand maps, constant weights (one for every batch of a batch_matmul) and an
+    accumulator init constant per column (xgen-byoc-offload checks the rest)."""
+    if not _static_f32(op) or not has_default_maps(op):
+        return False
+    rhs = ev.value(op.operands[1])
+    if rhs is None:
+        return False
+    batched = op.name == "linalg.batch_matmul"
+    if batched and rhs.shape[0] > 1 and not (rhs == rhs[:1]).all():
+        return False
+    return ev.per_channel_init(op.operands[2], 2 if batched else 1) is not None
+
+
 def _static_f32(op: ir.Operation) -> bool:
     types = [ir.RankedTensorType(v.type) for v in (op.operands[0], op.results[0])]
     return all(str(t.element_type) == "f32" and t.has_static_shape for t in types)
@@ -513,10 +568,15 @@ def _static_f32(op: ir.Operation) -> bool:
 def candidates(module_op: ir.Operation, offload: bool = False) -> list[Candidate]:
     """Every conv this pass could rewrite (shape, constant filter and init), with its
     signature: what ``tuning/choices.py`` measures; with ``offload``, also the other static
-    f32 convs with a constant filter and init (a kernel library may run them: no tiles)."""
+    f32 convs with a constant filter and init, and the linear layers (a kernel library may
+    run them: no tiles)."""
     found = []
     with module_op.context:
         ev = ConstEval(module_op)
+        if offload:
+            for op in ops_named(module_op, *_MATMULS):
+                if _linear_layer(op, ev):
+                    found.append(Candidate(op, *matmul_signature(op), {}))
         for op in ops_named(module_op, *_CONVS):
             tiles = _match(op)
             if tiles is None and offload and _static_f32(op):
@@ -583,6 +643,8 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
     allowed = allowed_variants(mode, opts.offload, opts.precision)
     with module_op.context:
         ev = ConstEval(module_op)
+        if tuned_offload and choices is not None:
+            _mark_linear_layers(module_op, ev, choices, allowed, counts, opts.verbose)
         for op in ops_named(module_op, *_CONVS):
             where, name = format_location(op.location), op.name
             tiles = _match(op)
@@ -646,10 +708,41 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
     return counts
 
 
+def _mark_linear_layers(
+    module_op: ir.Operation,
+    ev: ConstEval,
+    choices: TunedChoices,
+    allowed: Any,
+    counts: Counter,
+    verbose: bool,
+) -> None:
+    """Mark (``byoc.OFFLOAD_ATTR``) the linear layers whose measured best on this host is a
+    kernel library; the others stay with IREE (a linear layer has no Winograd form)."""
+    for op in ops_named(module_op, *_MATMULS):
+        if not _linear_layer(op, ev):
+            continue
+        sig, desc = matmul_signature(op)
+        config, why = decide_algorithm(choices.records.get(sig, []), allowed)
+        if config is None:
+            choices.log.append((desc, "IREE", why))
+            counts[f"{op.name} left to IREE (tuned)"] += 1
+            decision = "IREE"
+        else:
+            algorithm = str(config.get("algorithm"))
+            op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(algorithm)
+            decision = f"{algorithm} {config.get('compute')}"
+            choices.log.append((desc, decision, why))
+            counts[f"{op.name} marked for {algorithm} (tuned)"] += 1
+        if verbose:
+            where = format_location(op.location)
+            print(f"xgen-winograd-convs: {where}: {desc}: {decision}, {why}", file=sys.stderr)
+
+
 @register_pass(
     "xgen-winograd-convs",
     "3x3 stride-1 convs, constant filters -> Winograd F(4x4/2x2, 3x3): transforms + batched GEMM "
-    "(all, none, or the ones measured faster on this host).",
+    "(all, none, or the ones measured faster on this host); with offload=tuned, marks the convs "
+    "and linear layers measured faster in a kernel library.",
     WinogradOptions,
 )
 def _pass(module_op: ir.Operation, opts: WinogradOptions | None) -> Counter:

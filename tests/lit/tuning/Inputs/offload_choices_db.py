@@ -1,5 +1,6 @@
 """Write a tuning database of algorithm records (Winograd and the oneDNN offload) for
-offload-tuned.mlir: per function of that file (by name), what this host measured for its conv.
+offload-tuned.mlir and offload-tuned-matmul.mlir: per function of the file (by name), what this
+host measured for its conv or linear layer.
 
     python offload_choices_db.py INPUT.mlir OUT.db
 """
@@ -19,6 +20,10 @@ PLAN = {
     "bf16_only": [(BF16, 0.5, 1.0)],
     "onednn_slower": [(F32, 1.2, 1.0)],
     "strided_onednn_wins": [(F32, 0.5, 1.0)],
+    # linear layers (offload-tuned-matmul.mlir)
+    "linear_onednn_wins": [(F32, 0.5, 1.0)],
+    "linear_onednn_slower": [(F32, 1.3, 1.0)],
+    "linear_bf16_only": [(BF16, 0.5, 1.0)],
 }
 
 src, out = sys.argv[1], sys.argv[2]

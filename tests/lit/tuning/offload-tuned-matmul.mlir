@@ -1,0 +1,117 @@
+// RUN: python %S/Inputs/offload_choices_db.py %s %t.db
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db verbose=true},xgen-byoc-offload{backend=tuned}' 2>%t.err | FileCheck %s
+// RUN: FileCheck %s --check-prefix=WHY < %t.err
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned precision=bf16 db=%t.db},xgen-byoc-offload{backend=tuned precision=bf16}' | FileCheck %s --check-prefix=BF16
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=none db=%t.db},xgen-byoc-offload{backend=none}' | FileCheck %s --check-prefix=OFF
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=false offload=tuned db=%t.db},xgen-byoc-offload{backend=tuned}' | FileCheck %s --check-prefix=NOWINO
+
+// offload=tuned for linear layers: a matmul with constant weights is offloaded to oneDNN
+// exactly where this host's record (Inputs/offload_choices_db.py, per function) says oneDNN
+// was faster in the compile's compute type: oneDNN f32 2x; oneDNN f32 0.77x; oneDNN bf16
+// only; no record; and a matmul of two activations (attention's, never a candidate).
+
+// CHECK-LABEL: func.func @linear_onednn_wins
+// CHECK: call @xgen_onednn_matmul_{{[0-9]+}}_call
+// CHECK-NOT: linalg.matmul
+// Must not fire: oneDNN slower; a bf16 record for an fp32 compile; no record; no constant.
+// CHECK-LABEL: func.func @linear_onednn_slower
+// CHECK-NOT: xgen_onednn
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func @linear_bf16_only
+// CHECK-NOT: xgen_onednn
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func @linear_no_record
+// CHECK-NOT: xgen_onednn
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func @two_activations
+// CHECK-NOT: xgen_onednn
+// CHECK: linalg.matmul
+
+// WHY: matmul 4x2 * 2x3 +addf: onednn f32, measured onednn f32 0.500 ms vs direct 1.000 ms (2.00x)
+// WHY: matmul 4x2 * 2x5 +addf: IREE, measured onednn f32 1.300 ms vs direct 1.000 ms (0.77x): below the 1.03x needed
+// WHY: matmul 4x2 * 2x6 +addf: IREE, no measurement on this host
+// WHY: matmul 4x2 * 2x7 +addf: IREE, no measurement on this host
+// WHY-NOT: 4x2 * 2x8
+
+// precision=bf16: only the bf16 record counts.
+// BF16-LABEL: func.func @linear_onednn_wins
+// BF16-NOT: xgen_onednn
+// BF16-LABEL: func.func @linear_bf16_only
+// BF16: call @xgen_onednn_matmul_{{[0-9]+}}_call
+// BF16-LABEL: func.func @linear_no_record
+
+// offload=none: nothing marked, nothing offloaded.
+// OFF-NOT: xgen.offload
+// OFF-NOT: xgen_onednn
+
+// winograd=false does not turn off the measured offload of linear layers.
+// NOWINO-LABEL: func.func @linear_onednn_wins
+// NOWINO: call @xgen_onednn_matmul_{{[0-9]+}}_call
+
+func.func @linear_onednn_wins(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %b = arith.constant dense<[0.1, 0.2, 0.3]> : tensor<3xf32>
+  %e = tensor.empty() : tensor<4x3xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x2xf32>, tensor<2x3xf32>) outs(%i : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%y, %b : tensor<4x3xf32>, tensor<3xf32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in, %in_1 : f32
+    linalg.yield %s : f32
+  } -> tensor<4x3xf32>
+  return %z : tensor<4x3xf32>
+}
+
+func.func @linear_onednn_slower(%x: tensor<4x2xf32>) -> tensor<4x5xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<2x5xf32>
+  %b = arith.constant dense<0.25> : tensor<5xf32>
+  %e = tensor.empty() : tensor<4x5xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x2xf32>, tensor<2x5xf32>) outs(%i : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%y, %b : tensor<4x5xf32>, tensor<5xf32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in, %in_1 : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  return %z : tensor<4x5xf32>
+}
+
+func.func @linear_bf16_only(%x: tensor<4x2xf32>) -> tensor<4x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<2x6xf32>
+  %b = arith.constant dense<0.25> : tensor<6xf32>
+  %e = tensor.empty() : tensor<4x6xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x2xf32>, tensor<2x6xf32>) outs(%i : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%y, %b : tensor<4x6xf32>, tensor<6xf32>) outs(%e : tensor<4x6xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in, %in_1 : f32
+    linalg.yield %s : f32
+  } -> tensor<4x6xf32>
+  return %z : tensor<4x6xf32>
+}
+
+func.func @linear_no_record(%x: tensor<4x2xf32>) -> tensor<4x7xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<2x7xf32>
+  %b = arith.constant dense<0.25> : tensor<7xf32>
+  %e = tensor.empty() : tensor<4x7xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x7xf32>) -> tensor<4x7xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x2xf32>, tensor<2x7xf32>) outs(%i : tensor<4x7xf32>) -> tensor<4x7xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%y, %b : tensor<4x7xf32>, tensor<7xf32>) outs(%e : tensor<4x7xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in, %in_1 : f32
+    linalg.yield %s : f32
+  } -> tensor<4x7xf32>
+  return %z : tensor<4x7xf32>
+}
+
+func.func @two_activations(%x: tensor<4x2xf32>, %w: tensor<2x8xf32>) -> tensor<4x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x2xf32>, tensor<2x8xf32>) outs(%i : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
