@@ -18,7 +18,7 @@ are off by more than ``WINOGRAD_TOLERANCE`` of the output's scale is recorded as
 
 Kernel libraries (BYOC) compete the same way: where oneDNN's plugin builds here, each conv
 and each linear layer (a matmul with constant weights, ``winograd_convs.candidates`` with
-``offload``) is also measured offloaded (``offload_module``: the slice as xgen-byoc-offload
+``offload``) is also measured offloaded (``variants_module``: the slice as xgen-byoc-offload
 makes it), against IREE's own code for the same slice ("direct" in the records and reports).
 Which wins differs by host: on an AMD Zen 4, IREE's bf16 linear layers ran 1.3x faster than
 oneDNN's; on an Intel Xeon, oneDNN reaches the AMX tiles that IREE's code does not.
@@ -196,48 +196,48 @@ class _Slice:
         return conv
 
 
-def variants_module(cand: Candidate, order: dict[Any, int]) -> tuple[ir.Module, list[int]]:
-    """``base`` (the direct conv with its pad, bias and epilogue) and ``c0``, ``c1`` ... (the
-    same as Winograd F(m x m), one per transform that fits): one module; and the m of each
-    ``c`` function."""
+def variants_module(
+    cand: Candidate,
+    order: dict[Any, int],
+    winograd: bool = True,
+    offload: str | None = None,
+    precision: str = "fp32",
+) -> tuple[ir.Module, list[dict[str, Any]]]:
+    """One module of ``base`` (the direct conv, or matmul, with its pad, bias and epilogue)
+    and ``c0``, ``c1`` ...: the same as Winograd F(m x m), one per transform that fits
+    (``winograd``), then run by kernel library ``offload`` as xgen-byoc-offload makes it in
+    the model (NHWC, the residual add and ReLU fused) if the library takes it; and the
+    config of each ``c`` function, in order. One module: one compile and one child process
+    measure every variant of the op."""
     cut = _Slice(cand)
     module = ir.Module.create(ir.Location.unknown(cand.op.context))
     cut.function(module, "base", order)
-    ms: list[int] = []
-    for t in TRANSFORMS:
+    configs: list[dict[str, Any]] = []
+    for t in TRANSFORMS if winograd else ():
         if cand.tiles.get(t.m, 0) < 1:
             continue
-        conv = cut.function(module, f"c{len(ms)}", order)
+        conv = cut.function(module, f"c{len(configs)}", order)
         done = rewrite_conv(module.operation, conv, t.m)
         if not isinstance(done, int):
             module.body.operations[len(module.body.operations) - 1].erase()
             continue
-        ms.append(t.m)
+        configs.append(winograd_config(t.m))
+    if offload is not None:
+        name = f"c{len(configs)}"
+        cut.function(module, name, order)
+        step = f"xgen-byoc-offload{{backend={offload} precision={precision} functions={name}"
+        counts = run_steps(
+            module,
+            [f"{step} phase=layout}}", "xgen-cancel-reshapes", f"{step} phase=call}}"],
+            what=f"offloading {cand.description} to {offload}",
+        )
+        said = counts.get("xgen-byoc-offload", {})  # "<op> -> onednn (+relu)": offloaded
+        if any(k.split(" -> ", 1)[-1].startswith(offload) for k in said if " -> " in k):
+            configs.append(offload_config(offload, "bf16" if precision == "bf16" else "f32"))
+        else:  # the library does not take it: its function goes
+            module.body.operations[len(module.body.operations) - 1].erase()
     module.operation.verify()
-    return module, ms
-
-
-def offload_module(
-    cand: Candidate, order: dict[Any, int], backend: str, precision: str
-) -> ir.Module | None:
-    """``base`` (the direct conv with its pad, bias and epilogue) and ``c0`` (the same run by
-    kernel library ``backend``, as xgen-byoc-offload makes it in the model: NHWC, the
-    residual add and ReLU fused); None if the library does not take the conv."""
-    cut = _Slice(cand)
-    module = ir.Module.create(ir.Location.unknown(cand.op.context))
-    cut.function(module, "base", order)
-    cut.function(module, "c0", order)
-    step = f"xgen-byoc-offload{{backend={backend} precision={precision} functions=c0"
-    counts = run_steps(
-        module,
-        [f"{step} phase=layout}}", "xgen-cancel-reshapes", f"{step} phase=call}}"],
-        what=f"offloading {cand.description} to {backend}",
-    )
-    done = counts.get("xgen-byoc-offload", {})  # "<op> -> onednn (+relu)": offloaded
-    if not any(k.split(" -> ", 1)[-1].startswith(backend) for k in done if " -> " in k):
-        return None
-    module.operation.verify()
-    return module
+    return module, configs
 
 
 def _order(module: ir.Module) -> dict[Any, int]:
@@ -262,30 +262,27 @@ def measure_conv(
     """Compile ``cand``'s variants through the target's pipeline and measure them against
     the direct conv (numerics, then interleaved timing, in a child process): its Winograd
     tiles where it has any, and its offload to kernel library ``offload`` where given."""
-    out: list[Measurement] = []
     precision = str(compile_options.get("precision") or "fp32")
+    bf16 = precision == "bf16"
     # Under bf16, IREE demotes Winograd's batched GEMM to bf16: its output is off by ~5e-2 of
     # the scale (measured on every ResNet-18 conv), far over WINOGRAD_TOLERANCE, so it is never
-    # kept there; not compiling it halves the time a bf16 tune spends per conv.
-    if cand.tiles and precision != "bf16":
-        module, ms = variants_module(cand, order)
-        configs = [winograd_config(m) for m in ms]
-        strict = replace(settings, tolerance=WINOGRAD_TOLERANCE)
-        out += _measure_module(module, configs, target, strict, compile_options)
-    if offload:
-        compute = "bf16" if precision == "bf16" else "f32"
-        config = offload_config(offload, compute)
-        try:
-            module = offload_module(cand, order, offload, precision)
-        except Exception as e:
-            detail = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
-            return [*out, Measurement(config, "compile_error", detail=detail)]
-        if module is not None:
-            tol = BF16_TOLERANCE if compute == "bf16" else WINOGRAD_TOLERANCE
-            plugins = (str(ONEDNN.plugin()),) if offload == ONEDNN.name else ()
-            loose = replace(settings, tolerance=tol, plugins=plugins)
-            out += _measure_module(module, [config], target, loose, compile_options)
-    return out
+    # kept there and not compiled.
+    try:
+        module, configs = variants_module(cand, order, not bf16, offload, precision)
+    except Exception as e:  # the offload pass failed on the slice
+        detail = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+        config = offload_config(str(offload), "bf16" if bf16 else "f32")
+        return [
+            *measure_conv(cand, order, target, settings, compile_options, None),
+            Measurement(config, "compile_error", detail=detail),
+        ]
+    # a bf16 library's output is off by a few 1e-3 of the scale (each operand rounded to 8
+    # bits of mantissa); in f32 Winograd's and the library's are held to WINOGRAD_TOLERANCE
+    tol = BF16_TOLERANCE if bf16 else WINOGRAD_TOLERANCE
+    plugins = (str(ONEDNN.plugin()),) if offload == ONEDNN.name else ()
+    return _measure_module(
+        module, configs, target, replace(settings, tolerance=tol, plugins=plugins), compile_options
+    )
 
 
 def _measure_module(
