@@ -25,6 +25,7 @@ from .errors import UnknownNameError, XGenError
 from .frontend import import_model
 from .fusion.tunable import TuningRequest
 from .irutil import find_func
+from .passes.byoc_offload import DECISIONS as OFFLOAD_DECISIONS
 from .passes.dim_bounds import Bounds, add_dim_bound_checks
 from .passes.dispatch_passes import shared_packs_record
 from .passes.runner import run_steps, snapshot
@@ -109,6 +110,9 @@ class CompileReport:
     rewrites: dict[str, dict[str, int]] = field(default_factory=dict)
     # BYOC: what xgen-byoc-offload did ({"<op> -> onednn": 19, "<op> kept: why": 1})
     offload: dict[str, int] = field(default_factory=dict)
+    # the same per op: (source location "file:line:col", what happened), in program order;
+    # the locations are what the cpu target's offload_only / offload_never options take
+    offload_ops: list[tuple[str, str]] = field(default_factory=list)
     # A dynamic batch compiled as a loop over items at batch 1 (frontend/batch_loop.py):
     # what was done, or why not (empty: no dynamic batch, or the target does not loop)
     batch_loop: str = ""
@@ -538,6 +542,7 @@ def compile(
     report.flops_imported = module_flops(module.operation)
     choices = _winograd_choices(opts, target, pipeline)
     token = CHOICES.set(choices)
+    ops_token = OFFLOAD_DECISIONS.set(report.offload_ops)
     try:
         report.rewrites = run_steps(
             module,
@@ -548,6 +553,7 @@ def compile(
         )
     finally:
         CHOICES.reset(token)
+        OFFLOAD_DECISIONS.reset(ops_token)
     report.flops_after_rewrites = module_flops(module.operation)
     if bounds:
         add_dim_bound_checks(module.operation, opts.entry, bounds)

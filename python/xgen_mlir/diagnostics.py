@@ -40,6 +40,32 @@ def format_location(loc: Any) -> str:
     return text.replace('"', "")
 
 
+_FRAME = re.compile(r"([^\s()\"]+):(\d+):(\d+)")
+
+
+def location_text(loc: Any) -> str:
+    """A location for a human, its call chain as "inner at outer" ('file:line:col' for a
+    plain one): torch-mlir's locations are call sites, the library's line (conv.py) at the
+    model's line that called it."""
+    text = format_location(loc)
+    if text.startswith("callsite("):
+        return " at ".join(f"{m[1]}:{m[2]}:{m[3]}" for m in _FRAME.finditer(text))
+    return text
+
+
+def location_matches(text: str, wanted: set[str]) -> bool:
+    """Whether a location (``location_text``) names one of ``wanted``: the whole text, or any
+    frame of it as 'file:line:col', where ``file`` may be given as a trailing part of the
+    path ("model.py:20:0" names ".../src/model.py:20:0")."""
+    if text in wanted:
+        return True
+    for m in _FRAME.finditer(text):
+        frame = f"{m[1]}:{m[2]}:{m[3]}"
+        if any(frame == w or frame.endswith("/" + w) for w in wanted):
+            return True
+    return False
+
+
 def warn_fallback(message: str) -> None:
     """Say, once per message, that a step fell back (``errors.FallbackWarning``)."""
     from .errors import FallbackWarning

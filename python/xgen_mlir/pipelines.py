@@ -76,6 +76,7 @@ class TargetOption:
     choices: tuple[str, ...] = ()
     flags: tuple[tuple[str, tuple[str, ...]], ...] = ()  # value -> IREE flags it adds
     needs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # value -> CPU features (any one)
+    value: str = "plain"  # what its values may hold: "plain" or "locations" (_SAFE_LOCATIONS)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,9 @@ class RuntimeSpec:
 
 # A value that can go into a flag or a pass option as one word.
 _SAFE_VALUE = re.compile(r"[\w.,+-]*")
+# an option declared ``value = "locations"``: source locations (file:line:col, comma separated),
+# only ever passed to pass options, never to IREE's flags
+_SAFE_LOCATIONS = re.compile(r"[\w.,+/:-]*")
 
 # Options whose value ``auto`` is computed from the target facts ('' = unknown: the flag that
 # uses it is dropped).
@@ -125,7 +129,14 @@ class Pipeline:
                     list(known) or [f"(none: target '{self.name}' takes no options)"],
                 )
             value = str(value)
-            if not _SAFE_VALUE.fullmatch(value):
+            if known[key].value == "locations":
+                if not _SAFE_LOCATIONS.fullmatch(value):
+                    raise PipelineError(
+                        f"target '{self.name}': option {key}={value!r} is not a list of "
+                        "source locations (file:line:col, comma separated; letters, digits "
+                        "and . , + - _ / : only: it goes into pass options)"
+                    )
+            elif not _SAFE_VALUE.fullmatch(value):
                 raise PipelineError(
                     f"target '{self.name}': option {key}={value!r} is not a plain value "
                     "(letters, digits and . , + - _ only: it goes into IREE flags and pass "
@@ -323,6 +334,11 @@ def _option(name: str, spec: object) -> TargetOption:
         if unknown:
             raise TypeError(f"options.{name}.{table} names values {unknown} not in its choices")
         per_value[table] = tuple((str(k), tuple(v)) for k, v in entries.items())
+    value = str(spec.get("value", "plain"))
+    if value not in ("plain", "locations"):
+        raise TypeError(f"options.{name}.value is {value!r}, not 'plain' or 'locations'")
+    if value == "locations" and (choices or per_value["flags"]):
+        raise TypeError(f"options.{name}: a 'locations' value takes no choices or flags")
     return TargetOption(
         name,
         str(spec["default"]),
@@ -330,4 +346,5 @@ def _option(name: str, spec: object) -> TargetOption:
         choices,
         per_value["flags"],
         per_value["needs"],
+        value,
     )

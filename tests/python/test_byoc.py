@@ -106,6 +106,28 @@ def test_report_and_reflection_name_the_offload(fp32_module):
     assert fp32_module.reflection.get(PLUGINS_KEY) == "onednn"
 
 
+def test_offload_per_op_by_source_location(fp32_module, cnn):
+    """report.offload_ops names each op by the line of the model's code that made it; the
+    cpu target's offload_never keeps those with IREE, offload_only offloads just those, and
+    the numbers stay PyTorch's."""
+    model, x, want = cnn
+    ops = fp32_module.report.offload_ops
+    assert len(ops) == 5 and all("-> onednn" in what for _, what in ops), ops
+    # torch's conv.py line "at" the line of SmallCNN.forward that called it
+    outer = [where.split(" at ")[-1] for where, _ in ops]
+    assert all(o.startswith(__file__ + ":") for o in outer), ops
+    first = Path(outer[0]).name  # "test_byoc.py:LINE:0": the stem, forward's first line
+    never = xgen_mlir.compile(model, (x,), target_options={**OFFLOAD, "offload_never": first})
+    assert dict(never.report.offload_ops)[ops[0][0]].endswith("kept: forbidden by never=")
+    assert _offloaded(never.report.offload) == 4, never.report.offload
+    check_close(never(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what="never")
+    with pytest.raises(xgen_mlir.errors.PipelineError, match="not a list of source locations"):
+        xgen_mlir.compile(model, (x,), target_options={"offload_never": "a.py:1:0 b.py:2:0"})
+    only = xgen_mlir.compile(model, (x,), target_options={**OFFLOAD, "offload_only": first})
+    assert only.report.offload_ops == [ops[0]], only.report.offload_ops
+    check_close(only(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what="only")
+
+
 def test_bf16_computes_in_bf16(cnn):
     model, x, want = cnn
     m = xgen_mlir.compile(model, (x,), target_options=OFFLOAD, precision="bf16")

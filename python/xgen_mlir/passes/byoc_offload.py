@@ -25,7 +25,9 @@ host) are offloaded.
 Which ops: with ``backend=onednn``, every match the library accepts (asked through the plugin
 itself, so what the runtime would refuse is never emitted), or with ``only`` set, the matches
 whose locations it lists (comma separated ``file:line:col``, as the pass's verbose output
-names them); ``backend=none``: none. ``precision=bf16`` rounds the operands to bf16 with f32
+names them; the ``cpu`` target's ``offload_only`` option); ``never``: those locations are never
+offloaded, whatever the backend or the tuning database says (``offload_never``), reported as
+kept; ``backend=none``: none. ``precision=bf16`` rounds the operands to bf16 with f32
 accumulation, as the target's ``precision="bf16"`` does for IREE's contractions.
 
 Numerics: f32 sums in the library's order (reassociation only); bf16 as ``precision="bf16"``.
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -43,7 +46,7 @@ from .._mlir import ir
 from ..byoc import OFFLOAD_ATTR, Backend, backend_named
 from ..byoc.onednn import conv_symbol, matmul_symbol
 from ..codegen.dispatch import import_executable_text
-from ..diagnostics import format_location, warn_fallback
+from ..diagnostics import location_matches, location_text, warn_fallback
 from ..errors import BackendCompileError
 from ..irutil import ops_named
 from .consteval import ConstEval
@@ -70,12 +73,16 @@ NCHW = ("linalg.conv_2d_nchw_fchw",)
 NHWC = ("linalg.conv_2d_nhwc_hwcf", "linalg.depthwise_conv_2d_nhwc_hwc")
 MATMUL = ("linalg.matmul", "linalg.batch_matmul")
 UGT = 9  # arith.cmpf predicate: unordered or greater (true for NaN)
+# compile() sets a list here around its steps: each op's (location, final decision), so that
+# its report names the ops (offload_only / offload_never take these locations)
+DECISIONS: ContextVar[list[tuple[str, str]] | None] = ContextVar("xgen_byoc_ops", default=None)
 
 
 @dataclass
 class OffloadOptions:
     backend: str = "none"  # none | onednn | tuned (the convs marked with byoc.OFFLOAD_ATTR)
     only: str = ""  # comma-separated op locations; empty: every match
+    never: str = ""  # comma-separated op locations never offloaded (the user forbids them)
     functions: str = ""  # comma-separated function names to look in; empty: all
     precision: str = "fp32"  # the target's precision: bf16 computes in bf16, else f32
     # layout: NCHW candidates become NHWC convs (so that xgen-cancel-reshapes, run next,
@@ -351,6 +358,11 @@ def _function_of(op: ir.Operation) -> str:
     return "" if parent is None else ir.StringAttr(parent.attributes["sym_name"]).value
 
 
+def _locations(text: str) -> set[str]:
+    """The ``file:line:col`` locations of a comma-separated option."""
+    return {s.strip() for s in text.split(",") if s.strip()}
+
+
 def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) -> Counter:
     opts = opts or OffloadOptions()
     counts: Counter[str] = Counter()
@@ -361,14 +373,15 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
         _backend(opts.backend)  # an unknown name is an error naming the known ones
     if opts.phase not in ("layout", "call"):
         raise PassFailure(f"phase '{opts.phase}' is not one of layout, call")
-    listed = {s.strip() for s in opts.only.split(",") if s.strip()}
+    listed = _locations(opts.only)
+    forbidden = _locations(opts.never)
     scope = {s.strip() for s in opts.functions.split(",") if s.strip()}
     with module_op.context:
         ev = ConstEval(module_op)
         names = NCHW if opts.phase == "layout" else NHWC + MATMUL
         for op in ops_named(module_op, *names):
-            where, op_name = format_location(op.location), op.name
-            if listed and where not in listed:
+            where, op_name = location_text(op.location), op.name
+            if listed and not location_matches(where, listed):
                 continue
             if scope and _function_of(op) not in scope:
                 continue
@@ -377,16 +390,16 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
             backend = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value if tuned else opts.backend
             op_opts = replace(opts, backend=backend)
             missing = _backend(backend).unavailable() if tuned else None
-            if missing:  # measured faster once, but this machine cannot build the plugin now
-                counts[f"{op_name} kept: {backend} unavailable here"] += 1
+            if forbidden and location_matches(where, forbidden):
+                what = "kept: forbidden by never="
+            elif missing:  # measured faster once, but this machine cannot build the plugin now
+                what = f"kept: {backend} unavailable here"
                 warn_fallback(
                     f"xgen-byoc-offload: the tuning database says {backend} runs some ops "
                     f"faster, but its plugin cannot be built here (it needs {missing}); "
                     "they stay with IREE"
                 )
-                continue
-            why = _not_static_f32(op)
-            if why:
+            elif why := _not_static_f32(op):
                 what = why
             elif opts.phase == "layout":
                 fold_one(op, ev)
@@ -401,6 +414,9 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
                 what = _offload(module_op, op, ev, op_opts)
             what = what if what.startswith(op_name) else f"{op_name} {what}"
             counts[what] += 1
+            log = DECISIONS.get()
+            if log is not None and "-> NHWC" not in what:  # (the layout step is not an end)
+                log.append((where, what))
             if opts.verbose:
                 print(f"xgen-byoc-offload: {where}: {what}", file=sys.stderr)
     return counts

@@ -8,6 +8,8 @@
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{phase=layout},xgen-byoc-offload' | FileCheck %s --check-prefix=NONE
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout only=other.py:1:1},xgen-byoc-offload{backend=onednn only=other.py:1:1}' | FileCheck %s --check-prefix=NONE
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout only=other.py:1:1,model.py:20:5},xgen-byoc-offload{backend=onednn only=other.py:1:1,model.py:20:5}' | FileCheck %s --check-prefix=ONLY
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout never=model.py:20:5},xgen-byoc-offload{backend=onednn never=model.py:20:5 verbose=true}' 2>%t.never.err | FileCheck %s --check-prefix=NEVER
+// RUN: FileCheck %s --check-prefix=NEVER-WHY < %t.never.err
 // RUN: not xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=mkl}' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 
 // The import's name is the whole conv, read by the plugin when the module loads:
@@ -69,6 +71,14 @@ func.func @nchw_padded(%x: tensor<1x4x8x8xf32>) -> tensor<1x8x8x8xf32> {
 // ONLY-NOT: xgen.executable
 // WHY: model.py:10:5: linalg.conv_2d_nhwc_hwcf -> onednn
 // WHY: model.py:20:5: linalg.conv_2d_nhwc_hwcf -> onednn
+// `never` forbids the one at model.py:20:5 (the user's annotation); the other still goes.
+// NEVER: xgen.executable = "{{.*}}@xgen_dnnl_conv_f32_none_b_1_9_7_4_4_3_6_3_3_2_2_0_0_0_0_1_1_1(
+// NEVER-NOT: xgen_dnnl_conv_f32_none_b_1_4_3_6_4_3_5
+// NEVER-LABEL: func.func @nhwc_strided
+// NEVER: call @xgen_onednn_conv_{{[0-9]+}}_call
+// NEVER: linalg.conv_2d_nhwc_hwcf {{.*}}strides = dense<1>
+// NEVER-WHY: model.py:10:5: linalg.conv_2d_nhwc_hwcf -> onednn
+// NEVER-WHY: model.py:20:5: linalg.conv_2d_nhwc_hwcf kept: forbidden by never=
 func.func @nhwc_strided(%x: tensor<1x9x7x4xf32>) -> tensor<1x4x3x5xf32> {
   %zero = arith.constant 0.000000e+00 : f32
   %w = arith.constant dense<0.5> : tensor<3x3x4x6xf32>
