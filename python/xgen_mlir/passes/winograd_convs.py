@@ -492,25 +492,33 @@ def conv_signature(op: ir.Operation) -> tuple[str, str]:
         parts.append(f"n{out_shape[0]}")
     if pad is not None and pad.name == "tensor.pad":
         parts.append("pad")
+    producers = [pad.name if pad is not None else "arg", init.name if init is not None else "arg"]
+    return _signed(op, parts, init, [*producers, *([steps] if steps else [])])
+
+
+def _signed(
+    op: ir.Operation, parts: list[str], init: ir.Operation | None, canonical: list[str]
+) -> tuple[str, str]:
+    """(signature, description) of a conv or matmul: ``parts`` (the description so far) and
+    ``canonical`` (what else tells it apart), plus its bias and elementwise epilogue; the
+    signature ends in a digest of the op's types and all of that."""
     if init is not None and init.name == "linalg.broadcast":
         parts.append("+bias")
     epi = epilogue(op)
     if epi:
         parts.append("+" + ",".join(_body(e) for e in epi))
     description = " ".join(parts)
-    canonical = "|".join(
+    text = "|".join(
         [
             op.name,
             str(op.operands[0].type),
             str(op.operands[1].type),
             str(op.results[0].type),
-            pad.name if pad is not None else "arg",
-            init.name if init is not None else "arg",
-            *([steps] if steps else []),
+            *canonical,
             *(f"{_body(e)}/{len(e.operands)}/{e.attributes['indexing_maps']}" for e in epi),
         ]
     )
-    digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return f"{description.replace(' ', '_')}#{digest}", description
 
 
@@ -525,24 +533,7 @@ def matmul_signature(op: ir.Operation) -> tuple[str, str]:
     parts = [f"matmul {rows}x{lhs[-1]} * {lhs[-1]}x{rhs[-1]}"]
     if op.name == "linalg.batch_matmul":
         parts[0] = f"batch_{parts[0]} (one weight)"
-    if init is not None and init.name == "linalg.broadcast":
-        parts.append("+bias")
-    epi = epilogue(op)
-    if epi:
-        parts.append("+" + ",".join(_body(e) for e in epi))
-    description = " ".join(parts)
-    canonical = "|".join(
-        [
-            op.name,
-            str(op.operands[0].type),
-            str(op.operands[1].type),
-            str(op.results[0].type),
-            init.name if init is not None else "arg",
-            *(f"{_body(e)}/{len(e.operands)}/{e.attributes['indexing_maps']}" for e in epi),
-        ]
-    )
-    digest = hashlib.sha256(canonical.encode()).hexdigest()[:12]
-    return f"{description.replace(' ', '_')}#{digest}", description
+    return _signed(op, parts, init, [init.name if init is not None else "arg"])
 
 
 def _linear_layer(op: ir.Operation, ev: ConstEval) -> bool:
