@@ -174,21 +174,26 @@ def _conv_of(op: ir.Operation, ev: ConstEval) -> _Conv | str:
     depthwise = op.name == "linalg.depthwise_conv_2d_nhwc_hwc"
     if depthwise and oc != ic:
         return "kept: depthwise channel multiplier"
-    fields = dict(
-        n=n,
-        ih=ih,
-        iw=iw,
-        ic=ic,
-        oh=oh,
-        ow=ow,
-        oc=oc,
-        kernel=weight.shape[:2],
-        strides=[int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"])],
-        pads=pads,
-        dilations=[int(v) for v in ir.DenseIntElementsAttr(op.attributes["dilations"])],
-        groups=ic if depthwise else 1,
-    )
+    fields = _fields(op, (n, ih, iw, ic), (oh, ow, oc), weight.shape[:2], pads)
+    fields["groups"] = ic if depthwise else 1
     return _Conv(x, weight, bias.astype(np.float32), fields)
+
+
+def _fields(
+    op: ir.Operation,
+    nhwc_in: tuple[int, ...],
+    hwc_out: tuple[int, ...],
+    kernel: tuple[int, ...],
+    pads: list[int],
+) -> dict:
+    """conv_symbol's shape arguments of conv ``op`` (its strides and dilations read off it)."""
+    n, ih, iw, ic = nhwc_in
+    oh, ow, oc = hwc_out
+    steps = {
+        k: [int(v) for v in ir.DenseIntElementsAttr(op.attributes[k])]
+        for k in ("strides", "dilations")
+    }
+    return dict(n=n, ih=ih, iw=iw, ic=ic, oh=oh, ow=ow, oc=oc, kernel=kernel, pads=pads, **steps)
 
 
 def _compute(opts: OffloadOptions) -> str:
@@ -203,27 +208,11 @@ def _nchw_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOptions) -> st
         return "kept: weights not constant f32"
     if ev.per_channel_init(op.operands[2], 1) is None:
         return "kept: accumulator init not a per-channel constant"
-    x = op.operands[0]
-    n, ic, ih, iw = ir.RankedTensorType(x.type).shape
+    n, ic, ih, iw = ir.RankedTensorType(op.operands[0].type).shape
     _, oc, oh, ow = ir.RankedTensorType(op.results[0].type).shape
-    strides = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"])]
-    dilations = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["dilations"])]
     # asked on its padded input with no padding of its own: the same primitive, size for size
-    symbol = conv_symbol(
-        _compute(opts),
-        "none",
-        n=n,
-        ih=ih,
-        iw=iw,
-        ic=ic,
-        oh=oh,
-        ow=ow,
-        oc=oc,
-        kernel=weight.shape[2:],
-        strides=strides,
-        pads=[0, 0, 0, 0],
-        dilations=dilations,
-    )
+    fields = _fields(op, (n, ih, iw, ic), (oh, ow, oc), weight.shape[2:], [0, 0, 0, 0])
+    symbol = conv_symbol(_compute(opts), "none", **fields)
     backend = _backend(opts.backend)
     return "" if _can_build(backend, symbol) else f"kept: {backend.name} has no primitive for it"
 
@@ -302,7 +291,7 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
     return f"-> {backend.name}" + ("" if post == "none" else f" (+{post})")
 
 
-def _matmul_weights(op: ir.Operation, ev: ConstEval) -> tuple[np.ndarray, np.ndarray] | str:
+def linear_weights(op: ir.Operation, ev: ConstEval) -> tuple[np.ndarray, np.ndarray] | str:
     """The constant [K,N] weights and the per-column accumulator init [N] (float64) of
     matmul / batch_matmul ``op``, or why not."""
     if not has_default_maps(op):
@@ -326,7 +315,7 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
     library's matmul primitive; returns what happened (a count key). A batch_matmul with one
     weight for every batch is one matmul of B*M rows (its row-major input is that matrix)."""
     backend = _backend(opts.backend)
-    found = _matmul_weights(op, ev)
+    found = linear_weights(op, ev)
     if isinstance(found, str):
         return found
     weight, bias = found

@@ -74,6 +74,7 @@ from ..tunedb import (
     Record,
     choice_records_for,
 )
+from .byoc_offload import linear_weights
 from .consteval import ConstEval
 from .generic_util import (
     channel_init,
@@ -81,7 +82,6 @@ from .generic_util import (
     erase_dead_tree,
     fill,
     generic,
-    has_default_maps,
     pad_high,
     transpose,
 )
@@ -537,18 +537,9 @@ def matmul_signature(op: ir.Operation) -> tuple[str, str]:
 
 
 def _linear_layer(op: ir.Operation, ev: ConstEval) -> bool:
-    """Whether matmul ``op`` is a linear layer a kernel library may take: static f32, the
-    default operand maps, constant weights (one for every batch of a batch_matmul) and an
-    accumulator init constant per column (xgen-byoc-offload checks the rest)."""
-    if not _static_f32(op) or not has_default_maps(op):
-        return False
-    rhs = ev.value(op.operands[1])
-    if rhs is None:
-        return False
-    batched = op.name == "linalg.batch_matmul"
-    if batched and rhs.shape[0] > 1 and not (rhs == rhs[:1]).all():
-        return False
-    return ev.per_channel_init(op.operands[2], 2 if batched else 1) is not None
+    """Whether matmul ``op`` is a linear layer a kernel library may take: static f32 and
+    what xgen-byoc-offload reads as constant weights and a per-column init."""
+    return _static_f32(op) and not isinstance(linear_weights(op, ev), str)
 
 
 def _static_f32(op: ir.Operation) -> bool:
