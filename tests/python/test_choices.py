@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 import xgen_mlir
+from xgen_mlir.models import small_cnn
 from xgen_mlir.passes import winograd_convs as wc
 from xgen_mlir.tunedb import HostIdentity, Record, TuningDB
 from xgen_mlir.tuning.choices import measure_choices
@@ -146,3 +147,33 @@ def test_a_linear_layer_measured_against_its_offload(tmp_path):
     with torch.no_grad():
         want = model(x).numpy()
     assert np.abs(np.asarray(compiled(x)) - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_int8_convs_measured_against_their_offload(tmp_path):
+    """precision="int8": the quantized model's integer convs and Linear are measured as IREE
+    compiles them against oneDNN's s8 primitives (on random int8 inputs: numbers first), and
+    compile() offloads exactly the ones whose record says oneDNN won."""
+    torch.manual_seed(0)
+    model, x = small_cnn(), torch.randn(1, 3, 32, 32)
+    cal = [torch.randn(1, 3, 32, 32) for _ in range(4)]
+    db = tmp_path / "t.db"
+    common = dict(precision="int8", calibration=cal)
+    choices = measure_choices(model, (x,), db=db, settings=FAST, progress=False, **common)
+    assert sorted(c.description.split(" ")[0] for c in choices) == ["conv3x3", "conv3x3", "matmul"]
+    for c in choices:
+        assert c.description.endswith("int8"), c.description
+        (record,) = c.measured
+        assert record.config == wc.offload_config("onednn", "s8")
+        assert record.status == "ok" and record.seconds > 0, record
+    compiled = xgen_mlir.compile(
+        model, (x,), tuning_db=db, tuning_threads=2, precision_check=False, **common
+    )
+    offloaded = sum(n for k, n in compiled.report.offload.items() if "-> onednn (int8)" in k)
+    assert offloaded == sum(c.algorithm == "onednn (s8)" for c in choices)
+    decisions = [d for _, d, _ in compiled.report.tuning.choices]
+    assert sorted(decisions) == sorted(
+        "onednn s8"
+        if c.algorithm == "onednn (s8)"
+        else ("direct" if "conv" in c.description else "IREE")
+        for c in choices
+    )

@@ -70,6 +70,28 @@ def test_static_int8_small_cnn() -> None:
     assert "contractions: 3 integer (i8 x i8 -> i32), 0 float" in r.text()
 
 
+def test_int8_convs_and_linear_offloaded_to_onednn() -> None:
+    """offload=onednn: the integer convs (with their zero-point padding) and the integer
+    classifier run as oneDNN s8 primitives, and the output is the very same as IREE's own
+    integer code (integer sums are exact) and within one output step of ONNX Runtime."""
+    model, x = small_cnn(), torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    cal = _calibration()
+    common = dict(precision="int8", calibration=cal, precision_check=False)
+    offloaded = xgen_mlir.compile(model, x, target_options={"offload": "onednn"}, **common)
+    assert offloaded.report.offload == {
+        "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 2,
+        "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 2,
+        "linalg.quantized_matmul -> onednn (int8)": 1,
+    }
+    own = xgen_mlir.compile(model, x, target_options={"offload": "none"}, **common)
+    assert own.report.offload == {}
+    got = np.asarray(offloaded(x.numpy()))
+    assert np.array_equal(got, np.asarray(own(x.numpy())))
+    quantized = compress.quantize(model, x, calibration=cal)
+    want = _ort(quantized, x.numpy())
+    check_close(got, want, atol=_output_step(quantized) * 1.001, rtol=0, what="oneDNN int8")
+
+
 def test_dynamic_int8_linear_model() -> None:
     model, x = mlp(), torch.randn(1, 64, generator=torch.Generator().manual_seed(0))
     compiled = xgen_mlir.compile(

@@ -8,7 +8,9 @@ AVX-512, AVX512-BF16/VNNI, AMX where the CPU has them), so one plugin serves eve
 An import name is the whole operation: ``xgen_dnnl_conv_<compute>_<post>_<bias>_`` then
 N, IH, IW, IC, OH, OW, OC, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, G (NHWC input and output,
 HWIO weights: a ``linalg.conv_2d_nhwc_hwcf``), or ``xgen_dnnl_matmul_<compute>_<post>_<bias>_``
-M, K, N. ``compute`` is f32 or bf16 (operands rounded to bf16, f32 accumulation and output).
+M, K, N. ``compute`` is f32 or bf16 (operands rounded to bf16, f32 accumulation and output),
+or s8: an integer contraction as linalg's quantized ops are (int8 source and weights, int32
+output, the source's zero point as a last field; no bias, ``nb``).
 """
 
 from __future__ import annotations
@@ -110,10 +112,26 @@ def conv_symbol(
     pads: Sequence[int],  # top, left, bottom, right
     dilations: Sequence[int],
     groups: int = 1,
+    zero_point: int | None = None,
 ) -> str:
+    """``zero_point``: the source's, for ``compute="s8"`` (int8 in, int32 out, no bias)."""
     fields = [n, ih, iw, ic, oh, ow, oc, *kernel, *strides, *pads, *dilations, groups]
-    return f"{PREFIX}conv_{compute}_{post}_b_" + "_".join(str(int(f)) for f in fields)
+    return _name("conv", compute, post, fields, zero_point)
 
 
-def matmul_symbol(compute: str, post: str, m: int, k: int, n: int) -> str:
-    return f"{PREFIX}matmul_{compute}_{post}_b_{m}_{k}_{n}"
+def matmul_symbol(
+    compute: str, post: str, m: int, k: int, n: int, zero_point: int | None = None
+) -> str:
+    return _name("matmul", compute, post, [m, k, n], zero_point)
+
+
+def _name(kind: str, compute: str, post: str, fields: list, zero_point: int | None) -> str:
+    """f32/bf16 ops have a bias (``b``); s8 ones none (``nb``) and the source's zero point
+    last, a negative one spelled ``m128`` (the name stays a plain identifier)."""
+    if (compute == "s8") != (zero_point is not None):
+        raise ValueError(f"a zero point goes with compute type s8, not {compute}")
+    text = "_".join(str(int(f)) for f in fields)
+    if zero_point is None:
+        return f"{PREFIX}{kind}_{compute}_{post}_b_{text}"
+    zp = f"m{-zero_point}" if zero_point < 0 else str(zero_point)
+    return f"{PREFIX}{kind}_{compute}_{post}_nb_{text}_{zp}"

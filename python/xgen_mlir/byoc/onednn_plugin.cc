@@ -92,7 +92,32 @@ using dnnl::memory;
 memory::data_type compute_type(const std::string& name) {
   if (name == "f32") return memory::data_type::f32;
   if (name == "bf16") return memory::data_type::bf16;
+  if (name == "s8") return memory::data_type::s8;
   throw std::invalid_argument("compute type " + name);
+}
+
+// The types of an operation's user-side tensors for compute type ``ct``: f32 activations,
+// weights and output for f32/bf16 (bf16 converts on the way in), but int8 in and int32 out for
+// s8: an integer contraction's own types, as linalg's quantized ops have them.
+struct UserTypes {
+  memory::data_type src, wei, dst;
+};
+UserTypes user_types(memory::data_type ct) {
+  auto f32 = memory::data_type::f32;
+  if (ct == memory::data_type::s8) return {ct, ct, memory::data_type::s32};
+  return {f32, f32, f32};
+}
+
+// An s8 name's trailing zero point of the source (the weights' is 0): "m128" is -128.
+int32_t zero_point(const std::string& field) {
+  return field[0] == 'm' ? -std::stoi(field.substr(1)) : std::stoi(field);
+}
+
+// The source zero point of an s8 operation, as oneDNN's attribute: its semantics are linalg's
+// quantized ops' (sum of (src - zp) * wei), padding included: a padded tap is a real zero,
+// i.e. zp in the stored values (checked against a reference loop when this was written).
+void set_src_zero_point(dnnl::primitive_attr* attr, int32_t zp) {
+  if (zp != 0) attr->set_zero_points(DNNL_ARG_SRC, 0, {zp});
 }
 
 // Splits "a_b_c" at '_'.
@@ -153,15 +178,15 @@ struct Op {
   dnnl::reorder src_reorder;
   std::once_flag src_reorder_made;
 
-  int run(const float* src_ptr, const float* wei_ptr, const float* bias_ptr,
-          const float* res_ptr, float* dst_ptr) {
+  int run(const void* src_ptr, const void* wei_ptr, const void* bias_ptr, const void* res_ptr,
+          void* dst_ptr) {
     dnnl::engine& eng = cpu_engine();
     // Per calling thread (IREE's workers): one stream, and each op's converted input, so
     // that a call allocates nothing and ops called from several threads never share one.
     thread_local dnnl::stream s(eng);
     thread_local std::map<const Op*, memory> converted;
     thread_local std::map<const Op*, memory> scratch;
-    memory src(src_user, eng, const_cast<float*>(src_ptr));
+    memory src(src_user, eng, const_cast<void*>(src_ptr));
     if (src_prim != src_user) {
       std::call_once(src_reorder_made, [&] {
         dnnl::primitive_attr attr;
@@ -183,11 +208,11 @@ struct Op {
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     if (has_bias) {
-      args.emplace(DNNL_ARG_BIAS, memory(bias_desc, eng, const_cast<float*>(bias_ptr)));
+      args.emplace(DNNL_ARG_BIAS, memory(bias_desc, eng, const_cast<void*>(bias_ptr)));
     }
     if (has_residual) {
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-                   memory(dst_desc, eng, const_cast<float*>(res_ptr)));
+                   memory(dst_desc, eng, const_cast<void*>(res_ptr)));
     }
     if (scratch_desc.get_size() != 0) {
       auto found = scratch.find(this);
@@ -215,28 +240,33 @@ bool post_ops(const std::string& post, const memory::desc& dst, dnnl::post_ops* 
   return post == "none" || post == "relu" || *residual;
 }
 
-// "conv_<type>_<post>_<bias>_N_IH_IW_IC_OH_OW_OC_KH_KW_SH_SW_PT_PL_PB_PR_DH_DW_G": an NHWC
-// convolution with HWIO (HWCF) weights, f32 in and out; <type> the compute type, <post> as
-// post_ops() reads it, <bias> b (a per-channel f32 bias) or nb.
+// "conv_<type>_<post>_<bias>_N_IH_IW_IC_OH_OW_OC_KH_KW_SH_SW_PT_PL_PB_PR_DH_DW_G[_ZP]": an
+// NHWC convolution with HWIO (HWCF) weights; <type> the compute type, <post> as post_ops()
+// reads it, <bias> b (a per-channel f32 bias) or nb. f32 and bf16: f32 in and out. s8: int8
+// source and weights, int32 out, no bias or post-op, the source's zero point ZP last (a
+// linalg.conv_2d_nhwc_hwcf_q with a weights zero point of 0).
 Op* make_conv(const std::vector<std::string>& f) {
-  if (f.size() != 4 + 18) return nullptr;
   memory::data_type ct = compute_type(f[1]);
+  const bool s8 = ct == memory::data_type::s8;
+  if (f.size() != 4 + 18 + (s8 ? 1 : 0)) return nullptr;
   const std::string post = f[2];
   const bool bias = f[3] == "b";
+  if (s8 && (bias || post != "none")) return nullptr;  // an int32 accumulator, nothing after
   std::vector<memory::dim> v;
-  for (size_t i = 4; i < f.size(); ++i) v.push_back(std::stoll(f[i]));
+  for (size_t i = 4; i < 4 + 18; ++i) v.push_back(std::stoll(f[i]));
   memory::dim n = v[0], ih = v[1], iw = v[2], ic = v[3], oh = v[4], ow = v[5], oc = v[6],
               kh = v[7], kw = v[8], sh = v[9], sw = v[10], pt = v[11], pl = v[12], pb = v[13],
               pr = v[14], dh = v[15], dw = v[16], g = v[17];
   using tag = memory::format_tag;
   auto f32 = memory::data_type::f32;
+  UserTypes user = user_types(ct);
   auto op = std::make_unique<Op>();
-  op->src_user = memory::desc({n, ic, ih, iw}, f32, tag::nhwc);
+  op->src_user = memory::desc({n, ic, ih, iw}, user.src, tag::nhwc);
   op->src_prim = memory::desc({n, ic, ih, iw}, ct, tag::nhwc);
-  op->dst_desc = memory::desc({n, oc, oh, ow}, f32, tag::nhwc);
+  op->dst_desc = memory::desc({n, oc, oh, ow}, user.dst, tag::nhwc);
   memory::dims wdims = g == 1 ? memory::dims{oc, ic, kh, kw}
                               : memory::dims{g, oc / g, ic / g, kh, kw};
-  op->wei_user = memory::desc(wdims, f32, g == 1 ? tag::hwio : tag::hwigo);
+  op->wei_user = memory::desc(wdims, user.wei, g == 1 ? tag::hwio : tag::hwigo);
   memory::desc wei_any(wdims, ct, tag::any);
   op->has_bias = bias;
   op->bias_desc = memory::desc({oc}, f32, tag::a);
@@ -245,6 +275,7 @@ Op* make_conv(const std::vector<std::string>& f) {
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (s8) set_src_zero_point(&attr, zero_point(f.back()));
   auto d = bias ? dnnl::convolution_forward::desc(
                       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                       op->src_prim, wei_any, op->bias_desc, op->dst_desc, {sh, sw},
@@ -260,20 +291,24 @@ Op* make_conv(const std::vector<std::string>& f) {
   return op.release();
 }
 
-// "matmul_<type>_<post>_<bias>_M_K_N": row-major f32 [M,K] x constant [K,N] (+ bias [N]).
+// "matmul_<type>_<post>_<bias>_M_K_N[_ZP]": row-major [M,K] x constant [K,N] (+ bias [N]);
+// f32 in and out, or for s8 as for conv (a linalg.quantized_matmul).
 Op* make_matmul(const std::vector<std::string>& f) {
-  if (f.size() != 4 + 3) return nullptr;
   memory::data_type ct = compute_type(f[1]);
+  const bool s8 = ct == memory::data_type::s8;
+  if (f.size() != 4 + 3 + (s8 ? 1 : 0)) return nullptr;
   const std::string post = f[2];
   const bool bias = f[3] == "b";
+  if (s8 && (bias || post != "none")) return nullptr;  // an int32 accumulator, nothing after
   memory::dim m = std::stoll(f[4]), k = std::stoll(f[5]), n = std::stoll(f[6]);
   using tag = memory::format_tag;
   auto f32 = memory::data_type::f32;
+  UserTypes user = user_types(ct);
   auto op = std::make_unique<Op>();
-  op->src_user = memory::desc({m, k}, f32, tag::ab);
+  op->src_user = memory::desc({m, k}, user.src, tag::ab);
   op->src_prim = memory::desc({m, k}, ct, tag::ab);
-  op->dst_desc = memory::desc({m, n}, f32, tag::ab);
-  op->wei_user = memory::desc({k, n}, f32, tag::ab);
+  op->dst_desc = memory::desc({m, n}, user.dst, tag::ab);
+  op->wei_user = memory::desc({k, n}, user.wei, tag::ab);
   memory::desc wei_any({k, n}, ct, tag::any);
   op->has_bias = bias;
   op->bias_desc = memory::desc({1, n}, f32, tag::ab);
@@ -282,6 +317,7 @@ Op* make_matmul(const std::vector<std::string>& f) {
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (s8) set_src_zero_point(&attr, zero_point(f.back()));
   auto d = bias ? dnnl::matmul::desc(op->src_prim, wei_any, op->bias_desc, op->dst_desc)
                 : dnnl::matmul::desc(op->src_prim, wei_any, op->dst_desc);
   dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
@@ -291,8 +327,8 @@ Op* make_matmul(const std::vector<std::string>& f) {
   return op.release();
 }
 
-// Parameters of every import: the pointers of src, weights, bias, [residual,] dst, in that
-// order (the residual only where the post-ops add one).
+// Parameters of every import: the pointers of src, weights, [bias,] [residual,] dst, in that
+// order (the bias where the name says b, the residual where the post-ops add one).
 // The CPUs the process may run on, read when the plugin loads (on the thread that creates
 // IREE's device, before IREE's workers pin themselves).
 cpu_set_t g_process_cpus;
@@ -317,11 +353,14 @@ int with_process_cpus(Fn fn) {
 
 int call_op(void* params, void* context, void* /*reserved*/) {
   Op* op = static_cast<Op*>(context);
-  float* const* p = static_cast<float* const*>(params);
+  void* const* p = static_cast<void* const*>(params);
   try {
     return with_process_cpus([&] {
-      return op->has_residual ? op->run(p[0], p[1], p[2], p[3], p[4])
-                              : op->run(p[0], p[1], p[2], nullptr, p[3]);
+      // src, weights, [bias,] [residual,] dst
+      size_t i = 2;
+      const void* bias = op->has_bias ? p[i++] : nullptr;
+      const void* residual = op->has_residual ? p[i++] : nullptr;
+      return op->run(p[0], p[1], bias, residual, p[i]);
     });
   } catch (const dnnl::error& e) {
     std::fprintf(stderr, "xgen_mlir oneDNN plugin: %s (status %d)\n", e.what(), (int)e.status);

@@ -15,12 +15,14 @@ EXECUTABLE_ATTR = "xgen.executable"
 
 
 def _bindings(
-    operand_lengths: Sequence[int], result_length: int
+    operand_lengths: Sequence[int], result_length: int, elements: Sequence[str] | None = None
 ) -> tuple[list[int], list[str], str, str]:
-    """The flat f32 buffers of a kernel's operands and result: their lengths, memref types, the
-    export's ``!stream.binding`` arguments and the subspans that view them as ``%m<i>``."""
+    """The flat buffers of a kernel's operands and result (f32 unless ``elements`` names each
+    one's element type, the result's last): their lengths, memref types, the export's
+    ``!stream.binding`` arguments and the subspans that view them as ``%m<i>``."""
     lengths = [*operand_lengths, result_length]
-    types = [f"memref<{n}xf32>" for n in lengths]
+    elements = elements or ["f32"] * len(lengths)
+    types = [f"memref<{n}x{e}>" for n, e in zip(lengths, elements, strict=True)]
     bindings = ", ".join(f"%b{i}: !stream.binding" for i in range(len(lengths)))
     subspans = "\n".join(
         f"      %m{i} = stream.binding.subspan %b{i}[%c0] : !stream.binding -> {t}"
@@ -75,14 +77,19 @@ stream.executable private @{symbol}_ex attributes {{
 
 
 def import_executable_text(
-    symbol: str, import_name: str, operand_lengths: Sequence[int], result_length: int
+    symbol: str,
+    import_name: str,
+    operand_lengths: Sequence[int],
+    result_length: int,
+    elements: Sequence[str] | None = None,
 ) -> str:
     """``stream.executable @<symbol>_ex`` exporting ``@<symbol>``, one workgroup that calls
     ``import_name`` (resolved when the module loads, by an executable plugin: ``byoc/``) with
     the operands' and then the result's data pointers (``llvm.bareptr``: a static memref is
     passed as its aligned pointer, which includes the binding's offset; IREE packs the
-    arguments in a struct, in this order). The library runs its own threads."""
-    lengths, types, bindings, subspans = _bindings(operand_lengths, result_length)
+    arguments in a struct, in this order). The library runs its own threads.
+    ``elements``: the buffers' element types (operands, then the result), f32 by default."""
+    lengths, types, bindings, subspans = _bindings(operand_lengths, result_length, elements)
     args = ", ".join(f"%m{i}" for i in range(len(lengths)))
     sig = ", ".join(types)
     return f"""

@@ -15,7 +15,11 @@ H and W becomes the primitive's padding. In the call phase also ``linalg.matmul`
 evaluates) and ``linalg.batch_matmul`` whose right operand is one constant broadcast over the
 batch (rows B*M), with static f32 shapes and a constant accumulator per column; a following
 ``+ bias[n]`` becomes the primitive's bias, a ReLU its post-op. A matmul whose right operand
-is not a constant (attention's QK^T and PV) stays with IREE. Each offloaded op becomes a
+is not a constant (attention's QK^T and PV) stays with IREE. The integer contractions of a
+quantized model (``linalg.conv_2d_nchw_fchw_q``, made NHWC in the layout phase, and
+``linalg.quantized_matmul``: int8 source, constant int8 weights with zero point 0, a constant
+source zero point, a zero int32 accumulator) become s8 primitives with that zero point; a pad
+of the source with the zero point (a real zero) is the conv's padding. Each offloaded op becomes a
 dispatch of one workgroup calling the import ``xgen_dnnl_conv_...`` / ``xgen_dnnl_matmul_...``
 (``byoc/onednn.py``), which the plugin resolves to a primitive when the module loads; the
 library runs its own threads. With ``backend=tuned``, exactly the convs and linear layers
@@ -30,7 +34,8 @@ offloaded, whatever the backend or the tuning database says (``offload_never``),
 kept; ``backend=none``: none. ``precision=bf16`` rounds the operands to bf16 with f32
 accumulation, as the target's ``precision="bf16"`` does for IREE's contractions.
 
-Numerics: f32 sums in the library's order (reassociation only); bf16 as ``precision="bf16"``.
+Numerics: f32 sums in the library's order (reassociation only); bf16 as ``precision="bf16"``;
+s8 exact (integer sums).
 """
 
 from __future__ import annotations
@@ -64,14 +69,16 @@ from .generic_util import (
     num_uses,
     producer,
 )
-from .kernel_call import free_symbol, install_kernel
+from .kernel_call import element_of, free_symbol, install_kernel
 from .kernel_match import bias_add, residual_add
-from .nhwc_convs import to_nhwc
+from .nhwc_convs import QUANTIZED_CONVS, to_nhwc
 from .registry import PassFailure, register_pass
 
 NCHW = ("linalg.conv_2d_nchw_fchw",)
 NHWC = ("linalg.conv_2d_nhwc_hwcf", "linalg.depthwise_conv_2d_nhwc_hwc")
 MATMUL = ("linalg.matmul", "linalg.batch_matmul")
+# integer contractions (int8 in, int32 out, zero points): what quantized models import as
+QUANTIZED = ("linalg.conv_2d_nhwc_hwcf_q", "linalg.quantized_matmul")
 UGT = 9  # arith.cmpf predicate: unordered or greater (true for NaN)
 # compile() sets a list here around its steps: each op's (location, final decision), so that
 # its report names the ops (offload_only / offload_never take these locations)
@@ -91,9 +98,10 @@ class OffloadOptions:
     verbose: bool = False
 
 
-def _pad_of(x: ir.Value) -> tuple[ir.Value, list[int]]:
+def _pad_of(x: ir.Value, ev: ConstEval | None = None, value: int = 0) -> tuple[ir.Value, list[int]]:
     """``x``'s unpadded source and [top, left, bottom, right] where ``x`` is a constant-zero
-    pad of H and W only (NHWC); else ``x`` and zeros."""
+    pad of H and W only (NHWC); else ``x`` and zeros. With ``ev``: a pad with the constant
+    ``value`` (an integer conv's source zero point: the real zero) instead."""
     pad = producer(x)
     if pad is None or pad.name != "tensor.pad" or len(pad.operands) > 1:
         return x, [0, 0, 0, 0]
@@ -102,8 +110,13 @@ def _pad_of(x: ir.Value) -> tuple[ir.Value, list[int]]:
     ops = list(pad.regions[0].blocks[0].operations)
     if len(ops) != 1 or low[0] or low[3] or high[0] or high[3]:
         return x, [0, 0, 0, 0]
-    if not is_zero_constant(ops[0].operands[0]):
+    padding = ops[0].operands[0]
+    if ev is None and not is_zero_constant(padding):
         return x, [0, 0, 0, 0]
+    if ev is not None:
+        got = ev.value(padding) if isinstance(padding.owner, ir.Operation | ir.OpView) else None
+        if got is None or int(got) != value:
+            return x, [0, 0, 0, 0]
     return pad.operands[0], [low[1], low[2], high[1], high[2]]
 
 
@@ -116,6 +129,36 @@ def _not_static_f32(op: ir.Operation) -> str:
         if str(ty.element_type) != "f32":
             return f"kept: {ty.element_type} elements, not f32"
     return ""
+
+
+def not_static_int8(op: ir.Operation) -> str:
+    """Why integer contraction ``op``'s source and weights are not static int8 and its result
+    not static int32 ("" if they are)."""
+    for v, want in zip([*op.operands[:2], op.results[0]], ("i8", "i8", "i32"), strict=True):
+        ty = ir.RankedTensorType(v.type)
+        if any(is_dynamic(s) for s in ty.shape):
+            return "kept: dynamic shape"
+        if str(ty.element_type) != want:
+            return f"kept: {ty.element_type} elements, not {want}"
+    return ""
+
+
+def quantized_operands(op: ir.Operation, ev: ConstEval, init_dim: int) -> tuple | str:
+    """The constant int8 weights and the source's zero point of integer contraction ``op``
+    (conv or matmul: source, weights, source zero point, weights zero point, init), or why
+    the library cannot take it: it needs weights with zero point 0 and a zero accumulator."""
+    weight = ev.value(op.operands[1])
+    if weight is None or weight.dtype != np.int8:
+        return "kept: weights not constant int8"
+    izp, wzp = ev.value(op.operands[2]), ev.value(op.operands[3])
+    if izp is None:
+        return "kept: source zero point not a constant"
+    if wzp is None or int(wzp) != 0:
+        return "kept: weights zero point not 0"
+    init = ev.per_channel_init(op.operands[4], init_dim)
+    if init is None or init.any():
+        return "kept: accumulator init not zero"
+    return weight, int(izp)
 
 
 def _relu_after(value: ir.Value) -> ir.Operation | None:
@@ -217,6 +260,50 @@ def _nchw_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOptions) -> st
     return "" if _can_build(backend, symbol) else f"kept: {backend.name} has no primitive for it"
 
 
+def _nchw_quantized_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOptions) -> str:
+    """As ``_nchw_candidate``, for an integer conv (``linalg.conv_2d_nchw_fchw_q``)."""
+    found = quantized_operands(op, ev, 1)
+    if isinstance(found, str):
+        return found
+    weight, zp = found
+    n, ic, ih, iw = ir.RankedTensorType(op.operands[0].type).shape
+    _, oc, oh, ow = ir.RankedTensorType(op.results[0].type).shape
+    fields = _fields(op, (n, ih, iw, ic), (oh, ow, oc), weight.shape[2:], [0, 0, 0, 0])
+    symbol = conv_symbol("s8", "none", **fields, zero_point=zp)
+    backend = _backend(opts.backend)
+    return "" if _can_build(backend, symbol) else f"kept: {backend.name} has no primitive for it"
+
+
+def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> str:
+    """Replace integer conv (NHWC) or matmul ``op`` by the library's s8 primitive: int8
+    source and weights, int32 result, the source's zero point; a pad of the source with that
+    zero point (a real zero) becomes the conv's padding. What follows (the rescale to float,
+    the next quantize) stays with IREE, which fuses it."""
+    backend = _backend(opts.backend)
+    conv = op.name == "linalg.conv_2d_nhwc_hwcf_q"
+    found = quantized_operands(op, ev, 3 if conv else 1)
+    if isinstance(found, str):
+        return found
+    weight, zp = found
+    if conv:
+        x, pads = _pad_of(op.operands[0], ev, zp)
+        n, ih, iw, ic = ir.RankedTensorType(x.type).shape
+        _, oh, ow, oc = ir.RankedTensorType(op.results[0].type).shape
+        fields = _fields(op, (n, ih, iw, ic), (oh, ow, oc), weight.shape[:2], pads)
+        symbol = conv_symbol("s8", "none", **fields, zero_point=zp)
+    else:
+        if not has_default_maps(op):
+            return "kept: transposed or broadcast operand maps"
+        x = op.operands[0]
+        (m, k), n = ir.RankedTensorType(x.type).shape, weight.shape[1]
+        symbol = matmul_symbol("s8", "none", m, k, n, zero_point=zp)
+    if not _can_build(backend, symbol):
+        return f"kept: {backend.name} has no primitive for it"
+    kind = "conv" if conv else "matmul"
+    _install(module_op, backend, kind, symbol, [x, np.ascontiguousarray(weight).ravel()], op, op)
+    return f"-> {backend.name} (int8)"
+
+
 def _backend(name: str) -> Backend:
     try:
         return backend_named(name)
@@ -250,6 +337,7 @@ def _install(
     ]
     y = op.results[0]
     out = int(np.prod(ir.RankedTensorType(y.type).shape))
+    elements = [element_of(v) for v in [*inputs, y.type]]
     install_kernel(
         module_op,
         name,
@@ -262,7 +350,7 @@ def _install(
         end,
         perm=perm,
         weights_name=f"xgen_{backend.name}_weights",
-        executable=import_executable_text(name, symbol, lengths, out),
+        executable=import_executable_text(name, symbol, lengths, out, elements),
     )
 
 
@@ -340,6 +428,10 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
     return f"-> {backend.name}" + (f" ({fused})" if fused else "")
 
 
+def is_integer(op: ir.Operation) -> bool:
+    return op.name in QUANTIZED or op.name in QUANTIZED_CONVS
+
+
 def _function_of(op: ir.Operation) -> str:
     parent = op.parent
     while parent is not None and parent.name != "func.func":
@@ -367,7 +459,9 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
     scope = {s.strip() for s in opts.functions.split(",") if s.strip()}
     with module_op.context:
         ev = ConstEval(module_op)
-        names = NCHW if opts.phase == "layout" else NHWC + MATMUL
+        names = (
+            NCHW + tuple(QUANTIZED_CONVS) if opts.phase == "layout" else NHWC + MATMUL + QUANTIZED
+        )
         for op in ops_named(module_op, *names):
             where, op_name = location_text(op.location), op.name
             if listed and not location_matches(where, listed):
@@ -388,8 +482,13 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
                     f"faster, but its plugin cannot be built here (it needs {missing}); "
                     "they stay with IREE"
                 )
-            elif why := _not_static_f32(op):
+            elif why := (not_static_int8 if is_integer(op) else _not_static_f32)(op):
                 what = why
+            elif opts.phase == "layout" and op_name in QUANTIZED_CONVS:
+                what = _nchw_quantized_candidate(op, ev, op_opts)
+                if not what:
+                    done = isinstance(to_nhwc(op, ev), ir.Operation | ir.OpView)
+                    what = f"-> NHWC for {backend}" if done else "kept: no NHWC form"
             elif opts.phase == "layout":
                 fold_one(op, ev)
                 what = _nchw_candidate(op, ev, op_opts)
@@ -397,6 +496,8 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
                     made = to_nhwc(op, ev)
                     done = isinstance(made, ir.Operation | ir.OpView)
                     what = f"-> NHWC for {backend}" if done else "kept: no NHWC form"
+            elif op_name in QUANTIZED:
+                what = _offload_quantized(module_op, op, ev, op_opts)
             elif op_name in MATMUL:
                 what = _offload_matmul(module_op, op, ev, op_opts)
             else:

@@ -16,6 +16,7 @@ from .._mlir import func, ir
 from ..analysis.flops import FLOPS_ATTR, op_flops
 from ..codegen import dispatch
 from ..codegen.dispatch import EXECUTABLE_ATTR
+from ..dtypes import element_type
 from ..irutil import constant_op, find_func, splice_functions
 from .generic_util import erase_dead_tree, transpose
 
@@ -31,37 +32,58 @@ def free_symbol(module_op: ir.Operation, prefix: str, n: int) -> str:
         n += 1
 
 
+def element_of(x: ir.Value | ir.Type | np.ndarray) -> str:
+    """The MLIR element type of a kernel operand (a value or an array that becomes a
+    constant) or of its result type."""
+    if isinstance(x, np.ndarray):
+        name = element_type(x.dtype)
+        if name is None:
+            raise TypeError(f"no MLIR element type for numpy dtype {x.dtype}")
+        return name
+    ty = x.type if isinstance(x, ir.Value) else x
+    return str(ir.RankedTensorType(ty).element_type)
+
+
 def _shape(ty: ir.Type) -> list[int]:
     return list(ir.RankedTensorType(ty).shape)
 
 
-def _t(shape: Sequence[int]) -> str:
-    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
+def _t(shape: Sequence[int], elem: str = "f32") -> str:
+    return "tensor<" + "x".join(map(str, shape)) + f"x{elem}>"
 
 
-def wrapper_text(symbol: str, inputs: Sequence[list[int]], result: list[int]) -> str:
+def wrapper_text(
+    symbol: str,
+    inputs: Sequence[list[int]],
+    result: list[int],
+    elements: Sequence[str] | None = None,
+) -> str:
     """``@<symbol>_call(inputs...)``: flattens each input, calls ``@<symbol>`` on the flat
-    buffers, reshapes its flat result to ``result``; and the kernel's declaration."""
-    flat = [_t([int(np.prod(s))]) for s in inputs]
+    buffers, reshapes its flat result to ``result``; and the kernel's declaration.
+    ``elements``: the element types of the inputs and then the result (f32 by default)."""
+    elements = elements or ["f32"] * (len(inputs) + 1)
+    *elems, out = elements
+    flat = [_t([int(np.prod(s))], e) for s, e in zip(inputs, elems, strict=True)]
     params, lines, names = [], [], []
-    for i, (shape, ft) in enumerate(zip(inputs, flat, strict=True)):
-        params.append(f"%a{i}: {_t(shape)}")
+    for i, (shape, ft, e) in enumerate(zip(inputs, flat, elems, strict=True)):
+        params.append(f"%a{i}: {_t(shape, e)}")
         if len(shape) == 1:
             names.append(f"%a{i}")
             continue
         dims = ", ".join(str(d) for d in range(len(shape)))
-        lines.append(f"  %f{i} = tensor.collapse_shape %a{i} [[{dims}]] : {_t(shape)} into {ft}")
+        lines.append(f"  %f{i} = tensor.collapse_shape %a{i} [[{dims}]] : {_t(shape, e)} into {ft}")
         names.append(f"%f{i}")
-    kout = _t([int(np.prod(result))])
+    kout = _t([int(np.prod(result))], out)
+    full = _t(result, out)
     dims = ", ".join(str(d) for d in range(len(result)))
     sizes = ", ".join(map(str, result))
     body = "\n".join(lines)
     return f"""
-func.func private @{symbol}_call({", ".join(params)}) -> {_t(result)} {{
+func.func private @{symbol}_call({", ".join(params)}) -> {full} {{
 {body}
   %o = func.call @{symbol}({", ".join(names)}) : ({", ".join(flat)}) -> {kout}
-  %r = tensor.expand_shape %o [[{dims}]] output_shape [{sizes}] : {kout} into {_t(result)}
-  return %r : {_t(result)}
+  %r = tensor.expand_shape %o [[{dims}]] output_shape [{sizes}] : {kout} into {full}
+  return %r : {full}
 }}
 func.func private @{symbol}({", ".join(flat)}) -> {kout}
 """
@@ -90,7 +112,8 @@ def install_kernel(
     import call, ``dispatch.import_executable_text``)."""
     shapes = [[a.size] if isinstance(a, np.ndarray) else _shape(a.type) for a in inputs]
     result = _shape(result_type)
-    splice_functions(module_op, wrapper_text(symbol, shapes, result))
+    elements = [element_of(a) for a in [*inputs, result_type]]
+    splice_functions(module_op, wrapper_text(symbol, shapes, result, elements))
     text = executable or dispatch.executable_text(
         symbol,
         obj,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._mlir import ir, linalg, tensor
+from .._mlir import arith, ir, linalg, tensor
 from ..byoc import OFFLOAD_ATTR
 from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
@@ -60,6 +60,9 @@ _CONVS = {
     "linalg.conv_2d_nchw_fchw": ("conv_2d_nhwc_hwcf", (2, 3, 1, 0)),
     "linalg.depthwise_conv_2d_nchw_chw": ("depthwise_conv_2d_nhwc_hwc", (1, 2, 0)),
 }
+# integer convs (int8 in, int32 out: torch-mlir's form of a quantized conv), converted only
+# for a library that takes them (xgen-byoc-offload), not by this pass
+QUANTIZED_CONVS = {"linalg.conv_2d_nchw_fchw_q": ("conv_2d_nhwc_hwcf_q", (2, 3, 1, 0))}
 _POOLS = {
     "linalg.pooling_nchw_max": "pooling_nhwc_max",
     "linalg.pooling_nchw_sum": "pooling_nhwc_sum",
@@ -126,6 +129,8 @@ def _init_sizes(x: ir.Value, static: list[int]) -> list[int | ir.Value]:
 def to_nhwc(op: ir.Operation, ev: ConstEval) -> ir.Operation | bool | str:
     """The NCHW conv ``op`` as its named NHWC form between transposes (returned); False where
     it does not match, a reason string where it is left NCHW for that reason."""
+    if op.name in QUANTIZED_CONVS:
+        return _quantized_to_nhwc(op, ev)
     builder, perm = _CONVS[op.name]
     out_ty = ir.RankedTensorType(op.results[0].type)
     if str(out_ty.element_type) != "f32":
@@ -147,6 +152,32 @@ def to_nhwc(op: ir.Operation, ev: ConstEval) -> ir.Operation | bool | str:
     return _swap_in_nhwc(op, make)
 
 
+def _quantized_to_nhwc(op: ir.Operation, ev: ConstEval) -> ir.Operation | bool | str:
+    """``linalg.conv_2d_nchw_fchw_q`` (constant int8 weights, a zero-filled int32
+    accumulator) as ``linalg.conv_2d_nhwc_hwcf_q`` between transposes; its pad, whose value
+    is the source's zero point, moves with it. The zero points are kept as they are."""
+    builder, perm = QUANTIZED_CONVS[op.name]
+    out_ty = ir.RankedTensorType(op.results[0].type)
+    if _dynamic_hwc(op):
+        return DYNAMIC_HWC
+    weight = ev.value(op.operands[1])
+    init = ev.per_channel_init(op.operands[4], 1)
+    if weight is None or weight.dtype != np.int8 or init is None or init.any():
+        return False
+    n, f, oh, ow = out_ty.shape
+    izp, wzp = op.operands[2], op.operands[3]
+
+    def make(x: ir.Value, strides: list[int], dilations: list[int]) -> ir.Value:
+        w = constant_op(np.ascontiguousarray(weight.transpose(perm)), "xgen_nhwc_weight").result
+        elem = out_ty.element_type
+        zero = arith.ConstantOp(elem, ir.IntegerAttr.get(elem, 0)).result
+        acc = fill(zero, empty(_init_sizes(x, [n, oh, ow, f]), elem))
+        conv = getattr(linalg, builder)
+        return conv(x, w, izp, wzp, outs=[acc], strides=strides, dilations=dilations)
+
+    return _swap_in_nhwc(op, make)
+
+
 def _swap_in_nhwc(op: ir.Operation, make) -> ir.Operation:
     """Replace the NCHW conv/pool ``op`` by ``make(nhwc_input, strides, dilations)`` (its NHWC
     form, built at ``op`` and returned) followed by a transpose back to NCHW; dead producers
@@ -158,7 +189,7 @@ def _swap_in_nhwc(op: ir.Operation, make) -> ir.Operation:
         back = transpose(made, TO_NCHW)
     if OFFLOAD_ATTR in op.attributes:  # a decision taken on the NCHW conv goes with it
         made.owner.attributes[OFFLOAD_ATTR] = op.attributes[OFFLOAD_ATTR]
-    old = [op.operands[0], op.operands[1], op.operands[2]]
+    old = list(op.operands)
     op.results[0].replace_all_uses_with(back)
     op.erase()
     erase_dead_tree(old)

@@ -74,7 +74,7 @@ from ..tunedb import (
     Record,
     choice_records_for,
 )
-from .byoc_offload import linear_weights
+from .byoc_offload import is_integer, linear_weights, not_static_int8, quantized_operands
 from .consteval import ConstEval
 from .generic_util import (
     channel_init,
@@ -132,9 +132,14 @@ F2 = Transform(
 )
 TRANSFORMS = (F4, F2)  # tried in this order: the larger tile saves more multiplies
 
-_CONVS = {"linalg.conv_2d_nchw_fchw": True, "linalg.conv_2d_nhwc_hwcf": False}  # name -> NCHW?
+# name -> NCHW? (the integer conv of a quantized model: a kernel library's choice only)
+_CONVS = {
+    "linalg.conv_2d_nchw_fchw": True,
+    "linalg.conv_2d_nhwc_hwcf": False,
+    "linalg.conv_2d_nchw_fchw_q": True,
+}
 # Linear layers a kernel library may run instead (offload=tuned only: no Winograd form)
-_MATMULS = ("linalg.matmul", "linalg.batch_matmul")
+_MATMULS = ("linalg.matmul", "linalg.batch_matmul", "linalg.quantized_matmul")
 
 
 MODES = ("false", "true", "tuned")
@@ -481,7 +486,7 @@ def conv_signature(op: ir.Operation) -> tuple[str, str]:
     kh, kw = (w_shape[2], w_shape[3]) if nchw else (w_shape[0], w_shape[1])
     ho, wo = (out_shape[2], out_shape[3]) if nchw else (out_shape[1], out_shape[2])
     pad = _owner(op.operands[0])
-    init = _owner(op.operands[2])
+    init = _owner(_init(op))
     strides = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"])]
     dilations = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["dilations"])]
     # unit strides and dilations add nothing, so that 3x3 stride-1 signatures (Winograd's
@@ -492,6 +497,8 @@ def conv_signature(op: ir.Operation) -> tuple[str, str]:
         parts.append(f"n{out_shape[0]}")
     if pad is not None and pad.name == "tensor.pad":
         parts.append("pad")
+    if is_integer(op):
+        parts.append("int8")
     producers = [pad.name if pad is not None else "arg", init.name if init is not None else "arg"]
     return _signed(op, parts, init, [*producers, *([steps] if steps else [])])
 
@@ -528,18 +535,46 @@ def matmul_signature(op: ir.Operation) -> tuple[str, str]:
     init is a bias, and its elementwise epilogue."""
     lhs = ir.RankedTensorType(op.operands[0].type).shape
     rhs = ir.RankedTensorType(op.operands[1].type).shape
-    init = _owner(op.operands[2])
+    init = _owner(_init(op))
     rows = "x".join(str(d) for d in lhs[:-1])
     parts = [f"matmul {rows}x{lhs[-1]} * {lhs[-1]}x{rhs[-1]}"]
     if op.name == "linalg.batch_matmul":
         parts[0] = f"batch_{parts[0]} (one weight)"
+    if is_integer(op):
+        parts.append("int8")
     return _signed(op, parts, init, [init.name if init is not None else "arg"])
+
+
+def _init(op: ir.Operation) -> ir.Value:
+    """A conv's or matmul's accumulator init: its last operand (the integer ops have their
+    zero points before it)."""
+    return op.operands[len(op.operands) - 1]
+
+
+def _library_integer(op: ir.Operation, ev: ConstEval) -> bool:
+    """Whether integer contraction ``op`` is one xgen-byoc-offload gives a library (static
+    int8 in, int32 out, constant int8 weights with zero point 0, a zero init)."""
+    dim = 3 if op.name.startswith("linalg.conv_2d_nhwc") else 1
+    return not not_static_int8(op) and not isinstance(quantized_operands(op, ev, dim), str)
 
 
 def _linear_layer(op: ir.Operation, ev: ConstEval) -> bool:
     """Whether matmul ``op`` is a linear layer a kernel library may take: static f32 and
-    what xgen-byoc-offload reads as constant weights and a per-column init."""
+    what xgen-byoc-offload reads as constant weights and a per-column init (or an integer
+    one it takes)."""
+    if is_integer(op):
+        return _library_integer(op, ev)
     return _static_f32(op) and not isinstance(linear_weights(op, ev), str)
+
+
+def _library_conv(op: ir.Operation, ev: ConstEval) -> bool:
+    """Whether conv ``op`` is one a kernel library may take: static f32 with a constant
+    filter and a per-channel init, or an integer conv it takes."""
+    if is_integer(op):
+        return _library_integer(op, ev)
+    if not _static_f32(op) or ev.value(op.operands[1]) is None:
+        return False
+    return ev.per_channel_init(op.operands[2], 1 if _CONVS[op.name] else 3) is not None
 
 
 def _static_f32(op: ir.Operation) -> bool:
@@ -561,14 +596,14 @@ def candidates(module_op: ir.Operation, offload: bool = False) -> list[Candidate
                     found.append(Candidate(op, *matmul_signature(op), {}))
         for op in ops_named(module_op, *_CONVS):
             tiles = _match(op)
-            if tiles is None and offload and _static_f32(op):
+            if tiles is None and offload and _library_conv(op, ev):
                 tiles = {}
             if tiles is None:
                 continue
             nchw = _CONVS[op.name]
             if ev.value(op.operands[1]) is None:
                 continue
-            if ev.per_channel_init(op.operands[2], 1 if nchw else 3) is None:
+            if ev.per_channel_init(_init(op), 1 if nchw else 3) is None:
                 continue
             sig, desc = conv_signature(op)
             found.append(Candidate(op, sig, desc, tiles))
@@ -597,13 +632,14 @@ def _load_choices(opts: WinogradOptions) -> TunedChoices:
 
 def allowed_variants(mode: str, offload: str, precision: str) -> Any:
     """Which records ``tuned`` weighs: Winograd's (unless ``winograd`` is false) and, with
-    ``offload=tuned``, the kernel libraries' that compute in the target's precision."""
+    ``offload=tuned``, the kernel libraries' that compute in the target's precision (an
+    integer contraction's records compute in s8: its signature has its types)."""
     compute = "bf16" if precision == "bf16" else "f32"
 
     def allowed(config: dict[str, Any]) -> bool:
         if config.get("algorithm") == "winograd":
             return mode == "tuned"
-        return offload == "tuned" and config.get("compute") == compute
+        return offload == "tuned" and config.get("compute") in (compute, "s8")
 
     return allowed
 
@@ -630,7 +666,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
         for op in ops_named(module_op, *_CONVS):
             where, name = format_location(op.location), op.name
             tiles = _match(op)
-            if tiles is None and not (tuned_offload and _static_f32(op)):
+            if tiles is None and not (tuned_offload and _library_conv(op, ev)):
                 continue
             why, desc = "", name
             t = None
@@ -640,7 +676,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
             if t is None and choices is not None:
                 if ev.value(op.operands[1]) is None:
                     continue  # not a candidate (not a constant filter): nothing to decide
-                if ev.per_channel_init(op.operands[2], 1 if _CONVS[name] else 3) is None:
+                if ev.per_channel_init(_init(op), 1 if _CONVS[name] else 3) is None:
                     continue
                 sig, desc = conv_signature(op)
                 config, why = decide_algorithm(choices.records.get(sig, []), allowed)

@@ -43,10 +43,11 @@ import numpy as np
 
 from .._mlir import ir
 from ..byoc import ONEDNN
-from ..compiler import CompileOptions, _import
+from ..compiler import CompileOptions, CompileReport, _import, _int8_source
 from ..compiler import compile as compile_model
 from ..fusion.tunable import _captured, clone_remapped
 from ..irutil import np_dtype
+from ..passes.byoc_offload import is_integer
 from ..passes.runner import run_steps
 from ..passes.winograd_convs import (
     TRANSFORMS,
@@ -106,6 +107,8 @@ def _graph_module(
     opts = CompileOptions.from_kwargs(compile_options)
     if example_inputs is not None and not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
+    if opts.precision == "int8":  # the model as compile() imports it: quantized
+        model = _int8_source(model, example_inputs, opts, CompileReport())
     module, _ = _import(model, example_inputs, opts)
     if module is model:
         module = ir.Module.parse(str(module), module.context)
@@ -233,11 +236,19 @@ def variants_module(
         )
         said = counts.get("xgen-byoc-offload", {})  # "<op> -> onednn (+relu)": offloaded
         if any(k.split(" -> ", 1)[-1].startswith(offload) for k in said if " -> " in k):
-            configs.append(offload_config(offload, "bf16" if precision == "bf16" else "f32"))
+            configs.append(offload_config(offload, _compute(cand, precision)))
         else:  # the library does not take it: its function goes
             module.body.operations[len(module.body.operations) - 1].erase()
     module.operation.verify()
     return module, configs
+
+
+def _compute(cand: Candidate, precision: str) -> str:
+    """What a library computes ``cand`` in: s8 for an integer contraction, else the
+    precision's float type."""
+    if is_integer(cand.op):
+        return "s8"
+    return "bf16" if precision == "bf16" else "f32"
 
 
 def _order(module: ir.Module) -> dict[Any, int]:
@@ -271,7 +282,7 @@ def measure_conv(
         module, configs = variants_module(cand, order, not bf16, offload, precision)
     except Exception as e:  # the offload pass failed on the slice
         detail = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
-        config = offload_config(str(offload), "bf16" if bf16 else "f32")
+        config = offload_config(str(offload), _compute(cand, precision))
         return [
             *measure_conv(cand, order, target, settings, compile_options, None),
             Measurement(config, "compile_error", detail=detail),
@@ -300,6 +311,10 @@ def _measure_module(
     chosen = {"winograd": "false", "offload": "none"}  # the variants are already in the IR
     options["target_options"] = {**options.get("target_options", {}), **chosen}
     options.update(entry="base", tuning_db=False, precision_check=False)
+    if options.get("precision") == "int8":  # the slice is quantized already: compile as is
+        options["precision"] = "fp32"
+        options.pop("calibration", None)
+        options.pop("quantization", None)
     try:
         compiled = compile_model(module, None, target, **options)
     except Exception as e:  # one module for all variants: IREE rejected it

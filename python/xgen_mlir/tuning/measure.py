@@ -213,6 +213,15 @@ def dispatch_benchmarks(
     return {n: [str(f.with_suffix(".vmfb")) for f in fs] for n, fs in found.items()}
 
 
+def _random_array(shape: list[int], dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
+    """Uniform(-1, 1) floats, or integers over the whole range of an integer type (an int8
+    activation of a quantized model: uniform(-1, 1) cast to int8 would be all zeros)."""
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
+    return rng.uniform(-1, 1, size=shape).astype(dtype)
+
+
 def _inputs(standalone: str, seed: int = 0) -> list[np.ndarray]:
     """Random values for the arguments a batch module's functions take (not the weights)."""
     ir = iree_binding().ir
@@ -226,8 +235,7 @@ def _inputs(standalone: str, seed: int = 0) -> list[np.ndarray]:
             if i in constant:
                 continue
             if isinstance(t, ir.RankedTensorType):
-                dtype = np_dtype(t.element_type)
-                arrays.append(rng.uniform(-1, 1, size=list(t.shape)).astype(dtype))
+                arrays.append(_random_array(list(t.shape), np_dtype(t.element_type), rng))
             else:
                 arrays.append(np.asarray(rng.uniform(-1, 1), dtype=np.float32))
     return arrays
