@@ -13,9 +13,12 @@ a failing system is that cell's text; the run goes on.
 int8: the model is quantized once with ``xgen_mlir.compress.quantize`` (conv nets: static, per-
 channel weights, calibrated with min-max on 8 other views of the same two images (other crops
 and sizes than the 12 scored ones); transformers: dynamic) and that one quantized ONNX model
-runs in xgen_mlir (``precision="int8"``) and in ONNX Runtime ("ORT int8"), so the two compute
-the same quantized function; each cell also has its error against the other system and the
-count of integer / float contractions xgen_mlir imported.
+runs in xgen_mlir (``precision="int8"``: IREE's own code, every integer conv and Linear in
+oneDNN's s8 primitives ("int8 onednn"), or after ``xgen_mlir.tune``, which measures each one),
+in ONNX Runtime ("ORT int8") and in OpenVINO ("OpenVINO int8": it runs the quantize/dequantize
+pairs as its int8 kernels), so they compute the same quantized function; each xgen_mlir cell
+also has its error against ONNX Runtime's and the count of integer / float contractions
+xgen_mlir imported.
 
     .venv/bin/python benchmarks/bench_precision.py                      # all six models
     .venv/bin/python benchmarks/bench_precision.py --models resnet18 --rounds 2
@@ -53,12 +56,23 @@ SYSTEMS = [
     "xgen_mlir fp32 tuned",
     "xgen_mlir bf16 tuned",
     "xgen_mlir int8",
+    "xgen_mlir int8 onednn",
+    "xgen_mlir int8 tuned",
     "OpenVINO default",
+    "OpenVINO int8",
     "OpenVINO f32",
     "ORT fp32",
     "ORT int8",
 ]
 TRANSFORMERS = ("minilm", "bert_base", "gpt2_small")
+# the systems that run the one quantized model
+INT8_SYSTEMS = (
+    "xgen_mlir int8",
+    "xgen_mlir int8 onednn",
+    "xgen_mlir int8 tuned",
+    "ORT int8",
+    "OpenVINO int8",
+)
 TUNE_MIN = 6.0  # budget of xgen_mlir.tune per model and precision (--tune-minutes)
 Cell = dict[str, object]
 
@@ -190,6 +204,14 @@ def quantized(name: str, model, example) -> tuple[object, Cell]:
     return q, info
 
 
+def openvino_proto_runner(proto, threads: int) -> tuple[Callable, Cell]:
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="bench-int8-")) / "quantized.onnx"
+    path.write_bytes(proto.SerializeToString())
+    return openvino_runner(path, threads, f32=False)
+
+
 def ort_proto_runner(proto, threads: int) -> tuple[Callable, Cell]:
     import onnxruntime as ort
 
@@ -232,9 +254,15 @@ def bench_model(
             log(f"{name}: quantizing")
             q, qinfo = quantized(name, model, example)
             makers["xgen_mlir int8"] = lambda: xgen_runner(q, None, "int8")
+            # BYOC: every integer conv and Linear in oneDNN's s8 primitives (docs/byoc.md)
+            makers["xgen_mlir int8 onednn"] = lambda: xgen_runner(q, None, "int8", "onednn")
+            makers["xgen_mlir int8 tuned"] = lambda: xgen_runner(q, None, "int8", "none", TUNE_MIN)
             makers["ORT int8"] = lambda: ort_proto_runner(q, threads)
+            # the same quantized (QDQ) file: OpenVINO runs its quantize/dequantize pairs as
+            # its own int8 kernels
+            makers["OpenVINO int8"] = lambda: openvino_proto_runner(q, threads)
         except Exception as e:
-            for s in ("xgen_mlir int8", "ORT int8"):
+            for s in INT8_SYSTEMS:
                 cells[s] = {"error": f"quantization failed: {short_error(e)}"}
     try:
         path, names = export_onnx(model, example, {})
@@ -259,12 +287,14 @@ def bench_model(
             log(f"{name}: {system} failed: {short_error(e)}")
             cells[system] = {"error": short_error(e)}
             runners.pop(system, None)
-    if "xgen_mlir int8" in outs and "ORT int8" in outs:
-        a, b = outs["xgen_mlir int8"], outs["ORT int8"]
-        cells["xgen_mlir int8"]["vs_ort_int8_max_rel_err"] = errors(a, b).get("max_rel_err")
-        cells["xgen_mlir int8"]["vs_ort_int8_rel_l2"] = float(
-            np.linalg.norm(a - b) / (np.linalg.norm(b) or 1.0)
-        )
+    ours = [s for s in INT8_SYSTEMS if s.startswith("xgen_mlir") and s in outs]
+    if ours and "ORT int8" in outs:
+        b = outs["ORT int8"]
+        for s in ours:
+            cells[s]["vs_ort_int8_max_rel_err"] = errors(outs[s], b).get("max_rel_err")
+            cells[s]["vs_ort_int8_rel_l2"] = float(
+                np.linalg.norm(outs[s] - b) / (np.linalg.norm(b) or 1.0)
+            )
         cells["ORT int8"].update(qinfo)
         # the control: ONNX Runtime on the same model with its graph optimizations off, which
         # runs the QDQ graph as written (float ops between quantize/dequantize) instead of its
@@ -278,9 +308,10 @@ def bench_model(
         plain = np.asarray(sess.run(None, feed)[0], np.float64)
         norm = np.linalg.norm(plain) or 1.0
         cells["ORT int8"]["vs_unoptimized_rel_l2"] = float(np.linalg.norm(b - plain) / norm)
-        cells["xgen_mlir int8"]["vs_ort_int8_unoptimized_rel_l2"] = float(
-            np.linalg.norm(a - plain) / norm
-        )
+        for s in ours:
+            cells[s]["vs_ort_int8_unoptimized_rel_l2"] = float(
+                np.linalg.norm(outs[s] - plain) / norm
+            )
     if name == "mobilenet_v2":
         views = image_views()
         with torch.no_grad():
