@@ -97,6 +97,11 @@ def backend_named(name: str) -> Backend:
         ) from None
 
 
+# the zero point of a source quantized at run time (dynamic quantization): an operand of the
+# call (a tensor<1xi32> after the weights), spelled "r" in the name
+RUNTIME_ZERO_POINT = "r"
+
+
 def conv_symbol(
     compute: str,
     post: str,
@@ -112,26 +117,33 @@ def conv_symbol(
     pads: Sequence[int],  # top, left, bottom, right
     dilations: Sequence[int],
     groups: int = 1,
-    zero_point: int | None = None,
+    zero_point: int | str | None = None,
 ) -> str:
-    """``zero_point``: the source's, for ``compute="s8"`` (int8 in, int32 out, no bias)."""
+    """``zero_point``: the source's, for ``compute="s8"`` (int8 in, int32 out, no bias), or
+    ``RUNTIME_ZERO_POINT``."""
     fields = [n, ih, iw, ic, oh, ow, oc, *kernel, *strides, *pads, *dilations, groups]
     return _name("conv", compute, post, fields, zero_point)
 
 
 def matmul_symbol(
-    compute: str, post: str, m: int, k: int, n: int, zero_point: int | None = None
+    compute: str, post: str, m: int, k: int, n: int, zero_point: int | str | None = None
 ) -> str:
     return _name("matmul", compute, post, [m, k, n], zero_point)
 
 
-def _name(kind: str, compute: str, post: str, fields: list, zero_point: int | None) -> str:
+def _name(kind: str, compute: str, post: str, fields: list, zero_point: int | str | None) -> str:
     """f32/bf16 ops have a bias (``b``); s8 ones none (``nb``) and the source's zero point
-    last, a negative one spelled ``m128`` (the name stays a plain identifier)."""
+    last, a negative one spelled ``m128`` (the name stays a plain identifier), one given at
+    run time ``r``."""
     if (compute == "s8") != (zero_point is not None):
         raise ValueError(f"a zero point goes with compute type s8, not {compute}")
     text = "_".join(str(int(f)) for f in fields)
     if zero_point is None:
         return f"{PREFIX}{kind}_{compute}_{post}_b_{text}"
-    zp = f"m{-zero_point}" if zero_point < 0 else str(zero_point)
+    if isinstance(zero_point, str):
+        if zero_point != RUNTIME_ZERO_POINT:
+            raise ValueError(f"zero point {zero_point!r}: an int or {RUNTIME_ZERO_POINT!r}")
+        zp = zero_point
+    else:
+        zp = f"m{-zero_point}" if zero_point < 0 else str(zero_point)
     return f"{PREFIX}{kind}_{compute}_{post}_nb_{text}_{zp}"

@@ -108,16 +108,19 @@ UserTypes user_types(memory::data_type ct) {
   return {f32, f32, f32};
 }
 
-// An s8 name's trailing zero point of the source (the weights' is 0): "m128" is -128.
-int32_t zero_point(const std::string& field) {
-  return field[0] == 'm' ? -std::stoi(field.substr(1)) : std::stoi(field);
-}
-
-// The source zero point of an s8 operation, as oneDNN's attribute: its semantics are linalg's
-// quantized ops' (sum of (src - zp) * wei), padding included: a padded tap is a real zero,
-// i.e. zp in the stored values (checked against a reference loop when this was written).
-void set_src_zero_point(dnnl::primitive_attr* attr, int32_t zp) {
+// The source zero point of an s8 operation (the weights' is 0), from a name's last field:
+// "m128" is -128, "r" one given at run time (an operand after the weights), as oneDNN's
+// attribute. Its semantics are linalg's quantized ops' (sum of (src - zp) * wei), padding
+// included: a padded tap is a real zero, i.e. zp in the stored values (checked against a
+// reference loop when this was written). Returns whether the call passes it.
+bool set_src_zero_point(dnnl::primitive_attr* attr, const std::string& field) {
+  if (field == "r") {
+    attr->set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    return true;
+  }
+  int32_t zp = field[0] == 'm' ? -std::stoi(field.substr(1)) : std::stoi(field);
   if (zp != 0) attr->set_zero_points(DNNL_ARG_SRC, 0, {zp});
+  return false;
 }
 
 // Splits "a_b_c" at '_'.
@@ -150,6 +153,7 @@ struct Op {
   memory::desc src_user, src_prim, wei_user, wei_prim, bias_desc, dst_desc;
   bool has_bias = false;
   bool has_residual = false;  // a binary-add post-op reading a tensor shaped like dst
+  bool runtime_zero_point = false;  // s8: the source's zero point is an operand (one int32)
   std::mutex mu;
   std::map<const void*, memory> weights;  // user weights pointer -> reordered copy
 
@@ -179,7 +183,7 @@ struct Op {
   std::once_flag src_reorder_made;
 
   int run(const void* src_ptr, const void* wei_ptr, const void* bias_ptr, const void* res_ptr,
-          void* dst_ptr) {
+          const void* zp_ptr, void* dst_ptr) {
     dnnl::engine& eng = cpu_engine();
     // Per calling thread (IREE's workers): one stream, and each op's converted input, so
     // that a call allocates nothing and ops called from several threads never share one.
@@ -209,6 +213,11 @@ struct Op {
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     if (has_bias) {
       args.emplace(DNNL_ARG_BIAS, memory(bias_desc, eng, const_cast<void*>(bias_ptr)));
+    }
+    if (runtime_zero_point) {
+      memory::desc one({1}, memory::data_type::s32, memory::format_tag::x);
+      args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                   memory(one, eng, const_cast<void*>(zp_ptr)));
     }
     if (has_residual) {
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
@@ -275,7 +284,7 @@ Op* make_conv(const std::vector<std::string>& f) {
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (s8) set_src_zero_point(&attr, zero_point(f.back()));
+  if (s8) op->runtime_zero_point = set_src_zero_point(&attr, f.back());
   auto d = bias ? dnnl::convolution_forward::desc(
                       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                       op->src_prim, wei_any, op->bias_desc, op->dst_desc, {sh, sw},
@@ -317,7 +326,7 @@ Op* make_matmul(const std::vector<std::string>& f) {
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (s8) set_src_zero_point(&attr, zero_point(f.back()));
+  if (s8) op->runtime_zero_point = set_src_zero_point(&attr, f.back());
   auto d = bias ? dnnl::matmul::desc(op->src_prim, wei_any, op->bias_desc, op->dst_desc)
                 : dnnl::matmul::desc(op->src_prim, wei_any, op->dst_desc);
   dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
@@ -327,8 +336,9 @@ Op* make_matmul(const std::vector<std::string>& f) {
   return op.release();
 }
 
-// Parameters of every import: the pointers of src, weights, [bias,] [residual,] dst, in that
-// order (the bias where the name says b, the residual where the post-ops add one).
+// Parameters of every import: the pointers of src, weights, [bias,] [residual,] [zero
+// point,] dst, in that order (the bias where the name says b, the residual where the post-ops
+// add one, the source's zero point where an s8 name ends in r).
 // The CPUs the process may run on, read when the plugin loads (on the thread that creates
 // IREE's device, before IREE's workers pin themselves).
 cpu_set_t g_process_cpus;
@@ -356,11 +366,12 @@ int call_op(void* params, void* context, void* /*reserved*/) {
   void* const* p = static_cast<void* const*>(params);
   try {
     return with_process_cpus([&] {
-      // src, weights, [bias,] [residual,] dst
+      // src, weights, [bias,] [residual,] [zero point,] dst
       size_t i = 2;
       const void* bias = op->has_bias ? p[i++] : nullptr;
       const void* residual = op->has_residual ? p[i++] : nullptr;
-      return op->run(p[0], p[1], bias, residual, p[i]);
+      const void* zp = op->runtime_zero_point ? p[i++] : nullptr;
+      return op->run(p[0], p[1], bias, residual, zp, p[i]);
     });
   } catch (const dnnl::error& e) {
     std::fprintf(stderr, "xgen_mlir oneDNN plugin: %s (status %d)\n", e.what(), (int)e.status);

@@ -47,9 +47,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._mlir import ir
+from .._mlir import ir, tensor
 from ..byoc import OFFLOAD_ATTR, Backend, backend_named
-from ..byoc.onednn import conv_symbol, matmul_symbol
+from ..byoc.onednn import RUNTIME_ZERO_POINT, conv_symbol, matmul_symbol
 from ..codegen.dispatch import import_executable_text
 from ..diagnostics import location_matches, location_text, warn_fallback
 from ..errors import BackendCompileError
@@ -78,7 +78,11 @@ NCHW = ("linalg.conv_2d_nchw_fchw",)
 NHWC = ("linalg.conv_2d_nhwc_hwcf", "linalg.depthwise_conv_2d_nhwc_hwc")
 MATMUL = ("linalg.matmul", "linalg.batch_matmul")
 # integer contractions (int8 in, int32 out, zero points): what quantized models import as
-QUANTIZED = ("linalg.conv_2d_nhwc_hwcf_q", "linalg.quantized_matmul")
+QUANTIZED = (
+    "linalg.conv_2d_nhwc_hwcf_q",
+    "linalg.quantized_matmul",
+    "linalg.quantized_batch_matmul",
+)
 UGT = 9  # arith.cmpf predicate: unordered or greater (true for NaN)
 # compile() sets a list here around its steps: each op's (location, final decision), so that
 # its report names the ops (offload_only / offload_never take these locations)
@@ -143,22 +147,28 @@ def not_static_int8(op: ir.Operation) -> str:
     return ""
 
 
-def quantized_operands(op: ir.Operation, ev: ConstEval, init_dim: int) -> tuple | str:
-    """The constant int8 weights and the source's zero point of integer contraction ``op``
-    (conv or matmul: source, weights, source zero point, weights zero point, init), or why
-    the library cannot take it: it needs weights with zero point 0 and a zero accumulator."""
+def quantized_operands(
+    op: ir.Operation, ev: ConstEval, init_dim: int
+) -> tuple[np.ndarray, int | ir.Value] | str:
+    """The constant int8 weights ([K,N] for a matmul: one weight for every batch of a
+    batch matmul) and the source's zero point (an int, or the i32 value computed at run time
+    by dynamic quantization) of integer contraction ``op`` (source, weights, source zero
+    point, weights zero point, init), or why the library cannot take it: it needs weights
+    with zero point 0 and a zero accumulator."""
     weight = ev.value(op.operands[1])
     if weight is None or weight.dtype != np.int8:
         return "kept: weights not constant int8"
+    if op.name == "linalg.quantized_batch_matmul":
+        if weight.shape[0] > 1 and not (weight == weight[:1]).all():
+            return "kept: constant weights differ per batch"
+        weight = weight[0]
     izp, wzp = ev.value(op.operands[2]), ev.value(op.operands[3])
-    if izp is None:
-        return "kept: source zero point not a constant"
     if wzp is None or int(wzp) != 0:
         return "kept: weights zero point not 0"
     init = ev.per_channel_init(op.operands[4], init_dim)
     if init is None or init.any():
         return "kept: accumulator init not zero"
-    return weight, int(izp)
+    return weight, op.operands[2] if izp is None else int(izp)
 
 
 def _relu_after(value: ir.Value) -> ir.Operation | None:
@@ -281,26 +291,37 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
     the next quantize) stays with IREE, which fuses it."""
     backend = _backend(opts.backend)
     conv = op.name == "linalg.conv_2d_nhwc_hwcf_q"
-    found = quantized_operands(op, ev, 3 if conv else 1)
+    found = quantized_operands(op, ev, len(ir.RankedTensorType(op.results[0].type).shape) - 1)
     if isinstance(found, str):
         return found
     weight, zp = found
+    # a zero point known at compile time is part of the name; one computed at run time
+    # (dynamic quantization) is an operand after the weights, as a tensor<1xi32>
+    constant_zp = zp if isinstance(zp, int) else RUNTIME_ZERO_POINT
     if conv:
-        x, pads = _pad_of(op.operands[0], ev, zp)
+        x, pads = (
+            _pad_of(op.operands[0], ev, zp) if isinstance(zp, int) else (op.operands[0], [0] * 4)
+        )
         n, ih, iw, ic = ir.RankedTensorType(x.type).shape
         _, oh, ow, oc = ir.RankedTensorType(op.results[0].type).shape
         fields = _fields(op, (n, ih, iw, ic), (oh, ow, oc), weight.shape[:2], pads)
-        symbol = conv_symbol("s8", "none", **fields, zero_point=zp)
+        symbol = conv_symbol("s8", "none", **fields, zero_point=constant_zp)
     else:
         if not has_default_maps(op):
             return "kept: transposed or broadcast operand maps"
         x = op.operands[0]
-        (m, k), n = ir.RankedTensorType(x.type).shape, weight.shape[1]
-        symbol = matmul_symbol("s8", "none", m, k, n, zero_point=zp)
+        shape = ir.RankedTensorType(x.type).shape
+        m, k, n = int(np.prod(shape[:-1])), shape[-1], weight.shape[1]
+        symbol = matmul_symbol("s8", "none", m, k, n, zero_point=constant_zp)
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
+    inputs: list = [x, np.ascontiguousarray(weight).ravel()]
+    if not isinstance(zp, int):
+        with ir.InsertionPoint(op), op.location:
+            one = ir.RankedTensorType.get([1], zp.type)
+            inputs.append(tensor.FromElementsOp(one, [zp]).result)
     kind = "conv" if conv else "matmul"
-    _install(module_op, backend, kind, symbol, [x, np.ascontiguousarray(weight).ravel()], op, op)
+    _install(module_op, backend, kind, symbol, inputs, op, op)
     return f"-> {backend.name} (int8)"
 
 

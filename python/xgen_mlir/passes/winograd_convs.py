@@ -139,7 +139,12 @@ _CONVS = {
     "linalg.conv_2d_nchw_fchw_q": True,
 }
 # Linear layers a kernel library may run instead (offload=tuned only: no Winograd form)
-_MATMULS = ("linalg.matmul", "linalg.batch_matmul", "linalg.quantized_matmul")
+_MATMULS = (
+    "linalg.matmul",
+    "linalg.batch_matmul",
+    "linalg.quantized_matmul",
+    "linalg.quantized_batch_matmul",
+)
 
 
 MODES = ("false", "true", "tuned")
@@ -538,7 +543,7 @@ def matmul_signature(op: ir.Operation) -> tuple[str, str]:
     init = _owner(_init(op))
     rows = "x".join(str(d) for d in lhs[:-1])
     parts = [f"matmul {rows}x{lhs[-1]} * {lhs[-1]}x{rhs[-1]}"]
-    if op.name == "linalg.batch_matmul":
+    if op.name in ("linalg.batch_matmul", "linalg.quantized_batch_matmul"):
         parts[0] = f"batch_{parts[0]} (one weight)"
     if is_integer(op):
         parts.append("int8")
@@ -554,7 +559,8 @@ def _init(op: ir.Operation) -> ir.Value:
 def _library_integer(op: ir.Operation, ev: ConstEval) -> bool:
     """Whether integer contraction ``op`` is one xgen-byoc-offload gives a library (static
     int8 in, int32 out, constant int8 weights with zero point 0, a zero init)."""
-    dim = 3 if op.name.startswith("linalg.conv_2d_nhwc") else 1
+    nchw = _CONVS.get(op.name, False)  # the channel dim of the init: 1 (NCHW) or the last
+    dim = 1 if nchw else len(ir.RankedTensorType(op.results[0].type).shape) - 1
     return not not_static_int8(op) and not isinstance(quantized_operands(op, ev, dim), str)
 
 

@@ -2,8 +2,9 @@
 // points: torch-mlir's linalg.conv_2d_nchw_fchw_q and linalg.quantized_matmul) become calls of
 // oneDNN s8 primitives: the conv goes NHWC in the layout phase, and a pad of its source with
 // the source's zero point (a real zero) becomes the primitive's padding. The rescale after it
-// stays with IREE. Not offloaded: weights zero point other than 0, a source zero point that is
-// not a constant, weights that are not constant int8, an accumulator that is not zero.
+// stays with IREE; a zero point computed at run time is an operand. Not offloaded: weights
+// zero point other than 0, weights that are not constant int8 (or differ per batch), an
+// accumulator that is not zero.
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout},xgen-cancel-reshapes,xgen-byoc-offload{backend=onednn}' | FileCheck %s
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout},xgen-cancel-reshapes,xgen-byoc-offload{backend=onednn verbose=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=WHY
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout never=model.py:5:3,model.py:9:3},xgen-byoc-offload{backend=onednn never=model.py:5:3,model.py:9:3}' | FileCheck %s --check-prefix=NEVER
@@ -107,22 +108,45 @@ func.func @weights_zero_point(%x: tensor<4x2xi8>) -> tensor<4x3xi32> {
 
 // -----
 
-// Must not fire: a zero point computed at run time (dynamic quantization), weights that are
-// an argument, an accumulator that is not zero.
+// A zero point computed at run time (dynamic quantization) is an operand of the call, after
+// the weights, as a tensor<1xi32>; the name ends in r. A batch matmul with one weight for
+// every batch is one matmul of B*M rows.
+// CHECK: @xgen_dnnl_matmul_s8_none_nb_8_2_3_r(memref<16xi8>, memref<6xi8>, memref<1xi32>, memref<24xi32>)
+// CHECK-LABEL: func.func @runtime_zero_point
+// CHECK: %[[ZP:.*]] = tensor.from_elements %arg1 : tensor<1xi32>
+// CHECK: call @xgen_onednn_matmul_{{[0-9]+}}_call(%arg0, %{{.*}}, %[[ZP]])
+// CHECK-NOT: linalg.quantized_batch_matmul
+// WHY: linalg.quantized_batch_matmul -> onednn (int8)
+func.func @runtime_zero_point(%x: tensor<2x4x2xi8>, %zp: i32) -> tensor<2x4x3xi32> {
+  %c0 = arith.constant 0 : i32
+  %w = arith.constant dense<[[[1, 2, 3], [-4, -5, -6]], [[1, 2, 3], [-4, -5, -6]]]> : tensor<2x2x3xi8>
+  %e = tensor.empty() : tensor<2x4x3xi32>
+  %i = linalg.fill ins(%c0 : i32) outs(%e : tensor<2x4x3xi32>) -> tensor<2x4x3xi32>
+  %y = linalg.quantized_batch_matmul ins(%x, %w, %zp, %c0 : tensor<2x4x2xi8>, tensor<2x2x3xi8>, i32, i32) outs(%i : tensor<2x4x3xi32>) -> tensor<2x4x3xi32>
+  return %y : tensor<2x4x3xi32>
+}
+
+// -----
+
+// Must not fire: weights that are an argument, weights that differ per batch, an accumulator
+// that is not zero.
 // CHECK-LABEL: func.func @not_constant
-// CHECK-COUNT-3: linalg.quantized_matmul
-// WHY: linalg.quantized_matmul kept: source zero point not a constant
+// CHECK-COUNT-3: linalg.quantized
 // WHY: linalg.quantized_matmul kept: weights not constant int8
+// WHY: linalg.quantized_batch_matmul kept: constant weights differ per batch
 // WHY: linalg.quantized_matmul kept: accumulator init not zero
-func.func @not_constant(%x: tensor<4x2xi8>, %zp: i32, %wa: tensor<2x3xi8>) -> (tensor<4x3xi32>, tensor<4x3xi32>, tensor<4x3xi32>) {
+func.func @not_constant(%x: tensor<4x2xi8>, %x3: tensor<2x4x2xi8>, %wa: tensor<2x3xi8>) -> (tensor<4x3xi32>, tensor<2x4x3xi32>, tensor<4x3xi32>) {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   %w = arith.constant dense<[[1, 2, 3], [-4, -5, -6]]> : tensor<2x3xi8>
+  %w2 = arith.constant dense<[[[1, 2, 3], [-4, -5, -6]], [[1, 2, 3], [-4, -5, 6]]]> : tensor<2x2x3xi8>
   %e = tensor.empty() : tensor<4x3xi32>
+  %e3 = tensor.empty() : tensor<2x4x3xi32>
   %i = linalg.fill ins(%c0 : i32) outs(%e : tensor<4x3xi32>) -> tensor<4x3xi32>
+  %i3 = linalg.fill ins(%c0 : i32) outs(%e3 : tensor<2x4x3xi32>) -> tensor<2x4x3xi32>
   %one = linalg.fill ins(%c1 : i32) outs(%e : tensor<4x3xi32>) -> tensor<4x3xi32>
-  %a = linalg.quantized_matmul ins(%x, %w, %zp, %c0 : tensor<4x2xi8>, tensor<2x3xi8>, i32, i32) outs(%i : tensor<4x3xi32>) -> tensor<4x3xi32>
-  %b = linalg.quantized_matmul ins(%x, %wa, %c0, %c0 : tensor<4x2xi8>, tensor<2x3xi8>, i32, i32) outs(%i : tensor<4x3xi32>) -> tensor<4x3xi32>
+  %a = linalg.quantized_matmul ins(%x, %wa, %c0, %c0 : tensor<4x2xi8>, tensor<2x3xi8>, i32, i32) outs(%i : tensor<4x3xi32>) -> tensor<4x3xi32>
+  %b = linalg.quantized_batch_matmul ins(%x3, %w2, %c0, %c0 : tensor<2x4x2xi8>, tensor<2x2x3xi8>, i32, i32) outs(%i3 : tensor<2x4x3xi32>) -> tensor<2x4x3xi32>
   %c = linalg.quantized_matmul ins(%x, %w, %c0, %c0 : tensor<4x2xi8>, tensor<2x3xi8>, i32, i32) outs(%one : tensor<4x3xi32>) -> tensor<4x3xi32>
-  return %a, %b, %c : tensor<4x3xi32>, tensor<4x3xi32>, tensor<4x3xi32>
+  return %a, %b, %c : tensor<4x3xi32>, tensor<2x4x3xi32>, tensor<4x3xi32>
 }
