@@ -12,14 +12,20 @@ Two halves, because the other machine has IREE's runtime but no compiler:
 
 Models (``--model``):
 
-- ``resnet18``: ResNet-18 with every conv offloaded to oneDNN, fp32 and bf16.
+- ``resnet18``: ResNet-18 with every conv offloaded to oneDNN, fp32 and bf16; and int8 (the
+  model quantized once, static per-channel: every integer conv in oneDNN's s8 primitives).
 - ``encoder``: a MiniLM-shaped BERT encoder (hidden 384, 12 heads of 32, FFN 1536, GELU,
   post-LayerNorm, sequence 128, float hidden states in), written here in plain torch so that
   the other machine rebuilds the same weights from the seed with torch alone; fp32 and bf16,
   IREE alone and with every Linear offloaded (attention's two matmuls of activations stay with
   IREE). The offloaded modules hold their Linear weights as the primitives' own constants,
   the others as IREE's (Q/K/V merged into one matmul), so there are two archives of ~7 MB per
-  layer each: hence 3 layers by default (4 would not fit the size limit below).
+  layer each: hence 3 layers by default (4 would not fit the size limit below). int8: the
+  encoder quantized dynamically, every Linear in oneDNN's s8 matmul.
+
+int8 variants (``--variants "xgen_mlir int8 onednn"`` prepares only them) are checked against
+ONNX Runtime int8 on the same quantized model (``quantized.onnx``, run where it was prepared),
+which also runs there as a peer.
 
 Weights: variants whose archives are byte-identical share one file, ``weights-<hash>.irpa``;
 ``weights.json`` names each variant's archive (and what the compiler offloaded). The whole
@@ -62,20 +68,26 @@ VARIANTS: dict[str, dict[str, tuple[str, str]]] = {
     "resnet18": {
         "xgen_mlir fp32 onednn": ("fp32", "onednn"),
         "xgen_mlir bf16 onednn": ("bf16", "onednn"),
+        "xgen_mlir int8 onednn": ("int8", "onednn"),
     },
     "encoder": {
         "xgen_mlir fp32": ("fp32", "none"),
         "xgen_mlir bf16": ("bf16", "none"),
         "xgen_mlir fp32 onednn": ("fp32", "onednn"),
         "xgen_mlir bf16 onednn": ("bf16", "onednn"),
+        "xgen_mlir int8 onednn": ("int8", "onednn"),
     },
 }
 # relative L2 error against PyTorch fp32; a transformer's reductions (softmax, LayerNorm, the
 # 1536-long FFN dot products) accumulate more rounding than a conv net's
+# int8: against ONNX Runtime int8 on the same quantized model, computed where it was prepared
+# (a last-bit difference before a requantization moves a value by one step: MiniLM's dynamic
+# int8 differs from ORT's by 6e-2 on the AMD host, as much as ORT from itself unoptimized)
 TOLERANCE = {
-    "resnet18": {"fp32": 1e-5, "bf16": 3e-2},
-    "encoder": {"fp32": 1e-4, "bf16": 3e-2},
+    "resnet18": {"fp32": 1e-5, "bf16": 3e-2, "int8": 5e-2},
+    "encoder": {"fp32": 1e-4, "bf16": 3e-2, "int8": 1e-1},
 }
+QUANTIZED = "quantized.onnx"  # the int8 variants' model, also run by ONNX Runtime there
 ENCODER = {"hidden": 384, "heads": 12, "ffn": 1536, "seq": 128, "batch": 1}
 ENCODER_LAYERS = 3
 # IREE flags beside the CPU model, per model. The encoder's bf16 module without offload, its
@@ -161,9 +173,10 @@ def compile_variant(out: Path, name: str, layers: int, label: str, cpu: str) -> 
 
     precision, offload = VARIANTS[name][label]
     model, x = _model(name, layers)
+    source, inputs = (str(out / QUANTIZED), None) if precision == "int8" else (model, (x,))
     m = xgen_mlir.compile(
-        model,
-        (x,),
+        source,
+        inputs,
         target_options={"offload": offload},
         precision=precision,
         precision_check=False,
@@ -174,7 +187,8 @@ def compile_variant(out: Path, name: str, layers: int, label: str, cpu: str) -> 
     )
     stem = label.replace(" ", "_")
     (out / f"{stem}.vmfb").write_bytes(m.vmfb)
-    shutil.copyfile(str(m.parameters), out / f"{stem}.irpa")
+    if m.parameters is not None:  # (none: every weight stayed in the module, e.g. int8's)
+        shutil.copyfile(str(m.parameters), out / f"{stem}.irpa")
     built = {
         "offloaded": m.report.offload,
         "iree_fallback": m.report.fallback_used,  # None: compiled with the flags asked for
@@ -184,11 +198,34 @@ def compile_variant(out: Path, name: str, layers: int, label: str, cpu: str) -> 
     print(f"{label}: {built}", flush=True)
 
 
+def _quantize(out: Path, name: str, layers: int) -> None:
+    """The int8 variants' model: quantized once (the encoder dynamically, ResNet-18 static with
+    min-max ranges from seeded random inputs), saved for the compiles and for ONNX Runtime
+    there; ONNX Runtime's output here is the int8 variants' reference."""
+    import onnxruntime as ort
+    import torch
+
+    from xgen_mlir import compress
+
+    model, x = _model(name, layers)
+    if name == "encoder":
+        q = compress.quantize(model, (x,), mode="dynamic")
+    else:
+        gen = torch.Generator().manual_seed(1)
+        calibration = [torch.randn(x.shape, generator=gen) for _ in range(4)]
+        q = compress.quantize(model, (x,), calibration=calibration)
+    (out / QUANTIZED).write_bytes(q.SerializeToString())
+    sess = ort.InferenceSession(str(out / QUANTIZED), providers=["CPUExecutionProvider"])
+    np.save(out / "ref_int8.npy", sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0])
+
+
 def _size(d: Path) -> int:
     return sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
 
 
-def prepare(out: Path, name: str, layers: int, site: Path | None, cpu: str) -> None:
+def prepare(
+    out: Path, name: str, layers: int, site: Path | None, cpu: str, only: list[str] | None = None
+) -> None:
     import subprocess
 
     import torch
@@ -202,14 +239,19 @@ def prepare(out: Path, name: str, layers: int, site: Path | None, cpu: str) -> N
         ref = model(x).numpy()
     np.save(out / "input.npy", x.numpy())
     np.save(out / "ref.npy", ref)
+    chosen = {k: v for k, v in VARIANTS[name].items() if not only or k in only}
+    if any(precision == "int8" for precision, _ in chosen.values()):
+        _quantize(out, name, layers)
     variants: dict[str, dict] = {}
-    for label, (precision, offload) in VARIANTS[name].items():
+    for label, (precision, offload) in chosen.items():
         cmd = [sys.executable, __file__, "compile", str(out), label, "--model", name]
         subprocess.run([*cmd, "--layers", str(layers), "--cpu", cpu], check=True)
         stem = label.replace(" ", "_")
         irpa = out / f"{stem}.irpa"
-        archive = f"weights-{_sha(irpa)[:12]}.irpa"  # named by its contents: equal ones shared
-        irpa.replace(out / archive)
+        archive = None
+        if irpa.exists():
+            archive = f"weights-{_sha(irpa)[:12]}.irpa"  # named by contents: equal ones shared
+            irpa.replace(out / archive)
         built = out / f"{stem}.built.json"
         variants[label] = {
             "precision": precision,
@@ -234,7 +276,7 @@ def prepare(out: Path, name: str, layers: int, site: Path | None, cpu: str) -> N
         with tarfile.open(out / "site.tar.xz", "w:xz") as tar:
             tar.add(site, arcname="site")
     (out / "prepared_on.json").write_text(json.dumps(describe(2), indent=1))
-    archives = sorted({v["weights"] for v in variants.values()})
+    archives = sorted({v["weights"] for v in variants.values() if v["weights"]})
     for archive in archives:
         users = [label for label, v in variants.items() if v["weights"] == archive]
         size = (out / archive).stat().st_size / 1e6
@@ -300,7 +342,7 @@ def run(d: Path, name: str, out: Path, threads: int, rounds: int) -> None:
         try:
             m = CompiledModule(
                 (d / f"{stem}.vmfb").read_bytes(),
-                parameters=str(d / v["weights"]),
+                parameters=str(d / v["weights"]) if v["weights"] else None,
                 plugins={"onednn": str(d / "libxgen_onednn.so")},
                 source=stem,
             )
@@ -309,6 +351,10 @@ def run(d: Path, name: str, out: Path, threads: int, rounds: int) -> None:
             first = time.perf_counter() - t0
             err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
             cells[label] = {"rel_l2_err": err, "first_call_s": first}
+            if v["precision"] == "int8":  # held to ONNX Runtime int8 on the same model
+                ref8 = np.load(d / "ref_int8.npy").astype(np.float64)
+                err = float(np.linalg.norm(got - ref8) / np.linalg.norm(ref8))
+                cells[label]["rel_l2_vs_ort_int8_prepared"] = err
             if v.get("iree_fallback"):
                 cells[label]["iree_fallback"] = v["iree_fallback"]
             tolerance = TOLERANCE[name][v["precision"]]
@@ -349,6 +395,15 @@ def run(d: Path, name: str, out: Path, threads: int, rounds: int) -> None:
         cells["ORT fp32"] = {"version": ort.__version__, "rel_l2_err": err}
     except Exception as e:
         cells["ORT fp32"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    if (d / QUANTIZED).exists():  # the int8 variants' very model
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        qs = ort.InferenceSession(str(d / QUANTIZED), so, providers=["CPUExecutionProvider"])
+        qfeed = qs.get_inputs()[0].name
+        got = np.asarray(qs.run(None, {qfeed: x})[0], np.float64)
+        err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+        calls["ORT int8"] = lambda: qs.run(None, {qfeed: x})
+        cells["ORT int8"] = {"version": ort.__version__, "rel_l2_err": err, "model": QUANTIZED}
     times = time_blocks(calls, rounds=rounds, block=10, progress=print)
     for label, t in times.items():
         cells[label].update(t)
@@ -386,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a folder holding IREE's runtime package (iree/), packed; or a site.tar.xz, copied",
     )
     pp.add_argument("--cpu", default="sapphirerapids", help="LLVM CPU model of the other machine")
+    pp.add_argument("--variants", nargs="+", help="only these variants (labels)")
     pc = sub.add_parser("compile")  # prepare's worker
     pc.add_argument("dir")
     pc.add_argument("label", choices=sorted({v for m in VARIANTS.values() for v in m}))
@@ -403,7 +459,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     a = p.parse_args(argv)
     if a.cmd == "prepare":
-        prepare(Path(a.dir), a.model, a.layers, Path(a.site) if a.site else None, a.cpu)
+        site = Path(a.site) if a.site else None
+        prepare(Path(a.dir), a.model, a.layers, site, a.cpu, a.variants)
     elif a.cmd == "compile":
         compile_variant(Path(a.dir), a.model, a.layers, a.label, a.cpu)
     else:

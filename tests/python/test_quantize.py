@@ -25,6 +25,7 @@ from xgen_mlir.errors import FallbackWarning, XGenError
 from xgen_mlir.frontend.onnx_import import import_onnx
 from xgen_mlir.frontend.onnx_quant import rewrite_per_channel_contractions
 from xgen_mlir.models import mlp, small_cnn
+from xgen_mlir.tunedb import TuningDB
 
 
 def _calibration(n: int = 8, shape: tuple[int, ...] = (1, 3, 32, 32)) -> list[torch.Tensor]:
@@ -90,6 +91,30 @@ def test_int8_convs_and_linear_offloaded_to_onednn() -> None:
     quantized = compress.quantize(model, x, calibration=cal)
     want = _ort(quantized, x.numpy())
     check_close(got, want, atol=_output_step(quantized) * 1.001, rtol=0, what="oneDNN int8")
+
+
+def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:
+    """Before any tune (an empty database), compile(precision="int8") puts the integer convs
+    in oneDNN (the prior: IREE has no fast integer conv) and leaves the integer classifier to
+    IREE, and the report says why; offload="none" keeps everything with IREE."""
+    model, x = small_cnn(), torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    common = dict(precision="int8", calibration=_calibration(), precision_check=False)
+    with TuningDB(tmp_path / "empty.db"):
+        pass
+    compiled = xgen_mlir.compile(model, x, tuning_db=tmp_path / "empty.db", **common)
+    assert compiled.report.offload == {
+        "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 2,
+        "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 2,
+    }
+    decisions = sorted((d, w.split(":")[0]) for _, d, w in compiled.report.tuning.choices)
+    assert decisions == [
+        ("IREE", "no measurement on this host (xgen_mlir.tune measures it)"),
+        ("onednn s8", "no measurement on this host"),
+        ("onednn s8", "no measurement on this host"),
+    ], decisions
+    kept = xgen_mlir.compile(model, x, target_options={"offload": "none"}, **common)
+    assert kept.report.offload == {}
+    assert np.array_equal(np.asarray(compiled(x.numpy())), np.asarray(kept(x.numpy())))
 
 
 def test_dynamic_int8_transformer_offloaded_to_onednn() -> None:

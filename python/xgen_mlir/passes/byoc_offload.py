@@ -54,7 +54,7 @@ from ..codegen.dispatch import import_executable_text
 from ..diagnostics import location_matches, location_text, warn_fallback
 from ..errors import BackendCompileError
 from ..irutil import ops_named
-from .consteval import ConstEval
+from .consteval import WEIGHT_ELEMENTS, ConstEval
 from .fold_batchnorm import fold_one
 from .generic_util import (
     body,
@@ -479,7 +479,7 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
     forbidden = _locations(opts.never)
     scope = {s.strip() for s in opts.functions.split(",") if s.strip()}
     with module_op.context:
-        ev = ConstEval(module_op)
+        ev = ConstEval(module_op, WEIGHT_ELEMENTS)
         names = (
             NCHW + tuple(QUANTIZED_CONVS) if opts.phase == "layout" else NHWC + MATMUL + QUANTIZED
         )

@@ -62,11 +62,18 @@ def _cmpf(pred: int, a: Any, b: Any) -> Any:
     raise NotConstant
 
 
+# layer weights computed from a constant (a quantized Linear's weight broadcast over the batch
+# of a batch matmul: 1x1536x384 in MiniLM) are evaluated up to this size (vectorized numpy)
+WEIGHT_ELEMENTS = 1 << 24
+
+
 class ConstEval:
     """Evaluates values of one module; ``max_elements`` bounds what elementwise generics may
     produce (reshapes and transposes of a constant are free, generics are computed)."""
 
     def __init__(self, module_op: ir.Operation, max_elements: int = 1 << 16) -> None:
+        """``max_elements``: the largest op evaluated (its loop count); passes that read a
+        layer's weights through a broadcast or transpose pass ``WEIGHT_ELEMENTS``."""
         self.reader = ConstantReader(module_op)
         self.max_elements = max_elements
 

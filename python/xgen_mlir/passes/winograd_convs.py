@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from .._mlir import arith, ir, linalg, tensor
-from ..byoc import OFFLOAD_ATTR
+from ..byoc import OFFLOAD_ATTR, ONEDNN
 from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
 from ..tunedb import (
@@ -75,7 +75,7 @@ from ..tunedb import (
     choice_records_for,
 )
 from .byoc_offload import is_integer, linear_weights, not_static_int8, quantized_operands
-from .consteval import ConstEval
+from .consteval import WEIGHT_ELEMENTS, ConstEval
 from .generic_util import (
     channel_init,
     empty,
@@ -595,7 +595,7 @@ def candidates(module_op: ir.Operation, offload: bool = False) -> list[Candidate
     run them: no tiles)."""
     found = []
     with module_op.context:
-        ev = ConstEval(module_op)
+        ev = ConstEval(module_op, WEIGHT_ELEMENTS)
         if offload:
             for op in ops_named(module_op, *_MATMULS):
                 if _linear_layer(op, ev):
@@ -666,7 +666,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
         choices = CHOICES.get() or _load_choices(opts)
     allowed = allowed_variants(mode, opts.offload, opts.precision)
     with module_op.context:
-        ev = ConstEval(module_op)
+        ev = ConstEval(module_op, WEIGHT_ELEMENTS)
         if tuned_offload and choices is not None:
             _mark_linear_layers(module_op, ev, choices, allowed, counts, opts.verbose)
         for op in ops_named(module_op, *_CONVS):
@@ -685,7 +685,11 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 if ev.per_channel_init(_init(op), 1 if _CONVS[name] else 3) is None:
                     continue
                 sig, desc = conv_signature(op)
-                config, why = decide_algorithm(choices.records.get(sig, []), allowed)
+                records = choices.records.get(sig, [])
+                config, why = decide_algorithm(records, allowed)
+                if config is None and tuned_offload and is_integer(op):
+                    if not any(allowed(r.config) for r in records):
+                        config, why = _integer_conv_prior(why)
                 algorithm = None if config is None else config.get("algorithm")
                 if config is not None and algorithm != "winograd":
                     op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(str(algorithm))
@@ -730,6 +734,17 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                         file=sys.stderr,
                     )
     return counts
+
+
+def _integer_conv_prior(why: str) -> tuple[dict[str, Any] | None, str]:
+    """An integer conv with no measurement on this host: the library's s8 primitive, the
+    tuner's first candidate. IREE has no fast path for integer KxK convs on x86 (no ukernel:
+    ResNet-18 int8 ran 2285 ms against 79 ms in fp32 on the AMD host, docs/precision.md),
+    where oneDNN's reach VNNI and AMX; a tune replaces the prior by measurements."""
+    if ONEDNN.unavailable() is not None:
+        return None, why
+    prior = "no measurement on this host: an integer conv starts in oneDNN (xgen_mlir.tune decides)"
+    return offload_config(ONEDNN.name, "s8"), prior
 
 
 def _mark_linear_layers(

@@ -13,6 +13,7 @@ from xgen_mlir.tunedb import HostIdentity, Record, TuningDB
 
 # function -> [(config, variant ms, direct ms)]
 F32, BF16 = offload_config("onednn", "f32"), offload_config("onednn", "bf16")
+S8 = offload_config("onednn", "s8")
 PLAN = {
     "onednn_wins": [(F32, 0.5, 1.0)],
     "winograd_beats_onednn": [(winograd_config(4), 0.4, 1.0), (F32, 0.6, 1.0)],
@@ -24,6 +25,9 @@ PLAN = {
     "linear_onednn_wins": [(F32, 0.5, 1.0)],
     "linear_onednn_slower": [(F32, 1.3, 1.0)],
     "linear_bf16_only": [(BF16, 0.5, 1.0)],
+    # integer contractions (offload-tuned-int8.mlir)
+    "int8_conv_onednn_wins": [(S8, 0.5, 1.0)],
+    "int8_conv_onednn_slower": [(S8, 1.5, 1.0)],
 }
 
 src, out = sys.argv[1], sys.argv[2]
