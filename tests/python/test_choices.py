@@ -177,3 +177,21 @@ def test_int8_convs_measured_against_their_offload(tmp_path):
         else ("direct" if "conv" in c.description else "IREE")
         for c in choices
     )
+
+
+def test_dynamic_int8_linear_measured_with_its_runtime_zero_point(tmp_path):
+    """A dynamically quantized Linear reads its source zero point, a scalar the model computes
+    at run time: the measured slice takes it as an argument (a 0-d tensor, random in int8's
+    range) and the oneDNN variant's numbers are checked against IREE's before it is timed."""
+    from xgen_mlir.models.transformers_zoo import bert_tiny
+
+    model, example = bert_tiny()
+    common = dict(precision="int8", quantization={"mode": "dynamic"})
+    choices = measure_choices(
+        model, example, db=tmp_path / "t.db", settings=FAST, progress=False, max_convs=1, **common
+    )
+    assert all(c.description.endswith("int8") for c in choices), choices
+    (measured,) = [c for c in choices if c.new]
+    (record,) = measured.measured
+    assert record.config == wc.offload_config("onednn", "s8")
+    assert record.status == "ok" and record.seconds > 0, record

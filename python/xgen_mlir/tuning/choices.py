@@ -148,9 +148,10 @@ class _Slice:
                 if self._constant(v):
                     self._take(v)
                 elif v not in self.args:
-                    if not isinstance(v.type, ir.RankedTensorType):
+                    scalar = isinstance(v.type, ir.IntegerType | ir.FloatType)
+                    if not isinstance(v.type, ir.RankedTensorType) and not scalar:
                         raise ValueError(f"{cand.description}: reads a {v.type} from outside")
-                    self.args.append(v)
+                    self.args.append(v)  # (a scalar, e.g. dynamic quantization's zero point)
 
     def _constant(self, v: Any) -> bool:
         """Computed from constants only (a weight, a batch norm's parameters, a fill)."""
@@ -177,7 +178,14 @@ class _Slice:
         matmul)."""
         ops = sorted(self.keep, key=lambda o: order[o])
         with module.context, ir.Location.unknown():
-            ftype = ir.FunctionType.get([a.type for a in self.args], [self.result.type])
+            # a scalar read from outside is a 0-d tensor argument, extracted in the function
+            types = [
+                a.type
+                if isinstance(a.type, ir.RankedTensorType)
+                else ir.RankedTensorType.get([], a.type)
+                for a in self.args
+            ]
+            ftype = ir.FunctionType.get(types, [self.result.type])
             fn = ir.Operation.create(
                 "func.func",
                 regions=1,
@@ -191,6 +199,10 @@ class _Slice:
             mapping = dict(zip(self.args, block.arguments, strict=True))
             conv = None
             with ir.InsertionPoint(block):
+                for a, b in zip(self.args, block.arguments, strict=True):
+                    if not isinstance(a.type, ir.RankedTensorType):
+                        extract = ir.Operation.create("tensor.extract", [a.type], [b])
+                        mapping[a] = extract.results[0]
                 for o in ops:
                     c = clone_remapped(ir, o, mapping)
                     if o == self.root:
@@ -281,6 +293,8 @@ def measure_conv(
     try:
         module, configs = variants_module(cand, order, not bf16, offload, precision)
     except Exception as e:  # the offload pass failed on the slice
+        if offload is None:  # the slice itself cannot be made: nothing to measure
+            raise
         detail = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
         config = offload_config(str(offload), _compute(cand, precision))
         return [

@@ -214,11 +214,13 @@ def dispatch_benchmarks(
 
 
 def _random_array(shape: list[int], dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
-    """Uniform(-1, 1) floats, or integers over the whole range of an integer type (an int8
-    activation of a quantized model: uniform(-1, 1) cast to int8 would be all zeros)."""
+    """Uniform(-1, 1) floats, or integers over int8's range (an int8 activation of a quantized
+    model: uniform(-1, 1) cast to int8 would be all zeros; a wider integer, e.g. a zero point,
+    stays where int32 sums of int8 products cannot overflow)."""
     if np.issubdtype(dtype, np.integer):
         info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
+        low, high = max(int(info.min), -128), min(int(info.max), 127)
+        return rng.integers(low, high, size=shape, endpoint=True, dtype=dtype)
     return rng.uniform(-1, 1, size=shape).astype(dtype)
 
 
