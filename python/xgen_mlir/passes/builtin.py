@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     op_stats,
     pointwise_kernels,
     raise_pattern_conv,
+    scalar_operands,
     scale_to_weights,
     set_entry_point,
     split_reductions,

@@ -59,6 +59,9 @@ from .fold_batchnorm import fold_one
 from .generic_util import (
     body,
     body_ops,
+    clone_scalar_chain,
+    empty,
+    generic,
     has_default_maps,
     indexing_maps,
     is_dynamic,
@@ -68,6 +71,7 @@ from .generic_util import (
     num_inputs,
     num_uses,
     producer,
+    scalar_chain,
 )
 from .kernel_call import element_of, free_symbol, install_kernel
 from .kernel_match import bias_add, residual_add
@@ -318,11 +322,34 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
     inputs: list = [x, np.ascontiguousarray(weight).ravel()]
     if not isinstance(zp, int):
         with ir.InsertionPoint(op), op.location:
-            one = ir.RankedTensorType.get([1], zp.type)
-            inputs.append(tensor.FromElementsOp(one, [zp]).result)
+            inputs.append(_zero_point_tensor(zp))
     kind = "conv" if conv else "matmul"
     _install(module_op, backend, kind, symbol, inputs, op, op)
     return f"-> {backend.name} (int8)"
+
+
+def _zero_point_tensor(zp: ir.Value) -> ir.Value:
+    """``zp`` (an i32 scalar) as a ``tensor<1xi32>`` for the call, computed where its inputs
+    are: dynamic quantization derives it from a 0-d tensor the model computes (its min and
+    max), through ``tensor.extract`` and scalar arith. A ``tensor.from_elements`` of the
+    scalar would make the host wait for that value before each call (a device-to-host read);
+    the same scalar ops in a one-element ``linalg.generic`` on the 0-d tensors keep it on the
+    device. Anything else falls back to ``tensor.from_elements``."""
+    one = ir.RankedTensorType.get([1], zp.type)
+    found = scalar_chain(zp)
+    if found is None:
+        return tensor.FromElementsOp(one, [zp]).result
+    chain, extracts = found
+    sources = list(dict.fromkeys(e.operands[0] for e in extracts))  # the 0-d tensors
+    scalar = ir.AffineMap.get(1, 0, [])
+    maps = [scalar] * len(sources) + [ir.AffineMap.get_identity(1)]
+
+    def body(args: list[ir.Value]) -> list[ir.Value]:
+        mapping = {e.results[0]: args[sources.index(e.operands[0])] for e in extracts}
+        clone_scalar_chain(chain, mapping)  # into the body
+        return [mapping.get(zp, zp)]
+
+    return generic(sources, maps, empty([1], zp.type), ["parallel"], body).results[0]
 
 
 def _backend(name: str) -> Backend:

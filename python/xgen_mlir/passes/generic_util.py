@@ -296,3 +296,41 @@ def pad_high(x: ir.Value, extra: Sequence[int]) -> ir.Value:
     with ir.InsertionPoint(block):
         tensor.YieldOp(zero)
     return pad.result
+
+
+def scalar_chain(v: ir.Value) -> tuple[list[ir.Operation], list[ir.Operation]] | None:
+    """How scalar ``v`` is computed from elements of 0-d tensors: the ``arith`` ops between,
+    in program order, and the ``tensor.extract`` ops (no indices) they start from. None when
+    anything else feeds it (a function argument, an element of a larger tensor) or no
+    extract does (constants alone). Dynamic quantization's scale and zero point are such."""
+    chain: list[ir.Operation] = []
+    extracts: list[ir.Operation] = []
+
+    def visit(x: ir.Value) -> bool:
+        o = producer(x)
+        if o is None:
+            return False
+        if o.name == "arith.constant" or any(o == c for c in [*chain, *extracts]):
+            return True
+        if o.name == "tensor.extract" and len(o.operands) == 1:
+            extracts.append(o)
+            return True
+        if o.name.startswith("arith.") and all(visit(a) for a in o.operands):
+            chain.append(o)  # after its operands' producers: program order
+            return True
+        return False
+
+    return (chain, extracts) if visit(v) and extracts else None
+
+
+def clone_scalar_chain(
+    chain: list[ir.Operation], mapping: dict[ir.Value, ir.Value]
+) -> dict[ir.Value, ir.Value]:
+    """Clone ``chain`` (``scalar_chain``'s arith ops) at the insertion point, its operands read
+    through ``mapping`` (the extracts' results -> their values here), which it extends."""
+    for o in chain:
+        c = o.clone()
+        for i, a in enumerate(o.operands):
+            c.operands[i] = mapping.get(a, a)
+        mapping[o.results[0]] = c.results[0]
+    return mapping
