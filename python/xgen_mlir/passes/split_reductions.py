@@ -1,4 +1,5 @@
-"""xgen-split-reductions: a long sum becomes a sum of partial sums (associativity).
+"""xgen-split-reductions: a long sum (or max, min) becomes a sum of partial sums
+(associativity).
 
 Why: IREE's llvm-cpu codegen distributes a reduction over its parallel (output) dimension only.
 A global average pool over a large image has few outputs and a long reduction: EfficientNet-B0's
@@ -14,18 +15,22 @@ the first step has S x more parallel work, and each of its workgroups reads whol
 ``iree-benchmark-module``).
 
 What it matches: a ``linalg.generic`` with one input and one output whose body is
-``out + in`` (f32 ``arith.addf``), whose input is read through a permutation of all loops, and
+``out + in`` (f32 ``arith.addf``; or max / min: ``arith.maximumf``, ``minimumf``, ``maxnumf``,
+``minnumf``, as dynamic quantization's range of an activation), whose input is read through a
+permutation of all loops, and
 whose reduction loops cover at least ``min-elems`` elements for each of at most
 ``max-outputs`` outputs. The outermost input dimension that a reduction loop reads is split
-into ``S x (N/S)``, ``S`` the largest divisor of ``N`` up to ``max-split``; no split below 4
+into ``S x (N/S)`` (the outermost that is not 1), ``S`` the largest divisor of ``N`` up to
+``max-split``; each chunk starts from the combiner's identity (0, -inf, +inf); no split below 4
 chunks. With more outputs IREE's own workgroups do well enough: a 56x56x144 pool took 0.029 ms
 as it was and 0.052 split, while 56x56x96 went 0.041 -> 0.020 and 112x112x32 0.10-0.13 ->
-0.027 (one thread, standalone). Not matched: other combiners (max, product: not measured),
+0.027 (one thread, standalone). Not matched: other combiners (product, integer ones),
 reductions read through windows or broadcasts. A sum pool whose window is the whole image
 (``linalg.pooling_nhwc_sum`` / ``pooling_nchw_sum``, what ONNX's GlobalAveragePool becomes) is
 the same sum and is split the same way.
 
-Numerics: float reassociation only (each output is the sum of its chunk sums).
+Numerics: float reassociation only (each output is the sum of its chunk sums); max and min
+exact.
 """
 
 from __future__ import annotations
@@ -60,12 +65,29 @@ class SplitReductionsOptions:
     verbose: bool = False  # print each split to stderr
 
 
-def _is_sum(op: ir.Operation) -> bool:
+# combiner -> the value every chunk starts from (its identity)
+_COMBINERS = {
+    "arith.addf": 0.0,
+    "arith.maximumf": float("-inf"),
+    "arith.minimumf": float("inf"),
+    "arith.maxnumf": float("-inf"),
+    "arith.minnumf": float("inf"),
+}
+
+
+_KINDS = {"arith.addf": "sum", "arith.maximumf": "max", "arith.maxnumf": "max"}
+_KINDS |= {"arith.minimumf": "min", "arith.minnumf": "min"}
+
+
+def _combiner(op: ir.Operation) -> str | None:
+    """The body's ``out = f(in, out)`` op name, for a combiner this pass splits."""
     ops = body_ops(op)
-    if len(ops) != 2 or ops[0].name != "arith.addf" or ops[1].name != "linalg.yield":
-        return False
+    if len(ops) != 2 or ops[0].name not in _COMBINERS or ops[1].name != "linalg.yield":
+        return None
     args = list(op.regions[0].blocks[0].arguments)
-    return set(ops[0].operands) == set(args) and ops[1].operands[0] == ops[0].results[0]
+    if set(ops[0].operands) != set(args) or ops[1].operands[0] != ops[0].results[0]:
+        return None
+    return ops[0].name
 
 
 def _chunks(n: int, most: int) -> int:
@@ -77,7 +99,7 @@ def _plan(op: ir.Operation, opts: SplitReductionsOptions) -> tuple[int, int] | N
     if op.name != "linalg.generic" or num_inputs(op) != 1 or len(op.results) != 1:
         return None
     kinds = iterator_types(op)
-    if "reduction" not in kinds or not _is_sum(op):
+    if "reduction" not in kinds or _combiner(op) is None:
         return None
     elem = ir.RankedTensorType(op.results[0].type).element_type
     if not isinstance(elem, ir.F32Type):
@@ -104,7 +126,8 @@ def _split_plan(
             elems *= size
         else:
             outputs *= size
-    dim = min(reduced)  # outermost reduced dim of the input: whole inner rows per chunk
+    # the outermost reduced dim of the input that is not 1: whole inner rows per chunk
+    dim = min((k for k in reduced if shape[k] > 1), default=min(reduced))
     split = _chunks(shape[dim], opts.max_split)
     if elems < opts.min_elems or outputs > opts.max_outputs or split < 4:
         return None
@@ -162,9 +185,19 @@ def _add_body(args: list[ir.Value]) -> list[ir.Value]:
     return [arith.AddFOp(args[0], args[1]).result]
 
 
+def _body_of(combiner: str):
+    def build(args: list[ir.Value]) -> list[ir.Value]:
+        made = ir.Operation.create(combiner, [args[0].type], [args[0], args[1]])
+        return [made.results[0]]
+
+    return build
+
+
 def split_one(op: ir.Operation, dim: int, split: int) -> None:
     """Rewrite ``op`` as chunk sums (a new leading parallel loop) + a sum over the chunks."""
     x, init = op.operands[0], op.operands[1]
+    combiner = _combiner(op) or "arith.addf"  # (a global pool is a sum)
+    combine = _body_of(combiner)
     shape = tensor_shape(x)
     elem = ir.RankedTensorType(x.type).element_type
     in_map, out_map = indexing_maps(op)
@@ -191,14 +224,14 @@ def split_one(op: ir.Operation, dim: int, split: int) -> None:
         out_exprs = [ir.AffineConstantExpr.get(0) if r is None else d(r) for r in out_dims]
         out_shape = tensor_shape(init)
         assert out_shape is not None  # a linalg.generic's init is a ranked tensor
-        zero = arith.ConstantOp(elem, ir.FloatAttr.get(elem, 0.0)).result
-        partial_init = fill(zero, empty([split, *out_shape], elem))
+        start = arith.ConstantOp(elem, ir.FloatAttr.get(elem, _COMBINERS[combiner])).result
+        partial_init = fill(start, empty([split, *out_shape], elem))
         partial = generic(
             [split_x],
             [ir.AffineMap.get(n + 1, 0, x_exprs), ir.AffineMap.get(n + 1, 0, [chunk, *out_exprs])],
             partial_init,
             ["parallel", *kinds],
-            _add_body,
+            combine,
         ).results[0]
         m = len(out_shape)
         total = generic(
@@ -209,7 +242,7 @@ def split_one(op: ir.Operation, dim: int, split: int) -> None:
             ],
             init,
             ["reduction", *["parallel"] * m],
-            _add_body,
+            combine,
         ).results[0]
     op.results[0].replace_all_uses_with(total)
     op.erase()
@@ -235,17 +268,18 @@ def split_reductions(
             if plan is None:
                 continue
             dim, split = plan
+            what = _KINDS.get(_combiner(op) or "arith.addf", "sum")
             if opts.verbose:
                 in_shape = tensor_shape(op.operands[0])
                 assert in_shape is not None  # _split_plan read it
                 shape = "x".join(map(str, in_shape))
                 print(
-                    f"xgen-split-reductions: {format_location(op.location)}: sum over "
+                    f"xgen-split-reductions: {format_location(op.location)}: {what} over "
                     f"{shape} split into {split} chunks along dim {dim}",
                     file=sys.stderr,
                 )
             split_one(op, dim, split)
-            counts[f"sum split in {split}"] += 1
+            counts[f"{what} split in {split}"] += 1
     return counts
 
 

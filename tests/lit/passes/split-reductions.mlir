@@ -78,13 +78,49 @@ func.func @many_outputs(%x: tensor<1x56x56x144xf32>, %z: tensor<1x144x1x1xf32>) 
 }
 
 // -----
-// Must not fire: a max (only sums are split), and a sum of squares (the body is not out + in).
+// Dynamic quantization's range of an activation: the max over all of a 1x128x384 tensor into
+// a 0-d init. The unit batch dim is skipped: the 128 rows split into 16 chunks of 8, each
+// chunk's max starting from -inf, then the max over the chunks into the original init.
+// CHECK-LABEL: func.func @activation_max
+// CHECK: tensor.expand_shape %arg0 {{\[\[}}0], [1, 2], [3]] output_shape [1, 16, 8, 384]
+// CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: linalg.fill ins(%[[NEG]] : f32) outs({{.*}} : tensor<16xf32>)
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "reduction", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[P]] : tensor<16xf32>) outs(%arg1 : tensor<f32>)
+// CHECK: arith.maximumf
+func.func @activation_max(%x: tensor<1x128x384xf32>, %init: tensor<f32>) -> tensor<f32> {
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> ()>], iterator_types = ["reduction", "reduction", "reduction"]} ins(%x : tensor<1x128x384xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.maximumf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<f32>
+  return %m : tensor<f32>
+}
+
+// -----
+// The min of a 4096x8 tensor per column splits the same way, from +inf.
+// CHECK-LABEL: func.func @column_min
+// CHECK: tensor.expand_shape
+// CHECK: arith.constant 0x7F800000 : f32
+// CHECK-COUNT-2: arith.minimumf
+func.func @column_min(%x: tensor<4096x8xf32>, %init: tensor<8xf32>) -> tensor<8xf32> {
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%x : tensor<4096x8xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.minimumf %out, %in : f32
+    linalg.yield %a : f32
+  } -> tensor<8xf32>
+  return %m : tensor<8xf32>
+}
+
+// -----
+// Must not fire: a sum of squares (the body is not out + in), a product (not a combiner split).
 // CHECK-LABEL: func.func @not_a_plain_sum
 // CHECK-NOT: tensor.expand_shape
 func.func @not_a_plain_sum(%x: tensor<4096x8xf32>, %init: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %m = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%x : tensor<4096x8xf32>) outs(%init : tensor<8xf32>) {
   ^bb0(%in: f32, %out: f32):
-    %a = arith.maximumf %out, %in : f32
+    %a = arith.mulf %out, %in : f32
     linalg.yield %a : f32
   } -> tensor<8xf32>
   %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%x : tensor<4096x8xf32>) outs(%init : tensor<8xf32>) {
