@@ -295,7 +295,7 @@ def standalone_module(t: Tunable) -> str:
                 if not isinstance(v.type, (ir.RankedTensorType, ir.FloatType)):
                     raise ValueError(f"operand of type {v.type} cannot be an argument")
                 args.append(v)
-        for v in _captured(ir, o):
+        for v in captured_values(ir, o):
             owner = v.owner.operation if hasattr(v.owner, "operation") else v.owner
             if isinstance(owner, ir.Operation) and owner.name == "arith.constant":
                 if owner not in captured:
@@ -361,7 +361,7 @@ def _nested_ops(ir: Any, op: Any) -> list[Any]:
     return [o for o in found if o != op]
 
 
-def _captured(ir: Any, op: Any) -> list[Any]:
+def captured_values(ir: Any, op: Any) -> list[Any]:
     """Values the ops nested in ``op`` read from outside it."""
     nested = _nested_ops(ir, op)
     inside = {r for o in nested for r in o.results}

@@ -119,12 +119,9 @@ def _pad_of(x: ir.Value, ev: ConstEval | None = None, value: int = 0) -> tuple[i
     if len(ops) != 1 or low[0] or low[3] or high[0] or high[3]:
         return x, [0, 0, 0, 0]
     padding = ops[0].operands[0]
-    if ev is None and not is_zero_constant(padding):
+    got = None if ev is None else ev.value(padding)
+    if not (is_zero_constant(padding) if ev is None else got is not None and int(got) == value):
         return x, [0, 0, 0, 0]
-    if ev is not None:
-        got = ev.value(padding) if isinstance(padding.owner, ir.Operation | ir.OpView) else None
-        if got is None or int(got) != value:
-            return x, [0, 0, 0, 0]
     return pad.operands[0], [low[1], low[2], high[1], high[2]]
 
 
@@ -151,9 +148,7 @@ def not_static_int8(op: ir.Operation) -> str:
     return ""
 
 
-def quantized_operands(
-    op: ir.Operation, ev: ConstEval, init_dim: int
-) -> tuple[np.ndarray, int | ir.Value] | str:
+def quantized_operands(op: ir.Operation, ev: ConstEval) -> tuple[np.ndarray, int | ir.Value] | str:
     """The constant int8 weights ([K,N] for a matmul: one weight for every batch of a
     batch matmul) and the source's zero point (an int, or the i32 value computed at run time
     by dynamic quantization) of integer contraction ``op`` (source, weights, source zero
@@ -169,7 +164,10 @@ def quantized_operands(
     izp, wzp = ev.value(op.operands[2]), ev.value(op.operands[3])
     if wzp is None or int(wzp) != 0:
         return "kept: weights zero point not 0"
-    init = ev.per_channel_init(op.operands[4], init_dim)
+    # the init's channel dim: 1 for an NCHW conv, else the last (NHWC conv, matmul columns)
+    nchw = op.name in QUANTIZED_CONVS
+    rank = len(ir.RankedTensorType(op.results[0].type).shape)
+    init = ev.per_channel_init(op.operands[4], 1 if nchw else rank - 1)
     if init is None or init.any():
         return "kept: accumulator init not zero"
     return weight, op.operands[2] if izp is None else int(izp)
@@ -276,7 +274,7 @@ def _nchw_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOptions) -> st
 
 def _nchw_quantized_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOptions) -> str:
     """As ``_nchw_candidate``, for an integer conv (``linalg.conv_2d_nchw_fchw_q``)."""
-    found = quantized_operands(op, ev, 1)
+    found = quantized_operands(op, ev)
     if isinstance(found, str):
         return found
     weight, zp = found
@@ -295,7 +293,7 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
     the next quantize) stays with IREE, which fuses it."""
     backend = _backend(opts.backend)
     conv = op.name == "linalg.conv_2d_nhwc_hwcf_q"
-    found = quantized_operands(op, ev, len(ir.RankedTensorType(op.results[0].type).shape) - 1)
+    found = quantized_operands(op, ev)
     if isinstance(found, str):
         return found
     weight, zp = found

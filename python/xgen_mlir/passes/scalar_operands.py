@@ -29,8 +29,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .._mlir import ir, linalg
+from ..fusion.tunable import captured_values, clone_remapped
 from ..irutil import ops_named
-from .generic_util import clone_scalar_chain, producer, scalar_chain
+from .generic_util import clone_scalar_chain, scalar_chain
 from .registry import register_pass
 
 
@@ -39,38 +40,10 @@ class ScalarOperandsOptions:
     pass
 
 
-def _nested(op: ir.Operation) -> list[ir.Operation]:
-    out = []
-    for region in op.regions:
-        for block in region.blocks:
-            for o in block.operations:
-                o = o.operation
-                out.append(o)
-                out.extend(_nested(o))
-    return out
-
-
 def _captured_scalars(op: ir.Operation) -> list[ir.Value]:
     """The values ``op``'s body reads from outside that ``scalar_chain`` traces to elements
     of 0-d tensors."""
-    found: list[ir.Value] = []
-    for o in _nested(op):
-        for v in o.operands:
-            p = producer(v)
-            if p is None or _inside(p, op) or v in found:
-                continue
-            if scalar_chain(v) is not None:
-                found.append(v)
-    return found
-
-
-def _inside(o: ir.Operation, op: ir.Operation) -> bool:
-    parent = o.parent
-    while parent is not None:
-        if parent == op:
-            return True
-        parent = parent.parent
-    return False
+    return [v for v in captured_values(ir, op) if scalar_chain(v) is not None]
 
 
 def _rebuild(op: ir.Operation, scalars: list[ir.Value]) -> None:
@@ -104,7 +77,9 @@ def _rebuild_at(op: ir.Operation, scalars: list[ir.Value]) -> None:
     types += [a.type for a in args[n_in:]]
     block = new.regions[0].blocks.append(*types)
     new_args = list(block.arguments)
-    mapping = dict(zip(args[:n_in], new_args[:n_in], strict=True))
+    # what the body reads from outside stays as it is, except the scalars computed here
+    mapping = {v: v for v in captured_values(ir, op) if v not in scalars}
+    mapping.update(zip(args[:n_in], new_args[:n_in], strict=True))
     mapping.update(zip(args[n_in:], new_args[n_in + len(sources) :], strict=True))
     for e in extracts:
         mapping[e.results[0]] = new_args[n_in + sources.index(e.operands[0])]
@@ -113,15 +88,7 @@ def _rebuild_at(op: ir.Operation, scalars: list[ir.Value]) -> None:
             if c is not None:
                 clone_scalar_chain([o for o in c[0] if o.results[0] not in mapping], mapping)
         for o in old_block.operations:
-            c = o.operation.clone()
-            for i, v in enumerate(o.operation.operands):
-                c.operands[i] = mapping.get(v, v)
-            for inner in _nested(c):
-                for i, v in enumerate(inner.operands):
-                    if v in mapping:
-                        inner.operands[i] = mapping[v]
-            for a, b in zip(o.operation.results, c.results, strict=True):
-                mapping[a] = b
+            clone_remapped(ir, o.operation, mapping)
     for old, res in zip(op.results, new.results, strict=True):
         old.replace_all_uses_with(res)
     op.erase()

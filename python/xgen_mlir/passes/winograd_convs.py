@@ -559,9 +559,7 @@ def _init(op: ir.Operation) -> ir.Value:
 def _library_integer(op: ir.Operation, ev: ConstEval) -> bool:
     """Whether integer contraction ``op`` is one xgen-byoc-offload gives a library (static
     int8 in, int32 out, constant int8 weights with zero point 0, a zero init)."""
-    nchw = _CONVS.get(op.name, False)  # the channel dim of the init: 1 (NCHW) or the last
-    dim = 1 if nchw else len(ir.RankedTensorType(op.results[0].type).shape) - 1
-    return not not_static_int8(op) and not isinstance(quantized_operands(op, ev, dim), str)
+    return not not_static_int8(op) and not isinstance(quantized_operands(op, ev), str)
 
 
 def _linear_layer(op: ir.Operation, ev: ConstEval) -> bool:

@@ -45,7 +45,7 @@ from .._mlir import ir
 from ..byoc import ONEDNN
 from ..compiler import CompileOptions, CompileReport, _import, _int8_source
 from ..compiler import compile as compile_model
-from ..fusion.tunable import _captured, clone_remapped
+from ..fusion.tunable import captured_values, clone_remapped
 from ..irutil import np_dtype
 from ..passes.byoc_offload import is_integer
 from ..passes.runner import run_steps
@@ -142,7 +142,7 @@ class _Slice:
         produced = {r for o in roots for r in o.results}
         for o in roots:
             self.keep.append(o)
-            for v in [*o.operands, *_captured(ir, o)]:
+            for v in [*o.operands, *captured_values(ir, o)]:
                 if v in produced:
                     continue
                 if self._constant(v):
@@ -160,7 +160,7 @@ class _Slice:
         o = _op(v)
         ok = o is not None and (
             o.name == "arith.constant"
-            or all(self._constant(x) for x in [*o.operands, *_captured(ir, o)])
+            or all(self._constant(x) for x in [*o.operands, *captured_values(ir, o)])
         )
         self.memo[v] = ok
         return ok
@@ -169,7 +169,7 @@ class _Slice:
         o = _op(v)
         if o in self.keep:
             return
-        for x in [*o.operands, *_captured(ir, o)]:
+        for x in [*o.operands, *captured_values(ir, o)]:
             self._take(x)
         self.keep.append(o)
 
