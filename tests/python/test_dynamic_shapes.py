@@ -21,6 +21,7 @@ import xgen_mlir
 from xgen_mlir.errors import (
     BackendCompileError,
     FallbackWarning,
+    FrontendError,
     InputMismatchError,
     ModuleCallError,
     XGenError,
@@ -209,6 +210,47 @@ def test_onnx_symbolic_batch_is_kept():
     _check_onnx(m, data)
 
 
+@pytest.mark.parametrize("unknown", ["dim_param", "minus_one"])
+def test_onnx_symbolic_dims_take_the_example_sizes(unknown):
+    """With example inputs an ONNX model compiles static, as a torch export does: its symbolic
+    batch takes the example's size (dynamic H/W detectors failed in IREE, or ran 8x slower).
+    Paddle's exporter writes an unknown dim as -1."""
+    import onnx
+
+    data, _ = _onnx_mlp(symbolic=True)
+    proto = onnx.load_from_string(data)
+    if unknown == "minus_one":
+        dim = proto.graph.input[0].type.tensor_type.shape.dim[0]
+        dim.Clear()
+        dim.dim_value = -1
+    x = np.random.default_rng(0).standard_normal((3, 64)).astype(np.float32)
+    m = _compile_quiet(proto, (x,))
+    assert m.signature.inputs[0].shape == (3, 64)
+    import onnxruntime as ort
+
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    check_close(m(x), want, atol=1e-5, rtol=1e-4, what="batch 3")
+    with pytest.raises(InputMismatchError):
+        m(np.zeros((2, 64), np.float32))
+
+
+@pytest.mark.parametrize(
+    "shape, message",
+    [
+        ((1, 32), r"input 'x' dim 1 is 64 in the model; its example has 32"),
+        ((1, 64, 1), r"input 'x' has 2 dims; its example has shape \(1, 64, 1\)"),
+    ],
+)
+def test_onnx_example_that_contradicts_the_model(shape, message):
+    import onnx
+
+    data, _ = _onnx_mlp(symbolic=False)
+    with pytest.raises(FrontendError, match=message):
+        xgen_mlir.compile(onnx.load_from_string(data), (np.zeros(shape, np.float32),))
+    with pytest.raises(FrontendError, match=r"2 example input\(s\) for a graph with 1 input"):
+        xgen_mlir.compile(onnx.load_from_string(data), (np.zeros((1, 64), np.float32),) * 2)
+
+
 def test_onnx_static_batch_made_dynamic_with_bounds(tmp_path):
     data, _ = _onnx_mlp(symbolic=False)
     path = tmp_path / "mlp.onnx"
@@ -221,6 +263,20 @@ def test_onnx_static_batch_made_dynamic_with_bounds(tmp_path):
     _check_onnx(m, _onnx_mlp(symbolic=True)[0])  # ONNX Runtime needs the symbolic dim
     with pytest.raises(ModuleCallError, match="1..8"):
         m(np.zeros((9, 64), np.float32))
+
+
+def test_cli_input_shape_makes_an_onnx_model_static(tmp_path, capsys):
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(_onnx_mlp(symbolic=True)[0])
+    out = tmp_path / "mlp.vmfb"
+    assert xgen_compile.main([str(path), "-o", str(out), "--input-shape", "3x64"]) == 0
+    assert xgen_mlir.load(out).signature.inputs[0].shape == (3, 64)
+    for bad, message in [
+        (["--input-shape", "3by64"], "expected sizes joined by 'x'"),
+        (["--input-shape", "3x64", "--input-shape", "3x64"], "has 1 input"),
+    ]:
+        assert xgen_compile.main([str(path), "-o", str(out), *bad]) == 1
+        assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("bad", ["0", "0:x", "0:0:5:2", "1:-1", "0:0:1"])

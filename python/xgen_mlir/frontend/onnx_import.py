@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,12 +85,15 @@ def import_onnx(
     entry_name: str = "main",
     context: ir.Context | None = None,
     dynamic_dims: dict[int, dict[int, str]] | None = None,
+    input_shapes: Sequence[Sequence[int]] | None = None,
 ) -> tuple[ir.Module, OnnxSignature]:
     """Import an ONNX model as a linalg-on-tensors module with public entry ``entry_name``.
 
     The graph's symbolic dims (``dim_param``, or no value) stay dynamic (``?``) in the
-    module. ``dynamic_dims`` ({input index: {dim: name}}, inputs counted without the
-    initializers) makes more dims symbolic first (``onnx_dynamic_dims``).
+    module, unless ``input_shapes`` (one shape per graph input, initializers excluded: the
+    example inputs' shapes) gives them sizes: then the module is static, as a torch export
+    from examples is, and every shape the graph computes from them folds. ``dynamic_dims``
+    ({input index: {dim: name}}) makes more dims symbolic first (``onnx_dynamic_dims``).
 
     Raises FrontendError for missing/unreadable/invalid models and UnsupportedOpsError listing
     every op (ONNX op type, node name) that torch-mlir cannot convert or lower.
@@ -103,6 +107,8 @@ def import_onnx(
     rewrite_quantized_contrib_ops(proto)  # ONNX Runtime's com.microsoft quantized ops
     if dynamic_dims:
         _make_symbolic(proto, dynamic_dims, label)
+    if input_shapes is not None:
+        _make_static(proto, input_shapes, label)
     nodes: dict[str, str] = {}  # node name -> "domain.OpType"
     _name_nodes(proto.graph, nodes)
     try:
@@ -237,6 +243,46 @@ def _make_symbolic(proto: onnx.ModelProto, dims: dict[int, dict[int, str]], labe
     for out in g.output:
         if out.type.HasField("tensor_type"):
             out.type.tensor_type.ClearField("shape")
+
+
+def _make_static(proto: onnx.ModelProto, shapes: Sequence[Sequence[int]], label: str) -> None:
+    """Give the graph inputs' symbolic dims the sizes of ``shapes``; a static dim that
+    disagrees, or a wrong number of shapes, is an error naming the input and dim."""
+    g = proto.graph
+    inits = {t.name for t in g.initializer}
+    inputs = [v for v in g.input if v.name not in inits]
+    if len(shapes) != len(inputs):
+        names = ", ".join(f"'{v.name}'" for v in inputs)
+        raise FrontendError(
+            f"{label}: {len(shapes)} example input(s) for a graph with {len(inputs)} "
+            f"input(s) ({names})"
+        )
+    changed = False
+    for v, shape in zip(inputs, shapes, strict=True):
+        if not v.type.HasField("tensor_type"):
+            continue
+        dims = v.type.tensor_type.shape.dim
+        if len(dims) != len(shape):
+            raise FrontendError(
+                f"{label}: input '{v.name}' has {len(dims)} dims; its example has shape "
+                f"{tuple(shape)}"
+            )
+        for d, (dim, size) in enumerate(zip(dims, shape, strict=True)):
+            if dim.HasField("dim_value") and dim.dim_value > 0:  # -1: dynamic (Paddle's export)
+                if dim.dim_value != size:
+                    raise FrontendError(
+                        f"{label}: input '{v.name}' dim {d} is {dim.dim_value} in the model; "
+                        f"its example has {size}"
+                    )
+                continue
+            dim.Clear()
+            dim.dim_value = int(size)
+            changed = True
+    if changed:  # symbolic shapes recorded inside: shape inference gives them again
+        del g.value_info[:]
+        for out in g.output:
+            if out.type.HasField("tensor_type"):
+                out.type.tensor_type.ClearField("shape")
 
 
 def _opset(proto: onnx.ModelProto) -> int:

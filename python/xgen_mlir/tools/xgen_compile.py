@@ -101,6 +101,16 @@ def _parser() -> argparse.ArgumentParser:
         "batch of 1 to 64. The model's own symbolic dims stay dynamic without it. A .pt2 "
         "carries its dims from torch.export(dynamic_shapes=...)",
     )
+    p.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        dest="input_shapes",
+        metavar="D0xD1x...",
+        help="ONNX models: the shape of each graph input (once per input, in order), e.g. "
+        "1x3x640x640: the model's symbolic dims take these sizes and the module is static, "
+        "as with compile(example_inputs=...); without it they stay dynamic",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -117,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         _check_outputs(out, args.bundle)
         options = _parse_options(args.target_options)
         dynamic = _parse_dynamic_dims(args.dynamic_dims)
+        examples = _shaped_examples(src, args.input_shapes)
         module = xgen_compile(
             src,
+            examples,
             target=args.target,
             entry=args.entry,
             dump_ir=args.dump_ir,
@@ -170,6 +182,44 @@ def _check_outputs(out: Path, bundle: str | None) -> None:
         raise XGenError(f"-o {out}: is a directory; give the path of the .vmfb file to write")
     if bundle is not None and Path(bundle).exists() and not Path(bundle).is_dir():
         raise XGenError(f"--bundle {bundle}: exists and is not a directory")
+
+
+def _shaped_examples(src: Path, shapes: list[str]) -> tuple[object, ...] | None:
+    """``--input-shape``: one seeded random array per ONNX graph input, of its element type."""
+    if not shapes:
+        return None
+    if src.suffix != ".onnx":
+        raise XGenError(f"--input-shape applies to .onnx models; {src} has its shapes")
+    import numpy as np
+    import onnx
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    try:
+        graph = onnx.load(str(src), load_external_data=False).graph
+    except Exception as e:
+        raise XGenError(f"{src}: cannot read it as an ONNX model: {e}") from None
+    inits = {t.name for t in graph.initializer}
+    inputs = [v for v in graph.input if v.name not in inits]
+    if len(shapes) != len(inputs):
+        raise XGenError(
+            f"--input-shape given {len(shapes)} time(s); {src} has {len(inputs)} input(s) "
+            f"({', '.join(v.name for v in inputs)}): give one shape per input, in order"
+        )
+    rng = np.random.default_rng(0)
+    out = []
+    for text, v in zip(shapes, inputs, strict=True):
+        try:
+            shape = tuple(int(d) for d in text.lower().split("x"))
+            if any(d < 0 for d in shape):
+                raise ValueError
+        except ValueError:
+            raise XGenError(
+                f"--input-shape {text!r}: expected sizes joined by 'x', e.g. 1x3x224x224"
+            ) from None
+        dtype = np.dtype(tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type))
+        a = rng.standard_normal(shape) if dtype.kind == "f" else np.zeros(shape)
+        out.append(a.astype(dtype))
+    return tuple(out)
 
 
 def _calibration(path: str | None) -> list[tuple[object, ...]] | None:
