@@ -182,6 +182,8 @@ def test_algebraic_simplify_unsafe_rules_only_on_request():
         ("cpu", "xgen-scale-to-weights"),
         ("cpu", "xgen-fuse-gather-views"),
         ("cpu", "xgen-split-reductions"),
+        ("cpu", "xgen-transposed-convs"),
+        ("arm64", "xgen-transposed-convs"),
     ],
 )
 def test_rewrites_are_in_the_pipelines(target, step):

@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     scale_to_weights,
     set_entry_point,
     split_reductions,
+    transposed_convs,
     unroll_depthwise_taps,
     verify_iree_input,
     verify_sparse,

@@ -5,7 +5,9 @@ torch-mlir does not fold the arithmetic it emits on parameters: an eval-mode bat
 layer's weight as ``linalg.transpose`` of a constant. Passes that fold such values into other
 constants (batch-norm folding, sibling-matmul merging) ask ``ConstEval.value(v)`` for the
 array behind ``v``; it evaluates ``arith.constant``, reshapes, transposes, broadcasts and
-elementwise generics whose inputs are all constant, with numpy in the op's own element type.
+elementwise generics whose inputs are all constant, with numpy in the op's own element type,
+including gathers whose body computes indices (``linalg.index`` and integer arithmetic) and
+reads a constant with ``tensor.extract`` (torch-mlir's flip of a transposed conv's filter).
 Anything else (or an elementwise body with an op it does not know) is "not constant": the
 caller must then leave the IR alone. ``cf.assert`` in a body is checked, never ignored.
 """
@@ -40,6 +42,11 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "math.rsqrt": lambda x: (1 / np.sqrt(x)).astype(x.dtype),
     "math.exp": np.exp,
     "math.absf": np.abs,
+}
+_INDEX: dict[str, Callable[[Any, Any], Any]] = {  # index arithmetic of a gather's body
+    "arith.addi": np.add,
+    "arith.subi": np.subtract,
+    "arith.muli": np.multiply,
 }
 _ORDERED: dict[int, Callable[[Any, Any], Any]] = {
     1: np.equal,
@@ -162,12 +169,38 @@ class ConstEval:
             if inner.name == "linalg.yield":
                 out = np.asarray(env_get(env, inner.operands[0], self))
                 return np.broadcast_to(out, loops).astype(np_dtype(out_ty.element_type))
+            if inner.name == "linalg.index":  # the loop's index, laid out along its loop
+                d = ir.IntegerAttr(inner.attributes["dim"]).value
+                shape = [n if i == d else 1 for i, n in enumerate(loops)]
+                env[inner.results[0]] = np.arange(loops[d], dtype=np.int64).reshape(shape)
+                continue
+            if inner.name == "tensor.extract":
+                env[inner.results[0]] = self._gather(inner, env)
+                continue
             self._step(inner, env)
         raise NotConstant
 
+    def _gather(self, inner: ir.Operation, env: dict[ir.Value, np.ndarray]) -> np.ndarray:
+        """``tensor.extract`` of a constant at computed indices; an index out of bounds (the
+        program's behaviour would be undefined) is not folded."""
+        if inner.operands[0] in env:
+            raise NotConstant
+        src = self._eval(inner.operands[0])
+        idx = [np.asarray(env_get(env, v, self)).astype(np.int64) for v in inner.operands[1:]]
+        for i, n in zip(idx, src.shape, strict=True):
+            if i.size and (i.min() < 0 or i.max() >= n):
+                raise NotConstant
+        return src[tuple(np.broadcast_arrays(*idx))] if idx else src[()]
+
     def _step(self, inner: ir.Operation, env: dict[ir.Value, np.ndarray]) -> None:
         name = inner.name
+        if name == "arith.constant" and isinstance(inner.results[0].type, ir.IndexType):
+            env[inner.results[0]] = env_get(env, inner.results[0], self)
+            return
         vals = [env_get(env, v, self) for v in inner.operands]
+        if name in _INDEX and isinstance(inner.results[0].type, ir.IndexType):
+            env[inner.results[0]] = _INDEX[name](vals[0], vals[1])
+            return
         if name in _BINARY:
             res = _BINARY[name](vals[0], vals[1])
         elif name in _UNARY:
@@ -196,6 +229,11 @@ def env_get(env: dict[ir.Value, np.ndarray], value: ir.Value, ev: ConstEval) -> 
     """A body value: computed in the body, or a scalar constant captured from outside."""
     if value in env:
         return env[value]
+    if isinstance(value.type, ir.IndexType):  # an index constant: numpy has no index dtype
+        op = producer(value)
+        if op is None or op.name != "arith.constant":
+            raise NotConstant
+        return np.array(ir.IntegerAttr(op.attributes["value"]).value, np.int64)
     return ev._eval_scalar(value)
 
 
