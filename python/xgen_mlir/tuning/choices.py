@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from .._mlir import ir
+from ..analysis.flops import op_flops
 from ..byoc import ONEDNN
 from ..compiler import CompileOptions, CompileReport, _import, _int8_source
 from ..compiler import compile as compile_model
@@ -84,6 +85,7 @@ class ConvChoice:
     signature: str
     description: str
     count: int  # ops of the model with this signature
+    flops: int = 0  # of one such op (the order of measurement: count x flops, largest first)
     measured: list[Record] = field(default_factory=list)  # this host's records, all variants
     algorithm: str = "direct"  # "direct" or "winograd F(4x4)" ...
     why: str = ""
@@ -377,7 +379,8 @@ def measure_choices(
     """Measure, on this host, each conv of ``model`` the Winograd pass could rewrite, direct
     against Winograd, and store the records in ``db`` (default: the tuning database).
     Signatures this host already measured are not measured again (``remeasure``: they are).
-    ``max_convs``: at most that many new signatures, the ones with the most convs first;
+    ``max_convs``: at most that many new signatures, those with the most FLOPs in the model
+    (count x FLOPs of one) first;
     ``deadline`` (``time.perf_counter()``): none started after it. Timing blocks last 50 ms
     (``min_block_s``), so a preempted call on a loaded machine is averaged out. Returns
     every signature with its records and the decision ``winograd=tuned`` takes."""
@@ -393,9 +396,14 @@ def measure_choices(
     with TuningDB(db_path) as tdb:
         tdb.add_host(host)
         known = tdb.choices(host)
-    out = [ConvChoice(sig, cs[0].description, len(cs)) for sig, cs in by_sig.items()]
+    out = [
+        ConvChoice(sig, cs[0].description, len(cs), op_flops(cs[0].op))
+        for sig, cs in by_sig.items()
+    ]
     todo = [c for c in out if remeasure or c.signature not in known]
-    todo.sort(key=lambda c: -c.count)
+    # the convs that cost the model most first: a budget that ends early has measured those
+    # (by count alone, a detector's two small 1x1 convs went before its 224-MFLOP 3x3 one)
+    todo.sort(key=lambda c: -c.count * max(c.flops, 1))
     if max_convs is not None:
         todo = todo[:max_convs]
     order = _order(module) if todo else {}

@@ -245,6 +245,7 @@ def tune(
     use_cost_model: bool = True,
     seed: int = 0,
     model_check_share: float = 0.5,
+    choices_share: float = 0.25,
     max_model_checks: int | None = None,
     model_timer: ModelTimer | None = None,
     **compile_options: Any,
@@ -261,6 +262,9 @@ def tune(
     compiles) decides, op signature by signature, which confirmed configs make the model
     faster (``check_in_model``; ``model_timer`` replaces its timing, for tests);
     ``measure_model=False`` skips that, and only configs accepted in an earlier run apply.
+    The last ``choices_share`` of the budget is kept for the algorithm choices (Winograd,
+    oneDNN per conv and Linear layer, largest first): on a conv net they are most of the gain,
+    and before, the contraction search and its checks left them no time.
     Returns the per-op results and verdicts, the model's time before and after, and the
     tuned module."""
     t_start = time.perf_counter()
@@ -290,8 +294,10 @@ def tune(
     if use_cost_model:
         cost.fit(tdb.records())
     budget_s = budget_minutes * 60.0
-    # the search leaves the end of the budget to the checks in the model
-    search_s = budget_s * (1.0 - model_check_share) if measure_model else budget_s
+    # the search leaves the end of the budget to the checks in the model, then the choices
+    kept_s = budget_s * (choices_share if not foreign else 0.0)
+    checks_end_s = budget_s - kept_s
+    search_s = checks_end_s * (1.0 - model_check_share) if measure_model else checks_end_s
     trials = 0
     timeline: list[tuple[float, int, float]] = []
     bar = _bar(progress, max_trials, len(ops)) if max_trials != 0 else None
@@ -351,7 +357,7 @@ def tune(
             ops,
             untuned_module,
             threads=settings.threads,
-            deadline=t_start + budget_s,
+            deadline=t_start + checks_end_s,
             compile_s=compile_s,
             max_checks=max_model_checks,
             timer=model_timer,
