@@ -27,8 +27,9 @@ def _tconv(k: int, s: int, p: int = 0, out_pad: int = 0, bias: bool = True) -> t
     [
         (2, 2, 0, 0, True),  # DBNet / U-Net upsampling: a 1x1 conv and a depth-to-space
         (6, 3, 0, 0, True),  # 2x2 taps per phase
-        (4, 2, 1, 0, False),  # phases read different input rows
-        (3, 2, 1, 1, False),  # output_padding
+        (4, 2, 1, 0, True),  # phases read different input rows: one conv per phase
+        (3, 2, 1, 1, True),  # phases of 2 and 1 taps, output_padding 1: one conv per phase
+        (3, 2, 1, 0, False),  # an odd output size: the phases would differ in size
     ],
 )
 def test_transposed_conv_matches_pytorch(k, s, p, out_pad, fires):

@@ -10,23 +10,21 @@ in two 2x2 stride-2 ConvTransposes: 35 of its 87 ms of dispatches on the 2-core 
 
 The rewrite: output row ``y = s*u + a`` (phase ``a``) is reached only by the filter taps
 ``ky`` with ``(a + ky - p) % s == 0`` (``p``: where the insert starts), each reading input row
-``u + (a + ky - p) / s``. Where every phase has the same number of taps and they read the same
-input rows (``r0, r0+1, ...``; true whenever the kernel size is a multiple of the stride
-with the usual padding, e.g. a 2x2 stride-2 ConvTranspose), all phases are one conv over the
-real input (shifted by ``r0``: a zero pad or a slice) with ``s*s*F`` output channels, the
-phases' taps as filters; ``tensor.expand_shape`` + a transpose + ``collapse_shape``
+``u + (a + ky - p) / s``. Each phase is therefore a small conv over the real input (shifted:
+a zero pad or a slice) with its own taps. Where every phase has the same number of taps
+reading the same input rows (a 2x2 stride-2 ConvTranspose, any kernel equal to its stride),
+all phases are one conv with ``s*s*F`` filters; otherwise (a 4x4 stride-2 pad-1 one) one conv
+per phase, concatenated. ``tensor.expand_shape`` + a transpose + ``collapse_shape``
 interleave the phases into ``[N, F, s*OHp, s*OWp]``. For a 2x2 stride-2 ConvTranspose that is
 a 1x1 conv (a GEMM) and a depth-to-space shuffle.
 
 Exactness: each input value is multiplied by exactly the weights it met before (the taps of
-its phase), and the inserted zeros times finite weights added nothing; only the order of the
-sum changes. It does not fire (counted in the report, with the reason) when phases need
-different taps or input rows (a 4x4 stride-2 pad-1 ConvTranspose, say: the phases'
-union kernel would multiply inputs by zero weights, and 0 * Inf is NaN where the transposed
-conv gives Inf), when the output size is not a multiple of the stride (output_padding), the
-zero tensor is not all zeros, the insert is partial or strided along batch/channels, the
-filter is not a finite constant, the conv has its own stride or dilation, or shapes are
-dynamic.
+its phase; no zero weight is added), and the inserted zeros times finite weights added
+nothing; only the order of the sum changes. It does not fire (counted in the report, with the
+reason) when the output size is not a multiple of the stride (output_padding) or a phase has
+no tap, the zero tensor is not all zeros, the insert is partial or strided along
+batch/channels, the filter is not a finite constant, the conv has its own stride or
+dilation, or shapes are dynamic.
 """
 
 from __future__ import annotations
@@ -59,28 +57,31 @@ class TransposedConvsOptions:
 
 @dataclass(frozen=True)
 class Phases:
-    """One spatial dim: stride, the taps of each phase (same count), and the first input row
-    they read (``r0``; tap j reads ``u + r0 + j``)."""
+    """One spatial dim: stride, the taps of each phase, and the first input row each phase
+    reads (``r0[a]``; tap j of phase a reads ``u + r0[a] + j``)."""
 
     stride: int
     taps: list[list[int]]
-    r0: int
+    r0: list[int]
+
+    @property
+    def uniform(self) -> bool:
+        """Every phase has as many taps, reading the same rows: one conv serves them all."""
+        return len({(len(t), r) for t, r in zip(self.taps, self.r0, strict=True)}) == 1
 
 
 def _phases(size_out: int, kernel: int, stride: int, start: int) -> Phases | str:
     """The phase split of one dim, or why there is none."""
     if size_out % stride:
         return f"output size {size_out} not a multiple of the stride {stride}"
-    taps, firsts = [], set()
+    taps, r0 = [], []
     for a in range(stride):
         t = [k for k in range(kernel) if (a + k - start) % stride == 0]
         if not t:
             return f"phase {a} has no tap"
         taps.append(t)
-        firsts.add((len(t), (a + t[0] - start) // stride))
-    if len(firsts) != 1:
-        return "phases read different input rows or tap counts"
-    return Phases(stride, taps, firsts.pop()[1])
+        r0.append((a + t[0] - start) // stride)
+    return Phases(stride, taps, r0)
 
 
 def _zero_fill(value: ir.Value) -> bool:
@@ -182,23 +183,36 @@ def rewrite_one(op: ir.Operation, ev: ConstEval) -> tuple[bool, str | None]:
     if init is None:
         return False, "left: the conv's init is not a per-channel constant"
     sh, sw = ph.stride, pw.stride
-    # W2[(a, b, f), c, jy, jx] = W[f, c, taps_h[a][jy], taps_w[b][jx]]
-    w2 = np.stack(
-        [w[:, :, ty][:, :, :, tx] for ty in ph.taps for tx in pw.taps]
-    )  # [sh*sw, F, C, th, tw]
-    th, tw = len(ph.taps[0]), len(pw.taps[0])
     c = x_shape[1]
-    w2 = np.ascontiguousarray(w2.reshape(sh * sw * f, c, th, tw)).astype(w.dtype)
     ohp, owp = oh // sh, ow // sw
     elem = ir.RankedTensorType(out.type).element_type
+    # one conv per phase group: all phases at once where they share taps and rows, else one
+    # per phase (its own taps over its own window), concatenated in (a, b, f) order
+    groups = (
+        [(list(range(sh)), list(range(sw)))]
+        if ph.uniform and pw.uniform
+        else [([a], [b]) for a in range(sh) for b in range(sw)]
+    )
     with ir.InsertionPoint(op), op.location:
-        xin = _window(x, 2, ph.r0, ohp + th - 1)
-        xin = _window(xin, 3, pw.r0, owp + tw - 1)
-        zinit = channel_init(
-            np.tile(init.astype(w.dtype), sh * sw), [n, sh * sw * f, ohp, owp], 1, elem
-        )
-        filt = constant_op(w2, "xgen_tconv_filter").result
-        z = linalg.conv_2d_nchw_fchw(xin, filt, outs=[zinit], strides=[1, 1], dilations=[1, 1])
+        parts = []
+        for rows, cols in groups:
+            filt = np.stack([w[:, :, ph.taps[a]][:, :, :, pw.taps[b]] for a in rows for b in cols])
+            th, tw = filt.shape[3], filt.shape[4]
+            filt = np.ascontiguousarray(filt.reshape(-1, c, th, tw)).astype(w.dtype)
+            xin = _window(x, 2, ph.r0[rows[0]], ohp + th - 1)
+            xin = _window(xin, 3, pw.r0[cols[0]], owp + tw - 1)
+            n_out = filt.shape[0]
+            zinit = channel_init(
+                np.tile(init.astype(w.dtype), n_out // f), [n, n_out, ohp, owp], 1, elem
+            )
+            cst = constant_op(filt, "xgen_tconv_filter").result
+            parts.append(
+                linalg.conv_2d_nchw_fchw(xin, cst, outs=[zinit], strides=[1, 1], dilations=[1, 1])
+            )
+        z = parts[0]
+        if len(parts) > 1:
+            z_ty = ir.RankedTensorType.get([n, sh * sw * f, ohp, owp], elem)
+            z = tensor.ConcatOp(z_ty, 1, parts).result
         six = [n, sh, sw, f, ohp, owp]
         z = tensor.ExpandShapeOp(
             ir.RankedTensorType.get(six, elem), z, [[0], [1, 2, 3], [4], [5]], [], six
@@ -210,10 +224,9 @@ def rewrite_one(op: ir.Operation, ev: ConstEval) -> tuple[bool, str | None]:
     out.replace_all_uses_with(y)
     op.erase()
     erase_dead_tree([ins.results[0]])
-    return True, (
-        f"{sh}x{sw}-strided {kh}x{kw} transposed conv {c}->{f} as {sh * sw} phases of "
-        f"{th}x{tw} taps"
-    )
+    taps = "x".join(str(len(t)) for t in (ph.taps[0], pw.taps[0]))
+    how = f"one conv of {taps} taps" if len(groups) == 1 else f"{len(groups)} convs"
+    return True, f"{sh}x{sw}-strided {kh}x{kw} transposed conv {c}->{f}: {sh * sw} phases, {how}"
 
 
 def transposed_convs(

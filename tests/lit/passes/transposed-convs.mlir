@@ -42,20 +42,25 @@ func.func @k2s2(%x: tensor<1x2x3x3xf32>) -> tensor<1x3x6x6xf32> {
 
 // -----
 
-// Must not fire: a 4x4 stride-2 pad-1 ConvTranspose (phase 0 reads input rows u-1, u; phase 1
-// rows u, u+1: one conv for both would multiply inputs by zero weights).
+// A 4x4 stride-2 pad-1 ConvTranspose: phase 0 reads input rows u-1, u; phase 1 rows u, u+1
+// (one conv for both would multiply inputs by zero weights): one 2x2-tap conv per phase, each
+// over its own window of the input (a zero pad), concatenated, then interleaved.
 // CHECK-LABEL: func.func @k4s2p1
-// CHECK: tensor.insert_slice
-// CHECK: linalg.conv_2d_nchw_fchw {{.*}} tensor<1x2x9x9xf32>, tensor<3x2x4x4xf32>
-func.func @k4s2p1(%x: tensor<1x2x3x3xf32>, %f: tensor<3x2x4x4xf32>) -> tensor<1x3x6x6xf32> {
+// CHECK-COUNT-4: linalg.conv_2d_nchw_fchw {{.*}} tensor<1x2x4x4xf32>, tensor<3x2x2x2xf32>) outs(%{{.*}} : tensor<1x3x3x3xf32>)
+// CHECK: tensor.concat dim(1) {{.*}} -> tensor<1x12x3x3xf32>
+// CHECK: tensor.expand_shape
+// CHECK: linalg.transpose
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x3x6x6xf32>
+// CHECK-NOT: tensor.insert_slice
+func.func @k4s2p1(%x: tensor<1x2x3x3xf32>) -> tensor<1x3x6x6xf32> {
   %zero = arith.constant 0.0 : f32
-  %dv = arith.constant 0.0 : f32
+  %w = arith.constant dense<1.5> : tensor<3x2x4x4xf32>
   %ze = tensor.empty() : tensor<1x2x9x9xf32>
-  %z = linalg.fill ins(%dv : f32) outs(%ze : tensor<1x2x9x9xf32>) -> tensor<1x2x9x9xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%ze : tensor<1x2x9x9xf32>) -> tensor<1x2x9x9xf32>
   %ins = tensor.insert_slice %x into %z[0, 0, 2, 2] [1, 2, 3, 3] [1, 1, 2, 2] : tensor<1x2x3x3xf32> into tensor<1x2x9x9xf32>
   %oe = tensor.empty() : tensor<1x3x6x6xf32>
   %o = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x3x6x6xf32>) -> tensor<1x3x6x6xf32>
-  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%ins, %f : tensor<1x2x9x9xf32>, tensor<3x2x4x4xf32>) outs(%o : tensor<1x3x6x6xf32>) -> tensor<1x3x6x6xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%ins, %w : tensor<1x2x9x9xf32>, tensor<3x2x4x4xf32>) outs(%o : tensor<1x3x6x6xf32>) -> tensor<1x3x6x6xf32>
   return %c : tensor<1x3x6x6xf32>
 }
 
