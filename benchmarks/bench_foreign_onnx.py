@@ -219,10 +219,10 @@ def bench_one(name: str, args: argparse.Namespace, db: Path | None) -> dict[str,
         return (lambda: m(x)), info
 
     def iree():
-        from xgen_mlir.frontend.onnx_import import import_onnx
+        from xgen_mlir.frontend import import_model
         from xgen_mlir.passes.runner import snapshot
 
-        module = import_onnx(str(path), input_shapes=[x.shape])[0]
+        module = import_model(str(path), (x,))
         m, dropped = iree_plain_with_fallbacks(snapshot(module), IREE_BEST)
         return (lambda: m(x)), {"flags_dropped": dropped}
 

@@ -425,13 +425,6 @@ def _import(
 
             prog = load_pt2(model, opts.trust_pickle)
             return import_model(prog), dynamic_dim_bounds(prog)
-        if _is_onnx(model) and example_inputs is not None:  # static, as an export is
-            import numpy as np
-
-            from .frontend.onnx_import import import_onnx
-
-            shapes = [tuple(int(d) for d in np.shape(x)) for x in example_inputs]
-            return import_onnx(model, input_shapes=shapes)[0], {}
         module = import_model(model, example_inputs, trust_pickle=opts.trust_pickle)
         if _is_exported(model):
             from .frontend.torch_import import dynamic_dim_bounds

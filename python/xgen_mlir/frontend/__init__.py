@@ -23,10 +23,20 @@ SUFFIXES = {
 }
 
 
+def _shapes(example_inputs: Sequence[Any] | None) -> list[tuple[int, ...]] | None:
+    if example_inputs is None:
+        return None
+    import numpy as np
+
+    return [tuple(int(d) for d in np.shape(x)) for x in example_inputs]
+
+
 def import_model(
     model: Any, example_inputs: Sequence[Any] | None = None, *, trust_pickle: bool = False
 ) -> ir.Module:
     """Return a linalg-on-tensors module for ``model`` (see module docstring for the kinds).
+    An ONNX model's symbolic dims take the sizes of ``example_inputs`` when given (a static
+    module, as a torch export from examples is); without them they stay dynamic.
     ``trust_pickle``: load a ``.pt2`` file without first checking that it runs no code of its
     own (``torch_import.load_pt2``)."""
     if isinstance(model, ir.Module):
@@ -40,7 +50,7 @@ def import_model(
         if path.suffix == ".onnx":
             from .onnx_import import import_onnx
 
-            return import_onnx(path)[0]
+            return import_onnx(path, input_shapes=_shapes(example_inputs))[0]
         if path.suffix in (".mlir", ".mlirbc"):
             from .mlir_import import import_mlir_file
 
@@ -55,7 +65,7 @@ def import_model(
         if isinstance(model, onnx.ModelProto):
             from .onnx_import import import_onnx
 
-            return import_onnx(model)[0]
+            return import_onnx(model, input_shapes=_shapes(example_inputs))[0]
     except ImportError:
         pass
     import torch

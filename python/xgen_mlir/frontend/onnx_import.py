@@ -223,8 +223,7 @@ def onnx_dynamic_dims(
 def _make_symbolic(proto: onnx.ModelProto, dims: dict[int, dict[int, str]], label: str) -> None:
     """Give the named dims of the graph's inputs a ``dim_param`` (dynamic)."""
     g = proto.graph
-    inits = {t.name for t in g.initializer}
-    inputs = [v for v in g.input if v.name not in inits]
+    inputs = _graph_inputs(g)
     for i, by_dim in dims.items():
         if not 0 <= i < len(inputs):
             raise FrontendError(f"{label}: dynamic_shapes names input {i}; it has {len(inputs)}")
@@ -249,8 +248,7 @@ def _make_static(proto: onnx.ModelProto, shapes: Sequence[Sequence[int]], label:
     """Give the graph inputs' symbolic dims the sizes of ``shapes``; a static dim that
     disagrees, or a wrong number of shapes, is an error naming the input and dim."""
     g = proto.graph
-    inits = {t.name for t in g.initializer}
-    inputs = [v for v in g.input if v.name not in inits]
+    inputs = _graph_inputs(g)
     if len(shapes) != len(inputs):
         names = ", ".join(f"'{v.name}'" for v in inputs)
         raise FrontendError(
@@ -317,10 +315,25 @@ def _set_entry(module: ir.Module, graph_name: str, entry_name: str) -> None:
     raise FrontendError(f"torch-mlir's ONNX importer produced no function '{graph_name}'")
 
 
+def _graph_inputs(g: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
+    """The graph's inputs without the initializer-backed ones (as the importer counts them)."""
+    inits = {t.name for t in g.initializer}
+    return [v for v in g.input if v.name not in inits]
+
+
+def onnx_inputs(path: str | os.PathLike[str]) -> tuple[TensorSpec, ...]:
+    """The inputs of an ONNX file as the entry takes them (name, shape with None for a
+    symbolic dim, dtype), read without its weights."""
+    try:
+        graph = onnx.load(str(path), load_external_data=False).graph
+    except Exception as e:
+        raise FrontendError(f"{path}: cannot read it as an ONNX model: {_short(str(e))}") from None
+    return tuple(_spec(v) for v in _graph_inputs(graph))
+
+
 def _signature(proto: onnx.ModelProto) -> OnnxSignature:
     g = proto.graph
-    inits = {t.name for t in g.initializer}
-    ins = tuple(_spec(v) for v in g.input if v.name not in inits)
+    ins = tuple(_spec(v) for v in _graph_inputs(g))
     return OnnxSignature(ins, tuple(_spec(v) for v in g.output), g.name, _opset(proto))
 
 

@@ -195,7 +195,7 @@ class ConstEval:
     def _step(self, inner: ir.Operation, env: dict[ir.Value, np.ndarray]) -> None:
         name = inner.name
         if name == "arith.constant" and isinstance(inner.results[0].type, ir.IndexType):
-            env[inner.results[0]] = env_get(env, inner.results[0], self)
+            env[inner.results[0]] = _index_constant(inner)
             return
         vals = [env_get(env, v, self) for v in inner.operands]
         if name in _INDEX and isinstance(inner.results[0].type, ir.IndexType):
@@ -229,12 +229,17 @@ def env_get(env: dict[ir.Value, np.ndarray], value: ir.Value, ev: ConstEval) -> 
     """A body value: computed in the body, or a scalar constant captured from outside."""
     if value in env:
         return env[value]
-    if isinstance(value.type, ir.IndexType):  # an index constant: numpy has no index dtype
+    if isinstance(value.type, ir.IndexType):
         op = producer(value)
         if op is None or op.name != "arith.constant":
             raise NotConstant
-        return np.array(ir.IntegerAttr(op.attributes["value"]).value, np.int64)
+        return _index_constant(op)
     return ev._eval_scalar(value)
+
+
+def _index_constant(op: ir.Operation) -> np.ndarray:
+    """An ``arith.constant`` of index type as int64 (numpy has no index dtype)."""
+    return np.array(ir.IntegerAttr(op.attributes["value"]).value, np.int64)
 
 
 def _dynamic(ty: ir.Type) -> bool:

@@ -283,19 +283,27 @@ def transpose(source: ir.Value, perm: Sequence[int]) -> ir.Value:
     return op.results[0]
 
 
-def pad_high(x: ir.Value, extra: Sequence[int]) -> ir.Value:
-    """``x`` (NHWC) with ``extra[0]`` zero rows and ``extra[1]`` zero columns after H and W."""
-    if not any(extra):
+def zero_pad(x: ir.Value, low: Sequence[int], high: Sequence[int]) -> ir.Value:
+    """``x`` padded with zeros: ``low[d]`` before and ``high[d]`` after each dim (static
+    amounts; a dynamic dim must get none and stays dynamic)."""
+    if not any(low) and not any(high):
         return x
     src = ir.RankedTensorType(x.type)
-    n, h, w, c = src.shape  # n may be dynamic (the pad's result type keeps it '?')
-    ty = ir.RankedTensorType.get([n, h + extra[0], w + extra[1], c], src.element_type)
+    shape = [
+        s if is_dynamic(s) else s + lo + hi for s, lo, hi in zip(src.shape, low, high, strict=True)
+    ]
+    ty = ir.RankedTensorType.get(shape, src.element_type)
     zero = arith.ConstantOp(src.element_type, ir.FloatAttr.get(src.element_type, 0.0)).result
-    pad = tensor.PadOp(ty, x, [], [], [0, 0, 0, 0], [0, extra[0], extra[1], 0])
-    block = pad.regions[0].blocks.append(*([ir.IndexType.get()] * 4))
+    pad = tensor.PadOp(ty, x, [], [], list(low), list(high))
+    block = pad.regions[0].blocks.append(*([ir.IndexType.get()] * len(shape)))
     with ir.InsertionPoint(block):
         tensor.YieldOp(zero)
     return pad.result
+
+
+def pad_high(x: ir.Value, extra: Sequence[int]) -> ir.Value:
+    """``x`` (NHWC) with ``extra[0]`` zero rows and ``extra[1]`` zero columns after H and W."""
+    return zero_pad(x, [0, 0, 0, 0], [0, extra[0], extra[1], 0])
 
 
 def scalar_chain(v: ir.Value) -> tuple[list[ir.Operation], list[ir.Operation]] | None:

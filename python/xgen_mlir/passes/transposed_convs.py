@@ -35,17 +35,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._mlir import arith, ir, linalg, tensor
+from .._mlir import ir, linalg, tensor
 from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
 from .consteval import WEIGHT_ELEMENTS, ConstEval
 from .generic_util import (
     channel_init,
     erase_dead_tree,
+    has_dynamic_shape,
+    is_zero_constant,
     num_uses,
     producer,
     tensor_shape,
     transpose,
+    zero_pad,
 )
 from .registry import register_pass
 
@@ -87,23 +90,17 @@ def _phases(size_out: int, kernel: int, stride: int, start: int) -> Phases | str
 def _zero_fill(value: ir.Value) -> bool:
     """Whether ``value`` is a tensor of zeros (``linalg.fill`` of 0.0 or a zero splat)."""
     op = producer(value)
-    if op is None:
+    if op is not None and op.name == "linalg.fill":
+        return is_zero_constant(op.operands[0])
+    if op is None or op.name != "arith.constant":
         return False
-    if op.name == "linalg.fill":
-        c = producer(op.operands[0])
-        if c is None or c.name != "arith.constant":
-            return False
-        attr = c.attributes["value"]
-        return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0
-    if op.name == "arith.constant":
-        attr = op.attributes["value"]
-        return (
-            isinstance(attr, ir.DenseElementsAttr)
-            and attr.is_splat
-            and isinstance(attr.get_splat_value(), ir.FloatAttr)
-            and ir.FloatAttr(attr.get_splat_value()).value == 0.0
-        )
-    return False
+    attr = op.attributes["value"]
+    return (
+        isinstance(attr, ir.DenseElementsAttr)
+        and attr.is_splat
+        and isinstance(attr.get_splat_value(), ir.FloatAttr)
+        and ir.FloatAttr(attr.get_splat_value()).value == 0.0
+    )
 
 
 def _static(attr_name: str, op: ir.Operation) -> list[int]:
@@ -123,16 +120,9 @@ def _window(x: ir.Value, dim: int, start: int, length: int) -> ir.Value:
         sliced = ir.RankedTensorType.get(sizes, ty.element_type)
         x = tensor.ExtractSliceOp(sliced, x, [], [], [], offsets, sizes, [1] * len(shape)).result
         shape = sizes
-    if lo or hi:
-        low, high = [0] * len(shape), [0] * len(shape)
-        low[dim], high[dim] = lo, hi
-        shape[dim] += lo + hi
-        pad = tensor.PadOp(ir.RankedTensorType.get(shape, ty.element_type), x, [], [], low, high)
-        block = pad.regions[0].blocks.append(*([ir.IndexType.get()] * len(shape)))
-        with ir.InsertionPoint(block):
-            zero = arith.ConstantOp(ty.element_type, ir.FloatAttr.get(ty.element_type, 0.0))
-            tensor.YieldOp(zero.result)
-        x = pad.result
+    low, high = [0] * len(shape), [0] * len(shape)
+    low[dim], high[dim] = lo, hi
+    x = zero_pad(x, low, high)
     return x
 
 
@@ -146,13 +136,11 @@ def rewrite_one(op: ir.Operation, ev: ConstEval) -> tuple[bool, str | None]:
     if len(strides) != 4 or max(strides[2:]) < 2:
         return False, None
     x, dest, out = ins.operands[0], ins.operands[1], op.results[0]
+    if has_dynamic_shape(x, dest, op.operands[1], out):
+        return False, "left: dynamic shapes"
     x_shape, z_shape, w_shape = tensor_shape(x), tensor_shape(dest), tensor_shape(op.operands[1])
     o_shape = tensor_shape(out)
-    if None in (x_shape, z_shape, w_shape, o_shape) or any(
-        d < 0 for s in (x_shape, z_shape, w_shape, o_shape) for d in s or []
-    ):
-        return False, "left: dynamic shapes"
-    assert x_shape and z_shape and w_shape and o_shape
+    assert x_shape and z_shape and w_shape and o_shape  # ranked and static (checked above)
     for attr, what in (("strides", "its own stride"), ("dilations", "a dilation")):
         if attr in op.attributes and list(ir.DenseIntElementsAttr(op.attributes[attr])) != [1, 1]:
             return False, f"left: the conv has {what}"

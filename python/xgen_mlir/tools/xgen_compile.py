@@ -191,15 +191,10 @@ def _shaped_examples(src: Path, shapes: list[str]) -> tuple[object, ...] | None:
     if src.suffix != ".onnx":
         raise XGenError(f"--input-shape applies to .onnx models; {src} has its shapes")
     import numpy as np
-    import onnx
-    from onnx.helper import tensor_dtype_to_np_dtype
 
-    try:
-        graph = onnx.load(str(src), load_external_data=False).graph
-    except Exception as e:
-        raise XGenError(f"{src}: cannot read it as an ONNX model: {e}") from None
-    inits = {t.name for t in graph.initializer}
-    inputs = [v for v in graph.input if v.name not in inits]
+    from ..frontend.onnx_import import onnx_inputs
+
+    inputs = onnx_inputs(src)
     if len(shapes) != len(inputs):
         raise XGenError(
             f"--input-shape given {len(shapes)} time(s); {src} has {len(inputs)} input(s) "
@@ -216,9 +211,8 @@ def _shaped_examples(src: Path, shapes: list[str]) -> tuple[object, ...] | None:
             raise XGenError(
                 f"--input-shape {text!r}: expected sizes joined by 'x', e.g. 1x3x224x224"
             ) from None
-        dtype = np.dtype(tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type))
-        a = rng.standard_normal(shape) if dtype.kind == "f" else np.zeros(shape)
-        out.append(a.astype(dtype))
+        a = rng.standard_normal(shape) if v.dtype.kind == "f" else np.zeros(shape)
+        out.append(a.astype(v.dtype))
     return tuple(out)
 
 

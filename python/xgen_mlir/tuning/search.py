@@ -264,7 +264,7 @@ def tune(
     ``measure_model=False`` skips that, and only configs accepted in an earlier run apply.
     The last ``choices_share`` of the budget is kept for the algorithm choices (Winograd,
     oneDNN per conv and Linear layer, largest first): on a conv net they are most of the gain,
-    and before, the contraction search and its checks left them no time.
+    and the contraction search and its checks would otherwise use up the budget.
     Returns the per-op results and verdicts, the model's time before and after, and the
     tuned module."""
     t_start = time.perf_counter()
