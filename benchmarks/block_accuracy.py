@@ -16,7 +16,10 @@ Judged on the held-out sentences, before fine-tuning (pruned only) and after:
 
 Columns and rows inside a block are ranked by ``--criterion``: "activation" (the default of
 ``compress.prune``: weight squared x input mean square, measured on the example input and
-``--calibration`` training sentences) and/or "weight" (weight energy alone).
+``--calibration`` training sentences) and/or "weight" (weight energy alone). ``--refit``:
+after ranking, the kept weights and biases are least-squares refitted layer after layer to
+reproduce the dense layers' outputs on the calibration sentences (``compress.prune``'s default
+when calibration is given) or kept as they were ("off").
 
 The block shapes: the cpu target's default (its register tile, 8 x 64 with AVX-512) and a
 finer one (8 x 16: the same kernel family, one vector of columns). ``--speed`` also times the
@@ -301,10 +304,17 @@ def main() -> None:
         help="how columns / rows are ranked inside a block (each one is a configuration)",
     )
     ap.add_argument(
+        "--refit",
+        nargs="+",
+        choices=["on", "off"],
+        default=["on"],
+        help="least-squares refit of the kept weights on the calibration sentences",
+    )
+    ap.add_argument(
         "--calibration",
         type=int,
-        default=64,
-        help="training sentences the activation criterion measures inputs on",
+        default=256,
+        help="training sentences the activation criterion and the refit measure inputs on",
     )
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--max-len", type=int, default=48, help="tokens per sentence at most")
@@ -353,20 +363,23 @@ def main() -> None:
     }
     calib = calibration_batches(train_tok, args.calibration, args.batch)
     rows = []
-    for criterion in args.criterion:
-        ccfg = {**cfg, "criterion": criterion}
-        if criterion == "activation":
+    methods = [(c, r == "on") for c in args.criterion for r in args.refit]
+    for criterion, refit in methods:
+        ccfg = {**cfg, "criterion": criterion, "refit": refit}
+        if criterion == "activation" or refit:
             ccfg["calibration_sentences"] = args.calibration
         for shape in args.shapes:
             for level in args.levels:
-                key = f"{shape[0]}x{shape[1]}_{level:g}x_{criterion}"
+                key = config_key(shape, level, criterion, refit)
                 done = args.cache / f"{key}.json"
                 if done.exists() and json.loads(done.read_text()).get("config") == ccfg:
                     rows.append(json.loads(done.read_text()))
                     print(f"{key}: cached")
                     continue
                 data_ = (train_tok, test_tok, want, task, calib)
-                rows.append(run_config(args, ccfg, dense, example, data_, shape, level, criterion))
+                rows.append(
+                    run_config(args, ccfg, dense, example, data_, shape, level, criterion, refit)
+                )
                 atomic_write_text(done, json.dumps(rows[-1]))
     speed = None
     if args.speed:
@@ -381,9 +394,18 @@ def calibration_batches(tokens: Tokens, count: int, batch: int) -> list:
     return [tokens.batch(pick[i : i + batch]) for i in range(0, len(pick), batch)]
 
 
-def run_config(args, cfg, dense, example, data, shape, level, criterion) -> dict:
+def config_key(shape, level, criterion, refit) -> str:
+    return f"{shape[0]}x{shape[1]}_{level:g}x_{criterion}" + ("_refit" if refit else "")
+
+
+def method(row: dict) -> str:
+    """How a row's model was pruned: the ranking criterion, and the refit if it had one."""
+    return row.get("criterion", "weight") + (" + refit" if row.get("refit") else "")
+
+
+def run_config(args, cfg, dense, example, data, shape, level, criterion, refit) -> dict:
     train_tok, test_tok, want, task, calib = data
-    key = f"{shape[0]}x{shape[1]}_{level:g}x_{criterion}"
+    key = config_key(shape, level, criterion, refit)
     t0 = time.time()
     student = compress.prune(
         dense,
@@ -393,7 +415,8 @@ def run_config(args, cfg, dense, example, data, shape, level, criterion) -> dict
         block_shape=shape,
         layers=in_encoder,
         criterion=criterion,
-        calibration=calib if criterion == "activation" else None,
+        calibration=calib if criterion == "activation" or refit else None,
+        refit=refit,
     ).to(args.device)
     teacher = copy.deepcopy(dense).to(args.device)
     desc = compress.describe(student)
@@ -403,6 +426,7 @@ def run_config(args, cfg, dense, example, data, shape, level, criterion) -> dict
         "block_shape": list(shape),
         "level": level,
         "criterion": criterion,
+        "refit": refit,
         "pruned_layers": len(desc.layers),
         "weights_fewer": desc.block_weights_before / max(desc.block_weights_after, 1),
         "before": {**cosine_stats(before, want), "topic_accuracy": task.accuracy(before)},
@@ -443,7 +467,7 @@ def run_config(args, cfg, dense, example, data, shape, level, criterion) -> dict
 
 def report(args, rows, dense_acc, task, n_train, n_test, speed, seconds) -> None:
     print(
-        "\n| criterion | block | level | weights fewer | cosine before (p5) | cosine after (p5) "
+        "\n| method | block | level | weights fewer | cosine before (p5) | cosine after (p5) "
         f"| topic acc. before | after (dense {100 * dense_acc:.1f}) |"
     )
     print("|---|---|---|---|---|---|---|---|")
@@ -452,7 +476,7 @@ def report(args, rows, dense_acc, task, n_train, n_test, speed, seconds) -> None
         after = f"{a['cosine_mean']:.4f} ({a['cosine_p5']:.4f})" if a else "-"
         acc = f"{100 * a['topic_accuracy']:.1f}" if a else "-"
         print(
-            f"| {r.get('criterion', 'weight')} | {r['block_shape'][0]}x{r['block_shape'][1]} "
+            f"| {method(r)} | {r['block_shape'][0]}x{r['block_shape'][1]} "
             f"| {r['level']:g}x | {r['weights_fewer']:.2f}x "
             f"| {b['cosine_mean']:.4f} ({b['cosine_p5']:.4f}) | {after} "
             f"| {100 * b['topic_accuracy']:.1f} | {acc} |"
@@ -486,17 +510,13 @@ def plot(rows, dense_acc, speed, path: Path) -> None:
     panels = 3 if speed else 2
     fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4))
     groups = sorted(
-        {(r.get("criterion", "weight"), tuple(r["block_shape"])) for r in rows},
+        {(method(r), tuple(r["block_shape"])) for r in rows},
         key=lambda g: (g[0], -g[1][1]),
     )
     timed: set = set()
     for i, (criterion, shape) in enumerate(groups):
         sel = sorted(
-            (
-                r
-                for r in rows
-                if tuple(r["block_shape"]) == shape and r.get("criterion", "weight") == criterion
-            ),
+            (r for r in rows if tuple(r["block_shape"]) == shape and method(r) == criterion),
             key=lambda r: r["level"],
         )
         xs = [r["weights_fewer"] for r in sel]

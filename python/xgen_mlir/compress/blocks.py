@@ -67,7 +67,7 @@ BLOCK_BUFFERS = ("xgen_block_shape", "xgen_block_rows", "xgen_block_cols")
 HOST_TARGETS = ("cpu",)
 
 #: How columns and rows are ranked inside a block (see the module docstring).
-CRITERIA = ("activation", "weight")
+CRITERIA = ("activation", "weight", "reconstruction")
 
 LayerFilter = Iterable[str] | Callable[[str, nn.Module], bool] | None
 _CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
@@ -409,6 +409,40 @@ def _project(module: nn.Module) -> None:
     w.masked_fill_(mask & (w == 0), TINY)
 
 
+def _refit(
+    dense: nn.Module,
+    pruned: nn.Module,
+    chosen: dict[str, nn.Module],
+    samples: list[object],
+    damp: float,
+    verbose: bool,
+    choose: Callable[[str, nn.Module, torch.Tensor], None] | None = None,
+) -> None:
+    import warnings
+
+    from .refit import refit_layers
+
+    report = refit_layers(
+        dense, pruned, chosen, samples, damp=damp, project=_project, choose=choose
+    )
+    skipped = {n: r["skipped"] for n, r in report.items() if "skipped" in r}
+    if skipped:
+        warnings.warn(
+            f"block pruning: {len(skipped)} of {len(chosen)} layer(s) keep their ranked "
+            f"weights, not refitted: "
+            + "; ".join(f"{n}: {why}" for n, why in skipped.items())
+            + " (give more calibration= samples)",
+            stacklevel=3,
+        )
+    if verbose:
+        for n, r in report.items():
+            if "skipped" not in r:
+                print(
+                    f"refit {n}: output error {r['error_before']:.4f} -> {r['error_after']:.4f} "
+                    f"({r['positions']} positions)"
+                )
+
+
 def prune_blocks(
     model: nn.Module,
     example_inputs: tuple,
@@ -423,6 +457,8 @@ def prune_blocks(
     vector_bits: int | None = None,
     criterion: str = "activation",
     calibration: Iterable[object] | None = None,
+    refit: bool | None = None,
+    damp: float = 0.01,
     verbose: bool = False,
 ) -> nn.Module:
     """Block-prune a deep copy of ``model`` (``compress.prune(..., scheme="block")``).
@@ -433,10 +469,20 @@ def prune_blocks(
     ``block_shape``: (rows, cols) for all layers or ``{glob: shape}`` (default: the
     target's register tile, :func:`default_block_shape`); ``row_share``: the part of each
     block's reduction (in log scale) taken by removing rows, the rest by columns.
-    ``criterion``: "activation" (default) ranks columns and rows by their weights' squares
+    ``criterion``: "reconstruction" chooses each layer's columns and rows at its refit, on
+    the inputs the already-pruned layers before it give: a weight's square times its column's
+    ``1 / [H^-1]_jj`` (:func:`.refit.column_saliency_scale`: what removing it costs once the
+    others are refitted, so a column the others predict is cheap); it implies ``refit``.
+    "activation" (default) ranks columns and rows by their weights' squares
     times their inputs' mean squares (:func:`input_mean_squares`, over ``example_inputs`` and
     every sample of ``calibration``: tuples of inputs, dicts or tensors); "weight" by the
-    weights' squares alone (``calibration`` is then an error: it would be ignored).
+    weights' squares alone.
+    ``refit``: after the structure is chosen, least-squares-refit each layer's kept weights
+    and bias, layer after layer, so the pruned model reproduces the dense layers' outputs on
+    ``example_inputs`` and ``calibration`` (:mod:`.refit`; ``damp``: its ridge, a fraction of
+    the inputs' mean square). Default: on when ``calibration`` is given. A layer whose
+    calibration holds no more input positions than its GEMM columns keeps its ranked weights,
+    with a warning.
     Candidates: Linear and groups=1 Conv1d/2d/3d layers at least one block big.
     """
     if not 0.0 <= row_share <= 1.0:
@@ -444,10 +490,21 @@ def prune_blocks(
     if criterion not in CRITERIA:
         raise XGenError(
             f"criterion={criterion!r}: use 'activation' (weights x input RMS, measured on the "
-            "example and calibration inputs) or 'weight' (weight magnitude alone)"
+            "example and calibration inputs), 'weight' (weight magnitude alone) or "
+            "'reconstruction' (what removing a column costs once the rest is refitted)"
         )
-    if calibration is not None and criterion != "activation":
-        raise XGenError(f"calibration= is used by criterion='activation' only, not {criterion!r}")
+    if criterion == "reconstruction" and refit is False:
+        raise XGenError("criterion='reconstruction' ranks by the refit: it needs refit=True")
+    if refit is None:
+        refit = calibration is not None or criterion == "reconstruction"
+    if calibration is not None and criterion != "activation" and not refit:
+        raise XGenError(
+            f"calibration= is used by criterion='activation' and refit=True, not by "
+            f"criterion={criterion!r} with refit=False"
+        )
+    if damp < 0:
+        raise XGenError(f"damp={damp} must be >= 0")
+    calibration = list(calibration or ())
     default = default_block_shape(target, vector_bits) if block_shape is None else None
     pruned = copy.deepcopy(model).eval()
     from .structure import detach
@@ -482,14 +539,34 @@ def prune_blocks(
         if min(shape_of(name)) < 1:
             raise XGenError(f"{name}: block_shape {shape_of(name)} must be positive")
     input_ms: dict[str, torch.Tensor] = {}
+    samples = [example_inputs, *calibration]
     if criterion == "activation":
-        samples = [example_inputs, *(calibration or ())]
         input_ms = input_mean_squares(pruned, chosen, samples)
     for name, m in chosen.items():
         w, shape = gemm_view(_weight(m)), shape_of(name)
         rows, cols = block_structure(w, shape, rates[name], row_share, input_ms.get(name))
         attach_blocks(m, shape, rows, cols)
         _project(m)
+    choose = None
+    if criterion == "reconstruction":
+        dense_mods = dict(model.named_modules())
+
+        @torch.no_grad()
+        def choose(name: str, m: nn.Module, scale: torch.Tensor) -> None:
+            # the layer's structure from its dense weights and what its columns cost now
+            d = dense_mods[name]
+            _weight(m).copy_(_weight(d))
+            if m.bias is not None:
+                cast(torch.Tensor, m.bias).copy_(cast(torch.Tensor, d.bias))
+            shape = shape_of(name)
+            rows, cols = block_structure(
+                gemm_view(_weight(m)), shape, rates[name], row_share, scale
+            )
+            attach_blocks(m, shape, rows, cols)
+            _project(m)
+
+    if refit:
+        _refit(model, pruned, chosen, samples, damp, verbose, choose)
     from .structure import check_structure
 
     check_structure(pruned)

@@ -107,6 +107,7 @@ def prune(
     row_share: float = 0.5,
     criterion: str | None = None,
     calibration: Iterable | None = None,
+    refit: bool | None = None,
 ) -> nn.Module:
     """Pattern- and connectivity-prune a deep copy of ``model`` for ``target``.
 
@@ -127,7 +128,8 @@ def prune(
     instead (:func:`.blocks.prune_blocks`, which takes ``rate``, ``block_shape``,
     ``row_share``, ``allocation`` ("uniform" by default there), ``layers``, ``exclude``,
     ``criterion`` ("activation" by default: weights x input RMS on ``example_inputs`` and
-    ``calibration``; or "weight") and ``calibration``).
+    ``calibration``; or "weight"), ``calibration`` and ``refit`` (least-squares refit of the
+    kept weights on the calibration inputs; on by default when ``calibration`` is given).
     """
     if scheme == "block":
         pattern_args = {
@@ -155,12 +157,13 @@ def prune(
             exclude=exclude,
             criterion=criterion or "activation",
             calibration=calibration,
+            refit=refit,
             verbose=verbose,
         )
     if scheme != "pattern":
         raise XGenError(f"scheme={scheme!r}: use 'pattern' or 'block'")
-    if criterion is not None or calibration is not None:
-        raise XGenError("criterion= and calibration= belong to scheme='block'")
+    if criterion is not None or calibration is not None or refit is not None:
+        raise XGenError("criterion=, calibration= and refit= belong to scheme='block'")
     allocation = allocation or "erk"
     if target not in TARGET_GROUP_SIZE:
         raise XGenError(f"unknown target {target!r}; known: {sorted(TARGET_GROUP_SIZE)}")
