@@ -30,3 +30,11 @@ if shutil.which("g++") is None or not os.path.exists("/usr/include/oneapi/dnnl/d
     lit_config.fatal("xgen-byoc-offload needs g++ and oneDNN: apt-get install g++ libdnnl-dev")
 if shutil.which("xgen-opt") is None:
     lit_config.fatal("xgen-opt not on PATH: run `make lit` (it installs the package)")
+
+# bf16 primitives exist only on CPUs oneDNN builds them for (AVX-512 with BF16, AMX); on the
+# others (an AVX2-only host) the offload must keep those ops with IREE. The plugin itself is
+# asked, as the pass asks it; bf16 RUN lines check the answer this host should give.
+from xgen_mlir.byoc.onednn import ONEDNN  # noqa: E402
+
+if ONEDNN.can_build("xgen_dnnl_matmul_bf16_none_b_4_2_3"):
+    config.available_features.add("onednn-bf16")

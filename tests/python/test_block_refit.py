@@ -183,3 +183,33 @@ def test_layers_reading_one_input_share_a_pass_and_reused_layers_do_not_stop_it(
     m = Attn()
     groups = refit_groups(m, dict(m.named_children()), (torch.randn(2, 8),))
     assert groups == [(["q", "k", "v"], True), (["o"], True), (["twice"], False)]
+
+
+def test_reconstruction_criterion_drops_a_column_the_others_predict():
+    # inputs 0 and 1 are the same loud feature: the activation criterion keeps both (each is
+    # loud); the reconstruction criterion sees that either one predicts the other, keeps
+    # one and spends the freed column on a quiet input the others cannot replace
+    torch.manual_seed(0)
+    layer = nn.Linear(16, 8).eval()
+
+    def inputs(n: int, seed: int) -> torch.Tensor:
+        x = torch.randn(n, 16, generator=torch.Generator().manual_seed(seed))
+        x[:, 0] *= 5.0
+        x[:, 1] = x[:, 0]
+        return x
+
+    calib, held = [(inputs(512, s),) for s in range(3)], inputs(1024, 50)
+    kw = dict(scheme="block", rate=2.0, block_shape=(8, 16), row_share=0.0, calibration=calib)
+    act = compress.prune(layer, calib[0], criterion="activation", **kw)
+    rec = compress.prune(layer, calib[0], criterion="reconstruction", **kw)
+    compress.check_structure(rec)
+    assert bool(act.xgen_block_cols[0, 0, :2].all())
+    assert int(rec.xgen_block_cols[0, 0, :2].sum()) == 1
+    assert _err(rec, layer, held) < _err(act, layer, held)
+
+
+def test_reconstruction_criterion_needs_the_refit():
+    with pytest.raises(XGenError, match="criterion='reconstruction'.*refit=True"):
+        compress.prune(
+            _mlp(), (torch.randn(8, 64),), scheme="block", criterion="reconstruction", refit=False
+        )

@@ -549,18 +549,20 @@ def prune_blocks(
         _project(m)
     choose = None
     if criterion == "reconstruction":
+        from .refit import obs_block_structure
+
         dense_mods = dict(model.named_modules())
 
         @torch.no_grad()
-        def choose(name: str, m: nn.Module, scale: torch.Tensor) -> None:
+        def choose(name: str, m: nn.Module, precision: torch.Tensor) -> None:
             # the layer's structure from its dense weights and what its columns cost now
             d = dense_mods[name]
             _weight(m).copy_(_weight(d))
             if m.bias is not None:
                 cast(torch.Tensor, m.bias).copy_(cast(torch.Tensor, d.bias))
             shape = shape_of(name)
-            rows, cols = block_structure(
-                gemm_view(_weight(m)), shape, rates[name], row_share, scale
+            rows, cols = obs_block_structure(
+                gemm_view(_weight(m)), shape, rates[name], row_share, precision
             )
             attach_blocks(m, shape, rows, cols)
             _project(m)

@@ -37,7 +37,14 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-__all__ = ["column_saliency_scale", "execution_order", "im2col", "refit_groups", "refit_layers"]
+__all__ = [
+    "execution_order",
+    "im2col",
+    "input_precision",
+    "obs_block_structure",
+    "refit_groups",
+    "refit_layers",
+]
 
 _CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
 
@@ -283,19 +290,81 @@ def _output_error(
     return float(err / ref) if float(ref) > 0 else 0.0
 
 
-def column_saliency_scale(h: torch.Tensor, k: int, count: int, damp: float) -> torch.Tensor:
-    """[K]: ``1 / [H^-1]_jj`` per GEMM column over the calibration positions (H the inputs'
-    second moment, damped as the refit is). Removing weight ``w_j`` of an output and refitting
-    the others raises its squared error by ``w_j^2 / [H^-1]_jj`` (OBS): a column whose input
-    the other inputs predict well costs little, however loud it is. For uncorrelated inputs
-    this is the inputs' mean square, the activation criterion's scale."""
+def input_precision(h: torch.Tensor, k: int, count: int, damp: float) -> torch.Tensor:
+    """[K, K]: the inverse of the layer inputs' second moment per position, damped as the
+    refit is, with the mean taken out when the layer has a bias (the bias refits the mean).
+    Removing column j of an output and refitting the rest costs ``w_j^2 / P_jj`` (OBS)."""
     hf = h[:k, :k]
-    if h.shape[0] > k:  # the bias column: work with centred inputs' covariance-like moment
-        mean = h[:k, k] / count
-        hf = hf - count * torch.outer(mean, mean)
+    if h.shape[0] > k:  # the bias column: the Schur complement, i.e. centred inputs
+        hf = hf - torch.outer(h[:k, k], h[:k, k]) / count
     lam = damp * float(torch.diagonal(hf).mean()) if k else 0.0
-    inv = torch.linalg.inv(hf + max(lam, 1e-12) * torch.eye(k, dtype=hf.dtype))
-    return 1.0 / torch.diagonal(inv).clamp_min(1e-300) / count
+    return torch.linalg.inv((hf + max(lam, 1e-12) * torch.eye(k, dtype=hf.dtype)) / count)
+
+
+def obs_block_structure(
+    w: torch.Tensor,
+    shape: tuple[int, int],
+    rate: float,
+    row_share: float,
+    precision: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Kept rows and columns of every block of GEMM matrix ``w`` [N, K] for a ``rate``x
+    reduction, chosen by what they cost the layer's output once the rest is refitted (the
+    Optimal Brain Surgeon, greedy): in each block, the column whose removal costs least
+    (``sum over the block's rows of w^2 / P_cc``, ``precision`` P = H^-1) goes first, the
+    block's other weights and P are updated as if refitted, and again until the block keeps
+    its count; then the rows whose remaining weights cost least to remove (``w_S^T (P_SS)^-1
+    w_S``) go. Unlike a per-column score, this sees that of two inputs that predict each
+    other only one may go. Counts as :func:`.blocks.kept_counts` gives them."""
+    from .blocks import _edge_valid, _grid, _keep_top, _to_blocks, kept_counts
+
+    br, bc = shape
+    n, k = w.shape
+    nbr, nbc = _grid(n, k, br, bc)
+    wb = _to_blocks(w.detach().double().cpu(), br, bc)  # [NBR, NBC, br, bc]
+    vr, vc = _edge_valid(n, k, br, bc)
+    p_full = precision.double().cpu()
+    rows_out = torch.zeros(nbr, nbc, br, dtype=torch.bool)
+    cols_out = torch.zeros(nbr, nbc, bc, dtype=torch.bool)
+    eye = torch.eye(bc, dtype=torch.float64)
+    for j in range(nbc):
+        idx = torch.arange(j * bc, min((j + 1) * bc, k))
+        m = eye.clone()
+        m[: len(idx), : len(idx)] = p_full[idx][:, idx]
+        m = m.expand(nbr, bc, bc).clone()
+        wj = wb[:, j].clone()  # [NBR, br, bc]
+        alive = vc[:, j].clone()  # [NBR, bc]
+        counts = [
+            kept_counts(int(vr[i, j].sum()), int(vc[i, j].sum()), rate, row_share)
+            for i in range(nbr)
+        ]
+        kr = torch.tensor([c[0] for c in counts])
+        kc = torch.tensor([c[1] for c in counts])
+        ar = torch.arange(nbr)
+        while True:
+            active = alive.sum(-1) > kc
+            if not bool(active.any()):
+                break
+            d = torch.diagonal(m, dim1=-2, dim2=-1)
+            score = (wj**2).sum(1) / d
+            score = score.masked_fill(~alive, math.inf)
+            c = score.argmin(-1)  # [NBR]
+            mc = m[ar, :, c]  # [NBR, bc]: column c of P (= row c, symmetric)
+            dc = m[ar, c, c][:, None]
+            wc = wj[ar, :, c]  # [NBR, br]
+            upd = active[:, None, None]
+            wj = torch.where(upd, wj - (wc / dc)[:, :, None] * mc[:, None, :], wj)
+            m = torch.where(upd, m - mc[:, :, None] * mc[:, None, :] / dc[:, :, None], m)
+            alive[ar[active], c[active]] = False
+        cols_out[:, j] = alive
+        # rows: the cost of removing each row's remaining weights in this block
+        keep = alive[:, None, :] & alive[:, :, None]
+        sub = torch.where(keep, m, eye.expand_as(m))
+        wk = wj * alive[:, None, :]
+        cost = (wk @ torch.linalg.inv(sub) * wk).sum(-1)  # [NBR, br]
+        cost = cost.masked_fill(~vr[:, j], -math.inf)
+        rows_out[:, j] = _keep_top(cost, kr) & vr[:, j]
+    return rows_out, cols_out
 
 
 def refit_layers(
@@ -310,11 +379,10 @@ def refit_layers(
 ) -> dict[str, dict]:
     """Refit every layer of ``layers`` (modules of ``pruned``, already structured) in the
     order ``pruned`` runs them; ``dense`` is the unpruned model with the same module names.
-    ``project`` re-applies a layer's mask after its refit. ``choose(name, module, scale)``,
-    when given, (re)chooses a layer's structure just before its refit, from the dense weights
-    and ``scale`` [K]: each GEMM column's reconstruction weight on the inputs the layer now
-    sees (:func:`column_saliency_scale`). Returns {name: {"positions",
-    "error_before", "error_after"} or {"skipped": why}}."""
+    ``project`` re-applies a layer's mask after its refit. ``choose(name, module,
+    precision)``, when given, (re)chooses a layer's structure just before its refit, from the
+    dense weights and :func:`input_precision` of the inputs the layer now sees. Returns
+    {name: {"positions", "error_before", "error_after"} or {"skipped": why}}."""
     from .blocks import block_mask, gemm_view
 
     samples = list(samples)
@@ -343,7 +411,7 @@ def refit_layers(
                     }
                     continue
                 if choose is not None:
-                    choose(name, m, column_saliency_scale(h, k, count, damp))
+                    choose(name, m, input_precision(h, k, count, damp))
                 before, after = _solve(m, dense_mods[name], block_mask(m), (h, g, d), damp)
                 project(m)
                 report[name] = {"positions": count, "error_before": before, "error_after": after}
