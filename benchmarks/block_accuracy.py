@@ -16,7 +16,9 @@ Judged on the held-out sentences, before fine-tuning (pruned only) and after:
 
 Columns and rows inside a block are ranked by ``--criterion``: "activation" (the default of
 ``compress.prune``: weight squared x input mean square, measured on the example input and
-``--calibration`` training sentences) and/or "weight" (weight energy alone). ``--refit``:
+``--calibration`` training sentences), "weight" (weight energy alone) and/or
+"reconstruction" (each layer's structure chosen at its refit by what removing a column or row
+costs once the rest is refitted: greedy Optimal Brain Surgeon). ``--refit``:
 after ranking, the kept weights and biases are least-squares refitted layer after layer to
 reproduce the dense layers' outputs on the calibration sentences (``compress.prune``'s default
 when calibration is given) or kept as they were ("off").
@@ -363,7 +365,12 @@ def main() -> None:
     }
     calib = calibration_batches(train_tok, args.calibration, args.batch)
     rows = []
-    methods = [(c, r == "on") for c in args.criterion for r in args.refit]
+    methods = [
+        (c, r == "on")
+        for c in args.criterion
+        for r in args.refit
+        if not (c == "reconstruction" and r == "off")  # it ranks by the refit
+    ]
     for criterion, refit in methods:
         ccfg = {**cfg, "criterion": criterion, "refit": refit}
         if criterion == "activation" or refit:
