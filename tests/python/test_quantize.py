@@ -13,10 +13,9 @@ from collections import Counter
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 import torch
-from conftest import check_close
+from conftest import check_close, int8_exact_in_ort, int8_reference
 from onnx import helper, numpy_helper
 
 import xgen_mlir
@@ -34,9 +33,11 @@ def _calibration(n: int = 8, shape: tuple[int, ...] = (1, 3, 32, 32)) -> list[to
 
 
 def _ort(proto: onnx.ModelProto, *arrays: np.ndarray) -> np.ndarray:
-    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
-    return np.asarray(sess.run(None, dict(zip(names, arrays, strict=True)))[0])
+    """ONNX Runtime's output, or the exact ONNX semantics where its int8 kernels saturate
+    (a CPU without VNNI: ``conftest.int8_reference``)."""
+    weights = {t.name for t in proto.graph.initializer}
+    names = [i.name for i in proto.graph.input if i.name not in weights]
+    return int8_reference(proto, dict(zip(names, arrays, strict=True)))
 
 
 def _output_step(proto: onnx.ModelProto) -> float:
@@ -342,7 +343,10 @@ def test_depthwise_per_channel_runs_on_exact_integers_in_f32() -> None:
     assert text.count("linalg.conv_2d_nchw_fchw_q") == 1
     assert "depthwise_conv_2d_nhwc_hwc_q" not in text
     got, want = np.asarray(xgen_mlir.compile(quantized)(x.numpy())), _ort(quantized, x.numpy())
-    check_close(got, want, atol=_output_step(quantized) * 1.001, rtol=0, what="depthwise")
+    # ONNX's reference evaluator (a CPU without VNNI) runs the QDQ convs in float: a last-bit
+    # difference at the inner requantize moves a value one step, which can reach two outputs
+    steps = 1.001 if int8_exact_in_ort() else 2.001
+    check_close(got, want, atol=_output_step(quantized) * steps, rtol=0, what="depthwise")
 
 
 def test_cli_int8(tmp_path, capsys) -> None:

@@ -18,7 +18,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
-from conftest import check_close
+from conftest import check_close, int8_reference
 from onnx import helper, numpy_helper
 from onnxruntime.quantization import (
     CalibrationDataReader,
@@ -132,9 +132,8 @@ def _output_step(model: onnx.ModelProto) -> float:
 
 
 def _run_both(path: Path | onnx.ModelProto, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    data = path.SerializeToString() if isinstance(path, onnx.ModelProto) else str(path)
-    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
-    want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    proto = path if isinstance(path, onnx.ModelProto) else onnx.load(str(path))
+    want = int8_reference(proto, {proto.graph.input[0].name: x})
     got = np.asarray(xgen_mlir.compile(path)(x))
     return got, want
 
