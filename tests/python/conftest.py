@@ -63,9 +63,18 @@ EXACT_INT8_CPU = ("avx512_vnni", "avx_vnni", "amx_int8")
 
 
 def int8_exact_in_ort() -> bool:
+    """VNNI here: ONNX Runtime's and oneDNN's int8 GEMMs are exact (xgen_mlir offloads s8
+    primitives to oneDNN only then)."""
     from xgen_mlir.target import cpu_flags
 
     return bool(set(EXACT_INT8_CPU) & cpu_flags())
+
+
+def assert_int8_kept(offload: dict) -> None:
+    """On a CPU without VNNI no integer op goes to oneDNN (its s8 sums saturate there)."""
+    assert offload and all(k.endswith("kept: onednn has no primitive for it") for k in offload), (
+        offload
+    )
 
 
 def _ms_ops():
