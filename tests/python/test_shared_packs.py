@@ -99,3 +99,30 @@ def test_rejected_shared_packs_fall_back_to_separate_dispatches(model_and_input,
     assert compiled.report.fallback_used is None and compiled.report.fusion_note == ""
     with torch.no_grad():
         check_close(compiled(x), model(x), atol=1e-4, rtol=1e-4, what="fallback")
+
+
+def test_only_the_guilty_optional_step_stays_dropped(tmp_path, monkeypatch):
+    """IREE rejects the module while step B runs: the latest optional steps are dropped in
+    turn (C, then B, which makes it compile), then C, dropped before the culprit, is tried
+    again and kept (a pad fused into a depthwise conv that IREE's AVX2 codegen rejected used
+    to cost MobileNetV2 the merge and tuning steps too)."""
+    from xgen_mlir.backend import dispatch_stage as ds
+    from xgen_mlir.pipelines import Step
+
+    steps = [Step(p, "why", at="global-optimization", optional=True) for p in ("A", "B", "C")]
+    tried: list[set] = []
+
+    def attempt(first, target, flags, work, stages, dropped, *rest):
+        tried.append(set(dropped))
+        if "B" not in dropped:
+            raise ds.DispatchStageError("IREE from global-optimization failed:", "after-steps")
+        return ds.StagedCompile(vmfb=b"", plans=[], seconds={})
+
+    monkeypatch.setattr(ds, "_run", lambda *a, **k: None)
+    monkeypatch.setattr(ds, "_attempt", attempt)
+    with pytest.warns(FallbackWarning, match="'B' dropped"):
+        staged = ds.compile_with_dispatch_steps(
+            tmp_path / "in.mlir", ["llvm-cpu"], [], tmp_path, [("global-optimization", steps)]
+        )
+    assert staged.dropped == {"B": "IREE from global-optimization failed:"}
+    assert tried == [set(), {"C"}, {"C", "B"}, {"B"}]

@@ -8,8 +8,9 @@ dispatch passes alike), and IREE resumes from it (``--compile-from``). The passe
 
 A step marked ``optional`` is an optimization IREE may reject: when IREE fails after the
 steps, the latest optional step is dropped and the compile retried from the first stop (its
-IR is kept), until none is left. A step whose pass needs IREE flags the compile lacks
-(``only_with_flags``) is skipped.
+IR is kept), until none is left; once IREE takes the module, each step dropped before the last
+one is tried again, and kept if IREE takes it back. A step whose pass needs IREE flags the
+compile lacks (``only_with_flags``) is skipped.
 """
 
 from __future__ import annotations
@@ -116,18 +117,29 @@ def compile_with_dispatch_steps(
                 staged = _attempt(
                     first, target, flags, work, stages, set(dropped), seconds, keep_temps, tuning
                 )
-                staged.dropped = dict(dropped)
-                for step, why in dropped.items():
-                    warn_fallback(
-                        f"optional dispatch step '{step}' dropped (IREE rejected the module "
-                        f"with it: {why}); the compile went on without it"
-                    )
-                return staged
             except DispatchStageError as e:
                 left = [s for s in optional if s.pass_text not in dropped]
                 if e.stage != "after-steps" or not left:
                     raise
                 dropped[left[-1].pass_text] = str(e).splitlines()[0][:300]
+                continue
+            # the last drop made IREE take the module; the ones before it may be innocent
+            for step in list(dropped)[:-1]:
+                trial = {k: v for k, v in dropped.items() if k != step}
+                try:
+                    staged = _attempt(
+                        first, target, flags, work, stages, set(trial), seconds, keep_temps, tuning
+                    )
+                except DispatchStageError:
+                    continue
+                dropped = trial
+            staged.dropped = dict(dropped)
+            for step, why in dropped.items():
+                warn_fallback(
+                    f"optional dispatch step '{step}' dropped (IREE rejected the module "
+                    f"with it: {why}); the compile went on without it"
+                )
+            return staged
     finally:
         for path in work.glob("at-*.mlirbc"):
             path.unlink(missing_ok=True)  # each holds the weights

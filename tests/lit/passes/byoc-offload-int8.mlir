@@ -1,3 +1,4 @@
+// REQUIRES: onednn-s8
 // Integer contractions of quantized models (int8 source and weights, int32 result, zero
 // points: torch-mlir's linalg.conv_2d_nchw_fchw_q and linalg.quantized_matmul) become calls of
 // oneDNN s8 primitives: the conv goes NHWC in the layout phase, and a pad of its source with

@@ -1,3 +1,4 @@
+// REQUIRES: onednn-s8
 // RUN: python %S/Inputs/offload_choices_db.py %s %t.db
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned precision=int8 db=%t.db verbose=true},xgen-byoc-offload{backend=tuned phase=layout},xgen-byoc-offload{backend=tuned}' 2>%t.err | FileCheck %s
 // RUN: FileCheck %s --check-prefix=WHY < %t.err
