@@ -139,12 +139,14 @@ def refit_groups(
     calls: dict[str, int] = {}
     first: dict[str, tuple] = {}
     order: list[str] = []
+    alive: list[torch.Tensor] = []  # no input's memory is reused for a later one meanwhile
 
     def hook(name: str) -> Callable:
         def record(_: nn.Module, args: tuple, kwargs: dict) -> None:
             calls[name] = calls.get(name, 0) + 1
             if name not in first:
                 x = args[0] if args else kwargs["input"]
+                alive.append(x)
                 first[name] = (x.data_ptr(), tuple(x.shape), tuple(x.stride()))
                 order.append(name)
 
