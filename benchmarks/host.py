@@ -14,7 +14,7 @@ import functools
 import platform
 import time
 
-from xgen_mlir.target import ISA_OF_INTEREST, cpu_model, isa_flags
+from xgen_mlir.target import ISA_OF_INTEREST, NATIVE_BF16_FLAGS, cpu_model, has_any, isa_flags
 
 __all__ = ["ISA_OF_INTEREST", "cpu_model", "describe", "fp32_rate", "isa_flags", "summary"]
 
@@ -43,16 +43,11 @@ def matmul_gflops(dtype: str, threads: int, n: int = 2048, calls: int = 5) -> fl
         torch.set_num_threads(prev)
 
 
-#: CPU features that give torch a native bf16 GEMM; without one it emulates bf16 at about
-#: 1 GFLOP/s (an AVX2-only AMD EPYC: minutes for one 2048^3 call), which says nothing.
-NATIVE_BF16 = ("avx512_bf16", "amx_bf16", "bf16")
-
-
 @functools.cache
 def describe(threads: int) -> dict:
     """The host record every results file carries (measured once per process and thread count);
     the bf16 rate is None where the CPU has no native bf16 GEMM."""
-    native = any(f in isa_flags() for f in NATIVE_BF16)
+    native = has_any(NATIVE_BF16_FLAGS)  # emulated (AVX2 only): minutes per call, meaningless
     return {
         "cpu_model": cpu_model(),
         "isa_flags": isa_flags(),

@@ -90,6 +90,18 @@ ISA_OF_INTEREST = (
 )
 
 
+#: cpuinfo flags of a native bf16 GEMM (without one, bf16 is emulated at a few GFLOP/s).
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+#: cpuinfo flags of an exact int8 dot product. Without them x86 int8 kernels (oneDNN's, ONNX
+#: Runtime's) use vpmaddubsw, which saturates pairs of u8 x s8 products at int16.
+EXACT_INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+
+
+def has_any(flags: tuple[str, ...], cpuinfo: Path = _CPUINFO) -> bool:
+    """Whether this CPU has one of ``flags`` (cpuinfo names)."""
+    return bool(set(flags) & cpu_flags(cpuinfo))
+
+
 def isa_flags(cpuinfo: Path = _CPUINFO) -> list[str]:
     """The features of ``ISA_OF_INTEREST`` this CPU has."""
     flags = cpu_flags(cpuinfo)

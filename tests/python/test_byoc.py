@@ -33,7 +33,7 @@ from xgen_mlir.runtime.bundle import (
     save_bundle,
 )
 from xgen_mlir.runtime.plugins import REFLECTION_KEY as PLUGINS_KEY
-from xgen_mlir.target import cpu_flags
+from xgen_mlir.target import NATIVE_BF16_FLAGS, has_any
 from xgen_mlir.tools import xgen_opt
 
 OFFLOAD = {"offload": "onednn"}
@@ -132,7 +132,7 @@ def test_offload_per_op_by_source_location(fp32_module, cnn):
 
 #: A CPU with a native bf16 GEMM (AVX512-BF16, AMX): precision="bf16" holds there; elsewhere
 #: (an AVX2-only host) compile() falls back to fp32 with a warning, and the primitives are f32.
-HOST_BF16 = bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
+HOST_BF16 = has_any(NATIVE_BF16_FLAGS)
 
 
 def _check_bf16(m: xgen_mlir.CompiledModule, err: float, what: str) -> None:

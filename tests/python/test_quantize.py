@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import pytest
 import torch
-from conftest import assert_int8_kept, check_close, int8_exact_in_ort, int8_reference
+from conftest import assert_int8_offload, check_close, int8_exact_in_ort, int8_reference
 from onnx import helper, numpy_helper
 
 import xgen_mlir
@@ -80,14 +80,14 @@ def test_int8_convs_and_linear_offloaded_to_onednn() -> None:
     cal = _calibration()
     common = dict(precision="int8", calibration=cal, precision_check=False)
     offloaded = xgen_mlir.compile(model, x, target_options={"offload": "onednn"}, **common)
-    if not int8_exact_in_ort():
-        assert_int8_kept(offloaded.report.offload)
-    else:
-        assert offloaded.report.offload == {
+    assert_int8_offload(
+        offloaded.report.offload,
+        {
             "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 2,
             "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 2,
             "linalg.quantized_matmul -> onednn (int8)": 1,
-        }
+        },
+    )
     own = xgen_mlir.compile(model, x, target_options={"offload": "none"}, **common)
     assert own.report.offload == {}
     got = np.asarray(offloaded(x.numpy()))
@@ -106,13 +106,13 @@ def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:
     with TuningDB(tmp_path / "empty.db"):
         pass
     compiled = xgen_mlir.compile(model, x, tuning_db=tmp_path / "empty.db", **common)
-    if not int8_exact_in_ort():
-        assert_int8_kept(compiled.report.offload)
-    else:
-        assert compiled.report.offload == {
+    assert_int8_offload(
+        compiled.report.offload,
+        {
             "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 2,
             "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 2,
-        }
+        },
+    )
     decisions = sorted((d, w.split(":")[0]) for _, d, w in compiled.report.tuning.choices)
     assert decisions == [
         ("IREE", "no measurement on this host (xgen_mlir.tune measures it)"),

@@ -78,9 +78,9 @@ class Backend:
         if symbol.startswith(f"{self.prefix}conv_s8_") or symbol.startswith(
             f"{self.prefix}matmul_s8_"
         ):
-            from ..target import cpu_flags
+            from ..target import EXACT_INT8_FLAGS, has_any
 
-            if not {"avx512_vnni", "avx_vnni", "amx_int8"} & cpu_flags():
+            if not has_any(EXACT_INT8_FLAGS):
                 return False
         return bool(_library(str(self.plugin())).xgen_dnnl_can_build(symbol.encode()))
 
