@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
-from bench_models import build, export_onnx, log, ort_session, torch_compiled
+from bench_models import build, export_onnx, log, openvino_session, ort_session, torch_compiled
 from harness import time_blocks, write_results
 from xgen_mlir import compress
 from xgen_mlir.compress.blocks import conv1d_to_linear
@@ -69,30 +69,6 @@ def rel_err(got: object, want: np.ndarray) -> float:
     if g.shape != w.shape:
         raise ValueError(f"output shape {g.shape} != PyTorch's {w.shape}")
     return float(np.abs(g - w).max() / max(np.abs(w).max(), 1e-30))
-
-
-def openvino_f32(path: Path, threads: int) -> tuple[Callable, Cell]:
-    import openvino as ov
-    import openvino.properties as props
-    import openvino.properties.hint as hints
-
-    config = {
-        props.inference_num_threads: threads,
-        hints.performance_mode: hints.PerformanceMode.LATENCY,
-        hints.inference_precision: ov.Type.f32,
-    }
-    compiled = ov.Core().compile_model(str(path), "CPU", config)
-    request = compiled.create_infer_request()
-    info: Cell = {
-        "version": ov.__version__,
-        "inference_precision": compiled.get_property(hints.inference_precision).get_type_name(),
-    }
-
-    def run(*arrays: np.ndarray) -> np.ndarray:
-        request.infer(list(arrays))
-        return np.array(request.get_output_tensor(0).data)
-
-    return run, info
 
 
 def xgen(model: torch.nn.Module, inputs: tuple, save: Path | None, tag: str):
@@ -173,7 +149,7 @@ def bench_model(name: str, args: argparse.Namespace) -> dict:
         return (lambda: sess.run(None, feed)[0]), {"version": onnxruntime.__version__}, dense_ref
 
     def openvino():
-        run, info = openvino_f32(onnx_path(), args.threads)
+        run, info = openvino_session(onnx_path(), args.threads)
         return (lambda: run(*arrays)), info, dense_ref
 
     def compiled_torch():

@@ -44,8 +44,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
-from bench_block_models import openvino_f32
-from bench_models import IREE_BEST, iree_plain_with_fallbacks, log, ort_session
+from bench_models import IREE_BEST, iree_plain_with_fallbacks, log, openvino_session, ort_session
 from harness import time_blocks, write_results
 
 RESULTS = Path(__file__).parent / "results"
@@ -231,7 +230,7 @@ def bench_one(name: str, args: argparse.Namespace, db: Path | None) -> dict[str,
         return (lambda: sess.run(None, {feed_name: x})), {"version": ort.__version__}
 
     def openvino():
-        run, info = openvino_f32(path, args.threads)
+        run, info = openvino_session(path, args.threads)
         return (lambda: run(x)), info
 
     add("xgen_mlir", xgen)

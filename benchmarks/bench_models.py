@@ -1,15 +1,18 @@
 """Latency of xgen_mlir's `cpu` pipeline against the baselines, all in one process run.
 
-Systems: xgen_mlir (cpu pipeline: graph rewrites + fusion plan), plain IREE with its best
-stock flags (STACK.md item 9), IREE defaults (--defaults), ONNX Runtime, torch.compile,
-PyTorch eager. Models: ResNet-18, MobileNetV2, EfficientNet-B0 (224x224), MiniLM, BERT-base,
-DistilBERT, MobileBERT, GPT-2 small (seq 128); batch 1, fp32. For every model it also counts
-the imported operators, linalg ops by mapping type, FLOPs before/after our rewrites, and
-dispatches per call, and writes an HTML report (benchmarks/results/report-<model>.html).
-Prints a table and writes JSON.
+Systems: xgen_mlir untuned (cpu pipeline: graph rewrites + fusion plan, no tuning records),
+xgen_mlir tuned (--tune-minutes M: ``xgen_mlir.tune`` for M minutes per model into a fresh
+database, then the compile that applies it), plain IREE with its best stock flags (STACK.md
+item 9), IREE defaults (--defaults), ONNX Runtime, OpenVINO (f32 precision hint, on the same
+ONNX export), torch.compile, PyTorch eager. Models: ResNet-18, MobileNetV2, EfficientNet-B0
+(224x224), MiniLM, BERT-base, DistilBERT, MobileBERT, GPT-2 small (seq 128); batch 1, fp32.
+For every model it also counts the imported operators, linalg ops by mapping type, FLOPs
+before/after our rewrites, and dispatches per call, and writes an HTML report
+(benchmarks/results/report-<model>.html). Prints a table and writes JSON.
 
     make bench                                   # all models
     make bench ARGS="--models resnet18 --rounds 2"
+    make bench ARGS="--models mobilenet_v2 --tune-minutes 10"
 """
 
 from __future__ import annotations
@@ -165,9 +168,47 @@ def ort_session(path: Path, threads: int, profile_dir: str | None = None):
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
 
-def onnxruntime_session(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], threads: int):
-    path, names = export_onnx(model, inputs)
+def openvino_session(path: Path, threads: int, f32: bool = True):
+    """OpenVINO on the CPU, latency mode, ``threads`` threads; ``f32``: the f32 precision hint
+    (fp32 comparisons), else OpenVINO's default precision (bf16 on a CPU with AMX or native
+    bf16). Returns ``run(*arrays) -> first output`` and what OpenVINO reports it chose."""
+    import openvino as ov
+    import openvino.properties as props
+    import openvino.properties.hint as hints
+
+    config = {
+        props.inference_num_threads: threads,
+        hints.performance_mode: hints.PerformanceMode.LATENCY,
+    }
+    if f32:
+        config[hints.inference_precision] = ov.Type.f32
+    compiled = ov.Core().compile_model(str(path), "CPU", config)
+    request = compiled.create_infer_request()
+    info = {
+        "version": ov.__version__,
+        "inference_precision": compiled.get_property(hints.inference_precision).get_type_name(),
+        "inference_num_threads": compiled.get_property(props.inference_num_threads),
+    }
+
+    def run(*arrays: np.ndarray) -> np.ndarray:
+        request.infer(list(arrays))
+        return np.array(request.get_output_tensor(0).data)
+
+    return run, info
+
+
+def onnxruntime_session(
+    model: torch.nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    threads: int,
+    path: Path | None = None,
+):
+    """ONNX Runtime on ``model`` (exported here unless ``path`` holds its ONNX export):
+    ``run() -> first output`` and the ONNX graph's node count."""
+    if path is None:
+        path, _ = export_onnx(model, inputs)
     sess = ort_session(path, threads)
+    names = [i.name for i in sess.get_inputs()]
     feed = {n: t.numpy() for n, t in zip(names, inputs, strict=True)}
     import onnx
 
@@ -182,9 +223,13 @@ def bench_model(
     threads: int,
     defaults: bool,
     variants: list[dict[str, str]] | None = None,
+    tune_minutes: float = 0.0,
+    tuning_db: Path | None = None,
 ) -> dict:
     """``variants``: target-option sets, each compiled and timed as one more xgen_mlir system
-    (e.g. the opt-in ``winograd=true``) next to the default one."""
+    (e.g. the opt-in ``winograd=true``) next to the default one. "xgen_mlir cpu" is untuned
+    (no tuning database); with ``tune_minutes``, ``xgen_mlir.tune`` spends that long on the
+    model into ``tuning_db`` and "xgen_mlir tuned" is the compile that applies its records."""
     log(f"{name}: building model")
     model, inputs = build(name)
     torch.set_num_threads(threads)
@@ -213,7 +258,7 @@ def bench_model(
         results[label]["dispatches"] = m.dispatch_count()
     log(f"{name}: compiling xgen_mlir cpu")
     t0 = time.perf_counter()
-    ours = xgen_mlir.compile(module, target="cpu")
+    ours = xgen_mlir.compile(module, target="cpu", tuning_db=False)
 
     info["gflop_after_rewrites"] = ours.report.flops_after_rewrites / 1e9
     results["xgen_mlir cpu"] = {
@@ -226,6 +271,28 @@ def bench_model(
         "dispatches": ours.dispatch_count(),
     }
     systems["xgen_mlir cpu"] = lambda: ours(*arrays)
+    if tune_minutes > 0:
+        from xgen_mlir.tuning.measure import MeasureSettings
+
+        log(f"{name}: tuning for {tune_minutes} min into {tuning_db}")
+        t0 = time.perf_counter()
+        tuned = xgen_mlir.tune(
+            module,
+            inputs,
+            budget_minutes=tune_minutes,
+            db=tuning_db,
+            settings=MeasureSettings(threads=threads),
+        )
+        mod_t = tuned.module
+        results["xgen_mlir tuned"] = {
+            "tune_s": time.perf_counter() - t0,
+            "trials": tuned.trials,
+            "max_abs_err": float(np.abs(mod_t(*arrays) - ref).max()),
+            "dispatches": mod_t.dispatch_count(),
+            "tuner_model_ms_before": tuned.model_ms_before,
+            "tuner_model_ms_after": tuned.model_ms_after,
+        }
+        systems["xgen_mlir tuned"] = lambda: mod_t(*arrays)
     for options in variants or []:
         label = "xgen_mlir cpu (" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")"
         log(f"{name}: compiling {label}")
@@ -241,12 +308,25 @@ def bench_model(
         }
         systems[label] = lambda mod=mod: mod(*arrays)
     log(f"{name}: exporting to ONNX for ONNX Runtime")
+    onnx_path = None
     try:
-        run_ort, info["onnx_ops"] = onnxruntime_session(model, inputs, threads)
+        onnx_path, _ = export_onnx(model, inputs)
+        run_ort, info["onnx_ops"] = onnxruntime_session(model, inputs, threads, onnx_path)
         results["ONNX Runtime"] = {"max_abs_err": float(np.abs(run_ort() - ref).max())}
         systems["ONNX Runtime"] = run_ort
     except Exception as e:  # report, don't hide: the row says why it is missing
         results["ONNX Runtime"] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+    if onnx_path is not None:
+        log(f"{name}: OpenVINO (f32 hint)")
+        try:
+            run_ov, ov_info = openvino_session(onnx_path, threads, f32=True)
+            results["OpenVINO f32"] = {
+                **ov_info,
+                "max_abs_err": float(np.abs(run_ov(*arrays) - ref).max()),
+            }
+            systems["OpenVINO f32"] = lambda: run_ov(*arrays)
+        except Exception as e:
+            results["OpenVINO f32"] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
 
     log(f"{name}: torch.compile")
     try:
@@ -285,11 +365,14 @@ def print_table(all_records: dict[str, dict], threads: int) -> None:
     variants = sorted(
         {s for r in all_results.values() for s in r if s.startswith("xgen_mlir cpu (")}
     )
+    tuned = ["xgen_mlir tuned"] if any("xgen_mlir tuned" in r for r in all_results.values()) else []
     systems = [
         "xgen_mlir cpu",
+        *tuned,
         *variants,
         "IREE best flags",
         "ONNX Runtime",
+        "OpenVINO f32",
         "torch.compile",
         "PyTorch eager",
     ]
@@ -359,12 +442,36 @@ def main(argv: list[str] | None = None) -> int:
         help="also time xgen_mlir with this cpu target option (e.g. winograd=true); "
         "repeat for several, comma-separate to combine",
     )
+    p.add_argument(
+        "--tune-minutes",
+        type=float,
+        default=0.0,
+        help="also run xgen_mlir.tune this long per model and time the tuned module",
+    )
+    p.add_argument(
+        "--tuning-db",
+        default=None,
+        help="database for --tune-minutes (default: a fresh file beside the results)",
+    )
     args = p.parse_args(argv)
     variants = [dict(kv.split("=", 1) for kv in opt.split(",")) for opt in args.target_option]
+    results_dir = Path(__file__).parent / "results"
+    tuning_db = (
+        Path(args.tuning_db)
+        if args.tuning_db
+        else results_dir / f"tuning-{dt.date.today().isoformat()}-{int(time.time())}.db"
+    )
     all_results = {}
     for name in args.models:
         all_results[name] = bench_model(
-            name, args.rounds, args.block, args.threads, args.defaults, variants
+            name,
+            args.rounds,
+            args.block,
+            args.threads,
+            args.defaults,
+            variants,
+            args.tune_minutes,
+            tuning_db if args.tune_minutes > 0 else None,
         )
         partial = Path(__file__).parent / "results" / "models-partial.json"
         partial.write_text(json.dumps(all_results, indent=2))  # survives a later crash
@@ -382,6 +489,8 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "block": args.block,
         "threads": args.threads,
+        "tune_minutes": args.tune_minutes,
+        "tuning_db": str(tuning_db) if args.tune_minutes > 0 else None,
     }
     write_json(out, meta, all_results)
     return 0

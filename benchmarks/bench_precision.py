@@ -42,7 +42,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
-from bench_models import build, log
+from bench_models import build, log, openvino_session
 from bench_shapes import errors, export_onnx, ort_runner, short_error
 from harness import cell_text, time_into_cells, write_results
 from host import describe, summary
@@ -75,31 +75,6 @@ INT8_SYSTEMS = (
 )
 TUNE_MIN = 6.0  # budget of xgen_mlir.tune per model and precision (--tune-minutes)
 Cell = dict[str, object]
-
-
-def openvino_runner(path: Path, threads: int, f32: bool) -> tuple[Callable, Cell]:
-    import openvino as ov
-    import openvino.properties as props
-    import openvino.properties.hint as hints
-
-    config = {
-        props.inference_num_threads: threads,
-        hints.performance_mode: hints.PerformanceMode.LATENCY,
-    }
-    if f32:
-        config[hints.inference_precision] = ov.Type.f32
-    compiled = ov.Core().compile_model(str(path), "CPU", config)
-    request = compiled.create_infer_request()
-    info: Cell = {
-        "version": ov.__version__,
-        "inference_precision": compiled.get_property(hints.inference_precision).get_type_name(),
-    }
-
-    def run(*arrays: np.ndarray):
-        request.infer(list(arrays))
-        return np.array(request.get_output_tensor(0).data)
-
-    return run, info
 
 
 def xgen_runner(
@@ -209,7 +184,7 @@ def openvino_proto_runner(proto, threads: int) -> tuple[Callable, Cell]:
 
     path = Path(tempfile.mkdtemp(prefix="bench-int8-")) / "quantized.onnx"
     path.write_bytes(proto.SerializeToString())
-    return openvino_runner(path, threads, f32=False)
+    return openvino_session(path, threads, f32=False)
 
 
 def ort_proto_runner(proto, threads: int) -> tuple[Callable, Cell]:
@@ -266,8 +241,8 @@ def bench_model(
                 cells[s] = {"error": f"quantization failed: {short_error(e)}"}
     try:
         path, names = export_onnx(model, example, {})
-        makers["OpenVINO default"] = lambda: openvino_runner(path, threads, f32=False)
-        makers["OpenVINO f32"] = lambda: openvino_runner(path, threads, f32=True)
+        makers["OpenVINO default"] = lambda: openvino_session(path, threads, f32=False)
+        makers["OpenVINO f32"] = lambda: openvino_session(path, threads, f32=True)
         makers["ORT fp32"] = lambda: ort_runner(path, names, threads)
     except Exception as e:
         for s in ("OpenVINO default", "OpenVINO f32", "ORT fp32"):

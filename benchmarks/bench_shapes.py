@@ -42,7 +42,7 @@ from torch.export import Dim
 
 sys.path.insert(0, str(Path(__file__).parent))
 import xgen_mlir
-from bench_models import build, log, ort_session
+from bench_models import build, log, openvino_session, ort_session
 from harness import time_blocks, write_results
 from host import summary
 from xgen_mlir.models import transformers_zoo, vision
@@ -162,36 +162,6 @@ def ort_runner(path: Path, names: list[str], threads: int) -> tuple[Callable, Ce
     return run, info
 
 
-def openvino_runner(path: Path, threads: int) -> tuple[Callable, Cell]:
-    import openvino as ov
-    import openvino.properties as props
-    import openvino.properties.hint as hints
-
-    core = ov.Core()
-    compiled = core.compile_model(
-        str(path),
-        "CPU",
-        {
-            hints.inference_precision: ov.Type.f32,
-            props.inference_num_threads: threads,
-            hints.performance_mode: hints.PerformanceMode.LATENCY,
-        },
-    )
-    request = compiled.create_infer_request()
-    info: Cell = {
-        "version": ov.__version__,
-        "inference_precision": compiled.get_property(hints.inference_precision).get_type_name(),
-        "inference_num_threads": compiled.get_property(props.inference_num_threads),
-        "performance_mode": str(compiled.get_property(hints.performance_mode)),
-    }
-
-    def run(*arrays: np.ndarray):
-        request.infer(list(arrays))
-        return request.get_output_tensor(0).data
-
-    return run, info
-
-
 def peers(
     model: torch.nn.Module,
     example: tuple[torch.Tensor, ...],
@@ -212,7 +182,7 @@ def peers(
         return runners, {"ONNX Runtime": dict(err), "OpenVINO": dict(err)}
     makers: dict[str, tuple[str, Callable[[], tuple[Callable, Cell]]]] = {
         "ONNX Runtime": ("onnxruntime", lambda: ort_runner(path, names, threads)),
-        "OpenVINO": ("openvino", lambda: openvino_runner(path, threads)),
+        "OpenVINO": ("openvino", lambda: openvino_session(path, threads)),
     }
     for system, (package, make) in makers.items():
         try:

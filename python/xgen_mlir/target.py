@@ -155,6 +155,18 @@ def matmul_tile_bytes(facts: TargetFacts) -> str:
     return str(facts.l2_bytes // 2) if facts.l2_bytes else ""
 
 
+def simd_lanes(vector_bits: int) -> int:
+    """f32 lanes of one vector register of a CPU with ``vector_bits`` SIMD vectors (16 with
+    AVX-512, 8 with AVX2; at least 4, the SSE/NEON width, where the width is unknown)."""
+    return max(vector_bits // 32, 4)
+
+
+def vector_registers(vector_bits: int) -> int:
+    """Vector registers a generated kernel's register blocks may plan on: 32 with AVX-512,
+    16 otherwise (AVX2 and SSE have 16; NEON's 32 are not counted on)."""
+    return 32 if vector_bits >= 512 else 16
+
+
 def block_tile(vector_bits: int) -> tuple[int, int, int]:
     """The block-sparse GEMM kernel's register tile on a CPU with ``vector_bits`` SIMD vectors,
     as (rows, m_vectors, lanes): ``rows`` weight rows' accumulators, each ``m_vectors``
@@ -164,8 +176,8 @@ def block_tile(vector_bits: int) -> tuple[int, int, int]:
     Block pruning defaults to blocks of ``rows`` x ``4 * lanes`` (``compress.blocks``), the
     co-design contract: a block's kept rows fill the tile, its kept columns stream through it.
     """
-    lanes = max(vector_bits // 32, 4)
-    registers = 32 if vector_bits >= 512 else 16
+    lanes = simd_lanes(vector_bits)
+    registers = vector_registers(vector_bits)
     m_vectors = 2
     rows = 1
     while rows * 2 * m_vectors + m_vectors + 2 <= registers:

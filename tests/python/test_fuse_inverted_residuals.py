@@ -70,6 +70,31 @@ def test_fused_block_matches_pytorch(cin, ce, cout, stride, hw):
     np.testing.assert_allclose(np.asarray(compiled(x.numpy())), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("vector_bits", [256, 512])
+def test_kernel_for_either_vector_width_matches_pytorch(vector_bits):
+    """The kernel's vectors and channel block follow the target's vector width (8 floats with
+    AVX2, 16 with AVX-512), whichever this host has: both compute the block's numbers. The
+    cpu pipeline's own steps up to the fusion run with ``vector-bits`` set, then compile()."""
+    import re
+
+    from xgen_mlir.frontend import import_model
+    from xgen_mlir.passes.runner import run_steps
+    from xgen_mlir.pipelines import load_pipeline
+
+    m = _model(24, 144, 24, 1)
+    x = torch.randn(1, 24, 12, 12)
+    steps = load_pipeline("cpu").with_options(FUSE_ALL["target_options"]).pass_steps()
+    at = next(i for i, s in enumerate(steps) if s.startswith("xgen-fuse-inverted-residuals"))
+    fuse = re.sub(r"vector-bits=\d+", f"vector-bits={vector_bits}", steps[at])
+    assert f"vector-bits={vector_bits}" in fuse
+    module = import_model(m, (x,))
+    run_steps(module, [*steps[:at], fuse])
+    assert "linalg.depthwise_conv_2d_nhwc_hwc" not in str(module)
+    compiled = xgen_mlir.compile(module, (x,))
+    want = m(x).detach().numpy()
+    np.testing.assert_allclose(np.asarray(compiled(x.numpy())), want, rtol=1e-4, atol=1e-4)
+
+
 def test_threshold_leaves_small_blocks_to_iree():
     m = _model(16, 32, 16, 1)
     x = torch.randn(1, 16, 8, 8)

@@ -108,23 +108,49 @@ def test_flops_unchanged():
     assert module_flops(ours.operation) == module_flops(plain.operation) > 0
 
 
+@pytest.mark.parametrize("vector_bits", [256, 512])
+def test_kernels_for_either_vector_width_match_pytorch(vector_bits):
+    """The kernels follow the target's vector width (8 floats and 16 registers with AVX2, 16
+    and 32 with AVX-512), whichever this host has: both compute the model's numbers."""
+    from xgen_mlir.frontend import import_model
+    from xgen_mlir.passes.runner import run_steps
+
+    m = _model()
+    x = torch.randn(1, 32, 7, 7)
+    module = import_model(m, (x,))
+    steps = ["xgen-fold-batchnorm", "xgen-nhwc-convs", "xgen-cancel-reshapes"]
+    run_steps(module, [*steps, f"xgen-pointwise-kernels{{vector-bits={vector_bits}}}"])
+    assert "linalg.conv_2d_nhwc_hwcf" not in str(module)
+    compiled = xgen_mlir.compile(module, (x,))
+    np.testing.assert_allclose(
+        np.asarray(compiled(x.numpy())), m(x).detach().numpy(), rtol=1e-4, atol=1e-4
+    )
+
+
 @pytest.mark.parametrize(
-    ("m", "n", "pixels", "nv"),
+    ("m", "n", "vl", "pixels", "nv"),
     [
-        (49, 160, 7, 1),
-        (49, 320, 7, 2),
-        (196, 96, 14, 1),
-        (53, 32, 24, 1),
-        (1, 1000, 1, 4),
-        (1, 100, 1, 1),
-        (2, 256, 2, 2),
+        (49, 160, 16, 7, 1),
+        (49, 320, 16, 7, 2),
+        (196, 96, 16, 14, 1),
+        (53, 32, 16, 24, 1),
+        (1, 1000, 16, 1, 4),
+        (1, 100, 16, 1, 1),
+        (2, 256, 16, 2, 2),
+        (49, 160, 8, 6, 2),  # AVX2: 16 registers, 12 accumulators
+        (49, 96, 8, 7, 1),
+        (196, 96, 8, 7, 1),
+        (1, 1000, 8, 1, 4),
     ],
 )
-def test_register_blocks(m, n, pixels, nv):
-    spec = PointwiseSpec("k", m, 64, n)
+def test_register_blocks(m, n, vl, pixels, nv):
+    registers = 32 if vl == 16 else 16
+    spec = PointwiseSpec("k", m, 64, n, vl=vl, registers=registers)
     assert (spec.pixels, spec.nv) == (pixels, nv)
-    assert spec.pixels * spec.nv <= 24  # accumulators, leaving registers for the weights
+    # accumulators, leaving a quarter of the registers for the weights and the broadcast
+    assert spec.pixels * spec.nv <= registers * 3 // 4 or m < 4
     assert ("rows left over" in generate(spec)) == bool(m % pixels)
+    assert f"vector_size({4 * vl})" in generate(spec)
 
 
 def test_refuses_a_residual_on_channels_not_a_vector_multiple():

@@ -5,13 +5,16 @@ expand conv, 3x3 depthwise conv and 1x1 project conv are three dispatches, and t
 tensor goes to memory twice (4.8 MB in MobileNetV2's block 2): the depthwise conv between the
 two 1x1 convs is then memory-bound and does not scale to a second core. This kernel keeps that
 tensor in a stack buffer instead. It works on bands of ``rows`` output rows (one IREE
-workgroup each); for each block of 16 expanded channels it expands the band's input rows
+workgroup each); for each block of ``vl`` expanded channels (one vector of the target: 16
+floats with AVX-512, 8 with AVX2) it expands the band's input rows
 (plus the halo the depthwise conv reads) into the buffer, applies the activation, runs the
 depthwise conv and its activation, and adds that block's share of the project conv into the
 output band. Bands are independent (rows between two bands are expanded by both).
 
 NHWC, fp32, any static batch (one workgroup per band and image; the images one after
-another in the input and output, as NHWC has them), GCC vector extensions (16-float vectors; AVX-512 with -march=native).
+another in the input and output, as NHWC has them), GCC vector extensions with the target's
+vector width (a 16-float block on an AVX2 CPU is two registers per value, and its register
+blocks spill: MobileNetV2's three fused blocks took 12 ms there, against 2-3 ms left to IREE).
 One packed weight array: ``we[cin][ce] be[ce] wd[3][3][ce] bd[ce] wp[ce][cout] bp[cout]``
 (without ``we`` and ``be`` for a block with no expand conv: the depthwise conv reads the
 input, as in MobileNetV2's first block).
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VL = 16  # floats per vector
+VL = 16  # floats per vector with AVX-512 (the default target)
 STACK_BUDGET = 80 * 1024  # bytes of expanded rows per band (IREE workers have 128 KiB stacks)
 
 # ReLU6 (clamp 0..6) as the pipelines give it (torch-mlir's x > 0 ? x : 0 made maximumf(x, 0)
@@ -54,6 +57,7 @@ class BlockSpec:
     residual: bool = False  # add the block's input to the output (stride 1, cin == cout)
     expand: bool = True  # False: no expand conv (MobileNetV2's first block), ce == cin
     batch: int = 1  # images, one after another in x and y; workgroup y is the image
+    vl: int = VL  # floats per vector on the target: the expanded channels' block
 
     @property
     def out_hw(self) -> tuple[int, int]:
@@ -88,12 +92,14 @@ class BlockSpec:
         return out
 
 
-def unsupported(h: int, w: int, cin: int, ce: int, cout: int, stride: int) -> str | None:
-    """Why the kernel cannot take this block, or None."""
+def unsupported(
+    h: int, w: int, cin: int, ce: int, cout: int, stride: int, vl: int = VL
+) -> str | None:
+    """Why the kernel cannot take this block on a target with ``vl``-float vectors, or None."""
     if stride not in (1, 2):
         return f"depthwise stride {stride} (kernel does 1 and 2)"
-    if ce % VL:
-        return f"{ce} expanded channels (needs a multiple of {VL})"
+    if ce % vl:
+        return f"{ce} expanded channels (needs a multiple of {vl})"
     if cout % 8:
         return f"{cout} output channels (needs a multiple of 8)"
     wo = (w - 1) // stride + 1
@@ -106,22 +112,22 @@ def pick_pixels(wo: int) -> int | None:
     return next((p for p in (4, 2) if wo % p == 0), None)
 
 
-def pick_rows(h: int, w: int, stride: int, min_bands: int = 4) -> int:
+def pick_rows(h: int, w: int, stride: int, min_bands: int = 4, vl: int = VL) -> int:
     """Output rows per band: the most whose expanded rows fit ``STACK_BUDGET`` (fewer rows
     expanded twice), keeping at least ``min_bands`` bands to share among threads."""
     ho = (h - 1) // stride + 1
     best = 1
     for rows in range(1, ho + 1):
-        fits = (stride * (rows - 1) + 3) * (w + 2) * VL * 4 <= STACK_BUDGET
+        fits = (stride * (rows - 1) + 3) * (w + 2) * vl * 4 <= STACK_BUDGET
         if ho % rows == 0 and fits and ho // rows >= min(min_bands, ho):
             best = rows
     return best
 
 
-def _project(nv16: int, t8: int, pixels: int) -> str:
+def _project(nv16: int, t8: int, pixels: int, vl: int) -> str:
     """y[p, :] += sum_c dt[p][c] * wpc[c, :] for the register block's pixels."""
-    vecs = [("v16", "v16u", VL * j) for j in range(nv16)] + (
-        [("v8", "v8u", VL * nv16)] if t8 else []
+    vecs = [("v16", "v16u", vl * j) for j in range(nv16)] + (
+        [("v8", "v8u", vl * nv16)] if t8 else []
     )
 
     def each(line: str) -> str:  # one C line per output vector (acc{j}: its accumulators)
@@ -141,7 +147,7 @@ def _project(nv16: int, t8: int, pixels: int) -> str:
 {init}
       }}
       #pragma GCC unroll 16
-      for (int c = 0; c < 16; ++c) {{
+      for (int c = 0; c < VL; ++c) {{
 {loads}
         #pragma GCC unroll 8
         for (int p = 0; p < P; ++p) {{
@@ -157,7 +163,8 @@ def _project(nv16: int, t8: int, pixels: int) -> str:
 def generate(spec: BlockSpec, expand_pixels: int = 8) -> str:
     """C source: ``run_band(x, w, y, band)`` and the IREE entry ``<symbol>_impl`` (memref
     arguments as IREE passes them, then the workgroup id: one band)."""
-    why = unsupported(spec.h, spec.w, spec.cin, spec.ce, spec.cout, spec.stride)
+    vl = spec.vl
+    why = unsupported(spec.h, spec.w, spec.cin, spec.ce, spec.cout, spec.stride, vl)
     ho, wo = spec.out_hw
     if why or ho % spec.rows or wo % spec.pixels:
         raise ValueError(f"{spec.symbol}: {why or 'rows/pixels do not divide the output'}")
@@ -167,23 +174,25 @@ def generate(spec: BlockSpec, expand_pixels: int = 8) -> str:
         raise ValueError(f"{spec.symbol}: without an expand conv, ce == cin and no activation")
     off = spec.offsets
     res = " + x[((oy0 + r) * W + ox) * CIN + n]" if spec.residual else ""
-    nv16, t8 = spec.cout // VL, (spec.cout % VL) // 8
+    nv16, t8 = spec.cout // vl, (spec.cout % vl) // 8
 
     def act(name: str, stmts: tuple[str, ...]) -> str:
         body = "\n".join(f"  {s}" for s in stmts)
         return f"static inline v16 {name}(v16 v) {{\n{body}\n  return v;\n}}"
 
     return f"""/* generated by xgen_mlir for {spec.symbol}: inverted-residual block {spec.h}x{spec.w}x{spec.cin}
-   -> {spec.ce if spec.expand else "(no expand)"} -> dw3x3 s{spec.stride} -> {spec.cout}{" + x" if spec.residual else ""}, {spec.rows} output rows per band */
+   -> {spec.ce if spec.expand else "(no expand)"} -> dw3x3 s{spec.stride} -> {spec.cout}{" + x" if spec.residual else ""}, {spec.rows} output rows per band, {vl}-float vectors */
 #include <stddef.h>
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4)));
+/* v16 / vi16: the target's vector of VL floats / ints (the names the translated activations use) */
+typedef float v16 __attribute__((vector_size({4 * vl})));
+typedef float v16u __attribute__((vector_size({4 * vl}), aligned(4)));
 typedef float v8 __attribute__((vector_size(32)));
 typedef float v8u __attribute__((vector_size(32), aligned(4)));
-typedef int vi16 __attribute__((vector_size(64)));
+typedef int vi16 __attribute__((vector_size({4 * vl})));
 #define SEL(m, a, b) ((v16)(((m) & (vi16)(a)) | (~(m) & (vi16)(b))))
 #define SPLAT(c) ((v16){{0}} + (c))
 #define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
+#define VL {vl}
 #define H {spec.h}
 #define W {spec.w}
 #define CIN {spec.cin}
@@ -208,8 +217,8 @@ static void run_band(const float* restrict x, const float* restrict wts, float* 
   const float* restrict bd = wts + {off["bd"]};
   const float* restrict wp = wts + {off["wp"]};
   const float* restrict bp = wts + {off["bp"]};
-  float e[NR][WP][16] __attribute__((aligned(64)));
-  float dt[WO][16] __attribute__((aligned(64)));
+  float e[NR][WP][VL] __attribute__((aligned(64)));
+  float dt[WO][VL] __attribute__((aligned(64)));
   const size_t oy0 = band * R;
   const long iy0 = (long)oy0 * S - 1;
   for (size_t r = 0; r < R; ++r)
@@ -217,7 +226,7 @@ static void run_band(const float* restrict x, const float* restrict wts, float* 
       float* yp = y + ((oy0 + r) * WO + ox) * COUT;
       for (size_t n = 0; n < COUT; ++n) yp[n] = bp[n]{res};
     }}
-  for (size_t cb = 0; cb < CE; cb += 16) {{
+  for (size_t cb = 0; cb < CE; cb += VL) {{
 #if EXPAND
     const v16 bev = *(const v16u*)(be + cb);
     v16 wev[CIN];
@@ -251,7 +260,7 @@ static void run_band(const float* restrict x, const float* restrict wts, float* 
         for (size_t k = 0; k < CIN; ++k) a0 += xp[k] * wev[k];
         er[ix + 1] = act_e(a0);
       }}
-#else  /* no expand conv: the band's input rows, 16 channels, as they are */
+#else  /* no expand conv: the band's input rows, VL channels, as they are */
       for (size_t ix = 0; ix < W; ++ix) er[ix + 1] = *(const v16u*)(xr + ix * CIN + cb);
 #endif
     }}
@@ -280,9 +289,9 @@ static void run_band(const float* restrict x, const float* restrict wts, float* 
       }}
       /* its share of the project conv: the row's stores have retired before these loads */
       for (size_t ox0 = 0; ox0 < WO; ox0 += P) {{
-        const float (*dp)[16] = dt + ox0;
+        const float (*dp)[VL] = dt + ox0;
         float* yp0 = yr + ox0 * COUT;
-{_project(nv16, t8, spec.pixels)}
+{_project(nv16, t8, spec.pixels, vl)}
       }}
     }}
   }}

@@ -3,13 +3,14 @@
 IREE's data tiling packs a matmul's rows in tiles of 16 on AVX-512, so a 7x7 image's 49
 pixels run as 64 rows: 24% of the work is padding, and MobileNetV2's 7x7 1x1 convs run at
 140-160 of the sgemm rate's 205 GFLOP/s. This kernel has no row tile to fill: it blocks
-``pixels`` rows (a divisor of M, e.g. 7) by ``nv`` 16-float vectors of output channels, so
+``pixels`` rows (a divisor of M, e.g. 7) by ``nv`` vectors of ``vl`` floats of output
+channels (the target's vector: 16 floats with AVX-512, 8 with AVX2), so
 a register block of accumulators is updated by one weight load per vector and one broadcast
 per row for every input channel, the whole K at once (K is small: the rows of x and the
 weight panel stay in L1/L2).
 
-Workgroups are panels of ``16 * nv`` output channels, each over all M rows. Weights are packed
-panel by panel: ``w[NP / (16 nv)][K][16 nv]`` then the bias ``b[NP]``, where NP is N rounded
+Workgroups are panels of ``vl * nv`` output channels, each over all M rows. Weights are packed
+panel by panel: ``w[NP / (vl nv)][K][vl nv]`` then the bias ``b[NP]``, where NP is N rounded
 up to whole panels with zero columns (a classifier's 1000 classes); the last panel stores only
 the columns that exist. The activation is C statements on the vector ``v`` (the IR's
 elementwise ops translated, as for the inverted-residual kernel). ``r`` (optional) is added
@@ -21,6 +22,12 @@ the bias added after (``bias_after``: a matmul followed by its bias add).
 One row (M = 1, a classifier head's matrix-vector product) reads every weight once: it is
 bound by memory, and its panels are 64 channels wide, so that four independent accumulators
 keep the loads streaming.
+
+The register block follows the target's vector registers (``registers``: 32 with AVX-512, 16
+with AVX2): at most three quarters of them hold accumulators, the rest the weight vectors and
+the broadcast row value. A block sized for 32 registers on a 16-register CPU spills every
+accumulator on every FMA: MobileNetV2's 7x7 1x1 convs took 36 ms instead of a few on an AVX2
+EPYC with the AVX-512 block.
 """
 
 from __future__ import annotations
@@ -29,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-VL = 16  # floats per vector
-MAX_ACC = 24  # accumulator registers of a block (of 32 zmm; the rest hold weights)
+VL = 16  # floats per vector with AVX-512 (the default target)
+REGISTERS = 32  # vector registers with AVX-512
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,8 @@ class PointwiseSpec:
     act: tuple[str, ...] = ()
     residual: bool = False
     bias_after: bool = False  # sum from zero, then add the bias (the IR's matmul + bias add)
+    vl: int = VL  # floats per vector on the target
+    registers: int = REGISTERS  # vector registers on the target
 
     @property
     def nv(self) -> int:
@@ -49,7 +58,7 @@ class PointwiseSpec:
         where each weight load feeds one FMA per vector), 2 and 1 that leaves 8 or more
         panels for the threads to share."""
         for nv in (4, 2) if self.m < 4 else (2,):
-            if -(-self.n // (nv * VL)) >= 8:
+            if -(-self.n // (nv * self.vl)) >= 8:
                 return nv
         return 1
 
@@ -57,24 +66,25 @@ class PointwiseSpec:
     def pixels(self) -> int:
         """Rows per register block: the largest divisor of M that fits the accumulators, or
         the most that fit (the rest run one row at a time)."""
-        most = MAX_ACC // self.nv
+        most = (self.registers * 3 // 4) // self.nv
         if self.m < 4:
             return self.m
         return next((p for p in range(most, 3, -1) if self.m % p == 0), most)
 
     @property
     def panels(self) -> int:
-        return -(-self.n // (VL * self.nv))
+        return -(-self.n // (self.vl * self.nv))
 
     @property
     def n_padded(self) -> int:
-        return self.panels * VL * self.nv
+        return self.panels * self.vl * self.nv
 
 
-def unsupported(m: int, k: int, n: int, residual: bool = False) -> str | None:
-    """Why the kernel cannot take this product, or None."""
-    if residual and n % VL:
-        return f"{n} output channels and a residual add (needs a multiple of {VL})"
+def unsupported(m: int, k: int, n: int, residual: bool = False, vl: int = VL) -> str | None:
+    """Why the kernel cannot take this product on a target with ``vl``-float vectors, or
+    None."""
+    if residual and n % vl:
+        return f"{n} output channels and a residual add (needs a multiple of {vl})"
     return None
 
 
@@ -83,17 +93,18 @@ def pack_weights(w: np.ndarray, b: np.ndarray, spec: PointwiseSpec) -> np.ndarra
     pad = spec.n_padded - spec.n
     w = np.pad(np.asarray(w, np.float32), ((0, 0), (0, pad)))
     b = np.pad(np.asarray(b, np.float32).ravel(), (0, pad))
-    panels = w.reshape(spec.k, spec.panels, VL * spec.nv).transpose(1, 0, 2)
+    panels = w.reshape(spec.k, spec.panels, spec.vl * spec.nv).transpose(1, 0, 2)
     return np.concatenate([panels.ravel(), b]).astype(np.float32)
 
 
 def generate(spec: PointwiseSpec) -> str:
     """C source: ``run_panel(x, w, r, y, panel)`` and the IREE entry ``<symbol>_impl``
     (memref arguments as IREE passes them: x, w, [r,] y, then the workgroup id)."""
-    why = unsupported(spec.m, spec.k, spec.n, spec.residual)
+    why = unsupported(spec.m, spec.k, spec.n, spec.residual, spec.vl)
     if why:
         raise ValueError(f"{spec.symbol}: {why}")
-    width = VL * spec.nv
+    vl = spec.vl
+    width = vl * spec.nv
     last_cols = spec.n - (spec.panels - 1) * width  # columns of the last panel
     body = "\n".join(f"  {s}" for s in spec.act)
     res = "+ *(const v16u*)(r + (m0 + p) * N + col + VL * j)" if spec.residual else ""
@@ -114,15 +125,16 @@ def generate(spec: PointwiseSpec) -> str:
   }}
 """
     )
-    return f"""/* generated by xgen_mlir for {spec.symbol}: {spec.m} rows x {spec.k} -> {spec.n}{" + r" if spec.residual else ""}, panels of {width} channels, {spec.pixels} rows per register block */
+    return f"""/* generated by xgen_mlir for {spec.symbol}: {spec.m} rows x {spec.k} -> {spec.n}{" + r" if spec.residual else ""}, panels of {width} channels, {spec.pixels} rows per register block, {vl}-float vectors */
 #include <stddef.h>
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4)));
-typedef int vi16 __attribute__((vector_size(64)));
+/* v16 / vi16: the target's vector of {vl} floats / ints (the names the translated activations use) */
+typedef float v16 __attribute__((vector_size({4 * vl})));
+typedef float v16u __attribute__((vector_size({4 * vl}), aligned(4)));
+typedef int vi16 __attribute__((vector_size({4 * vl})));
 #define SEL(m, a, b) ((v16)(((m) & (vi16)(a)) | (~(m) & (vi16)(b))))
 #define SPLAT(c) ((v16){{0}} + (c))
 #define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
-#define VL {VL}
+#define VL {vl}
 #define M {spec.m}
 #define K {spec.k}
 #define N {spec.n}
@@ -131,8 +143,8 @@ typedef int vi16 __attribute__((vector_size(64)));
 #define WIDTH (VL * NV)
 #define NP {spec.n_padded}
 #define PANELS {spec.panels}
-#define LAST_NV {-(-last_cols // VL)}  /* vectors of the last panel */
-#define LAST_COLS {last_cols - VL * (-(-last_cols // VL) - 1)}  /* columns of its last vector */
+#define LAST_NV {-(-last_cols // vl)}  /* vectors of the last panel */
+#define LAST_COLS {last_cols - vl * (-(-last_cols // vl) - 1)}  /* columns of its last vector */
 static inline v16 act(v16 v) {{
 {body}
   return v;

@@ -47,11 +47,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir
-from ..codegen.inverted_residual import BlockSpec, pick_pixels, pick_rows, unsupported
+from ..codegen.inverted_residual import VL, BlockSpec, pick_pixels, pick_rows, unsupported
 from ..codegen.inverted_residual import generate as generate_block
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
+from ..target import simd_lanes
 from .consteval import ConstEval
 from .generic_util import (
     body_ops,
@@ -76,6 +77,7 @@ from .registry import register_pass
 
 @dataclass
 class FuseOptions(ToolchainOptions):
+    vector_bits: int = 512  # the target's SIMD width: the kernels' vectors and channel block
     min_expanded_bytes: int = 1 << 20  # fuse blocks whose expanded tensor is at least this
     # also fuse depthwise + project where there is no expand conv to take in (see the docstring)
     without_expand: bool = False
@@ -139,7 +141,9 @@ def reads_depthwise(conv: ir.Operation) -> bool:
     return False
 
 
-def match_block(project: ir.Operation, ev: ConstEval, without_expand: bool = False) -> Block:
+def match_block(
+    project: ir.Operation, ev: ConstEval, without_expand: bool = False, vl: int = VL
+) -> Block:
     """The block ending at ``project`` (a 1x1 conv), or NoMatch; with ``without_expand`` also
     one with no expand conv."""
     f32_only(project)  # an fp16 / bf16 model's blocks stay with IREE, with that reason
@@ -175,7 +179,7 @@ def match_block(project: ir.Operation, ev: ConstEval, without_expand: bool = Fal
     s = stride[0]
     if (expand_weights[0].shape[1] if expand_weights else cin) != ce or wp.shape[0] != ce:
         raise NoMatch("the convs' channel counts do not chain")
-    why = unsupported(h, w, cin, ce, cout, s)
+    why = unsupported(h, w, cin, ce, cout, s, vl)
     if why:
         raise NoMatch(why)
     weights = [*expand_weights, wd, bd, wp, bp]
@@ -214,13 +218,12 @@ def _expand(
     return conv.operands[0], list(weights), act
 
 
-def fuse_block(
-    module_op: ir.Operation, block: Block, symbol: str, opts: ToolchainOptions
-) -> BlockSpec:
+def fuse_block(module_op: ir.Operation, block: Block, symbol: str, opts: FuseOptions) -> BlockSpec:
     """Replace the block (its project conv, or the residual add after it) by a call of its
     generated kernel."""
     h, w, cin, ce, cout, s = block.shape
-    rows = pick_rows(h, w, s)
+    vl = simd_lanes(opts.vector_bits)
+    rows = pick_rows(h, w, s, vl=vl)
     spec = BlockSpec(
         symbol,
         h,
@@ -236,6 +239,7 @@ def fuse_block(
         residual=block.residual is not None,
         expand=block.expand,
         batch=block.batch,
+        vl=vl,
     )
     packed = np.concatenate([a.astype(np.float32).ravel() for a in block.weights])
     assert packed.size == spec.offsets["total"]
@@ -270,7 +274,7 @@ def fuse_inverted_residuals(module_op: ir.Operation, opts: FuseOptions | None = 
             if not reads_depthwise(project):
                 continue
             try:
-                block = match_block(project, ev, opts.without_expand)
+                block = match_block(project, ev, opts.without_expand, simd_lanes(opts.vector_bits))
             except NoMatch as e:
                 counts[f"not fused: {e}"] += 1
                 continue

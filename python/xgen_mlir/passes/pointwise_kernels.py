@@ -1,11 +1,13 @@
 """xgen-pointwise-kernels: 1x1 convs over few pixels as generated kernels without a row tile.
 
-Why: IREE's data tiling computes a matmul in tiles of ``row-tile`` rows (16 for f32 on
-AVX-512), so a 1x1 conv over a 7x7 image (49 rows) does the work of 64: MobileNetV2's
-seven 7x7 1x1 convs run at 140-160 of the 205 GFLOP/s sgemm rate. The kernel
-(``codegen/pointwise.py``) blocks the rows by a divisor of M instead and runs at the FMA peak
-on one core. It fires where the padding IREE would add is at least ``min-padding`` of M
-(49 rows: 31%; 196 rows: 6%, left to IREE).
+Why: IREE's data tiling computes a matmul in tiles of ``row-tile`` rows (by default the
+target's f32 lanes, as IREE's x86 f32 tiles have them: 16 with AVX-512, 8 with AVX2), so a
+1x1 conv over a 7x7 image (49 rows) does the work of 64 on AVX-512: MobileNetV2's seven 7x7
+1x1 convs run at 140-160 of the 205 GFLOP/s sgemm rate. The kernel (``codegen/pointwise.py``)
+blocks the rows by a divisor of M instead and runs at the FMA peak on one core. It fires
+where the padding IREE would add is at least ``min-padding`` of M (49 rows: 31% with
+AVX-512, 14% with AVX2; 196 rows: 6% / 2%, left to IREE). On an AVX2 EPYC, MobileNetV2 with
+the kernels sized for AVX2 ran 10.5 ms against 11.6 ms without them (median of 6 rounds).
 
 What it matches (NHWC, after ``xgen-nhwc-convs``): ``linalg.conv_2d_nhwc_hwcf`` with a 1x1
 constant filter, stride 1, a per-channel constant bias (the accumulator init), any static
@@ -46,10 +48,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir
-from ..codegen.pointwise import PointwiseSpec, generate, pack_weights, unsupported
+from ..codegen.pointwise import VL, PointwiseSpec, generate, pack_weights, unsupported
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
+from ..target import simd_lanes, vector_registers
 from .consteval import ConstEval
 from .generic_util import (
     has_default_maps,
@@ -76,7 +79,8 @@ DYNAMIC = "dynamic shape (the kernels take static shapes)"
 
 @dataclass
 class PointwiseOptions(ToolchainOptions):
-    row_tile: int = 16  # rows of IREE's data-tiled matmul tile on this target
+    vector_bits: int = 512  # the target's SIMD width: the kernels' vectors and register block
+    row_tile: int = 0  # rows of IREE's data-tiled f32 matmul tile; 0: the target's f32 lanes
     min_padding: float = 0.1  # fire where IREE pads M by at least this fraction of M
     matvec: bool = True  # also take matmuls of fewer than 4 rows (classifier heads)
     verbose: bool = False  # print every replaced conv to stderr
@@ -118,7 +122,7 @@ def f32_only(op: ir.Operation) -> None:
         raise NoMatch(f"{'/'.join(other)} tensors (the kernel computes f32 only)")
 
 
-def match_conv(conv: ir.Operation, ev: ConstEval) -> Match:
+def match_conv(conv: ir.Operation, ev: ConstEval, vl: int = VL) -> Match:
     """The conv with the activations and residual add it takes in, or NoMatch."""
     f32_only(conv)
     w, b = conv_1x1(conv, ev, "pointwise")
@@ -127,13 +131,13 @@ def match_conv(conv: ir.Operation, ev: ConstEval) -> Match:
     m, n = n_ * h * wd, shape[3]  # NHWC: a batch's images are more rows, [N*H*W, C]
     replaced = [conv]
     act, end, residual, perm = _epilogue(conv.results[0], ev, replaced, True)
-    why = unsupported(m, k, n, residual is not None)
+    why = unsupported(m, k, n, residual is not None, vl)
     if why:
         raise NoMatch(why)
     return Match(conv, (m, k, n), w, b, act, replaced, end, residual, perm)
 
 
-def match_matmul(mm: ir.Operation, ev: ConstEval) -> Match:
+def match_matmul(mm: ir.Operation, ev: ConstEval, vl: int = VL) -> Match:
     """A matmul with a constant right-hand side, with its bias add and the activations after
     it, or NoMatch."""
     f32_only(mm)
@@ -196,12 +200,20 @@ def _epilogue(
 
 
 def replace(
-    module_op: ir.Operation, match: Match, symbol: str, opts: ToolchainOptions
+    module_op: ir.Operation, match: Match, symbol: str, opts: PointwiseOptions
 ) -> PointwiseSpec:
     """Replace the conv (with its activations and add) by a call of its generated kernel."""
     m, k, n = match.spec_args
     spec = PointwiseSpec(
-        symbol, m, k, n, tuple(match.act), match.residual is not None, match.bias_after
+        symbol,
+        m,
+        k,
+        n,
+        tuple(match.act),
+        match.residual is not None,
+        match.bias_after,
+        simd_lanes(opts.vector_bits),
+        vector_registers(opts.vector_bits),
     )
     packed = pack_weights(match.weights, match.bias, spec)
     obj = compile_object(generate(spec), opts.toolchain(), symbol)
@@ -240,7 +252,8 @@ def _candidates(module_op: ir.Operation, opts: PointwiseOptions) -> Iterator[tup
                 yield op, shape[0], match_matmul, "matrix-vector products"
             continue
         rows = shape[0] * shape[1] * shape[2]  # the batch's images one after another
-        if padding(rows, opts.row_tile) >= opts.min_padding:
+        row_tile = opts.row_tile or simd_lanes(opts.vector_bits)
+        if padding(rows, row_tile) >= opts.min_padding:
             yield op, rows, match_conv, "convs"
 
 
@@ -258,7 +271,7 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
                 counts[f"not replaced: {kind}"] += 1
                 continue
             try:
-                match = matcher(op, ev)
+                match = matcher(op, ev, simd_lanes(opts.vector_bits))
             except NoMatch as e:
                 counts[f"not replaced: {e}"] += 1
                 continue
