@@ -1,6 +1,9 @@
 // RUN: rm -rf %t.cache
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p 'xgen-lower-fkw-kernels{vl=4}' | FileCheck %s
 // RUN: cat %t.cache/kernels/*.c | FileCheck %s --check-prefix=SRC
+// The target's vector width, when given, sets VL (128 bits: 4 floats), whatever vl says:
+// RUN: rm -rf %t.vb && env XGEN_CACHE_DIR=%t.vb xgen-opt %s --split-input-file -p 'xgen-lower-fkw-kernels{vl=16 vector-bits=128}' | FileCheck %s
+// RUN: cat %t.vb/kernels/*.c | FileCheck %s --check-prefix=SRC
 
 // Stride 2, one group of exactly VL (=4) filters: the filter-vectorised kernel. Its input is
 // only zero-padded (no row-phase split, so no transpose in the wrapper), and each workgroup
