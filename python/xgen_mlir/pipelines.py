@@ -18,7 +18,9 @@ Optional tables (defaults in brackets keep the plain ``cpu.toml`` valid):
   them against the resolved target and falls back to the default value with a warning.
 * ``[target]``: facts of the machine the module runs on (``target.TargetFacts``: vector_bits,
   l2_bytes, threads), each a number or ``"host"`` (read off the compiling machine: for targets
-  that are the host). Steps and flags use them as ``${vector_bits}`` etc.
+  that are the host). Steps and flags use them as ``${vector_bits}`` etc. ``target_options``
+  may state a fact by its name (``{"vector_bits": "512"}``): the module is then planned for
+  such a machine, whatever this one is (a cross compile, or a test of the other host type).
 * ``[iree] outputs`` [``["vmfb"]``]: also ``"static-library"`` and ``"vm-c"`` (bare metal).
 * ``[dispatch]``: steps run inside IREE's compile, on IREE's IR (``backend/dispatch_stage.py``).
   ``enabled`` [true] (usually ``"${fusion}"``, an option); ``[[dispatch.steps]]`` like
@@ -121,12 +123,20 @@ class Pipeline:
         overrides; ``host`` facts read off this machine)."""
         known = {o.name: o for o in self.options}
         values = {o.name: o.default for o in self.options}
+        fact_specs = dict(self.fact_specs)
         for key, value in (overrides or {}).items():
+            if key in fact_specs:  # a target fact stated for another machine (cross compile)
+                if not str(value).isdigit():
+                    raise PipelineError(
+                        f"target '{self.name}': fact {key}={value!r} is not a whole number"
+                    )
+                fact_specs[key] = str(value)
+                continue
             if key not in known:
                 raise UnknownNameError(
                     "target option",
                     key,
-                    list(known) or [f"(none: target '{self.name}' takes no options)"],
+                    [*known, *fact_specs] or [f"(none: target '{self.name}' takes no options)"],
                 )
             value = str(value)
             if known[key].value == "locations":
@@ -152,7 +162,7 @@ class Pipeline:
         facts = TargetFacts(
             **{
                 name: host_fact(name) if spec == "host" else int(spec)
-                for name, spec in self.fact_specs
+                for name, spec in fact_specs.items()
             }
         )
         for key, value in values.items():

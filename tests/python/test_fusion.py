@@ -199,13 +199,24 @@ class SmallImageNet(torch.nn.Module):
         return torch.relu(self.c(torch.relu(self.b(torch.relu(self.a(x))))))
 
 
+def test_small_image_conv_tiles_only_for_the_vectors_they_were_chosen_for():
+    """On a target with 256-bit vectors (AVX2) the AVX-512 conv tiles do not apply."""
+    torch.manual_seed(0)
+    model, x = SmallImageNet().eval(), torch.randn(1, 32, 14, 14)
+    narrow = xgen_mlir.compile(model, (x,), target_options={"vector_bits": "256"})
+    assert not narrow.report.fusion_plans[0].conv_tiles
+    torch.testing.assert_close(narrow(x), model(x).detach(), atol=1e-4, rtol=1e-4)
+
+
 def test_small_image_convs_get_xgen_tiles(tmp_path):
     """conv_tiling: each conv gets xgen_mlir's tiles, IREE's codegen uses them (its configured
     executables show them), the padded outputs cost no copy, and the result is right."""
     torch.manual_seed(0)
     model, x = SmallImageNet().eval(), torch.randn(1, 32, 14, 14)
     dump = tmp_path / "executables"
-    planned = xgen_mlir.compile(model, (x,), dump_executables=dump)
+    # the tiles are for 512-bit vectors: planned for such a target on any host
+    wide = {"vector_bits": "512"}
+    planned = xgen_mlir.compile(model, (x,), dump_executables=dump, target_options=wide)
     plain = xgen_mlir.compile(model, (x,), target_options={"fusion": "false"})
     assert planned.report.fusion_note == ""
     tiles = planned.report.fusion_plans[0].conv_tiles

@@ -100,6 +100,19 @@ def test_the_target_facts_decide_not_the_compiling_machine(tmp_path):
     assert taken == {512: ["3x16x32 -> 16x32x3"], 256: []}
 
 
+def test_target_options_state_a_fact_for_another_machine():
+    """``target_options`` may state a target fact (a cross compile, or a test of the other host
+    type): it replaces ``host`` in every step that reads it; only whole numbers pass."""
+    pipeline = load_pipeline("cpu")
+    stated = pipeline.with_options({"vector_bits": "256"})
+    assert stated.facts.vector_bits == 256
+    assert any("vector-bits=256" in s for s in stated.pass_steps())
+    assert not any("vector-bits=512" in s for s in stated.pass_steps())
+    for bad in ("wide", "256}", "${threads}", "-1"):
+        with pytest.raises(errors.PipelineError, match="not a whole number"):
+            pipeline.with_options({"vector_bits": bad})
+
+
 def test_fusion_option_turns_the_dispatch_steps_off():
     pipeline = load_pipeline("cpu")
     assert pipeline.with_options().dispatch_stages()

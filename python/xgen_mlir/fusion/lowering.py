@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-# The vector width the transpose, gemv and matmul tile rules were chosen and measured for
+# The vector width the transpose, gemv, matmul and conv tile rules were chosen and measured for
 # (16 f32 lanes). Their passes fire only on targets of this width (the ``vector-bits`` option,
 # from the pipeline's target facts); elsewhere IREE keeps its own tiles.
 TILED_FOR_VECTOR_BITS = 512

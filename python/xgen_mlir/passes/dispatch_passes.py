@@ -221,8 +221,7 @@ def share_pads(module_op: Any, opts: PrintOptions, state: DispatchState) -> None
 
 
 @dataclass
-class ConvTileOptions:
-    print: bool = False
+class ConvTileOptions(VectorTileOptions):
     threads: int = 1  # the target's worker threads: how many workgroups are enough
 
 
@@ -235,6 +234,8 @@ class ConvTileOptions:
     after=("xgen-transpose-tiles", "xgen-share-pads"),
 )
 def conv_tiles(module_op: Any, opts: ConvTileOptions, state: DispatchState) -> None:
+    if not _fires(opts, "conv tiles"):  # 7 pixels x 32 channels: 14 AVX-512 accumulators
+        return
     for name, _ in function_blocks(module_op):
         plan = state.plans[name]
         plan.conv_tiles = tile_conv_groups(plan, max(1, opts.threads))

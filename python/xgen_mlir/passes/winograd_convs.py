@@ -65,6 +65,7 @@ import numpy as np
 from .._mlir import arith, ir, linalg, tensor
 from ..byoc import OFFLOAD_ATTR, ONEDNN
 from ..diagnostics import format_location
+from ..fusion.lowering import TILED_FOR_VECTOR_BITS
 from ..irutil import constant_op, ops_named
 from ..tunedb import (
     ALGORITHM,
@@ -165,6 +166,9 @@ class WinogradOptions:
     # xgen-byoc-offload; precision picks the offload records of the matching compute type
     offload: str = "none"
     precision: str = "fp32"
+    # the target's SIMD width: with offload=tuned, an unmeasured f32 KxK conv starts in the
+    # kernel library on a target whose width xgen_mlir's own tiles were not made for
+    vector_bits: int = 0
 
 
 @dataclass
@@ -685,9 +689,11 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 sig, desc = conv_signature(op)
                 records = choices.records.get(sig, [])
                 config, why = decide_algorithm(records, allowed)
-                if config is None and tuned_offload and is_integer(op):
-                    if not any(allowed(r.config) for r in records):
+                if config is None and tuned_offload and not any(allowed(r.config) for r in records):
+                    if is_integer(op):
                         config, why = _integer_conv_prior(why)
+                    elif _float_prior_applies(op, opts):
+                        config, why = _float_conv_prior(why)
                 algorithm = None if config is None else config.get("algorithm")
                 if config is not None and algorithm != "winograd":
                     op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(str(algorithm))
@@ -743,6 +749,36 @@ def _integer_conv_prior(why: str) -> tuple[dict[str, Any] | None, str]:
         return None, why
     prior = "no measurement on this host: an integer conv starts in oneDNN (xgen_mlir.tune decides)"
     return offload_config(ONEDNN.name, "s8"), prior
+
+
+def _float_prior_applies(op: ir.Operation, opts: WinogradOptions) -> bool:
+    """Whether an unmeasured f32 conv starts in the kernel library: an fp32 compile for a
+    target of known vector width other than the one xgen_mlir's conv and matmul tiles were
+    chosen for (``TILED_FOR_VECTOR_BITS``), and a KxK filter (K > 1: a 1x1 conv is a matmul,
+    which IREE runs well everywhere)."""
+    if opts.precision != "fp32" or opts.vector_bits in (0, TILED_FOR_VECTOR_BITS):
+        return False
+    if not _static_f32(op):
+        return False
+    shape = ir.RankedTensorType(op.operands[1].type).shape
+    kh, kw = (shape[2], shape[3]) if _CONVS[op.name] else (shape[0], shape[1])
+    return max(kh, kw) > 1
+
+
+def _float_conv_prior(why: str) -> tuple[dict[str, Any] | None, str]:
+    """An f32 KxK conv with no measurement on this host, on a target outside xgen_mlir's own
+    tiles: the library's primitive, the tuner's first candidate. There IREE's direct conv has
+    only IREE's generic heuristic, and oneDNN dispatches to kernels written for the ISA. On an
+    AVX2-only AMD EPYC every 3x3 and 7x7 conv of ResNet-18 ran 1.4-4x faster in oneDNN than
+    IREE's direct conv (ResNet-18 82.7 -> 30.7 ms untuned); its 1x1 convs ran slower (0.45 ->
+    1.2 ms), so they stay with IREE. A tune replaces the prior by measurements."""
+    if ONEDNN.unavailable() is not None:
+        return None, why
+    prior = (
+        "no measurement on this host: an f32 KxK conv starts in oneDNN on a target without "
+        "xgen_mlir's own tiles (xgen_mlir.tune decides)"
+    )
+    return offload_config(ONEDNN.name, "f32"), prior
 
 
 def _mark_linear_layers(

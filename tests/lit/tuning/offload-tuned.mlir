@@ -3,6 +3,9 @@
 // RUN: FileCheck %s --check-prefix=WHY < %t.err
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned precision=bf16 db=%t.db},xgen-byoc-offload{backend=tuned precision=bf16 phase=layout},xgen-byoc-offload{backend=tuned precision=bf16}' | FileCheck %s --check-prefix=%if onednn-bf16 %{BF16%} %else %{NOBF16%}
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=none db=%t.db},xgen-byoc-offload{backend=none phase=layout},xgen-byoc-offload{backend=none}' | FileCheck %s --check-prefix=OFF
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db vector-bits=256 verbose=true},xgen-byoc-offload{backend=tuned phase=layout},xgen-byoc-offload{backend=tuned}' 2>%t.prior.err | FileCheck %s --check-prefix=PRIOR
+// RUN: FileCheck %s --check-prefix=WHY-PRIOR < %t.prior.err
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db vector-bits=512},xgen-byoc-offload{backend=tuned phase=layout},xgen-byoc-offload{backend=tuned}' | FileCheck %s
 
 // offload=tuned: xgen-winograd-convs weighs each conv's measured variants (Winograd's and the
 // oneDNN offload's in the compute type of the precision) and marks the convs whose best is
@@ -50,6 +53,22 @@
 // NOBF16-NOT: call @xgen_onednn
 // NOBF16: linalg.conv_2d_nchw_fchw
 // NOBF16-NOT: call @xgen_onednn
+
+// The prior (vector-bits=256: a target without xgen_mlir's own conv tiles): an f32 KxK conv
+// with no f32 record starts in oneDNN; measured ones follow their records; a 1x1 conv (a
+// matmul) stays with IREE. At 512 bits, no prior: as CHECK.
+// PRIOR-LABEL: func.func @bf16_only
+// PRIOR: call @xgen_onednn_conv_{{[0-9]+}}_call
+// PRIOR-LABEL: func.func @onednn_slower
+// PRIOR-NOT: xgen_onednn
+// PRIOR: linalg.conv_2d_nchw_fchw
+// PRIOR-LABEL: func.func @no_record
+// PRIOR: call @xgen_onednn_conv_{{[0-9]+}}_call
+// PRIOR-LABEL: func.func @no_record_1x1
+// PRIOR-NOT: xgen_onednn
+// PRIOR: linalg.conv_2d_nchw_fchw
+// WHY-PRIOR: conv3x3 2->9 8x8 nchw pad: onednn, no measurement on this host: an f32 KxK conv starts in oneDNN
+// WHY-PRIOR-NOT: conv1x1 {{.*}}: onednn
 
 // offload=none: nothing marked, nothing offloaded (Winograd still chosen where it won).
 // OFF-NOT: xgen.offload
@@ -143,5 +162,14 @@ func.func @no_record(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x9x8x8xf32> {
   %0 = tensor.empty() : tensor<1x9x8x8xf32>
   %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x9x8x8xf32>) -> tensor<1x9x8x8xf32>
   %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x2x10x10xf32>, tensor<9x2x3x3xf32>) outs(%1 : tensor<1x9x8x8xf32>) -> tensor<1x9x8x8xf32>
+  return %2 : tensor<1x9x8x8xf32>
+}
+
+func.func @no_record_1x1(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x9x8x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<9x2x1x1xf32>
+  %0 = tensor.empty() : tensor<1x9x8x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x9x8x8xf32>) -> tensor<1x9x8x8xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%arg0, %w : tensor<1x2x8x8xf32>, tensor<9x2x1x1xf32>) outs(%1 : tensor<1x9x8x8xf32>) -> tensor<1x9x8x8xf32>
   return %2 : tensor<1x9x8x8xf32>
 }
