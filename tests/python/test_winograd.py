@@ -109,13 +109,17 @@ def test_tuned_by_default_rewrites_nothing_unmeasured_and_the_option_is_checked(
     model, x = _ConvBlock().eval(), torch.randn(1, 8, 30, 30)
     compiled = xgen_mlir.compile(model, (x,), tuning_db=False)
     assert not any("F(" in k for k in compiled.report.rewrites.get("xgen-winograd-convs", {}))
-    steps = [s for s in load_pipeline("cpu").pass_steps() if "winograd" in s]
-    # the pass also weighs the measured oneDNN offload (offload=tuned, the default)
-    assert steps == ["xgen-winograd-convs{enable=tuned offload=tuned precision=fp32}"]
-    on = load_pipeline("cpu").with_options({"winograd": "true"}).pass_steps()
-    assert "xgen-winograd-convs{enable=true offload=tuned precision=fp32}" in on
-    off = load_pipeline("cpu").with_options({"winograd": "false"}).pass_steps()
-    assert "xgen-winograd-convs{enable=false offload=tuned precision=fp32}" in off
+    wide = {"vector_bits": "512"}  # the target's width, as the host would state it
+    steps = [s for s in load_pipeline("cpu").with_options(wide).pass_steps() if "winograd" in s]
+    # the pass also weighs the measured oneDNN offload (offload=tuned, the default); the
+    # target's vector width decides whether unmeasured f32 convs start in oneDNN
+    assert steps == [
+        "xgen-winograd-convs{enable=tuned offload=tuned precision=fp32 vector-bits=512}"
+    ]
+    on = load_pipeline("cpu").with_options({"winograd": "true", **wide}).pass_steps()
+    assert "xgen-winograd-convs{enable=true offload=tuned precision=fp32 vector-bits=512}" in on
+    off = load_pipeline("cpu").with_options({"winograd": "false", **wide}).pass_steps()
+    assert "xgen-winograd-convs{enable=false offload=tuned precision=fp32 vector-bits=512}" in off
     with pytest.raises(PipelineError, match="winograd='yes' is not one of false, true, tuned"):
         load_pipeline("cpu").with_options({"winograd": "yes"})
 
