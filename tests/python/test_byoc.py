@@ -155,6 +155,21 @@ def test_bf16_computes_in_bf16(cnn):
     _check_bf16(m, max_abs_err(m(x).numpy(), want) / _scale(want), "bf16 offload")
 
 
+def test_the_plugin_itself_refuses_s8_without_vnni(capfd):
+    """The plugin (not only the compiler) answers whether it makes an s8 primitive: yes on a
+    CPU with an exact int8 dot product (VNNI), no elsewhere with the reason, so a module
+    compiled on a VNNI host fails to load on a host without instead of saturating. f32 is
+    made everywhere."""
+    from xgen_mlir.target import EXACT_INT8_FLAGS
+
+    lib = onednn._library(str(ONEDNN.plugin()))
+    s8 = b"xgen_dnnl_matmul_s8_none_nb_4_2_3_7"
+    assert bool(lib.xgen_dnnl_can_build(s8)) == has_any(EXACT_INT8_FLAGS)
+    if not has_any(EXACT_INT8_FLAGS):
+        assert "needs a CPU with VNNI" in capfd.readouterr().err
+    assert lib.xgen_dnnl_can_build(b"xgen_dnnl_matmul_f32_none_nb_4_2_3") == 1
+
+
 def test_calls_from_threads_agree(fp32_module, cnn):
     """One module called from several threads at once: each call's primitive runs with its
     own stream; the weights were reordered once."""

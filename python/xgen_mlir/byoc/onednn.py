@@ -71,17 +71,11 @@ class Backend:
     def can_build(self, symbol: str) -> bool:
         """Whether the plugin makes a primitive for import ``symbol`` on this host (asked
         through the plugin itself, so the compiler never offloads what the runtime refuses).
-        An s8 primitive also needs a CPU with VNNI: without it oneDNN's u8 x s8 kernels use
-        ``vpmaddubsw``, which saturates pairs of products at int16, and their sums are then
-        wrong for large activations (seen on an AVX2-only AMD EPYC: a static int8 CNN off
-        IREE's exact integer output)."""
-        if symbol.startswith(f"{self.prefix}conv_s8_") or symbol.startswith(
-            f"{self.prefix}matmul_s8_"
-        ):
-            from ..target import EXACT_INT8_FLAGS, has_any
-
-            if not has_any(EXACT_INT8_FLAGS):
-                return False
+        The plugin refuses an s8 primitive on a CPU without VNNI: there oneDNN's u8 x s8
+        kernels use ``vpmaddubsw``, which saturates pairs of products at int16, and their sums
+        are wrong for large activations (seen on an AVX2-only AMD EPYC: a static int8 CNN off
+        IREE's exact integer output). The check is in the plugin, so a module compiled on a
+        CPU with VNNI also fails to load on one without, rather than compute wrong numbers."""
         return bool(_library(str(self.plugin())).xgen_dnnl_can_build(symbol.encode()))
 
 

@@ -19,6 +19,7 @@
 // move). The interface types below are declared from IREE's documented plugin ABI
 // (iree/hal/local/executable_plugin.h, version 0.1); only what this plugin uses.
 
+#include <cpuid.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -384,11 +385,32 @@ int call_op(void* params, void* context, void* /*reserved*/) {
 
 const char kPrefix[] = "xgen_dnnl_";
 
+// Whether this CPU has an exact int8 dot product: AVX512-VNNI (CPUID 7.0 ECX bit 11),
+// AVX-VNNI (7.1 EAX bit 4) or AMX-INT8 (7.0 EDX bit 25). Without one, oneDNN's u8 x s8
+// kernels use vpmaddubsw, which saturates pairs of products at int16: the sums are wrong for
+// large activations (seen on an AVX2-only AMD EPYC). The plugin refuses s8 there, so a module
+// compiled where the CPU had VNNI fails to load on one without, instead of computing wrongly.
+bool exact_int8_dot() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  if ((c >> 11) & 1u || (d >> 25) & 1u) return true;
+  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+  return a >= 1 && __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && ((a1 >> 4) & 1u);
+}
+
 // Builds the operation an import name describes; null (with a message) if it cannot.
 Op* make_op(const char* symbol) {
   std::string name(symbol);
   if (name.rfind(kPrefix, 0) != 0) return nullptr;
   std::vector<std::string> f = split(name.substr(sizeof(kPrefix) - 1));
+  if (f.size() > 1 && f[1] == "s8" && !exact_int8_dot()) {
+    std::fprintf(stderr,
+                 "xgen_mlir oneDNN plugin: cannot build %s: an s8 primitive needs a CPU with "
+                 "VNNI (AVX512-VNNI, AVX-VNNI or AMX-INT8); this one has none, and oneDNN's "
+                 "int8 kernels without it saturate at int16\n",
+                 symbol);
+    return nullptr;
+  }
   try {
     if (f[0] == "conv") return make_conv(f);
     if (f[0] == "matmul") return make_matmul(f);
