@@ -276,11 +276,31 @@ def _runner(pipeline: Any) -> list[str]:
     return [*emulator(arch), str(foreign_tool(arch, "iree-run-module"))]
 
 
+def _plugin_flags(module: Any, what: str) -> list[str]:
+    """``--executable_plugin=`` for each BYOC plugin the compiled module's kernels call (a
+    conv offloaded to oneDNN), so stock iree-run-module can load it."""
+    from .compiler import plugins_used
+    from .errors import ModuleLoadError
+    from .runtime.plugins import plugin_paths
+
+    try:
+        paths = plugin_paths(",".join(plugins_used(module)), None, what)
+    except ModuleLoadError as e:
+        raise BisectError(str(e)) from None
+    return [f"--executable_plugin={p}" for p in paths]
+
+
 def _run_traced(
-    runner: list[str], vmfb: Path, device: str, inputs: list[Path], work: Path, tag: str
+    runner: list[str],
+    vmfb: Path,
+    device: str,
+    inputs: list[Path],
+    work: Path,
+    tag: str,
+    plugins: list[str] | None = None,
 ) -> tuple[list[Traced], np.ndarray]:
     out = work / f"{tag}-output.npy"
-    args = [f"--input=@{p}" for p in inputs]
+    args = [*(plugins or []), *(f"--input=@{p}" for p in inputs)]
     text = _run(
         [*runner, f"--device={device}", f"--module={vmfb}", "--function=main", *args,
          f"--output=@{out}"],
@@ -463,6 +483,8 @@ def bisect(
             model, example_inputs, target, options, (), work, "t"
         )
         tgt_vmfb, ref_vmfb = work / "target.vmfb", work / "reference.vmfb"
+        # read before the backend compile, which moves the kernels into executables
+        tgt_plugins = _plugin_flags(tgt_mod, f"the model for '{target}'")
         _backend_compile(tgt_mod, tgt_pipe, tgt_vmfb, f"the model for '{target}'")
         if reference == "cpu":  # IREE's llvm-cpu on the same graph IR, none of our IREE steps
             ref_name, ref_flags = "llvm-cpu (same graph IR)", list(_REFERENCE_CPU)
@@ -478,12 +500,25 @@ def bisect(
                 model, example_inputs, target, options, leave_out, work, "r"
             )
             ref_name = f"{target} without {', '.join(leave_out)}"
+        ref_plugins = _plugin_flags(ref_mod, f"the reference ({ref_name})")
         _backend_compile(ref_mod, ref_pipe, ref_vmfb, f"the reference ({ref_name})")
         got_trace, got = _run_traced(
-            _runner(tgt_pipe), tgt_vmfb, _device(tgt_flags), inputs, work, "target"
+            _runner(tgt_pipe),
+            tgt_vmfb,
+            _device(tgt_flags),
+            inputs,
+            work,
+            "target",
+            tgt_plugins,
         )
         want_trace, want = _run_traced(
-            _runner(ref_pipe), ref_vmfb, _device(ref_flags), inputs, work, "reference"
+            _runner(ref_pipe),
+            ref_vmfb,
+            _device(ref_flags),
+            inputs,
+            work,
+            "reference",
+            ref_plugins,
         )
         compared, unmatched, first, suspects = compare(got_trace, want_trace, tolerance)
         report = BisectReport(

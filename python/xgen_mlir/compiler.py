@@ -270,10 +270,9 @@ def _record_cpu_target(module: ir.Module, entry: str, cpu: CpuTarget) -> None:
     _add_reflection(module, entry, values)
 
 
-def _record_plugins(module: ir.Module, entry: str, rewrites: Any) -> dict[str, int]:
-    """The ops BYOC offload handed to a library ({what: count}, from the pass's counts); the
-    backends whose imports the module's kernels call go into the entry's reflection
-    (``load()`` reads them: runtime/plugins.py)."""
+def plugins_used(module: ir.Module) -> list[str]:
+    """The BYOC backends whose imports the module's kernels call (their executable plugins
+    must be loaded wherever it runs)."""
     from .byoc.onednn import BACKENDS
     from .codegen.dispatch import EXECUTABLE_ATTR
 
@@ -282,7 +281,14 @@ def _record_plugins(module: ir.Module, entry: str, rewrites: Any) -> dict[str, i
         for op in module.body.operations
         if op.operation.name == "func.func" and EXECUTABLE_ATTR in op.operation.attributes
     ]
-    used = sorted(b.name for b in BACKENDS.values() if any(b.prefix in t for t in texts))
+    return sorted(b.name for b in BACKENDS.values() if any(b.prefix in t for t in texts))
+
+
+def _record_plugins(module: ir.Module, entry: str, rewrites: Any) -> dict[str, int]:
+    """The ops BYOC offload handed to a library ({what: count}, from the pass's counts); the
+    backends whose imports the module's kernels call go into the entry's reflection
+    (``load()`` reads them: runtime/plugins.py)."""
+    used = plugins_used(module)
     if used:
         _add_reflection(module, entry, {PLUGINS_KEY: ",".join(used)})
     return dict((rewrites or {}).get("xgen-byoc-offload", {}))

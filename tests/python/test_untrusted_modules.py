@@ -523,7 +523,12 @@ def test_save_bundle_is_atomic(cnn_ext, cnn, tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["b"]
     # a complete save replaces it (no weights.irpa left from the old one)
     other.save_bundle(target)
-    assert sorted(p.name for p in target.iterdir()) == ["manifest.json", "model.vmfb", "run.sh"]
+    # plus the oneDNN plugin where the module's convs start in oneDNN (a CPU without AVX-512)
+    from xgen_mlir.runtime.plugins import REFLECTION_KEY as PLUGINS_KEY
+
+    plugin = ["libxgen_onednn.so"] if PLUGINS_KEY in other.reflection else []
+    want = sorted(["manifest.json", "model.vmfb", "run.sh", *plugin])
+    assert sorted(p.name for p in target.iterdir()) == want
     assert [p.name for p in tmp_path.iterdir()] == ["b"]
     # a folder holding other files is not a bundle to replace
     (tmp_path / "docs").mkdir()
