@@ -575,6 +575,12 @@ def _write_reproducer(
         end = flow_ir.find("flow.executable", start + 1)
         (out / "dispatch.mlir").write_text(flow_ir[start : end if end > 0 else None])
     runs = " ".join(f"--input=@input{k}.npy" for k in range(len(t.inputs)))
+    if region is not None:  # an offloaded op's dispatch calls its library's plugin
+        from .byoc.onednn import BACKENDS
+
+        for backend in BACKENDS.values():
+            if backend.prefix in region and backend.unavailable() is None:
+                runs = f"--executable_plugin={backend.plugin()} {runs}"
     why = (
         f"max abs err {report.first.max_abs_err:.3g}, relative {report.first.max_rel_err:.3g}"
         if r is not None and report.first is not None
