@@ -39,6 +39,7 @@ from .targets import (
     check_device,
     check_vulkan_profile,
     executable_formats,
+    own_vulkan_device,
     require_vulkan,
     vulkan_device_names,
 )
@@ -232,6 +233,8 @@ class CompiledModule:
             if plugins and self.device in ("local-task", "local-sync"):
                 paths = plugin_paths(plugins, self.plugins, self.source)
                 config = rt.Config(device=device_with_plugins(self.device, paths))
+            elif self.device == "vulkan":
+                config = rt.Config(device=own_vulkan_device())
             else:
                 config = rt.Config(self.device)
         except ModuleLoadError:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import UnknownNameError, XGenError
 from ..waiting import yielding_to_workers
-from .executors import ExecutorPool, cpu_count, vulkan_device
+from .executors import ExecutorPool, cpu_count
 from .models import SchedModel
 from .observe import Event, Recorder, render_text, write_json, write_timeline
 from .policies import Policy, make_policy
@@ -187,7 +187,7 @@ class Scheduler:
             top = min(self.workers, m.max_workers or self.workers)
             for lane in m.lanes:
                 if lane == "vulkan":
-                    m.run("vulkan", vulkan_device(), arrays, False)
+                    m.run("vulkan", self._pool.vulkan(), arrays, False)
                     continue
                 for k in range(1, top + 1):
                     for band in range(len(self._levels)):
@@ -196,7 +196,7 @@ class Scheduler:
             for lane in m.lanes:
                 key: Any
                 if lane == "vulkan":
-                    key, device = "vulkan", vulkan_device()
+                    key, device = "vulkan", self._pool.vulkan()
                 else:
                     key, device = (top, 0), self._pool.get(top, 0).device
                 t = time.perf_counter()
@@ -483,7 +483,7 @@ class Scheduler:
             if m.python_fn is not None:
                 out = m.python_fn(*req.arrays)
             elif req.lane == "vulkan":
-                out = m.run("vulkan", vulkan_device(), req.arrays, req.as_torch)
+                out = m.run("vulkan", self._pool.vulkan(), req.arrays, req.as_torch)
             else:
                 ex = self._pool.get(req.workers, req.band)
                 req.nice = ex.nice
@@ -601,7 +601,13 @@ class Scheduler:
         if not wait:
             return not self._dispatcher.is_alive()
         self._dispatcher.join(timeout)
-        return not self._dispatcher.is_alive()
+        if self._dispatcher.is_alive():
+            return False
+        # nothing runs any more: the Vulkan device's contexts and the device itself can go
+        for m in list(self._models.values()):
+            m.release("vulkan")
+        self._pool.release_vulkan()
+        return True
 
     def __enter__(self) -> Scheduler:
         return self

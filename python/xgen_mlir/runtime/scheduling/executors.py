@@ -120,6 +120,27 @@ class ExecutorPool:
         self.nice_offsets = nice_offsets
         self._lock = threading.Lock()
         self._executors: dict[tuple[int, int], CpuExecutor] = {}
+        self._vulkan: Any = None
+
+    def vulkan(self) -> Any:
+        """The pool's Vulkan device, made on first use (``targets.own_vulkan_device``: not
+        the process's cached one, whose watcher thread would outlive the scheduler)."""
+        from ..targets import own_vulkan_device
+
+        with self._lock:
+            if self._vulkan is None:
+                try:
+                    self._vulkan = own_vulkan_device()
+                except ModuleLoadError:
+                    raise
+                except Exception as e:
+                    raise ModuleLoadError(f"device 'vulkan' is not available here: {e}") from None
+            return self._vulkan
+
+    def release_vulkan(self) -> None:
+        """Drop the pool's reference to its Vulkan device (it ends with its last user)."""
+        with self._lock:
+            self._vulkan = None
 
     def get(self, workers: int, band: int) -> CpuExecutor:
         key = (workers, band)
@@ -141,20 +162,3 @@ class ExecutorPool:
                 }
                 for (w, b), ex in sorted(self._executors.items())
             ]
-
-
-_VULKAN_LOCK = threading.Lock()
-
-
-def vulkan_device() -> Any:
-    """The process's Vulkan device (IREE's cached one)."""
-    import iree.runtime as rt
-
-    from ..targets import require_vulkan
-
-    require_vulkan()
-    with _VULKAN_LOCK:
-        try:
-            return rt.get_device("vulkan")
-        except Exception as e:
-            raise ModuleLoadError(f"device 'vulkan' is not available here: {e}") from None

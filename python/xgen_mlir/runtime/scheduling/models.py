@@ -248,6 +248,11 @@ class SchedModel:
             return tensors[0] if len(tensors) == 1 else tuple(tensors)
         return host[0] if len(host) == 1 else tuple(host)
 
+    def release(self, key: Any) -> None:
+        """Drop the idle VM contexts of executor ``key`` (their device can then be freed)."""
+        with self._lock:
+            self._free.pop(key, None)
+
     def contexts(self) -> int:
         """VM contexts made so far."""
         with self._lock:
