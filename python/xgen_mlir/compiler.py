@@ -34,7 +34,7 @@ from .pipelines import Pipeline, available_pipelines, load_pipeline
 from .runtime import CompiledModule
 from .runtime.cpu_features import CPU_KEY, FORMAT_KEY, REFLECTION_KEY
 from .runtime.plugins import REFLECTION_KEY as PLUGINS_KEY
-from .tunedb import HostIdentity, choice_records_for, records_for
+from .tunedb import HostIdentity, choice_records_for, device_identity, records_for
 
 
 @dataclass
@@ -62,6 +62,10 @@ class CompileOptions:
     tuning_collect: bool = False
     # The thread count the module will run with, for picking records (None: this host's).
     tuning_threads: int | None = None
+    # The device the module will run on, as tune()'s runner named it ("qemu",
+    # "ssh://user@board"): the records of the identity it measured as apply (no need to
+    # reach the device). None: this host's records, and only for the cpu target.
+    tuning_device: str | None = None
     # Load a .pt2 file as torch.export.load does, running whatever its pickles and shape
     # expressions hold. False: a .pt2 that needs more than plain tensors is refused.
     trust_pickle: bool = False
@@ -165,29 +169,47 @@ class CompileReport:
     __str__ = text
 
 
-def _tuning_request(opts: CompileOptions, target: str) -> TuningRequest:
-    """The tuned configs this compile applies: the best records of this host, when the
-    target is this host (records measured here say nothing of another machine)."""
+def _tuning_host(opts: CompileOptions, target: str) -> HostIdentity | None:
+    """Whose records this compile applies: the device ``tuning_device`` names (the identity
+    tune() recorded for that runner), else this host for the cpu target; None when records
+    measured here would say nothing of the machine the module is for."""
+    if opts.tuning_db is False:
+        return None
+    if opts.tuning_device not in (None, "", "local"):
+        assert opts.tuning_device is not None
+        return device_identity(_tuning_db(opts), opts.tuning_device, opts.tuning_threads)
+    if target != "cpu":
+        return None
+    return HostIdentity.current(threads=opts.tuning_threads)
+
+
+def _tuning_db(opts: CompileOptions) -> Path | None:
+    return None if opts.tuning_db in (None, True, False) else Path(str(opts.tuning_db))
+
+
+def _tuning_request(opts: CompileOptions, host: HostIdentity | None) -> TuningRequest:
+    """The tuned configs this compile applies: the best records of ``host``
+    (``_tuning_host``)."""
     request = TuningRequest(collect=opts.tuning_collect)
-    if opts.tuning_db is False or target != "cpu":
+    if host is None:
         return request
-    db = None if opts.tuning_db in (None, True) else Path(str(opts.tuning_db))
-    best, note = records_for(db, HostIdentity.current(threads=opts.tuning_threads))
+    best, note = records_for(_tuning_db(opts), host)
     request.configs = {sig: r.config for sig, r in best.items()}
     request.source = note
     return request
 
 
-def _winograd_choices(opts: CompileOptions, target: str, pipeline: Pipeline) -> TunedChoices | None:
-    """Under ``winograd=tuned`` or ``offload=tuned``: the algorithm choices measured on this
-    host (none when the tuning database is off or the target is not this host), for
+def _winograd_choices(
+    opts: CompileOptions, pipeline: Pipeline, host: HostIdentity | None
+) -> TunedChoices | None:
+    """Under ``winograd=tuned`` or ``offload=tuned``: the algorithm choices measured on
+    ``host`` (none when the tuning database is off or no host's records apply), for
     xgen-winograd-convs."""
     if "tuned" not in (pipeline.option_value("winograd"), pipeline.option_value("offload")):
         return None
-    if opts.tuning_db is False or target != "cpu":
+    if host is None:
         return TunedChoices(source="no tuning database used")
-    db = None if opts.tuning_db in (None, True) else Path(str(opts.tuning_db))
-    records, note = choice_records_for(db, HostIdentity.current(threads=opts.tuning_threads))
+    records, note = choice_records_for(_tuning_db(opts), host)
     return TunedChoices(records, note)
 
 
@@ -546,7 +568,8 @@ def compile(
     t0 = time.perf_counter()
     dump_dir = Path(opts.dump_ir) if opts.dump_ir else None
     report.flops_imported = module_flops(module.operation)
-    choices = _winograd_choices(opts, target, pipeline)
+    tuning_host = _tuning_host(opts, target)
+    choices = _winograd_choices(opts, pipeline, tuning_host)
     token = CHOICES.set(choices)
     ops_token = OFFLOAD_DECISIONS.set(report.offload_ops)
     try:
@@ -568,7 +591,7 @@ def compile(
     report.offload = _record_plugins(module, opts.entry, report.rewrites)
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 
-    tuning = _tuning_request(opts, target)
+    tuning = _tuning_request(opts, tuning_host)
     t0 = time.perf_counter()
     ext = opts.external_weights
     ext_bytes = None if ext is None or ext is False else (0 if ext is True else int(ext))

@@ -27,7 +27,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -241,6 +241,25 @@ class TuningDB:
                 warnings.warn(f"{self.path}: host {key} has an unreadable identity", stacklevel=2)
         return out
 
+    def name_device(self, name: str, host: HostIdentity) -> None:
+        """Remember that the runner ``name`` ("qemu", "ssh://pi@board") measured as ``host``:
+        a compile for that device then finds its records without reaching the device."""
+        self.add_host(host)
+        with self._transaction() as c:
+            c.execute(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"device:{name}", host.to_json())
+            )
+
+    def device(self, name: str) -> HostIdentity | None:
+        """The identity the runner ``name`` last measured as (None: never tuned through it)."""
+        row = self._conn.execute(
+            "SELECT value FROM meta WHERE name = ?", (f"device:{name}",)
+        ).fetchone()
+        try:
+            return HostIdentity.from_json(row[0]) if row else None
+        except (ValueError, TypeError, KeyError):
+            return None
+
     def add(self, record: Record, host: HostIdentity | None = None) -> None:
         """Store one trial in its own transaction; a config measured again replaces the old
         measurement of it."""
@@ -436,6 +455,31 @@ def _host_records(
             stacklevel=4,
         )
     return found, path
+
+
+def device_identity(
+    db: str | os.PathLike[str] | None, name: str, threads: int | None = None
+) -> HostIdentity | None:
+    """The identity of the device xgen_mlir.tune measured through the runner ``name`` into
+    ``db`` (None: the default path), with ``threads`` if given; None, with a warning, when
+    the database never saw that runner."""
+    path = Path(db) if db is not None else default_db_path()
+    if not path.exists():
+        raise TuningDBError(f"tuning database {path} does not exist")
+    with TuningDB(path, readonly=True) as tdb:
+        host = tdb.device(name)
+        known = sorted(
+            r[0].removeprefix("device:")
+            for r in tdb._conn.execute("SELECT name FROM meta WHERE name LIKE 'device:%'")
+        )
+    if host is None:
+        warnings.warn(
+            f"tuning database {path} has no device measured through runner {name!r} (it has: "
+            f"{', '.join(known) or 'none'}); the module uses untuned configs",
+            stacklevel=3,
+        )
+        return None
+    return replace(host, threads=threads) if threads else host
 
 
 def records_for(

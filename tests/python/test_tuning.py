@@ -289,6 +289,22 @@ def test_search_on_a_local_ray_cluster_then_compile_applies_it(tmp_path):
     np.testing.assert_allclose(
         np.asarray(module(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5
     )
+    # xgen-compile applies the same record from --tuning-db, and none with --tuning-db none
+    from xgen_mlir.tools import xgen_compile
+
+    pt2 = tmp_path / "m.pt2"
+    torch.export.save(torch.export.export(model, (x,)), pt2)
+    for db_arg, applied in ((str(tmp_path / "mine.db"), 1), ("none", None)):
+        out = subprocess.run(
+            [sys.executable, "-m", xgen_compile.__name__, str(pt2), "--tuning-db", db_arg],
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        if applied is None:
+            assert "tuned configs" not in out.stdout, out.stdout
+        else:
+            assert f"tuned configs: {applied} op(s) from {tmp_path / 'mine.db'}" in out.stdout
 
 
 def test_candidates_are_checked_before_they_are_timed():

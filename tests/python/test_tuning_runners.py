@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 import shutil
 
+import numpy as np
 import pytest
-from targets_util import need, need_qemu
+from targets_util import need, need_qemu, run_bundle_npy
 from tuning_fixtures import MATMUL
 
 from xgen_mlir.errors import XGenError
@@ -151,11 +152,14 @@ def test_median_of_a_benchmark_report():
 def test_tune_for_arm64_under_qemu_records_under_the_device_identity(tmp_path):
     """tune(target="arm64", runner="qemu"): a real (tiny) search whose batches are compiled for
     aarch64 and measured under qemu; every record is the emulated device's, so compile() for
-    this host finds none of them."""
+    this host finds none of them, and compile(target="arm64", tuning_device="qemu") applies
+    the device's, with the module's numbers on the device unchanged."""
+    from dataclasses import replace
+
     import torch
 
     from xgen_mlir import compile as xcompile
-    from xgen_mlir.tunedb import TuningDB
+    from xgen_mlir.tunedb import CONFIRMED, TuningDB
     from xgen_mlir.tuning.measure import MeasureSettings
     from xgen_mlir.tuning.search import tune
 
@@ -184,3 +188,42 @@ def test_tune_for_arm64_under_qemu_records_under_the_device_identity(tmp_path):
     with pytest.warns(UserWarning, match="records only of other hosts .qemu-aarch64"):
         module = xcompile(model, (x,), tuning_db=db, tuning_threads=1)
     assert not module.report.tuning.applied
+
+    # the database knows the device by the runner's name, so a compile for it needs no device
+    with TuningDB(db) as tdb:
+        assert tdb.device("qemu") == device
+    # the device's own record, stored as a clear win, goes on its op when compiling for it
+    chosen = next(r for r in records if r.status == "ok" and r.config["kind"] != "iree")
+    with TuningDB(tmp_path / "device.db") as mine:
+        mine.name_device("qemu", device)
+        mine.add(
+            replace(chosen, host_key="", seconds=1e-4, baseline_seconds=1e-3, detail=CONFIRMED),
+            device,
+        )
+    arm = xcompile(
+        model,
+        (x,),
+        target="arm64",
+        tuning_db=tmp_path / "device.db",
+        tuning_device="qemu",
+        tuning_threads=1,
+    )
+    assert [(s, c) for s, _, c in arm.report.tuning.applied] == [(chosen.signature, chosen.config)]
+    assert "qemu-aarch64" in arm.report.tuning.source
+    # a compile for the device without naming it applies nothing (another machine's records),
+    # nor does one naming a device the database never measured
+    plain = xcompile(model, (x,), target="arm64", tuning_db=tmp_path / "device.db")
+    assert plain.report.tuning is None or not plain.report.tuning.applied
+    with pytest.warns(UserWarning, match="no device measured through runner 'ssh://me@b'.*qemu"):
+        other = xcompile(
+            model,
+            (x,),
+            target="arm64",
+            tuning_db=tmp_path / "device.db",
+            tuning_device="ssh://me@b",
+        )
+    assert other.report.tuning is None or not other.report.tuning.applied
+    bundle = tmp_path / "bundle"
+    arm.save_bundle(bundle)
+    got = run_bundle_npy(bundle, tmp_path, x.numpy())
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -148,9 +148,14 @@ def bert_base(seq: int = 128, seed: int = 0) -> Example:
     return _finish(model, ("input_ids",), "last_hidden_state", inputs)
 
 
-def gpt2_small(seq: int = 128, n_layer: int = 12, seed: int = 0) -> Example:
+def gpt2_small(
+    seq: int = 128, n_layer: int = 12, seed: int = 0, vocab_size: int = 50257
+) -> Example:
     """GPT-2 small (hidden 768, 124M params at 12 layers) with LM head, random weights;
-    inputs ``(input_ids, attention_mask)``, output logits (1, seq, 50257).
+    inputs ``(input_ids, attention_mask)``, output logits (1, seq, vocab_size).
+
+    ``vocab_size`` below GPT-2's 50257 keeps every layer's width but shrinks the embedding and
+    LM head (154 MB of the 2-layer model's 200 MB of constants), for tests.
 
     The explicit mask keeps transformers off its packed-sequence check (torch.diff + cumsum),
     which the ONNX exporter cannot express, so every benchmarked system runs the same graph.
@@ -159,7 +164,14 @@ def gpt2_small(seq: int = 128, n_layer: int = 12, seed: int = 0) -> Example:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     # attn_implementation: taken through the config's **kwargs, which mypy's view misses
-    cfg = GPT2Config(n_layer=n_layer, attn_implementation="eager", use_cache=False)  # type: ignore[call-arg]
+    cfg = GPT2Config(  # type: ignore[call-arg]
+        n_layer=n_layer,
+        vocab_size=vocab_size,
+        bos_token_id=vocab_size - 1,
+        eos_token_id=vocab_size - 1,
+        attn_implementation="eager",
+        use_cache=False,
+    )
     model = _random_model(GPT2LMHeadModel, cfg, seed)
     ids = _random_ids(cfg.vocab_size, seq, seed)
     inputs = (ids, torch.ones_like(ids))

@@ -111,6 +111,25 @@ def _parser() -> argparse.ArgumentParser:
         "1x3x640x640: the model's symbolic dims take these sizes and the module is static, "
         "as with compile(example_inputs=...); without it they stay dynamic",
     )
+    p.add_argument(
+        "--tuning-db",
+        metavar="FILE|none",
+        help="the tuning database whose records apply (default: $XGEN_TUNING_DB or "
+        "~/.cache/xgen_mlir/tuning.db if it exists); none: no tuned configs",
+    )
+    p.add_argument(
+        "--tuning-device",
+        metavar="RUNNER",
+        help="apply the records of the device the module is for, named as xgen-tune --runner "
+        "named it (qemu, ssh://user@board; the device need not be reachable); default: this "
+        "host's, for --target cpu",
+    )
+    p.add_argument(
+        "--tuning-threads",
+        type=int,
+        metavar="N",
+        help="the thread count the module will run with, for picking records",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -142,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
             keep_temps=args.keep_temps or None,
             trust_pickle=args.trust_pickle,
             dynamic_shapes=dynamic,
+            tuning_db=False if args.tuning_db == "none" else args.tuning_db,
+            tuning_device=args.tuning_device,
+            tuning_threads=args.tuning_threads,
             precision=args.precision,
             calibration=_calibration(args.calibration),
             quantization={
@@ -169,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xgen-compile: error: cannot write {where}{e.strerror or e}", file=sys.stderr)
         return 1
     print(f"wrote {out} ({out.stat().st_size} bytes): {module!r}")
+    tuning = module.report.tuning if module.report is not None else None
+    if tuning is not None and tuning.source:
+        print(f"tuned configs: {len(tuning.applied)} op(s) from {tuning.source}")
     if args.precision and module.report is not None:
         print(module.report.text())
     if args.benchmark:

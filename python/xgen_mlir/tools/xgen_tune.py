@@ -3,12 +3,14 @@
     xgen-tune model.onnx --budget-minutes 15                # ~/.cache/xgen_mlir/tuning.db
     xgen-tune model.pt2 --db tuning.db --report tuning.html
     xgen-tune model.onnx --cluster ray://head:10001         # measure on a Ray cluster
+    xgen-tune model.onnx --target arm64 --runner ssh://me@board   # measured on the board
     xgen-tune --db tuning.db --export records.jsonl         # share records between machines
     xgen-tune --db tuning.db --import records.jsonl
 
 Interrupted (Ctrl-C, a kill), it resumes where it stopped: configs measured on this host are
 in the database and are not measured again. ``xgen_mlir.compile`` (and xgen-compile) apply
-the database's best records for the running host by default.
+the database's best records for the running host by default, and a device's with
+``tuning_device`` (``--tuning-device``) naming the same runner.
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--db", default=None, help=f"tuning database (default {default_db_path()})")
     p.add_argument("--budget-minutes", type=float, default=15.0)
     p.add_argument("--max-trials", type=int, default=None, help="stop after this many trials")
+    p.add_argument("--target", default="cpu", help="the target compiled for (cpu, arm64)")
+    p.add_argument(
+        "--runner",
+        default=None,
+        help="where candidates run: local (default), qemu, ssh://user@host[:port][/tools/dir]",
+    )
     p.add_argument("--cluster", default=None, help="Ray address (default: a local Ray)")
     p.add_argument("--workers", type=int, default=None, help="CPUs of the local Ray")
     p.add_argument("--threads", type=int, default=None, help="threads a module runs on")
@@ -61,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         result = tune(
             args.model,
             inputs,
+            target=args.target,
+            runner=args.runner,
             budget_minutes=args.budget_minutes,
             max_trials=args.max_trials,
             db=db,

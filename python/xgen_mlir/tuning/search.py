@@ -282,6 +282,9 @@ def tune(
 
     host = make_runner(runner).identity(settings.threads)
     tdb.add_host(host)
+    if foreign:  # compile(tuning_device=runner) finds this identity's records by the name
+        assert runner is not None
+        tdb.name_device(runner, host)
     for op in ops:  # resume: what this host measured before
         for r in tdb.records(host.key, op.signature):
             op.measured.add(_key(r.config))
@@ -388,13 +391,14 @@ def tune(
                     compile_options,
                 )
                 _explain(result.module, ops, result.verdicts)
-    else:
+    else:  # the records of the machine measured on: this host's, or the runner's device's
         result.module = compile_model(
             model,
             example_inputs,
             target,
             tuning_db=db_path,
             tuning_threads=settings.threads,
+            tuning_device=runner if foreign else None,
             **compile_options,
         )
     # Algorithm choices (Winograd vs direct per conv, tuning/choices.py), after the
