@@ -48,6 +48,14 @@ VULKAN_16BIT = (
 _compiled: dict[tuple, tuple] = {}
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _drop_compiled_modules():
+    """The cache lives as long as this file's tests: a live Vulkan module holds the Vulkan
+    device, whose watcher thread spins on lavapipe (runtime.targets.vulkan_lease)."""
+    yield
+    _compiled.clear()
+
+
 def _model(name: str, precision: str):
     """(model in the dtype, input in the dtype, float32 reference output on the same values)."""
     if name == "mobilenet_v2":

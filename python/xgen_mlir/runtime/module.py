@@ -39,9 +39,9 @@ from .targets import (
     check_device,
     check_vulkan_profile,
     executable_formats,
-    own_vulkan_device,
     require_vulkan,
     vulkan_device_names,
+    vulkan_lease,
 )
 from .waiting import yielding_to_workers
 
@@ -141,6 +141,7 @@ class CompiledModule:
             raise UnknownNameError("device", self.device, list(DEVICES))
         self._fn: Any = None
         self._ctx: Any = None
+        self._vulkan: Any = None  # runtime.targets.VulkanLease, on the vulkan device
         self._config: Any = None
         # The caller waits in SCHED_BATCH on the CPU task system (runtime/waiting.py); False
         # waits the ordinary way (for A/B measurements).
@@ -234,7 +235,8 @@ class CompiledModule:
                 paths = plugin_paths(plugins, self.plugins, self.source)
                 config = rt.Config(device=device_with_plugins(self.device, paths))
             elif self.device == "vulkan":
-                config = rt.Config(device=own_vulkan_device())
+                self._vulkan = vulkan_lease()  # held as long as the module
+                config = rt.Config(device=self._vulkan.device)
             else:
                 config = rt.Config(self.device)
         except ModuleLoadError:

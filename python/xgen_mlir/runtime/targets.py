@@ -14,6 +14,8 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
+import weakref
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -144,19 +146,38 @@ def require_vulkan() -> None:
         )
 
 
-def own_vulkan_device() -> Any:
-    """A Vulkan device of its own for one module or scheduler, freed with it.
+class VulkanLease:
+    """A hold on the process's shared Vulkan device: modules and schedulers keep one, the
+    registry only a weak reference, so the device is freed with its last holder."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+
+
+_VULKAN: weakref.ref[VulkanLease] | None = None
+_VULKAN_LOCK = threading.Lock()
+
+
+def vulkan_lease() -> VulkanLease:
+    """The shared Vulkan device, made when no live module or scheduler holds one.
 
     Not ``iree.runtime``'s cached device, which lives as long as the process: IREE's Vulkan
     device runs a completion-watcher thread that waits in ``vkWaitSemaphores``, and on Mesa's
     lavapipe (22.x, the CPU Vulkan of CI machines) that wait polls the clock: two threads at
-    100% of a core each, for good, after the first call (measured with gdb: 2 x 98% of a core,
-    still there after the module was freed). With its own device the threads end when the
-    last user of the device is gone."""
+    94-98% of a core each while the device lives (found with gdb in libvulkan_lvp.so). One
+    device per module would multiply them (ten such threads in one test process, measured);
+    one cached device kept them for good. A shared device that ends with its last holder
+    bounds them to two, and only while a Vulkan model is loaded."""
+    global _VULKAN
     import iree.runtime as rt
 
     require_vulkan()
-    return rt.get_device("vulkan", cache=False)
+    with _VULKAN_LOCK:
+        lease = _VULKAN() if _VULKAN is not None else None
+        if lease is None:
+            lease = VulkanLease(rt.get_device("vulkan", cache=False))
+            _VULKAN = weakref.ref(lease)
+        return lease
 
 
 def emulator(arch: str) -> list[str]:

@@ -123,19 +123,20 @@ class ExecutorPool:
         self._vulkan: Any = None
 
     def vulkan(self) -> Any:
-        """The pool's Vulkan device, made on first use (``targets.own_vulkan_device``: not
-        the process's cached one, whose watcher thread would outlive the scheduler)."""
-        from ..targets import own_vulkan_device
+        """The shared Vulkan device, held by the pool until ``release_vulkan`` (a lease,
+        ``targets.vulkan_lease``: not the process's cached device, whose watcher thread
+        would outlive the scheduler)."""
+        from ..targets import vulkan_lease
 
         with self._lock:
             if self._vulkan is None:
                 try:
-                    self._vulkan = own_vulkan_device()
+                    self._vulkan = vulkan_lease()
                 except ModuleLoadError:
                     raise
                 except Exception as e:
                     raise ModuleLoadError(f"device 'vulkan' is not available here: {e}") from None
-            return self._vulkan
+            return self._vulkan.device
 
     def release_vulkan(self) -> None:
         """Drop the pool's reference to its Vulkan device (it ends with its last user)."""
