@@ -250,15 +250,22 @@ class TuningDB:
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"device:{name}", host.to_json())
             )
 
+    def devices(self) -> dict[str, HostIdentity]:
+        """Each runner name tuned through, with the identity it last measured as (an
+        unreadable entry is left out)."""
+        out = {}
+        for name, info in self._conn.execute(
+            "SELECT name, value FROM meta WHERE name LIKE 'device:%'"
+        ):
+            try:
+                out[name.removeprefix("device:")] = HostIdentity.from_json(info)
+            except (ValueError, TypeError, KeyError):
+                continue
+        return out
+
     def device(self, name: str) -> HostIdentity | None:
         """The identity the runner ``name`` last measured as (None: never tuned through it)."""
-        row = self._conn.execute(
-            "SELECT value FROM meta WHERE name = ?", (f"device:{name}",)
-        ).fetchone()
-        try:
-            return HostIdentity.from_json(row[0]) if row else None
-        except (ValueError, TypeError, KeyError):
-            return None
+        return self.devices().get(name)
 
     def add(self, record: Record, host: HostIdentity | None = None) -> None:
         """Store one trial in its own transaction; a config measured again replaces the old
@@ -467,15 +474,12 @@ def device_identity(
     if not path.exists():
         raise TuningDBError(f"tuning database {path} does not exist")
     with TuningDB(path, readonly=True) as tdb:
-        host = tdb.device(name)
-        known = sorted(
-            r[0].removeprefix("device:")
-            for r in tdb._conn.execute("SELECT name FROM meta WHERE name LIKE 'device:%'")
-        )
+        known = tdb.devices()
+    host = known.get(name)
     if host is None:
         warnings.warn(
             f"tuning database {path} has no device measured through runner {name!r} (it has: "
-            f"{', '.join(known) or 'none'}); the module uses untuned configs",
+            f"{', '.join(sorted(known)) or 'none'}); the module uses untuned configs",
             stacklevel=3,
         )
         return None

@@ -200,28 +200,19 @@ def test_tune_for_arm64_under_qemu_records_under_the_device_identity(tmp_path):
             replace(chosen, host_key="", seconds=1e-4, baseline_seconds=1e-3, detail=CONFIRMED),
             device,
         )
-    arm = xcompile(
-        model,
-        (x,),
-        target="arm64",
-        tuning_db=tmp_path / "device.db",
-        tuning_device="qemu",
-        tuning_threads=1,
-    )
+
+    def for_arm64(**tuning):
+        return xcompile(model, (x,), target="arm64", tuning_db=tmp_path / "device.db", **tuning)
+
+    arm = for_arm64(tuning_device="qemu", tuning_threads=1)
     assert [(s, c) for s, _, c in arm.report.tuning.applied] == [(chosen.signature, chosen.config)]
     assert "qemu-aarch64" in arm.report.tuning.source
     # a compile for the device without naming it applies nothing (another machine's records),
     # nor does one naming a device the database never measured
-    plain = xcompile(model, (x,), target="arm64", tuning_db=tmp_path / "device.db")
+    plain = for_arm64()
     assert plain.report.tuning is None or not plain.report.tuning.applied
     with pytest.warns(UserWarning, match="no device measured through runner 'ssh://me@b'.*qemu"):
-        other = xcompile(
-            model,
-            (x,),
-            target="arm64",
-            tuning_db=tmp_path / "device.db",
-            tuning_device="ssh://me@b",
-        )
+        other = for_arm64(tuning_device="ssh://me@b")
     assert other.report.tuning is None or not other.report.tuning.applied
     bundle = tmp_path / "bundle"
     arm.save_bundle(bundle)

@@ -175,7 +175,10 @@ def vulkan_lease() -> VulkanLease:
     with _VULKAN_LOCK:
         lease = _VULKAN() if _VULKAN is not None else None
         if lease is None:
-            lease = VulkanLease(rt.get_device("vulkan", cache=False))
+            try:
+                lease = VulkanLease(rt.get_device("vulkan", cache=False))
+            except Exception as e:
+                raise ModuleLoadError(f"device 'vulkan' is not available here: {e}") from None
             _VULKAN = weakref.ref(lease)
         return lease
 

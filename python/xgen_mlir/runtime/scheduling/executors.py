@@ -130,12 +130,7 @@ class ExecutorPool:
 
         with self._lock:
             if self._vulkan is None:
-                try:
-                    self._vulkan = vulkan_lease()
-                except ModuleLoadError:
-                    raise
-                except Exception as e:
-                    raise ModuleLoadError(f"device 'vulkan' is not available here: {e}") from None
+                self._vulkan = vulkan_lease()
             return self._vulkan.device
 
     def release_vulkan(self) -> None:
