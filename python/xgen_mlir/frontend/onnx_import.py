@@ -30,6 +30,7 @@ from onnx import shape_inference, version_converter
 from .._mlir import ir, passmanager
 from ..errors import FrontendError, UnsupportedOp, UnsupportedOpsError
 from .onnx_quant import rewrite_quantized_contrib_ops
+from .onnx_rnn import rewrite_recurrent_ops
 
 TARGET_OPSET = 17
 STAGES = (  # (name, pipeline); the first is cheap, so retrying it per failing op is cheap too
@@ -113,6 +114,11 @@ def import_onnx(
     _name_nodes(proto.graph, nodes)
     try:
         proto = shape_inference.infer_shapes(proto, data_prop=True)
+        if rewrite_recurrent_ops(proto):  # needs the sequence lengths shape inference found
+            proto = shape_inference.infer_shapes(proto, data_prop=True)
+            nodes.update(
+                {n.name: f"onnx.{n.op_type}" for n in proto.graph.node if n.name not in nodes}
+            )
     except Exception as e:  # >2 GB or inconsistent: import with the declared types only
         warnings.warn(
             f"{label}: ONNX shape inference failed ({e}); importing without it", stacklevel=2

@@ -30,7 +30,7 @@ from onnx import helper, numpy_helper
 MS = "com.microsoft"
 
 
-class _Graph:
+class GraphEdit:
     """Fresh names and the constant shapes the rewrites need (per-channel scales)."""
 
     def __init__(self, graph: onnx.GraphProto) -> None:
@@ -94,7 +94,7 @@ def _attr(node: onnx.NodeProto, name: str, default: float | int) -> float | int:
 
 
 def _dq(
-    g: _Graph,
+    g: GraphEdit,
     out: list[onnx.NodeProto],
     node: onnx.NodeProto,
     x: str,
@@ -111,13 +111,19 @@ def _dq(
 
 
 def _q(
-    g: _Graph, out: list[onnx.NodeProto], node: onnx.NodeProto, x: str, scale: str, zp: str, y: str
+    g: GraphEdit,
+    out: list[onnx.NodeProto],
+    node: onnx.NodeProto,
+    x: str,
+    scale: str,
+    zp: str,
+    y: str,
 ) -> None:
     out.append(helper.make_node("QuantizeLinear", [x, scale, zp], [y], g.name(node.name)))
 
 
 def _plain(
-    g: _Graph,
+    g: GraphEdit,
     out: list[onnx.NodeProto],
     node: onnx.NodeProto,
     op: str,
@@ -129,7 +135,7 @@ def _plain(
     return y
 
 
-def _qgemm(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+def _qgemm(g: GraphEdit, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     """QGemm(A, a_s, a_zp, B, b_s, b_zp, C?, y_s?, y_zp?): alpha*A'B' + C*(a_s*b_s), C int32."""
     out: list[onnx.NodeProto] = []
     a, a_s, a_zp, b, b_s, b_zp = node.input[:6]
@@ -163,7 +169,7 @@ def _qgemm(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeProto]:
 
 
 def _matmul_float(
-    g: _Graph,
+    g: GraphEdit,
     node: onnx.NodeProto,
     out: list[onnx.NodeProto],
     a_f: str,
@@ -182,7 +188,7 @@ def _matmul_float(
     return out
 
 
-def _dynamic_quantize_matmul(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+def _dynamic_quantize_matmul(g: GraphEdit, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     """DynamicQuantizeMatMul(A f32, B, b_s, b_zp?, bias?): A quantized to uint8 at run time."""
     out: list[onnx.NodeProto] = []
     a_q, a_s, a_zp = g.name(node.name), g.name(node.name), g.name(node.name)
@@ -196,7 +202,7 @@ def _dynamic_quantize_matmul(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeP
     return _matmul_float(g, node, out, a_f, b, b_s, _opt(node, 3), _opt(node, 4))
 
 
-def _matmul_integer_to_float(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+def _matmul_integer_to_float(g: GraphEdit, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     """MatMulIntegerToFloat(A, B, a_s, b_s, a_zp?, b_zp?, bias?) = (A-a_zp)(B-b_zp)a_s b_s + b."""
     out: list[onnx.NodeProto] = []
     a, b, a_s, b_s = node.input[:4]
@@ -204,8 +210,8 @@ def _matmul_integer_to_float(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeP
     return _matmul_float(g, node, out, a_f, b, b_s, _opt(node, 5), _opt(node, 6))
 
 
-def _binary(op: str) -> Callable[[_Graph, onnx.NodeProto], list[onnx.NodeProto]]:
-    def rewrite(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+def _binary(op: str) -> Callable[[GraphEdit, onnx.NodeProto], list[onnx.NodeProto]]:
+    def rewrite(g: GraphEdit, node: onnx.NodeProto) -> list[onnx.NodeProto]:
         """QLinear<op>(A, a_s, a_zp, B, b_s, b_zp, c_s, c_zp?) = Q(DQ(A) op DQ(B))."""
         out: list[onnx.NodeProto] = []
         a_f = _dq(g, out, node, *node.input[0:3])
@@ -218,8 +224,8 @@ def _binary(op: str) -> Callable[[_Graph, onnx.NodeProto], list[onnx.NodeProto]]
     return rewrite
 
 
-def _unary(op: str, **attrs: float) -> Callable[[_Graph, onnx.NodeProto], list[onnx.NodeProto]]:
-    def rewrite(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+def _unary(op: str, **attrs: float) -> Callable[[GraphEdit, onnx.NodeProto], list[onnx.NodeProto]]:
+    def rewrite(g: GraphEdit, node: onnx.NodeProto) -> list[onnx.NodeProto]:
         """QLinear<op>(X, x_s, x_zp, y_s, y_zp?) = Q(op(DQ(X)))."""
         out: list[onnx.NodeProto] = []
         x_f = _dq(g, out, node, *node.input[0:3])
@@ -232,7 +238,7 @@ def _unary(op: str, **attrs: float) -> Callable[[_Graph, onnx.NodeProto], list[o
     return rewrite
 
 
-def _qlinear_global_average_pool(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+def _qlinear_global_average_pool(g: GraphEdit, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     """QLinearGlobalAveragePool(X, x_s, x_zp, y_s, y_zp), NCHW or (channels_last=1) NHWC."""
     out: list[onnx.NodeProto] = []
     x_f = _dq(g, out, node, *node.input[0:3])
@@ -246,7 +252,7 @@ def _qlinear_global_average_pool(g: _Graph, node: onnx.NodeProto) -> list[onnx.N
     return out
 
 
-def _qlinear_concat(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+def _qlinear_concat(g: GraphEdit, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     """QLinearConcat(y_s, y_zp, (X, x_s, x_zp)...) = Q(Concat(DQ(X)...))."""
     out: list[onnx.NodeProto] = []
     parts = [_dq(g, out, node, *node.input[i : i + 3]) for i in range(2, len(node.input), 3)]
@@ -255,7 +261,7 @@ def _qlinear_concat(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return out
 
 
-REWRITES: dict[str, Callable[[_Graph, onnx.NodeProto], list[onnx.NodeProto]]] = {
+REWRITES: dict[str, Callable[[GraphEdit, onnx.NodeProto], list[onnx.NodeProto]]] = {
     "QGemm": _qgemm,
     "DynamicQuantizeMatMul": _dynamic_quantize_matmul,
     "MatMulIntegerToFloat": _matmul_integer_to_float,
@@ -268,7 +274,7 @@ REWRITES: dict[str, Callable[[_Graph, onnx.NodeProto], list[onnx.NodeProto]]] = 
 }
 
 
-def _integer_matmul_then_cast(g: _Graph, node: onnx.NodeProto) -> onnx.NodeProto | None:
+def _integer_matmul_then_cast(g: GraphEdit, node: onnx.NodeProto) -> onnx.NodeProto | None:
     """The Cast to float that is the only reader of a per-tensor MatMulInteger, or None."""
     if node.domain not in ("", "ai.onnx") or node.op_type != "MatMulInteger":
         return None
@@ -286,7 +292,7 @@ def _integer_matmul_then_cast(g: _Graph, node: onnx.NodeProto) -> onnx.NodeProto
     return cast
 
 
-def _scalar_zp(g: _Graph, node: onnx.NodeProto, i: int) -> str:
+def _scalar_zp(g: GraphEdit, node: onnx.NodeProto, i: int) -> str:
     """Input i of a MatMulInteger as a per-tensor zero point: a per-row/column one is all
     zeros here (``_integer_matmul_then_cast``), so one zero of its type."""
     z = _opt(node, i)
@@ -296,7 +302,9 @@ def _scalar_zp(g: _Graph, node: onnx.NodeProto, i: int) -> str:
     return g.constant(node.name + "_zp", np.zeros((), value.dtype))
 
 
-def _matmul_integer(g: _Graph, node: onnx.NodeProto, cast: onnx.NodeProto) -> list[onnx.NodeProto]:
+def _matmul_integer(
+    g: GraphEdit, node: onnx.NodeProto, cast: onnx.NodeProto
+) -> list[onnx.NodeProto]:
     """Cast<float>(MatMulInteger(A, B, a_zp?, b_zp?)) = MatMul(DQ(A, 1, a_zp), DQ(B, 1, b_zp)).
 
     quantize_dynamic's standard form. torch-mlir lowers MatMulInteger itself as an i32 x i32
@@ -314,7 +322,7 @@ def _matmul_integer(g: _Graph, node: onnx.NodeProto, cast: onnx.NodeProto) -> li
 
 
 def _dq_parts(
-    g: _Graph, name: str, producers: dict[str, onnx.NodeProto]
+    g: GraphEdit, name: str, producers: dict[str, onnx.NodeProto]
 ) -> tuple[onnx.NodeProto, np.ndarray | None, np.ndarray, np.ndarray | None] | None:
     """The DequantizeLinear producing ``name``: (node, constant input or None, scale, zero
     point or None); None if ``name`` is not a DequantizeLinear's output or its scale or zero
@@ -341,7 +349,7 @@ def _through_identity(name: str, producers: dict[str, onnx.NodeProto]) -> str:
 
 
 def _bias_array(
-    g: _Graph, name: str, producers: dict[str, onnx.NodeProto], n: int
+    g: GraphEdit, name: str, producers: dict[str, onnx.NodeProto], n: int
 ) -> np.ndarray | bool | None:
     """A contraction's bias as a float constant of n values; False: there is one but it is not
     a constant (then the rewrite does not fire); None: no bias."""
@@ -361,7 +369,7 @@ def _bias_array(
 
 
 def _per_channel_contraction(
-    g: _Graph, node: onnx.NodeProto, producers: dict[str, onnx.NodeProto]
+    g: GraphEdit, node: onnx.NodeProto, producers: dict[str, onnx.NodeProto]
 ) -> list[onnx.NodeProto] | None:
     """Conv / Gemm / MatMul of a per-tensor DequantizeLinear activation and a per-channel,
     symmetric (zero point 0) int8 constant weight, as the same contraction on both operands
@@ -480,7 +488,7 @@ def rewrite_per_channel_contractions(proto: onnx.ModelProto) -> dict[str, int]:
     zero point 0) into integer contractions with a per-channel rescale after them
     (``_per_channel_contraction``); returns {op type: count}. torch-mlir fuses per-tensor
     quantization only: without this the weights are dequantized and the contraction is f32."""
-    g = _Graph(proto.graph)
+    g = GraphEdit(proto.graph)
     for n in proto.graph.node:  # the TorchScript exporter shares weights through Identity
         if n.op_type == "Identity" and n.input and n.input[0] in g.inits:
             g.inits[n.output[0]] = g.inits[n.input[0]]
@@ -497,7 +505,7 @@ def rewrite_per_channel_contractions(proto: onnx.ModelProto) -> dict[str, int]:
         new_nodes.extend(rewritten)
         done[node.op_type] = done.get(node.op_type, 0) + 1
     if done:
-        _replace_nodes(proto, _drop_dead_dequantize(proto, new_nodes))
+        replace_nodes(proto, _drop_dead_dequantize(proto, new_nodes))
     return done
 
 
@@ -510,7 +518,7 @@ def _drop_dead_dequantize(
     return [n for n in nodes if not (n.op_type == "DequantizeLinear" and n.output[0] not in read)]
 
 
-def _replace_nodes(proto: onnx.ModelProto, new_nodes: list[onnx.NodeProto]) -> None:
+def replace_nodes(proto: onnx.ModelProto, new_nodes: list[onnx.NodeProto]) -> None:
     kept_nodes = [onnx.NodeProto() for _ in new_nodes]
     for dst, src in zip(kept_nodes, new_nodes, strict=True):
         dst.CopyFrom(src)
@@ -524,7 +532,7 @@ def rewrite_quantized_contrib_ops(proto: onnx.ModelProto) -> dict[str, int]:
     returns {op type: count rewritten}. Others are left for the importer to report. The
     default-domain opset must be >= 13 (per-axis DequantizeLinear)."""
     done = {f"per-channel {k}": v for k, v in rewrite_per_channel_contractions(proto).items()}
-    g = _Graph(proto.graph)
+    g = GraphEdit(proto.graph)
     new_nodes: list[onnx.NodeProto] = []
     dropped: set[str] = set()  # outputs of Cast nodes folded into a MatMulInteger's rewrite
     for node in proto.graph.node:
@@ -545,7 +553,7 @@ def rewrite_quantized_contrib_ops(proto: onnx.ModelProto) -> dict[str, int]:
         new_nodes.extend(fn(g, node))
         done[node.op_type] = done.get(node.op_type, 0) + 1
     if any(not k.startswith("per-channel ") for k in done):
-        _replace_nodes(proto, new_nodes)
+        replace_nodes(proto, new_nodes)
         if not any(n.domain == MS for n in proto.graph.node):
             kept = [o for o in proto.opset_import if o.domain != MS]
             del proto.opset_import[:]
@@ -553,4 +561,10 @@ def rewrite_quantized_contrib_ops(proto: onnx.ModelProto) -> dict[str, int]:
     return done
 
 
-__all__ = ["REWRITES", "rewrite_per_channel_contractions", "rewrite_quantized_contrib_ops"]
+__all__ = [
+    "REWRITES",
+    "GraphEdit",
+    "replace_nodes",
+    "rewrite_per_channel_contractions",
+    "rewrite_quantized_contrib_ops",
+]

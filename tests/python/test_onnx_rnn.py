@@ -1,0 +1,151 @@
+"""ONNX LSTM: unrolled with its input projection hoisted (frontend/onnx_rnn.py) where its
+form allows, torch-mlir's loop otherwise; both checked against ONNX Runtime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from conftest import check_close
+from onnx import TensorProto, helper, numpy_helper, shape_inference
+
+import xgen_mlir
+from xgen_mlir.frontend import onnx_rnn
+from xgen_mlir.frontend.onnx_import import import_onnx
+
+T, B, IN, H = 5, 2, 6, 4
+
+
+def _lstm(
+    direction: str = "forward",
+    states: bool = True,
+    outputs: tuple[str, ...] = ("Y", "Yh", "Yc"),
+    peepholes: bool = False,
+    seq_lens: bool = False,
+) -> tuple[onnx.ModelProto, list[np.ndarray]]:
+    """A one-node LSTM model with random weights, and inputs for it."""
+    d = 2 if direction == "bidirectional" else 1
+    rng = np.random.default_rng(0)
+
+    def weight(name: str, *shape: int) -> onnx.TensorProto:
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.5).astype(np.float32), name)
+
+    inits = [weight("W", d, 4 * H, IN), weight("R", d, 4 * H, H), weight("B", d, 8 * H)]
+    ins = ["X", "W", "R", "B", "lens" if seq_lens else "", "h0" if states else "", ""]
+    feeds = [("X", [T, B, IN], np.float32)]
+    if seq_lens:
+        feeds.append(("lens", [B], np.int32))
+    if states:
+        feeds += [("h0", [d, B, H], np.float32), ("c0", [d, B, H], np.float32)]
+        ins[6] = "c0"
+    if peepholes:
+        inits.append(weight("P", d, 3 * H))
+        ins.append("P")
+    shapes = {"Y": [T, d, B, H], "Yh": [d, B, H], "Yc": [d, B, H]}
+    names = [o if o in outputs else "" for o in ("Y", "Yh", "Yc")]
+    while not names[-1]:
+        names.pop()
+    node = helper.make_node("LSTM", ins, names, hidden_size=H, direction=direction)
+    graph = helper.make_graph(
+        [node],
+        "lstm",
+        [
+            helper.make_tensor_value_info(n, TensorProto.INT32 if dt == np.int32 else 1, s)
+            for n, s, dt in feeds
+        ],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, shapes[o]) for o in names if o],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    data = np.random.default_rng(1)
+    xs = [
+        np.full(s, T, np.int32) if dt == np.int32 else data.standard_normal(s).astype(dt)
+        for _, s, dt in feeds
+    ]
+    return model, xs
+
+
+def _ort(model: onnx.ModelProto, xs: list[np.ndarray]) -> list[np.ndarray]:
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), xs, strict=True)})
+
+
+def _rewritten(model: onnx.ModelProto) -> dict[str, int]:
+    copy = shape_inference.infer_shapes(model)
+    return onnx_rnn.rewrite_recurrent_ops(copy)
+
+
+def _check(model: onnx.ModelProto, xs: list[np.ndarray], what: str) -> None:
+    got = xgen_mlir.compile(model, example_inputs=tuple(xs))(*xs)
+    got = list(got) if isinstance(got, tuple | list) else [got]
+    want = _ort(model, xs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        check_close(g, w, atol=1e-5, rtol=1e-5, what=what)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("states", [True, False], ids=["given-states", "zero-states"])
+def test_unrolled_lstm_matches_onnxruntime(direction, states):
+    model, xs = _lstm(direction, states)
+    assert _rewritten(model) == {"LSTM": 1}
+    module, _ = import_onnx(model, input_shapes=[x.shape for x in xs])
+    text = str(module)
+    assert "scf.for" not in text and "scf.while" not in text  # no loop left: unrolled
+    _check(model, xs, f"{direction} LSTM, {'given' if states else 'zero'} states")
+
+
+def test_unrolled_lstm_with_only_some_outputs():
+    """A model that reads only the last hidden state (Y_h), as classifiers do."""
+    model, xs = _lstm("bidirectional", outputs=("Yh",))
+    assert _rewritten(model) == {"LSTM": 1}
+    _check(model, xs, "bidirectional LSTM, Y_h only")
+
+
+def test_lstm_from_torch_export_matches_torch(tmp_path):
+    """nn.LSTM as torch.onnx.export writes it (2 layers, bidirectional, batch_first input
+    transposed by the exporter), against PyTorch itself."""
+    torch.manual_seed(0)
+
+    class Reader(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = torch.nn.LSTM(8, 16, num_layers=2, bidirectional=True, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.lstm(x)[0]
+
+    net, x = Reader().eval(), torch.randn(3, 7, 8)
+    path = tmp_path / "reader.onnx"
+    torch.onnx.export(net, (x,), str(path), dynamo=False, opset_version=17)
+    proto = shape_inference.infer_shapes(onnx.load(str(path)))
+    assert onnx_rnn.rewrite_recurrent_ops(proto) == {"LSTM": 2}
+    with torch.no_grad():
+        want = net(x).numpy()
+    got = xgen_mlir.compile(str(path), example_inputs=(x.numpy(),))(x.numpy())
+    check_close(got, want, atol=1e-5, rtol=1e-5, what="2-layer bidirectional LSTM vs torch")
+
+
+def test_lstm_too_long_to_unroll_keeps_the_loop(monkeypatch):
+    """Over MAX_STEPS (steps x directions) the rewrite must not fire: torch-mlir's loop runs
+    it, with the same numbers."""
+    monkeypatch.setattr(onnx_rnn, "MAX_STEPS", 2 * T - 1)
+    model, xs = _lstm("bidirectional")
+    assert _rewritten(model) == {}
+    module, _ = import_onnx(model, input_shapes=[x.shape for x in xs])
+    assert "scf.for" in str(module)
+    _check(model, xs, "bidirectional LSTM through torch-mlir's loop")
+
+
+def test_lstm_forms_the_rewrite_leaves_alone():
+    """Peepholes, per-batch sequence lengths, a dynamic sequence: not rewritten."""
+    assert _rewritten(_lstm(peepholes=True)[0]) == {}
+    assert _rewritten(_lstm(seq_lens=True)[0]) == {}
+    model, _ = _lstm()
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "steps"
+    assert _rewritten(model) == {}
+    with_clip, _ = _lstm()
+    with_clip.graph.node[0].attribute.append(helper.make_attribute("clip", 3.0))
+    assert _rewritten(with_clip) == {}
