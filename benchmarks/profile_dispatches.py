@@ -113,6 +113,18 @@ def entry_signature(vmfb: Path, entry: str) -> list[tuple[tuple[int, ...], str]]
     return out
 
 
+def module_plugins(vmfb: Path, entry: str) -> list[str]:
+    """The executable plugins a module compiled by xgen_mlir calls (BYOC offload), from its
+    reflection, found or built as ``load()`` does: without them IREE cannot load it."""
+    import iree.runtime as rt
+
+    from xgen_mlir.runtime.plugins import REFLECTION_KEY, plugin_paths
+
+    vm = rt.VmModule.copy_buffer(rt.VmInstance(), vmfb.read_bytes())
+    names = vm.lookup_function(entry).reflection.get(REFLECTION_KEY, "")
+    return plugin_paths(names, None, str(vmfb)) if names else []
+
+
 def dispatch_count(vmfb: Path) -> dict[str, int]:
     """Recorded ``hal.command_buffer.dispatch`` sites per VM function of the module. IREE
     memoizes command buffers: the entry's buffer is recorded in an ``__init``-like function,
@@ -312,6 +324,26 @@ def aggregate(events: list[dict], sources: dict[str, str]) -> dict:
     calls = [
         sorted(v, key=lambda e: e["command_index"]) for v in by_sub.values() if len(v) == n_full
     ]
+    n_calls = len(calls)
+    # Other submissions: a host-side loop (one per iteration, e.g. torch-mlir's RNN loops) or
+    # an initializer. Per call on average, by dispatch, so they are not silently left out.
+    others: dict[str, list[dict]] = defaultdict(list)
+    for v in by_sub.values():
+        if len(v) != n_full:
+            for e in v:
+                others[e["key"]].append(e)
+    other_rows = sorted(
+        (
+            {
+                "key": key,
+                "kind": classify(key, sources.get(key, "")),
+                "per_call": len(evs) / n_calls,
+                "ms": sum(e["duration_ns"] for e in evs) / 1e6 / n_calls,
+            }
+            for key, evs in others.items()
+        ),
+        key=lambda r: -r["ms"],
+    )
     calls = calls[1:] if len(calls) > 3 else calls  # drop the first (cold) call
     rows = []
     for pos in range(n_full):
@@ -333,6 +365,7 @@ def aggregate(events: list[dict], sources: dict[str, str]) -> dict:
     busy = [sum(e["duration_ns"] for e in c) / 1e6 for c in calls]
     return {
         "rows": rows,
+        "other_submissions": other_rows,
         "calls_profiled": len(calls),
         "span_ms": statistics.median(spans),
         "busy_ms": statistics.median(busy),
@@ -375,8 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         "--plugin",
         action="append",
         default=[],
-        help="executable plugin the module calls (repeatable): a module compiled with "
-        "offloaded ops, e.g. the oneDNN plugin (xgen_mlir.byoc.ONEDNN.plugin())",
+        help="executable plugin the module calls (repeatable; default: those named in the "
+        "module's reflection by xgen_mlir, e.g. the oneDNN plugin)",
     )
     a = p.parse_args(argv)
 
@@ -407,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         np.save(npy, arr)
         arrays.append(arr)
         inputs.append(f"@{npy}")
+    a.plugin = a.plugin or module_plugins(vmfb, a.entry)
     cmd = bench_cmd(vmfb, a.entry, a.device, inputs, a.threads, a.plugin)
     agg = aggregate(profile_events(cmd, a.iters, work), sources)
     e2e = end_to_end_ms(vmfb, a.entry, a.device, arrays, a.threads, a.calls, a.plugin)
@@ -432,6 +466,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{k['kind']:<34}{k['count']:>6}{k['ms']:9.3f}{k['share']:8.1%}{k['worker_ms']:11.3f}"
         )
     print(f"{'total (sum of dispatch wall times)':<34}{len(rows):>6}{agg['busy_ms']:9.3f}")
+    other = agg["other_submissions"]
+    if other:
+        total = sum(r["ms"] for r in other)
+        n = sum(r["per_call"] for r in other)
+        print(
+            f"\nOUTSIDE the rows above: {n:.0f} dispatches per call in other submissions (a "
+            f"host-side loop, initializers), {total:.3f} ms per call:"
+        )
+        for r in other[: a.top or len(other)]:
+            print(f"  {r['ms']:8.3f} ms  x{r['per_call']:<6.1f} {r['kind']:<30} {r['key']}")
     gap = agg["span_ms"] - agg["busy_ms"]
     print(
         f"\nend to end, in-process, no profiling: median {e2e['median_ms']:.3f} ms "

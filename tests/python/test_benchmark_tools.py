@@ -171,3 +171,35 @@ def test_matmul_rate_is_measured_here():
 
     rate = host.matmul_gflops("float32", threads=1, n=128, calls=2)
     assert rate is not None and rate > 0.1
+
+
+def test_dispatch_profile_counts_the_submissions_of_a_host_loop():
+    """A model whose entry loops on the host (one submission per iteration) has more than
+    one submission per call: those dispatches are reported per call, not dropped."""
+
+    def event(sub: int, index: int, key: str, us: float) -> dict:
+        start = sub * 1_000_000 + index * 1000
+        return {
+            "submission_id": sub,
+            "command_index": index,
+            "key": key,
+            "workgroup_count": [1, 1, 1],
+            "duration_ns": int(us * 1000),
+            "tile_duration_sum_ns": int(us * 1000),
+            "start_host_time_ns": start,
+            "end_host_time_ns": start + int(us * 1000),
+        }
+
+    events, sub = [], 0
+    for _call in range(4):
+        sub += 1
+        events += [event(sub, i, k, 100) for i, k in enumerate(["conv_a", "conv_b", "fc_c"])]
+        for _step in range(5):  # the loop: 5 iterations of 2 dispatches
+            sub += 1
+            events += [event(sub, 0, "loop_matmul", 50), event(sub, 1, "loop_gates", 10)]
+    agg = profile_dispatches.aggregate(events, {})
+    assert [r["key"] for r in agg["rows"]] == ["conv_a", "conv_b", "fc_c"]
+    other = {r["key"]: r for r in agg["other_submissions"]}
+    assert set(other) == {"loop_matmul", "loop_gates"}
+    assert other["loop_matmul"]["per_call"] == 5
+    assert abs(other["loop_matmul"]["ms"] - 0.25) < 1e-9
