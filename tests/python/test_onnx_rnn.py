@@ -1,5 +1,5 @@
-"""ONNX LSTM: unrolled with its input projection hoisted (frontend/onnx_rnn.py) where its
-form allows, torch-mlir's loop otherwise; both checked against ONNX Runtime."""
+"""ONNX LSTM and GRU: unrolled with the input projection hoisted (frontend/onnx_rnn.py) where
+their form allows, torch-mlir's loop otherwise; both checked against ONNX Runtime."""
 
 from __future__ import annotations
 
@@ -24,30 +24,41 @@ def _lstm(
     outputs: tuple[str, ...] = ("Y", "Yh", "Yc"),
     peepholes: bool = False,
     seq_lens: bool = False,
+    op: str = "LSTM",
+    **attrs: int,
 ) -> tuple[onnx.ModelProto, list[np.ndarray]]:
-    """A one-node LSTM model with random weights, and inputs for it."""
+    """A one-node LSTM (or GRU) model with random weights, and inputs for it."""
     d = 2 if direction == "bidirectional" else 1
+    gates = 4 if op == "LSTM" else 3
     rng = np.random.default_rng(0)
 
     def weight(name: str, *shape: int) -> onnx.TensorProto:
         return numpy_helper.from_array((rng.standard_normal(shape) * 0.5).astype(np.float32), name)
 
-    inits = [weight("W", d, 4 * H, IN), weight("R", d, 4 * H, H), weight("B", d, 8 * H)]
+    inits = [weight("W", d, gates * H, IN), weight("R", d, gates * H, H)]
+    inits.append(weight("B", d, 2 * gates * H))
     ins = ["X", "W", "R", "B", "lens" if seq_lens else "", "h0" if states else "", ""]
     feeds = [("X", [T, B, IN], np.float32)]
     if seq_lens:
         feeds.append(("lens", [B], np.int32))
     if states:
-        feeds += [("h0", [d, B, H], np.float32), ("c0", [d, B, H], np.float32)]
-        ins[6] = "c0"
+        feeds.append(("h0", [d, B, H], np.float32))
+        if op == "LSTM":
+            feeds.append(("c0", [d, B, H], np.float32))
+            ins[6] = "c0"
+    if op == "GRU":
+        ins = ins[:6]
+        outputs = tuple(o for o in outputs if o != "Yc")
     if peepholes:
         inits.append(weight("P", d, 3 * H))
         ins.append("P")
     shapes = {"Y": [T, d, B, H], "Yh": [d, B, H], "Yc": [d, B, H]}
-    names = [o if o in outputs else "" for o in ("Y", "Yh", "Yc")]
+    names = [o if o in outputs else "" for o in ("Y", "Yh", "Yc")[: 3 if op == "LSTM" else 2]]
     while not names[-1]:
         names.pop()
-    node = helper.make_node("LSTM", ins, names, hidden_size=H, direction=direction)
+    while ins and not ins[-1]:
+        ins.pop()
+    node = helper.make_node(op, ins, names, hidden_size=H, direction=direction, **attrs)
     graph = helper.make_graph(
         [node],
         "lstm",
@@ -149,3 +160,28 @@ def test_lstm_forms_the_rewrite_leaves_alone():
     with_clip, _ = _lstm()
     with_clip.graph.node[0].attribute.append(helper.make_attribute("clip", 3.0))
     assert _rewritten(with_clip) == {}
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("before_reset", [0, 1], ids=["reset-first", "linear-before-reset"])
+@pytest.mark.parametrize("states", [True, False], ids=["given-state", "zero-state"])
+def test_unrolled_gru_matches_onnxruntime(direction, before_reset, states):
+    model, xs = _lstm(direction, states, op="GRU", linear_before_reset=before_reset)
+    assert _rewritten(model) == {"GRU": 1}
+    _check(model, xs, f"{direction} GRU, linear_before_reset={before_reset}")
+
+
+def test_gru_from_torch_export_matches_torch(tmp_path):
+    """nn.GRU (linear_before_reset=1 in ONNX), bidirectional, against PyTorch itself."""
+    torch.manual_seed(0)
+    gru = torch.nn.GRU(8, 16, bidirectional=True).eval()
+    x = torch.randn(6, 2, 8)
+    path = tmp_path / "gru.onnx"
+    torch.onnx.export(gru, (x,), str(path), dynamo=False, opset_version=17)
+    proto = shape_inference.infer_shapes(onnx.load(str(path)))
+    assert onnx_rnn.rewrite_recurrent_ops(proto) == {"GRU": 1}
+    with torch.no_grad():
+        want = [t.numpy() for t in gru(x)]
+    got = xgen_mlir.compile(str(path), example_inputs=(x.numpy(),))(x.numpy())
+    for g, w in zip(got, want, strict=True):
+        check_close(g, w, atol=1e-5, rtol=1e-5, what="bidirectional GRU vs torch")

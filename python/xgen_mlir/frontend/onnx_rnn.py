@@ -1,4 +1,4 @@
-"""ONNX ``LSTM`` nodes as plain ops, unrolled over a static sequence, before import.
+"""ONNX ``LSTM`` and ``GRU`` nodes as plain ops, unrolled over a static sequence, before import.
 
 torch-mlir lowers an ONNX LSTM to a loop whose every step multiplies the step's input *and*
 the previous hidden state by each gate's weights: eight small matrix-vector products per
@@ -9,19 +9,21 @@ step, one dispatch each, and one host-side submission per step. On ddddocr's CRN
 The rewrite here is the standard recurrent-layer schedule (cuDNN's and ONNX Runtime's): the
 input projection of every step is one matrix product over the whole sequence, hoisted out of
 the recurrence (compute-bound, not bandwidth-bound); each step then multiplies the hidden
-state by all four gates' recurrent weights at once (one product of width 4H) and applies
-the gates elementwise. With the sequence length static, the steps are unrolled into one
-graph, so both directions of a bidirectional LSTM are independent chains IREE can run side
-by side, in one submission.
+state by all the gates' recurrent weights at once (one product of width 4H for an LSTM, 3H
+for a GRU with ``linear_before_reset``, PyTorch's form; 2H and H without it) and applies the
+gates elementwise. With the sequence length static, the steps are unrolled into one graph, so
+both directions of a bidirectional layer are independent chains IREE can run side by side,
+in one submission.
 
-Only the common form is rewritten: default activations (sigmoid, tanh, tanh), no clip, no
-``input_forget``, no peepholes, no ``sequence_lens``, ``layout`` 0, constant weights, a static
-sequence of at most ``MAX_STEPS`` (steps x directions). Any other LSTM stays as it is and
-takes torch-mlir's loop, which computes the same thing, slower. The batch may be dynamic.
+Only the common form is rewritten: default activations, no clip, no ``input_forget``, no
+peepholes, no ``sequence_lens``, ``layout`` 0, constant weights, a static sequence of at most
+``MAX_STEPS`` (steps x directions). Any other stays as it is and takes torch-mlir's loop,
+which computes the same thing, slower. The batch may be dynamic.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,27 +33,32 @@ from onnx import helper
 from .onnx_quant import GraphEdit, replace_nodes
 
 MAX_STEPS = 256  # sequence length x directions unrolled; a longer one keeps the loop
-_DEFAULT_ACTS = ["Sigmoid", "Tanh", "Tanh"]
+# per op: default activations (per direction), gates, input positions of initial_h / initial_c /
+# peepholes, outputs
+_FORMS = {
+    "LSTM": (["Sigmoid", "Tanh", "Tanh"], 4, (5, 6, 7), 3),
+    "GRU": (["Sigmoid", "Tanh"], 3, (5, -1, -1), 2),
+}
 
 
 def rewrite_recurrent_ops(proto: onnx.ModelProto) -> dict[str, int]:
-    """Replace, in place, each LSTM of the main graph that ``_unrollable`` accepts by its
-    unrolled form; returns {"LSTM": count} (empty when none was rewritten). ``proto`` must
-    carry shape information (``onnx.shape_inference``) for the sequence length."""
+    """Replace, in place, each LSTM / GRU of the main graph that ``_unrollable`` accepts by
+    its unrolled form; returns {op type: count rewritten}. ``proto`` must carry shape
+    information (``onnx.shape_inference``) for the sequence length."""
     shapes = _static_shapes(proto.graph)
     g = GraphEdit(proto.graph)
     new_nodes: list[onnx.NodeProto] = []
-    done = 0
+    done: dict[str, int] = {}
     for node in proto.graph.node:
-        plan = _unrollable(g, node, shapes) if node.op_type == "LSTM" and not node.domain else None
+        plan = _unrollable(g, node, shapes) if node.op_type in _FORMS and not node.domain else None
         if plan is None:
             new_nodes.append(node)
             continue
-        new_nodes.extend(_unroll_lstm(g, node, *plan))
-        done += 1
+        new_nodes.extend(_unroll(g, node, *plan))
+        done[node.op_type] = done.get(node.op_type, 0) + 1
     if done:
         replace_nodes(proto, new_nodes)
-    return {"LSTM": done} if done else {}
+    return done
 
 
 def _static_shapes(graph: onnx.GraphProto) -> dict[str, list[int | None]]:
@@ -73,25 +80,28 @@ def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
     return {k: [text(x) for x in v] if isinstance(v, list) else text(v) for k, v in out.items()}
 
 
+def _inputs(node: onnx.NodeProto) -> list[str]:
+    return list(node.input) + [""] * (8 - len(node.input))
+
+
 def _unrollable(
     g: GraphEdit, node: onnx.NodeProto, shapes: dict[str, list[int | None]]
 ) -> tuple[int, int, int] | None:
-    """(steps, directions, hidden) when this LSTM is in the form the rewrite handles."""
+    """(steps, directions, hidden) when this LSTM / GRU is in the form the rewrite handles."""
     a = _attrs(node)
-    inputs = list(node.input) + [""] * (8 - len(node.input))
-    x, w, r, b, seq_lens, _, _, peep = inputs[:8]
-    acts = a.get("activations", [])
+    acts_default, _, _, _ = _FORMS[node.op_type]
+    x, w, r, b, seq_lens, _, _, peep = _inputs(node)
     direction = a.get("direction", "forward")
     dirs = 2 if direction == "bidirectional" else 1
     if (
-        acts not in ([], _DEFAULT_ACTS * dirs)
+        a.get("activations", []) not in ([], acts_default * dirs)
         or "clip" in a
         or a.get("input_forget", 0)
         or a.get("layout", 0)
         or "activation_alpha" in a
         or "activation_beta" in a
         or seq_lens
-        or peep
+        or (node.op_type == "LSTM" and peep)
         or direction not in ("forward", "reverse", "bidirectional")
     ):
         return None
@@ -106,73 +116,156 @@ def _unrollable(
     return steps, dirs, hidden
 
 
-def _unroll_lstm(
+class _Emitter:
+    """New nodes and constants for one rewritten node."""
+
+    def __init__(self, g: GraphEdit, base: str) -> None:
+        self.g, self.base = g, base
+        self.nodes: list[onnx.NodeProto] = []
+        self._ints: dict[tuple[int, ...], str] = {}
+
+    def __call__(self, op: str, ins: list[str], out: str = "", **attrs: Any) -> str:
+        name = self.g.name(f"{self.base}_{op.lower()}")
+        self.nodes.append(helper.make_node(op, ins, [out or name], name=name, **attrs))
+        return out or name
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        return self.g.constant(f"{self.base}_{name}", value)
+
+    def ints(self, *v: int) -> str:
+        if v not in self._ints:
+            self._ints[v] = self.const("i64", np.array(v, np.int64))
+        return self._ints[v]
+
+    def part(self, value: str, start: int, stop: int, axis: int = -1) -> str:
+        return self("Slice", [value, self.ints(start), self.ints(stop), self.ints(axis)])
+
+
+def _unroll(
     g: GraphEdit, node: onnx.NodeProto, steps: int, dirs: int, hidden: int
 ) -> list[onnx.NodeProto]:
-    inputs = list(node.input) + [""] * (8 - len(node.input))
-    x, w, r, b, _, h0, c0, _ = inputs[:8]
-    outputs = list(node.output) + [""] * (3 - len(node.output))
-    reverse_only = _attrs(node).get("direction") == "reverse"
+    x, w, r, b, *_ = _inputs(node)
+    _, gates, (h0_at, c0_at, _), n_outputs = _FORMS[node.op_type]
+    inputs = _inputs(node)
+    h0, c0 = inputs[h0_at], inputs[c0_at] if c0_at >= 0 else ""
+    outputs = (list(node.output) + [""] * 3)[:n_outputs]
+    attrs = _attrs(node)
     w_all, r_all = g.array(w), g.array(r)
     assert w_all is not None and r_all is not None
-    b_all = g.array(b) if b else np.zeros((dirs, 8 * hidden), np.float32)
+    b_all = g.array(b) if b else np.zeros((dirs, 2 * gates * hidden), w_all.dtype)
     assert b_all is not None
-    base = node.name or "lstm"
-    nodes: list[onnx.NodeProto] = []
-
-    def emit(op: str, ins: list[str], **attrs: Any) -> str:
-        out = g.name(f"{base}_{op.lower()}")
-        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
-        return out
-
-    def const(name: str, value: np.ndarray) -> str:
-        return g.constant(f"{base}_{name}", value)
-
-    def i64(*v: int) -> str:
-        return const("i64", np.array(v, np.int64))
-
-    def rows(value: str, start: int, stop: int, axis: int) -> str:
-        return emit("Slice", [value, i64(start), i64(stop), i64(axis)])
-
-    flat = i64(-1, hidden)
+    e = _Emitter(g, node.name or node.op_type.lower())
+    flat = e.ints(-1, hidden)
     ys, hs, cs = [], [], []
     for d in range(dirs):
-        dtype = w_all.dtype
-        wt = const(f"w{d}_t", np.ascontiguousarray(w_all[d].T))  # (input, 4H)
-        rt = const(f"r{d}_t", np.ascontiguousarray(r_all[d].T))  # (H, 4H)
-        bias = const(f"b{d}", (b_all[d, : 4 * hidden] + b_all[d, 4 * hidden :]).astype(dtype))
-        projected = emit("Add", [emit("MatMul", [x, wt]), bias])  # (T, batch, 4H), hoisted
-        h = emit("Reshape", [rows(h0, d, d + 1, 0), flat]) if h0 else ""
-        c = emit("Reshape", [rows(c0, d, d + 1, 0), flat]) if c0 else ""
-        backwards = reverse_only or d == 1
-        order = range(steps - 1, -1, -1) if backwards else range(steps)
+        h = e("Reshape", [e.part(h0, d, d + 1, 0), flat]) if h0 else ""
+        c = e("Reshape", [e.part(c0, d, d + 1, 0), flat]) if c0 else ""
+        backwards = attrs.get("direction") == "reverse" or d == 1
+        step = (
+            _lstm_step(e, w_all[d], r_all[d], b_all[d], x, hidden)
+            if node.op_type == "LSTM"
+            else _gru_step(e, w_all[d], r_all[d], b_all[d], x, hidden, attrs)
+        )
         per_step: dict[int, str] = {}
-        for t in order:
-            gates = emit("Reshape", [rows(projected, t, t + 1, 0), i64(-1, 4 * hidden)])
-            if h:  # a zero state adds nothing: the first step of a zero-initialised LSTM
-                gates = emit("Add", [gates, emit("MatMul", [h, rt])])
-            i, o, f, cand = (rows(gates, k * hidden, (k + 1) * hidden, 1) for k in range(4))
-            i, o, f = emit("Sigmoid", [i]), emit("Sigmoid", [o]), emit("Sigmoid", [f])
-            new_c = emit("Mul", [i, emit("Tanh", [cand])])
-            if c:
-                new_c = emit("Add", [emit("Mul", [f, c]), new_c])
-            c = new_c
-            h = emit("Mul", [o, emit("Tanh", [c])])
+        for t in range(steps - 1, -1, -1) if backwards else range(steps):
+            h, c = step(t, h, c)
             per_step[t] = h
         if outputs[0]:
-            in_time = [per_step[t] for t in range(steps)]
-            ys.append(emit("Reshape", [emit("Concat", in_time, axis=0), i64(steps, 1, -1, hidden)]))
+            in_time = e("Concat", [per_step[t] for t in range(steps)], axis=0)
+            ys.append(e("Reshape", [in_time, e.ints(steps, 1, -1, hidden)]))
         hs.append(h)
         cs.append(c)
     shapes = [(steps, dirs, -1, hidden), (dirs, -1, hidden), (dirs, -1, hidden)]
-    for k, (out, parts) in enumerate(zip(outputs, (ys, hs, cs), strict=True)):
-        if not out:
-            continue
-        joined = parts[0] if len(parts) == 1 else emit("Concat", parts, axis=1 if k == 0 else 0)
-        nodes.append(
-            helper.make_node("Reshape", [joined, i64(*shapes[k])], [out], name=g.name(base))
-        )
-    return nodes
+    for k, (out, parts) in enumerate(zip(outputs, (ys, hs, cs), strict=False)):
+        if out:
+            joined = parts[0] if len(parts) == 1 else e("Concat", parts, axis=1 if k == 0 else 0)
+            e("Reshape", [joined, e.ints(*shapes[k])], out=out)
+    return e.nodes
+
+
+Step = Callable[[int, str, str], tuple[str, str]]
+
+
+def _projection(
+    e: _Emitter, w: np.ndarray, bias: np.ndarray, x: str, width: int
+) -> Callable[[int], str]:
+    """The input projection of every step at once, hoisted: X (T, batch, in) @ W^T + bias;
+    returns step t's (batch, width) slice."""
+    wt = e.const("w_t", np.ascontiguousarray(w.T))
+    projected = e("Add", [e("MatMul", [x, wt]), e.const("bias", bias.astype(w.dtype))])
+
+    def at(t: int) -> str:
+        return e("Reshape", [e.part(projected, t, t + 1, 0), e.ints(-1, width)])
+
+    return at
+
+
+def _lstm_step(
+    e: _Emitter, w: np.ndarray, r: np.ndarray, b: np.ndarray, x: str, hidden: int
+) -> Step:
+    """ONNX's LSTM step (gates i, o, f, c; no peepholes): the hidden state times all four
+    gates' recurrent weights at once."""
+    n = 4 * hidden
+    inputs = _projection(e, w, b[:n] + b[n:], x, n)
+    rt = e.const("r_t", np.ascontiguousarray(r.T))  # (H, 4H)
+
+    def step(t: int, h: str, c: str) -> tuple[str, str]:
+        gates = inputs(t)
+        if h:  # a zero state adds nothing: the first step of a zero-initialised LSTM
+            gates = e("Add", [gates, e("MatMul", [h, rt])])
+        i, o, f, cand = (e.part(gates, k * hidden, (k + 1) * hidden) for k in range(4))
+        i, o, f = e("Sigmoid", [i]), e("Sigmoid", [o]), e("Sigmoid", [f])
+        new_c = e("Mul", [i, e("Tanh", [cand])])
+        if c:
+            new_c = e("Add", [e("Mul", [f, c]), new_c])
+        return e("Mul", [o, e("Tanh", [new_c])]), new_c
+
+    return step
+
+
+def _gru_step(
+    e: _Emitter,
+    w: np.ndarray,
+    r: np.ndarray,
+    b: np.ndarray,
+    x: str,
+    hidden: int,
+    attrs: dict[str, Any],
+) -> Step:
+    """ONNX's GRU step (gates z, r, h). With ``linear_before_reset`` (PyTorch's GRU) the
+    hidden state times all three gates' recurrent weights is one product; without, z and r
+    share one and the candidate's is taken after the reset."""
+    hh = 2 * hidden
+    wb, rb = b[: 3 * hidden], b[3 * hidden :]
+    before_reset = bool(attrs.get("linear_before_reset", 0))
+    # the recurrent biases that add outside the reset go into the hoisted projection
+    bias = wb + np.concatenate([rb[:hh], np.zeros(hidden, rb.dtype) if before_reset else rb[hh:]])
+    inputs = _projection(e, w, bias, x, 3 * hidden)
+    if before_reset:
+        rt = e.const("r_t", np.ascontiguousarray(r.T))  # (H, 3H)
+        rb_h = e.const("rb_h", rb[hh:].astype(w.dtype))
+    else:
+        rt = e.const("r_zr_t", np.ascontiguousarray(r[:hh].T))  # (H, 2H)
+        rt_h = e.const("r_h_t", np.ascontiguousarray(r[hh:].T))  # (H, H)
+
+    def step(t: int, h: str, _: str) -> tuple[str, str]:
+        xs = inputs(t)
+        x_zr, x_h = e.part(xs, 0, hh), e.part(xs, hh, 3 * hidden)
+        rec = e("MatMul", [h, rt]) if h else ""
+        zr = e("Sigmoid", [e("Add", [x_zr, e.part(rec, 0, hh)]) if h else x_zr])
+        z, reset = e.part(zr, 0, hidden), e.part(zr, hidden, hh)
+        if before_reset:
+            rec_h = e("Add", [e.part(rec, hh, 3 * hidden), rb_h]) if h else rb_h
+            cand = e("Add", [x_h, e("Mul", [reset, rec_h])])
+        else:
+            cand = e("Add", [x_h, e("MatMul", [e("Mul", [reset, h]), rt_h])]) if h else x_h
+        cand = e("Tanh", [cand])
+        # (1 - z) * cand + z * h = cand + z * (h - cand); a zero state: cand - z * cand
+        if h:
+            return e("Add", [cand, e("Mul", [z, e("Sub", [h, cand])])]), ""
+        return e("Sub", [cand, e("Mul", [z, cand])]), ""
+
+    return step
 
 
 __all__ = ["MAX_STEPS", "rewrite_recurrent_ops"]
