@@ -18,7 +18,7 @@ from xgen_mlir.frontend.onnx_import import import_onnx
 T, B, IN, H = 5, 2, 6, 4
 
 
-def _lstm(
+def _rnn(
     direction: str = "forward",
     states: bool = True,
     outputs: tuple[str, ...] = ("Y", "Yh", "Yc"),
@@ -100,7 +100,7 @@ def _check(model: onnx.ModelProto, xs: list[np.ndarray], what: str) -> None:
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("states", [True, False], ids=["given-states", "zero-states"])
 def test_unrolled_lstm_matches_onnxruntime(direction, states):
-    model, xs = _lstm(direction, states)
+    model, xs = _rnn(direction, states)
     assert _rewritten(model) == {"LSTM": 1}
     module, _ = import_onnx(model, input_shapes=[x.shape for x in xs])
     text = str(module)
@@ -110,7 +110,7 @@ def test_unrolled_lstm_matches_onnxruntime(direction, states):
 
 def test_unrolled_lstm_with_only_some_outputs():
     """A model that reads only the last hidden state (Y_h), as classifiers do."""
-    model, xs = _lstm("bidirectional", outputs=("Yh",))
+    model, xs = _rnn("bidirectional", outputs=("Yh",))
     assert _rewritten(model) == {"LSTM": 1}
     _check(model, xs, "bidirectional LSTM, Y_h only")
 
@@ -143,7 +143,7 @@ def test_lstm_too_long_to_unroll_keeps_the_loop(monkeypatch):
     """Over MAX_STEPS (steps x directions) the rewrite must not fire: torch-mlir's loop runs
     it, with the same numbers."""
     monkeypatch.setattr(onnx_rnn, "MAX_STEPS", 2 * T - 1)
-    model, xs = _lstm("bidirectional")
+    model, xs = _rnn("bidirectional")
     assert _rewritten(model) == {}
     module, _ = import_onnx(model, input_shapes=[x.shape for x in xs])
     assert "scf.for" in str(module)
@@ -152,12 +152,12 @@ def test_lstm_too_long_to_unroll_keeps_the_loop(monkeypatch):
 
 def test_lstm_forms_the_rewrite_leaves_alone():
     """Peepholes, per-batch sequence lengths, a dynamic sequence: not rewritten."""
-    assert _rewritten(_lstm(peepholes=True)[0]) == {}
-    assert _rewritten(_lstm(seq_lens=True)[0]) == {}
-    model, _ = _lstm()
+    assert _rewritten(_rnn(peepholes=True)[0]) == {}
+    assert _rewritten(_rnn(seq_lens=True)[0]) == {}
+    model, _ = _rnn()
     model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "steps"
     assert _rewritten(model) == {}
-    with_clip, _ = _lstm()
+    with_clip, _ = _rnn()
     with_clip.graph.node[0].attribute.append(helper.make_attribute("clip", 3.0))
     assert _rewritten(with_clip) == {}
 
@@ -166,7 +166,7 @@ def test_lstm_forms_the_rewrite_leaves_alone():
 @pytest.mark.parametrize("before_reset", [0, 1], ids=["reset-first", "linear-before-reset"])
 @pytest.mark.parametrize("states", [True, False], ids=["given-state", "zero-state"])
 def test_unrolled_gru_matches_onnxruntime(direction, before_reset, states):
-    model, xs = _lstm(direction, states, op="GRU", linear_before_reset=before_reset)
+    model, xs = _rnn(direction, states, op="GRU", linear_before_reset=before_reset)
     assert _rewritten(model) == {"GRU": 1}
     _check(model, xs, f"{direction} GRU, linear_before_reset={before_reset}")
 
