@@ -185,3 +185,20 @@ def test_gru_from_torch_export_matches_torch(tmp_path):
     got = xgen_mlir.compile(str(path), example_inputs=(x.numpy(),))(x.numpy())
     for g, w in zip(got, want, strict=True):
         check_close(g, w, atol=1e-5, rtol=1e-5, what="bidirectional GRU vs torch")
+
+
+def test_constant_full_length_sequence_lens_is_rewritten():
+    """``sequence_lens`` as a constant of full lengths (as some exporters write it) says
+    nothing: rewritten, same numbers; a shorter length keeps the loop."""
+    model, xs = _rnn("bidirectional")
+    node = model.graph.node[0]
+    model.graph.initializer.append(numpy_helper.from_array(np.full(B, T, np.int32), "lens"))
+    node.input[4] = "lens"
+    assert _rewritten(model) == {"LSTM": 1}
+    _check(model, xs, "bidirectional LSTM with full-length sequence_lens")
+    shorter = onnx.ModelProto()
+    shorter.CopyFrom(model)
+    shorter.graph.initializer[-1].CopyFrom(
+        numpy_helper.from_array(np.array([T, T - 1] + [T] * (B - 2), np.int32), "lens")
+    )
+    assert _rewritten(shorter) == {}

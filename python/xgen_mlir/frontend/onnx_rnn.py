@@ -16,9 +16,10 @@ both directions of a bidirectional layer are independent chains IREE can run sid
 in one submission.
 
 Only the common form is rewritten: default activations, no clip, no ``input_forget``, no
-peepholes, no ``sequence_lens``, ``layout`` 0, constant weights, a static sequence of at most
-``MAX_STEPS`` (steps x directions). Any other stays as it is and takes torch-mlir's loop,
-which computes the same thing, slower. The batch may be dynamic.
+peepholes, no ``sequence_lens`` (or a constant one of full lengths), ``layout`` 0, constant
+weights, a static sequence of at most ``MAX_STEPS`` (steps x directions). Any other stays as it
+is and takes torch-mlir's loop, which computes the same thing, slower. The batch may be
+dynamic.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def _unrollable(
         or a.get("layout", 0)
         or "activation_alpha" in a
         or "activation_beta" in a
-        or seq_lens
+        or (seq_lens and not _all_full_length(g, seq_lens, shapes.get(x)))
         or (node.op_type == "LSTM" and peep)
         or direction not in ("forward", "reverse", "bidirectional")
     ):
@@ -114,6 +115,13 @@ def _unrollable(
     if not hidden or steps * dirs > MAX_STEPS or steps < 1:
         return None
     return steps, dirs, hidden
+
+
+def _all_full_length(g: GraphEdit, seq_lens: str, x_shape: list[int | None] | None) -> bool:
+    """``sequence_lens`` is a constant saying every sequence is the whole length (what some
+    exporters write): the same as giving none."""
+    lens = g.array(seq_lens)
+    return lens is not None and x_shape is not None and bool((lens == x_shape[0]).all())
 
 
 class _Emitter:
