@@ -202,3 +202,20 @@ def test_constant_full_length_sequence_lens_is_rewritten():
         numpy_helper.from_array(np.array([T, T - 1] + [T] * (B - 2), np.int32), "lens")
     )
     assert _rewritten(shorter) == {}
+
+
+def test_a_failed_rewrite_warns_and_imports_the_loop(monkeypatch):
+    """If unrolling fails, the model imports as it was (torch-mlir's loop), with a warning
+    naming the model, never a half-rewritten graph."""
+    from xgen_mlir.frontend import onnx_import
+
+    def broken(proto: onnx.ModelProto) -> dict[str, int]:
+        proto.graph.initializer.add().name = "half_written"
+        raise ValueError("simulated")
+
+    monkeypatch.setattr(onnx_import, "rewrite_recurrent_ops", broken)
+    model, xs = _rnn("bidirectional")
+    with pytest.warns(UserWarning, match="unrolling its recurrent layers failed.*simulated"):
+        module, _ = import_onnx(model, input_shapes=[x.shape for x in xs])
+    text = str(module)
+    assert "scf.for" in text and "half_written" not in text

@@ -114,15 +114,12 @@ def import_onnx(
     _name_nodes(proto.graph, nodes)
     try:
         proto = shape_inference.infer_shapes(proto, data_prop=True)
-        if rewrite_recurrent_ops(proto):  # needs the sequence lengths shape inference found
-            proto = shape_inference.infer_shapes(proto, data_prop=True)
-            nodes.update(
-                {n.name: f"onnx.{n.op_type}" for n in proto.graph.node if n.name not in nodes}
-            )
     except Exception as e:  # >2 GB or inconsistent: import with the declared types only
         warnings.warn(
             f"{label}: ONNX shape inference failed ({e}); importing without it", stacklevel=2
         )
+    else:  # the rewrite needs the sequence lengths shape inference found
+        proto = _unroll_recurrent(proto, nodes, label)
     ctx = context or ir.Context()
     torch_d.register_dialect(ctx)
     handler = ctx.attach_diagnostic_handler(lambda d: True)  # keep warnings off stderr
@@ -193,6 +190,28 @@ def _prepare(proto: onnx.ModelProto, label: str) -> onnx.ModelProto:
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
     return copy
+
+
+def _unroll_recurrent(proto: onnx.ModelProto, nodes: dict[str, str], label: str) -> onnx.ModelProto:
+    """``proto`` with its LSTM / GRU layers unrolled (``onnx_rnn``), shapes inferred again and
+    the new nodes named in ``nodes``; if that fails, ``proto`` as it was (the layers then
+    import as torch-mlir's loops), with a warning."""
+    if not any(n.op_type in ("LSTM", "GRU") for n in proto.graph.node):
+        return proto
+    work = onnx.ModelProto()
+    work.CopyFrom(proto)
+    try:
+        if not rewrite_recurrent_ops(work):
+            return proto
+        work = shape_inference.infer_shapes(work, data_prop=True)
+    except Exception as e:
+        warnings.warn(
+            f"{label}: unrolling its recurrent layers failed ({e}); importing them as loops",
+            stacklevel=3,
+        )
+        return proto
+    nodes.update({n.name: f"onnx.{n.op_type}" for n in work.graph.node if n.name not in nodes})
+    return work
 
 
 def onnx_dynamic_dims(

@@ -34,12 +34,8 @@ from onnx import helper
 from .onnx_quant import GraphEdit, replace_nodes
 
 MAX_STEPS = 256  # sequence length x directions unrolled; a longer one keeps the loop
-# per op: default activations (per direction), gates, input positions of initial_h / initial_c /
-# peepholes, outputs
-_FORMS = {
-    "LSTM": (["Sigmoid", "Tanh", "Tanh"], 4, (5, 6, 7), 3),
-    "GRU": (["Sigmoid", "Tanh"], 3, (5, -1, -1), 2),
-}
+# per op: default activations (per direction), gates, outputs (Y, Y_h[, Y_c])
+_FORMS = {"LSTM": (["Sigmoid", "Tanh", "Tanh"], 4, 3), "GRU": (["Sigmoid", "Tanh"], 3, 2)}
 
 
 def rewrite_recurrent_ops(proto: onnx.ModelProto) -> dict[str, int]:
@@ -90,7 +86,7 @@ def _unrollable(
 ) -> tuple[int, int, int] | None:
     """(steps, directions, hidden) when this LSTM / GRU is in the form the rewrite handles."""
     a = _attrs(node)
-    acts_default, _, _, _ = _FORMS[node.op_type]
+    acts_default, _, _ = _FORMS[node.op_type]
     x, w, r, b, seq_lens, _, _, peep = _inputs(node)
     direction = a.get("direction", "forward")
     dirs = 2 if direction == "bidirectional" else 1
@@ -152,10 +148,8 @@ class _Emitter:
 def _unroll(
     g: GraphEdit, node: onnx.NodeProto, steps: int, dirs: int, hidden: int
 ) -> list[onnx.NodeProto]:
-    x, w, r, b, *_ = _inputs(node)
-    _, gates, (h0_at, c0_at, _), n_outputs = _FORMS[node.op_type]
-    inputs = _inputs(node)
-    h0, c0 = inputs[h0_at], inputs[c0_at] if c0_at >= 0 else ""
+    x, w, r, b, _, h0, c0, _ = _inputs(node)  # a GRU has no initial_c (c0 is "")
+    _, gates, n_outputs = _FORMS[node.op_type]
     outputs = (list(node.output) + [""] * 3)[:n_outputs]
     attrs = _attrs(node)
     w_all, r_all = g.array(w), g.array(r)
