@@ -100,12 +100,17 @@ def compile_vmfb(src: Path, flags: list[str], work: Path) -> Path:
     return vmfb
 
 
-def entry_signature(vmfb: Path, entry: str) -> list[tuple[tuple[int, ...], str]]:
-    """Input shapes/dtypes of ``entry`` from the module's ABI reflection."""
+def entry_reflection(vmfb: Path, entry: str) -> dict[str, str]:
+    """The reflection attributes of the module's ``entry`` function."""
     import iree.runtime as rt
 
     vm = rt.VmModule.copy_buffer(rt.VmInstance(), vmfb.read_bytes())
-    decl = vm.lookup_function(entry).reflection.get("iree.abi.declaration", "")
+    return dict(vm.lookup_function(entry).reflection)
+
+
+def entry_signature(vmfb: Path, entry: str) -> list[tuple[tuple[int, ...], str]]:
+    """Input shapes/dtypes of ``entry`` from the module's ABI reflection."""
+    decl = entry_reflection(vmfb, entry).get("iree.abi.declaration", "")
     args = decl.split("->")[0]
     out = []
     for shape, dt in re.findall(r"tensor<((?:[0-9?]+x)*)([a-z]+[0-9]*)>", args):
@@ -116,12 +121,9 @@ def entry_signature(vmfb: Path, entry: str) -> list[tuple[tuple[int, ...], str]]
 def module_plugins(vmfb: Path, entry: str) -> list[str]:
     """The executable plugins a module compiled by xgen_mlir calls (BYOC offload), from its
     reflection, found or built as ``load()`` does: without them IREE cannot load it."""
-    import iree.runtime as rt
-
     from xgen_mlir.runtime.plugins import REFLECTION_KEY, plugin_paths
 
-    vm = rt.VmModule.copy_buffer(rt.VmInstance(), vmfb.read_bytes())
-    names = vm.lookup_function(entry).reflection.get(REFLECTION_KEY, "")
+    names = entry_reflection(vmfb, entry).get(REFLECTION_KEY, "")
     return plugin_paths(names, None, str(vmfb)) if names else []
 
 
