@@ -167,6 +167,20 @@ def vector_registers(vector_bits: int) -> int:
     return 32 if vector_bits >= 512 else 16
 
 
+def gemm_tile(vector_bits: int) -> tuple[int, int, int]:
+    """The dense GEMM kernel's register tile (``codegen/dense_gemm.py``) on a CPU with
+    ``vector_bits`` SIMD vectors, as (rows, n_vectors, lanes): ``rows`` rows of the input,
+    each with ``n_vectors`` vectors of ``lanes`` outputs. The accumulators fill the register
+    file but for the weight vectors and one broadcast input (rows x 2 + 2 + 1 <= 16 with
+    AVX2: 6 rows; 12 with AVX-512, where 14 would fit but 12 divides the usual token counts
+    better). The tile is the generated kernel's; whether a layer runs it at all is measured
+    (``xgen_mlir.tune``)."""
+    lanes = simd_lanes(vector_bits)
+    n_vectors = 2
+    rows = (vector_registers(vector_bits) - n_vectors - 1) // n_vectors
+    return min(rows, 12), n_vectors, lanes
+
+
 def block_tile(vector_bits: int) -> tuple[int, int, int]:
     """The block-sparse GEMM kernel's register tile on a CPU with ``vector_bits`` SIMD vectors,
     as (rows, m_vectors, lanes): ``rows`` weight rows' accumulators, each ``m_vectors``

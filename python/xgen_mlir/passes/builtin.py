@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     fuse_gather_views,
     fuse_inverted_residuals,
     fusion_passes,
+    gemm_kernels,
     lower_fkw_kernels,
     lower_sparse_linalg,
     merge_sibling_matmuls,

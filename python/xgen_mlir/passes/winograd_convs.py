@@ -77,6 +77,7 @@ from ..tunedb import (
 )
 from .byoc_offload import is_integer, linear_weights, not_static_int8, quantized_operands
 from .consteval import WEIGHT_ELEMENTS, ConstEval
+from .gemm_kernels import GEMM, KERNEL_ATTR
 from .generic_util import (
     channel_init,
     empty,
@@ -149,6 +150,8 @@ _MATMULS = (
 
 
 MODES = ("false", "true", "tuned")
+# The algorithm name of the generated GEMM kernel's records
+GEMM_ALGORITHM = "xgen_gemm"
 
 
 @dataclass
@@ -165,6 +168,10 @@ class WinogradOptions:
     # (records of algorithm "onednn") and marks the convs it wins (``byoc.OFFLOAD_ATTR``) for
     # xgen-byoc-offload; precision picks the offload records of the matching compute type
     offload: str = "none"
+    # the target's gemm_kernels option: "tuned" also weighs each linear layer's measured
+    # generated GEMM kernel (records of algorithm "xgen_gemm") and marks the layers it wins
+    # (``gemm_kernels.KERNEL_ATTR``) for xgen-gemm-kernels; "true" marks every linear layer
+    gemm: str = "false"
     precision: str = "fp32"
     # the target's SIMD width: with offload=tuned, an unmeasured f32 KxK conv starts in the
     # kernel library on a target whose width xgen_mlir's own tiles were not made for
@@ -197,6 +204,12 @@ def offload_config(backend: str, compute: str) -> dict[str, Any]:
     ``passes/byoc_offload.py``) computing in ``compute`` (f32, bf16); its baseline is the
     direct conv through IREE."""
     return {"kind": ALGORITHM, "algorithm": backend, "compute": compute}
+
+
+def gemm_config() -> dict[str, Any]:
+    """The config of an ``algorithm`` record for a linear layer run by xgen_mlir's generated
+    GEMM kernel (``passes/gemm_kernels.py``); its baseline is IREE's code for the layer."""
+    return {"kind": ALGORITHM, "algorithm": GEMM_ALGORITHM, "compute": "f32"}
 
 
 def variant_name(config: dict[str, Any]) -> str:
@@ -638,15 +651,18 @@ def _load_choices(opts: WinogradOptions) -> TunedChoices:
     return TunedChoices(records, note)
 
 
-def allowed_variants(mode: str, offload: str, precision: str) -> Any:
-    """Which records ``tuned`` weighs: Winograd's (unless ``winograd`` is false) and, with
-    ``offload=tuned``, the kernel libraries' that compute in the target's precision (an
-    integer contraction's records compute in s8: its signature has its types)."""
+def allowed_variants(mode: str, offload: str, precision: str, gemm: str = "false") -> Any:
+    """Which records ``tuned`` weighs: Winograd's (unless ``winograd`` is false), with
+    ``offload=tuned`` the kernel libraries' that compute in the target's precision (an
+    integer contraction's records compute in s8: its signature has its types), and with
+    ``gemm=tuned`` the generated GEMM kernel's in an fp32 compile (it computes f32 only)."""
     compute = "bf16" if precision == "bf16" else "f32"
 
     def allowed(config: dict[str, Any]) -> bool:
         if config.get("algorithm") == "winograd":
             return mode == "tuned"
+        if config.get("algorithm") == GEMM_ALGORITHM:
+            return gemm == "tuned" and precision == "fp32"
         return offload == "tuned" and config.get("compute") in (compute, "s8")
 
     return allowed
@@ -659,18 +675,22 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
     mode = str(opts.enable).lower()
     if mode not in MODES:
         raise PassFailure(f"enable={opts.enable!r} is not one of {', '.join(MODES)}")
+    if opts.gemm not in MODES:
+        raise PassFailure(f"gemm={opts.gemm!r} is not one of {', '.join(MODES)}")
     counts: Counter[str] = Counter()
     tuned_offload = opts.offload == "tuned"
-    if mode == "false" and not tuned_offload:
+    tuned_gemm = opts.gemm == "tuned" and opts.precision == "fp32"
+    every_gemm = opts.gemm == "true" and opts.precision == "fp32"
+    if mode == "false" and not (tuned_offload or tuned_gemm or every_gemm):
         return counts
     choices = None
-    if mode == "tuned" or tuned_offload:
+    if mode == "tuned" or tuned_offload or tuned_gemm:
         choices = CHOICES.get() or _load_choices(opts)
-    allowed = allowed_variants(mode, opts.offload, opts.precision)
+    allowed = allowed_variants(mode, opts.offload, opts.precision, opts.gemm)
     with module_op.context:
         ev = ConstEval(module_op, WEIGHT_ELEMENTS)
-        if tuned_offload and choices is not None:
-            _mark_linear_layers(module_op, ev, choices, allowed, counts, opts.verbose)
+        if every_gemm or ((tuned_offload or tuned_gemm) and choices is not None):
+            _mark_linear_layers(module_op, ev, choices, allowed, counts, opts.verbose, every_gemm)
         for op in ops_named(module_op, *_CONVS):
             where, name = format_location(op.location), op.name
             tiles = _match(op)
@@ -784,27 +804,42 @@ def _float_conv_prior(why: str) -> tuple[dict[str, Any] | None, str]:
 def _mark_linear_layers(
     module_op: ir.Operation,
     ev: ConstEval,
-    choices: TunedChoices,
+    choices: TunedChoices | None,
     allowed: Any,
     counts: Counter,
     verbose: bool,
+    every_gemm: bool = False,
 ) -> None:
-    """Mark (``byoc.OFFLOAD_ATTR``) the linear layers whose measured best on this host is a
-    kernel library; the others stay with IREE (a linear layer has no Winograd form)."""
+    """Mark the linear layers whose measured best on this host is a kernel library
+    (``byoc.OFFLOAD_ATTR``) or the generated GEMM kernel (``KERNEL_ATTR``; with
+    ``every_gemm``, every f32 one); the others stay with IREE (a linear layer has no Winograd
+    form)."""
     for op in ops_named(module_op, *_MATMULS):
         if not _linear_layer(op, ev):
             continue
         sig, desc = matmul_signature(op)
-        config, why = decide_algorithm(choices.records.get(sig, []), allowed)
+        config: dict[str, Any] | None
+        if every_gemm and op.name == "linalg.matmul" and not is_integer(op):
+            config, why = gemm_config(), "gemm_kernels=true: every linear layer"
+        elif choices is None:
+            continue
+        else:
+            config, why = decide_algorithm(choices.records.get(sig, []), allowed)
         if config is None:
+            if choices is None:
+                continue
             choices.log.append((desc, "IREE", why))
             counts[f"{op.name} left to IREE (tuned)"] += 1
             decision = "IREE"
         else:
             algorithm = str(config.get("algorithm"))
-            op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(algorithm)
+            if algorithm == GEMM_ALGORITHM:
+                op.attributes[KERNEL_ATTR] = ir.StringAttr.get(GEMM)
+            else:
+                op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(algorithm)
             decision = f"{algorithm} {config.get('compute')}"
-            choices.log.append((desc, decision, why))
+            if choices is not None:
+                choices.log.append((desc, decision, why))
             counts[f"{op.name} marked for {algorithm} (tuned)"] += 1
         if verbose:
             where = format_location(op.location)

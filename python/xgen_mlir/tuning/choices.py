@@ -49,6 +49,7 @@ from ..compiler import compile as compile_model
 from ..fusion.tunable import captured_values, clone_remapped
 from ..irutil import np_dtype
 from ..passes.byoc_offload import is_integer
+from ..passes.gemm_kernels import GemmKernelOptions
 from ..passes.runner import run_steps
 from ..passes.winograd_convs import (
     TRANSFORMS,
@@ -57,6 +58,7 @@ from ..passes.winograd_convs import (
     candidates,
     decide_algorithm,
     epilogue,
+    gemm_config,
     offload_config,
     rewrite_conv,
     variant_name,
@@ -219,13 +221,15 @@ def variants_module(
     winograd: bool = True,
     offload: str | None = None,
     precision: str = "fp32",
+    gemm_step: str | None = None,
 ) -> tuple[ir.Module, list[dict[str, Any]]]:
     """One module of ``base`` (the direct conv, or matmul, with its pad, bias and epilogue)
     and ``c0``, ``c1`` ...: the same as Winograd F(m x m), one per transform that fits
     (``winograd``), then run by kernel library ``offload`` as xgen-byoc-offload makes it in
     the model (NHWC, the residual add and ReLU fused) if the library takes it; and the
-    config of each ``c`` function, in order. One module: one compile and one child process
-    measure every variant of the op."""
+    config of each ``c`` function, in order; with ``gemm_step`` (the target's
+    xgen-gemm-kernels step), a linear layer also as xgen_mlir's generated GEMM kernel. One
+    module: one compile and one child process measure every variant of the op."""
     cut = _Slice(cand)
     module = ir.Module.create(ir.Location.unknown(cand.op.context))
     cut.function(module, "base", order)
@@ -252,6 +256,20 @@ def variants_module(
         if any(k.split(" -> ", 1)[-1].startswith(offload) for k in said if " -> " in k):
             configs.append(offload_config(offload, _compute(cand, precision)))
         else:  # the library does not take it: its function goes
+            module.body.operations[len(module.body.operations) - 1].erase()
+    if gemm_step is not None and cand.op.name == "linalg.matmul" and not is_integer(cand.op):
+        name = f"c{len(configs)}"
+        cut.function(module, name, order)
+        head, _, rest = gemm_step.partition("{")
+        step = (
+            f"{head}{{all=true functions={name} {rest}"
+            if rest
+            else f"{head}{{all=true functions={name}}}"
+        )
+        counts = run_steps(module, [step], what=f"generating a GEMM kernel for {cand.description}")
+        if counts.get("xgen-gemm-kernels", {}).get("gemm kernels"):
+            configs.append(gemm_config())
+        else:  # the kernel does not take it
             module.body.operations[len(module.body.operations) - 1].erase()
     module.operation.verify()
     return module, configs
@@ -283,24 +301,26 @@ def measure_conv(
     settings: MeasureSettings,
     compile_options: dict[str, Any],
     offload: str | None = None,
+    gemm_step: str | None = None,
 ) -> list[Measurement]:
     """Compile ``cand``'s variants through the target's pipeline and measure them against
     the direct conv (numerics, then interleaved timing, in a child process): its Winograd
-    tiles where it has any, and its offload to kernel library ``offload`` where given."""
+    tiles where it has any, its offload to kernel library ``offload`` where given, and a
+    linear layer's generated GEMM kernel with ``gemm_step``."""
     precision = str(compile_options.get("precision") or "fp32")
     bf16 = precision == "bf16"
     # Under bf16, IREE demotes Winograd's batched GEMM to bf16: its output is off by ~5e-2 of
     # the scale (measured on every ResNet-18 conv), far over WINOGRAD_TOLERANCE, so it is never
     # kept there and not compiled.
     try:
-        module, configs = variants_module(cand, order, not bf16, offload, precision)
+        module, configs = variants_module(cand, order, not bf16, offload, precision, gemm_step)
     except Exception as e:  # the offload pass failed on the slice
         if offload is None:  # the slice itself cannot be made: nothing to measure
             raise
         detail = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
         config = offload_config(str(offload), _compute(cand, precision))
         return [
-            *measure_conv(cand, order, target, settings, compile_options, None),
+            *measure_conv(cand, order, target, settings, compile_options, None, gemm_step),
             Measurement(config, "compile_error", detail=detail),
         ]
     # a bf16 library's output is off by a few 1e-3 of the scale (each operand rounded to 8
@@ -389,7 +409,8 @@ def measure_choices(
     host = HostIdentity.current(threads=settings.threads)
     module = _graph_module(model, example_inputs, target, compile_options)
     offload = _offload_backend(target, compile_options)
-    found = candidates(module.operation, offload=offload is not None)
+    gemm_step = _gemm_step(target, compile_options)
+    found = candidates(module.operation, offload=offload is not None or gemm_step is not None)
     by_sig: dict[str, list[Candidate]] = {}
     for c in found:
         by_sig.setdefault(c.signature, []).append(c)
@@ -412,7 +433,7 @@ def measure_choices(
         if deadline is not None and time.perf_counter() > deadline:
             break
         cand = by_sig[choice.signature][0]
-        measured = measure_conv(cand, order, target, settings, compile_options, offload)
+        measured = measure_conv(cand, order, target, settings, compile_options, offload, gemm_step)
         with TuningDB(db_path) as tdb:
             for m in measured:
                 record = Record(
@@ -454,7 +475,27 @@ def _allowed(target: str, compile_options: dict[str, Any]) -> Any:
         str((compile_options.get("target_options") or {}).get("winograd", "tuned")),
         "tuned" if _offload_backend(target, compile_options) else "none",
         str(compile_options.get("precision") or "fp32"),
+        _gemm_option(compile_options),
     )
+
+
+def _gemm_option(compile_options: dict[str, Any]) -> str:
+    return str((compile_options.get("target_options") or {}).get("gemm_kernels", "tuned"))
+
+
+def _gemm_step(target: str, compile_options: dict[str, Any]) -> str | None:
+    """The target's xgen-gemm-kernels step (its options as the target sets them), where each
+    linear layer's generated GEMM kernel is to be measured: a target that has the step, an
+    fp32 compile, ``gemm_kernels`` not false, and a C compiler here."""
+    precision = str(compile_options.get("precision") or "fp32")
+    if _gemm_option(compile_options) == "false" or precision != "fp32":
+        return None
+    values = {**(compile_options.get("target_options") or {})}
+    steps = load_pipeline(target).with_options(values).pass_steps("main")
+    step = next((s for s in steps if s.startswith("xgen-gemm-kernels")), None)
+    if step is None or not GemmKernelOptions().toolchain().available():
+        return None
+    return step
 
 
 def _offload_backend(target: str, compile_options: dict[str, Any]) -> str | None:
