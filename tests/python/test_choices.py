@@ -129,22 +129,26 @@ def test_a_wrong_transform_is_recorded_as_wrong_numbers_and_never_chosen(tmp_pat
     assert choice.algorithm in ("direct", "winograd F(2x2)")
 
 
-def test_a_linear_layer_measured_against_its_offload(tmp_path):
-    """A Linear (+ GELU) is measured as IREE compiles it and offloaded to oneDNN (numbers
-    first, then interleaved timing), recorded for this host, and compile() follows the
-    record: offloaded exactly when oneDNN won."""
+def test_a_linear_layer_measured_against_its_offload_and_its_gemm_kernel(tmp_path):
+    """A Linear (+ GELU) is measured as IREE compiles it, offloaded to oneDNN and as the
+    generated GEMM kernel (numbers first, then interleaved timing), recorded for this host,
+    and compile() follows the records: the fastest variant where it wins, else IREE."""
     torch.manual_seed(1)
     model = nn.Sequential(nn.Linear(32, 48), nn.GELU()).eval()
     x = torch.randn(8, 32)
     db = tmp_path / "t.db"
     (choice,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False)
     assert choice.description.startswith("matmul 8x32 * 32x48"), choice.description
-    (record,) = choice.measured
-    assert record.config == wc.offload_config("onednn", "f32")
-    assert record.status == "ok" and record.seconds > 0 and record.baseline_seconds > 0
+    by_algorithm = {r.config["algorithm"]: r for r in choice.measured}
+    assert by_algorithm["onednn"].config == wc.offload_config("onednn", "f32")
+    assert by_algorithm["xgen_gemm"].config == wc.gemm_config()
+    for record in by_algorithm.values():
+        assert record.status == "ok" and record.seconds > 0 and record.baseline_seconds > 0
     compiled = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=2)
     offloaded = sum(n for k, n in compiled.report.offload.items() if "-> onednn" in k)
     assert offloaded == (1 if choice.algorithm == "onednn (f32)" else 0), choice.why
+    kernels = compiled.report.rewrites.get("xgen-gemm-kernels", {}).get("gemm kernels", 0)
+    assert kernels == (1 if choice.algorithm == "xgen_gemm (f32)" else 0), choice.why
     with torch.no_grad():
         want = model(x).numpy()
     assert np.abs(np.asarray(compiled(x)) - want).max() <= 1e-4 * np.abs(want).max()

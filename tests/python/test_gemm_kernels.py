@@ -1,0 +1,138 @@
+"""The generated dense GEMM kernel (codegen/dense_gemm.py, xgen-gemm-kernels): linear layers
+compiled through it match PyTorch at every remainder the tiling has (rows that do not fill
+the register tile, outputs that do not fill a panel, k blocks), with their epilogues fused,
+NaN propagated as dense does; it runs only where the option or the tuning database says."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import check_close
+from torch import nn
+
+import xgen_mlir
+from xgen_mlir.codegen.dense_gemm import GemmSpec, pack_weights
+from xgen_mlir.passes import winograd_convs as wc
+from xgen_mlir.target import gemm_tile
+from xgen_mlir.tunedb import HostIdentity, Record, TuningDB
+from xgen_mlir.tuning.choices import _graph_module
+
+EVERY = {"gemm_kernels": "true", "offload": "none"}
+
+
+def _kernels(m) -> int:
+    return m.report.rewrites.get("xgen-gemm-kernels", {}).get("gemm kernels", 0)
+
+
+class _Mlp(nn.Module):
+    """Three Linear layers: GELU (erf) after the first, ReLU after the second, no bias on
+    the third; K = 600 spans three k blocks of 256, N = 30 leaves a partial panel."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(600, 72)
+        self.b = nn.Linear(72, 30)
+        self.c = nn.Linear(30, 17, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(torch.relu(self.b(nn.functional.gelu(self.a(x)))))
+
+
+@pytest.mark.parametrize("rows", [1, 13, 64])
+def test_mlp_through_gemm_kernels_matches_pytorch(rows):
+    torch.manual_seed(rows)
+    model = _Mlp().eval()
+    x = torch.randn(rows, 600)
+    m = xgen_mlir.compile(model, (x,), target_options=EVERY)
+    assert _kernels(m) == 3, m.report.rewrites
+    fused = m.report.rewrites["xgen-gemm-kernels"].get("of them with their epilogues", 0)
+    assert fused == 2, m.report.rewrites  # GELU and ReLU in the kernels' epilogues
+    with torch.no_grad():
+        want = model(x).numpy()
+    check_close(np.asarray(m(x)), want, atol=1e-5 * np.abs(want).max(), rtol=1e-4, what="mlp")
+
+
+def test_nan_and_inf_inputs_propagate_as_in_pytorch():
+    torch.manual_seed(0)
+    model = nn.Linear(40, 24).eval()
+    x = torch.randn(9, 40)
+    x[2, 5] = float("nan")
+    x[7, 0] = float("inf")
+    m = xgen_mlir.compile(model, (torch.randn(9, 40),), target_options=EVERY)
+    assert _kernels(m) == 1
+    with torch.no_grad():
+        want = model(x).numpy()
+    got = np.asarray(m(x))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    ok = np.isfinite(want)
+    check_close(got[ok], want[ok], atol=1e-5, rtol=1e-4, what="finite outputs")
+
+
+def test_matmuls_of_two_activations_and_default_compiles_stay_with_iree():
+    """Attention's q @ k^T has no constant weights: never the kernel. Without a tune (the
+    default gemm_kernels=tuned and an empty database) or with gemm_kernels=false, no layer
+    runs it; each linear layer's decision is in the report."""
+
+    class Attn(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q = nn.Linear(32, 32)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            q = self.q(x)
+            return torch.softmax(q @ x.transpose(0, 1), -1)
+
+    torch.manual_seed(0)
+    model = Attn().eval()
+    x = torch.randn(12, 32)
+    m = xgen_mlir.compile(model, (x,), target_options=EVERY)
+    assert _kernels(m) == 1, m.report.rewrites  # the projection only
+    with torch.no_grad():
+        want = model(x).numpy()
+    check_close(np.asarray(m(x)), want, atol=1e-5, rtol=1e-4, what="attention")
+    off = xgen_mlir.compile(model, (x,), target_options={"gemm_kernels": "false"})
+    assert _kernels(off) == 0
+    with pytest.raises(xgen_mlir.errors.PipelineError, match="gemm_kernels"):
+        xgen_mlir.compile(model, (x,), target_options={"gemm_kernels": "sometimes"})
+
+
+def test_tuned_follows_the_database(tmp_path):
+    """gemm_kernels=tuned (the default) runs the kernel exactly where this host's records
+    say it beats IREE's code; a record measured slower keeps IREE's."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(48, 64), nn.ReLU(), nn.Linear(64, 16)).eval()
+    x = torch.randn(20, 48)
+    module = _graph_module(model, (x,), "cpu", {})
+    cands = wc.candidates(module.operation, offload=True)
+    assert len(cands) == 2
+    db = tmp_path / "t.db"
+    with TuningDB(db) as tdb:
+        for cand, seconds in zip(cands, (0.5e-3, 2e-3), strict=True):  # faster, slower
+            record = Record(cand.signature, wc.gemm_config(), "ok", seconds, 1e-3, description="t")
+            tdb.add(record, HostIdentity.current())
+    m = xgen_mlir.compile(model, (x,), tuning_db=db)
+    assert _kernels(m) == 1, m.report.rewrites
+    decisions = sorted(d for _, d, _ in m.report.tuning.choices)
+    assert decisions == ["IREE", "xgen_gemm f32"], m.report.tuning.choices
+    with torch.no_grad():
+        want = model(x).numpy()
+    check_close(np.asarray(m(x)), want, atol=1e-5, rtol=1e-4, what="tuned")
+
+
+def test_packing_and_tiles():
+    """Panels of the tile's width with zero columns past N, then the bias; the register tile
+    fills AVX2's 16 and AVX-512's 32 registers without spilling."""
+    w = np.arange(5 * 3, dtype=np.float32).reshape(5, 3)
+    packed = pack_weights(w, np.array([1, 2, 3, 4, 5], np.float32), 4)
+    panels = packed[: 2 * 3 * 4].reshape(2, 3, 4)
+    np.testing.assert_array_equal(panels[0], w[:4].T)
+    np.testing.assert_array_equal(panels[1][:, 0], w[4])
+    assert not panels[1][:, 1:].any()
+    np.testing.assert_array_equal(packed[24:], [1, 2, 3, 4, 5, 0, 0, 0])
+    for bits, registers in ((256, 16), (512, 32)):
+        rows, nv, lanes = gemm_tile(bits)
+        assert rows * nv + nv + 1 <= registers and lanes == bits // 32
+    spec = GemmSpec("s", m=128, n=1536, k=384, lanes=8, rows=6, n_vectors=2)
+    assert spec.grid == (24, 1, 1) and spec.m_block >= 128
