@@ -691,7 +691,9 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
         ev = ConstEval(module_op, WEIGHT_ELEMENTS)
         if every_gemm or ((tuned_offload or tuned_gemm) and choices is not None):
             _mark_linear_layers(module_op, ev, choices, allowed, counts, opts.verbose, every_gemm)
-        for op in ops_named(module_op, *_CONVS):
+        # the convs are this pass's only when Winograd or a tuned offload may take them
+        convs = ops_named(module_op, *_CONVS) if mode != "false" or tuned_offload else []
+        for op in convs:
             where, name = format_location(op.location), op.name
             tiles = _match(op)
             if tiles is None and not (tuned_offload and _library_conv(op, ev)):
