@@ -139,16 +139,19 @@ def test_a_linear_layer_measured_against_its_offload_and_its_gemm_kernel(tmp_pat
     db = tmp_path / "t.db"
     (choice,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False)
     assert choice.description.startswith("matmul 8x32 * 32x48"), choice.description
-    by_algorithm = {r.config["algorithm"]: r for r in choice.measured}
-    assert by_algorithm["onednn"].config == wc.offload_config("onednn", "f32")
-    assert by_algorithm["xgen_gemm"].config == wc.gemm_config()
-    for record in by_algorithm.values():
+    configs = [r.config for r in choice.measured]
+    assert wc.offload_config("onednn", "f32") in configs
+    assert [c for c in configs if c["algorithm"] == "xgen_gemm"] == [
+        wc.gemm_config(1),
+        wc.gemm_config(2),
+    ]  # the kernel with one and two panels per workgroup
+    for record in choice.measured:
         assert record.status == "ok" and record.seconds > 0 and record.baseline_seconds > 0
     compiled = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=2)
     offloaded = sum(n for k, n in compiled.report.offload.items() if "-> onednn" in k)
     assert offloaded == (1 if choice.algorithm == "onednn (f32)" else 0), choice.why
     kernels = compiled.report.rewrites.get("xgen-gemm-kernels", {}).get("gemm kernels", 0)
-    assert kernels == (1 if choice.algorithm == "xgen_gemm (f32)" else 0), choice.why
+    assert kernels == (1 if choice.algorithm.startswith("xgen_gemm") else 0), choice.why
     with torch.no_grad():
         want = model(x).numpy()
     assert np.abs(np.asarray(compiled(x)) - want).max() <= 1e-4 * np.abs(want).max()

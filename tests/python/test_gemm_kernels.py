@@ -135,4 +135,4 @@ def test_packing_and_tiles():
         rows, nv, lanes = gemm_tile(bits)
         assert rows * nv + nv + 1 <= registers and lanes == bits // 32
     spec = GemmSpec("s", m=128, n=1536, k=384, lanes=8, rows=6, n_vectors=2)
-    assert spec.grid == (24, 1, 1) and spec.m_block >= 128
+    assert spec.grid == (48, 1, 1) and spec.m_block >= 128

@@ -54,10 +54,11 @@ class GemmSpec:
 
     @property
     def group(self) -> int:
-        """Panels per workgroup: up to 4, fewer where that would leave under 8 workgroups."""
+        """Panels per workgroup: as given (the tuner measures 1 and 2 per layer), else 2, or 1
+        where that would leave under 8 workgroups."""
         if self.panels_per_group:
             return self.panels_per_group
-        return max(1, min(4, self.panels // 8))
+        return 2 if self.panels >= 16 else 1
 
     @property
     def groups(self) -> int:

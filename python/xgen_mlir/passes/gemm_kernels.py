@@ -38,12 +38,16 @@ from .registry import register_pass
 # The attribute xgen-winograd-convs sets on a linear layer this pass is to lower.
 KERNEL_ATTR = "xgen.kernel"
 GEMM = "gemm"
+# Panels per workgroup the tuner measured best for the layer (absent: the option's)
+GROUP_ATTR = "xgen.gemm_group"
 
 
 @dataclass
 class GemmKernelOptions(ToolchainOptions):
     vector_bits: int = 512  # the target's vector width (the kernel's register tile)
     l2_bytes: int = 512 * 1024  # per-core L2: the M block's x rows stay in half of it
+    kc: int = 256  # k block
+    group: int = 0  # panels per workgroup (0: GemmSpec.group's choice)
     all: bool = False  # every matching layer, not only the marked ones
     functions: str = ""  # comma-separated function names to look in; empty: all
     verbose: bool = False
@@ -80,7 +84,10 @@ def _lower(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts: GemmK
     rows, n_vectors, lanes = gemm_tile(opts.vector_bits or 128)
     symbol = free_symbol(module_op, "xgen_gemm", 1)
     l2 = opts.l2_bytes if opts.l2_bytes > 0 else 512 * 1024  # 0: not known
-    spec = GemmSpec(symbol, m, n, k, lanes, rows, n_vectors, l2_bytes=l2, act=tuple(act))
+    group = ir.IntegerAttr(op.attributes[GROUP_ATTR]).value if GROUP_ATTR in op.attributes else 0
+    spec = GemmSpec(
+        symbol, m, n, k, lanes, rows, n_vectors, opts.kc, 0, group or opts.group, l2, tuple(act)
+    )
     packed = pack_weights(w, bias, spec.nr)
     obj = compile_object(generate(spec), opts.toolchain(), symbol)
     splice_functions(module_op, _wrapper_text(symbol, m, n, k, packed.size))
@@ -137,11 +144,12 @@ def gemm_kernels(module_op: ir.Operation, opts: GemmKernelOptions | None) -> Cou
         ev = ConstEval(module_op)
         for op in ops:
             where = format_location(op.location)
-            if KERNEL_ATTR in op.attributes:
-                del op.attributes[KERNEL_ATTR]
             try:
                 fused = _lower(module_op, op, ev, opts)
             except NoMatch as e:
+                for attr in (KERNEL_ATTR, GROUP_ATTR):
+                    if attr in op.attributes:
+                        del op.attributes[attr]
                 counts[f"kept: {e}"] += 1
                 if opts.verbose:
                     print(f"xgen-gemm-kernels: {where}: kept: {e}", file=sys.stderr)

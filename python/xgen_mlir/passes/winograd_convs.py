@@ -77,7 +77,7 @@ from ..tunedb import (
 )
 from .byoc_offload import is_integer, linear_weights, not_static_int8, quantized_operands
 from .consteval import WEIGHT_ELEMENTS, ConstEval
-from .gemm_kernels import GEMM, KERNEL_ATTR
+from .gemm_kernels import GEMM, GROUP_ATTR, KERNEL_ATTR
 from .generic_util import (
     channel_init,
     empty,
@@ -206,17 +206,20 @@ def offload_config(backend: str, compute: str) -> dict[str, Any]:
     return {"kind": ALGORITHM, "algorithm": backend, "compute": compute}
 
 
-def gemm_config() -> dict[str, Any]:
+def gemm_config(group: int = 0) -> dict[str, Any]:
     """The config of an ``algorithm`` record for a linear layer run by xgen_mlir's generated
-    GEMM kernel (``passes/gemm_kernels.py``); its baseline is IREE's code for the layer."""
-    return {"kind": ALGORITHM, "algorithm": GEMM_ALGORITHM, "compute": "f32"}
+    GEMM kernel (``passes/gemm_kernels.py``) with ``group`` panels per workgroup (0: the
+    kernel's default); its baseline is IREE's code for the layer."""
+    config = {"kind": ALGORITHM, "algorithm": GEMM_ALGORITHM, "compute": "f32"}
+    return {**config, "group": group} if group else config
 
 
 def variant_name(config: dict[str, Any]) -> str:
     if config.get("algorithm") == "winograd":
         m = int(config.get("m", 0))
         return f"F({m}x{m})"
-    return f"{config.get('algorithm')} {config.get('compute', '')}".strip()
+    group = f" group={config['group']}" if config.get("group") else ""
+    return f"{config.get('algorithm')} {config.get('compute', '')}".strip() + group
 
 
 def decide_algorithm(
@@ -837,6 +840,9 @@ def _mark_linear_layers(
             algorithm = str(config.get("algorithm"))
             if algorithm == GEMM_ALGORITHM:
                 op.attributes[KERNEL_ATTR] = ir.StringAttr.get(GEMM)
+                if config.get("group"):
+                    i64 = ir.IntegerType.get_signless(64)
+                    op.attributes[GROUP_ATTR] = ir.IntegerAttr.get(i64, int(config["group"]))
             else:
                 op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(algorithm)
             decision = f"{algorithm} {config.get('compute')}"

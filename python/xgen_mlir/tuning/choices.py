@@ -77,6 +77,9 @@ WINOGRAD_TOLERANCE = 1e-3
 # output is off by a few 1e-3 of the scale; a wrong primitive by O(1).
 BF16_TOLERANCE = 3e-2
 STEP = "xgen-winograd-convs"
+# The generated GEMM kernel's panels per workgroup measured for each linear layer: one panel
+# per workgroup balances small layers over the threads, two halve the x reads of large ones
+GEMM_GROUPS = (1, 2)
 
 
 @dataclass
@@ -257,20 +260,19 @@ def variants_module(
             configs.append(offload_config(offload, _compute(cand, precision)))
         else:  # the library does not take it: its function goes
             module.body.operations[len(module.body.operations) - 1].erase()
-    if gemm_step is not None and cand.op.name == "linalg.matmul" and not is_integer(cand.op):
+    gemm = gemm_step is not None and cand.op.name == "linalg.matmul" and not is_integer(cand.op)
+    for group in GEMM_GROUPS if gemm else ():
         name = f"c{len(configs)}"
         cut.function(module, name, order)
-        head, _, rest = gemm_step.partition("{")
-        step = (
-            f"{head}{{all=true functions={name} {rest}"
-            if rest
-            else f"{head}{{all=true functions={name}}}"
-        )
+        head, _, rest = str(gemm_step).partition("{")
+        options = f"all=true functions={name} group={group}"
+        step = f"{head}{{{options} {rest}" if rest else f"{head}{{{options}}}"
         counts = run_steps(module, [step], what=f"generating a GEMM kernel for {cand.description}")
         if counts.get("xgen-gemm-kernels", {}).get("gemm kernels"):
-            configs.append(gemm_config())
+            configs.append(gemm_config(group))
         else:  # the kernel does not take it
             module.body.operations[len(module.body.operations) - 1].erase()
+            break
     module.operation.verify()
     return module, configs
 

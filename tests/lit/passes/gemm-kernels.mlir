@@ -81,6 +81,7 @@ func.func @activations(%x: tensor<4x8xf32>, %y: tensor<8x16xf32>) -> tensor<4x16
 // CHECK-LABEL: func.func @dynamic_rows
 // CHECK: linalg.matmul
 // CHECK-NOT: xgen_gemm
+// CHECK: return
 func.func @dynamic_rows(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
   %w = arith.constant dense<1.0> : tensor<8x16xf32>
   %c0 = arith.constant 0 : index
@@ -90,4 +91,21 @@ func.func @dynamic_rows(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32>
   %m = linalg.matmul ins(%x, %w : tensor<?x8xf32>, tensor<8x16xf32>) outs(%f : tensor<?x16xf32>) -> tensor<?x16xf32>
   return %m : tensor<?x16xf32>
+}
+
+// -----
+
+// The tuner's measured panels per workgroup (xgen.gemm_group) set the grid: 64 outputs are
+// 4 panels of 16 (AVX2), 2 per workgroup.
+// CHECK: func.func private @xgen_gemm_{{[0-9]+}}(tensor<32xf32>, {{.*}}%gx = arith.constant 2 : index
+// CHECK-LABEL: func.func @grouped
+// MARKED: func.func private @xgen_gemm_{{[0-9]+}}(tensor<32xf32>, {{.*}}%gx = arith.constant 2 : index
+// MARKED-LABEL: func.func @grouped
+func.func @grouped(%x: tensor<4x8xf32>) -> tensor<4x64xf32> {
+  %w = arith.constant dense<1.0> : tensor<8x64xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x64xf32>) -> tensor<4x64xf32>
+  %m = linalg.matmul {xgen.kernel = "gemm", xgen.gemm_group = 2} ins(%x, %w : tensor<4x8xf32>, tensor<8x64xf32>) outs(%f : tensor<4x64xf32>) -> tensor<4x64xf32>
+  return %m : tensor<4x64xf32>
 }
