@@ -53,6 +53,33 @@ def test_mlp_through_gemm_kernels_matches_pytorch(rows):
     check_close(np.asarray(m(x)), want, atol=1e-5 * np.abs(want).max(), rtol=1e-4, what="mlp")
 
 
+class _Pointwise(nn.Module):
+    """1x1 convs at 7x9 pixels (63 rows: not whole tiles), a ReLU6 after the first; with
+    ``depthwise``, a depthwise conv between them makes xgen-nhwc-convs run every conv NHWC."""
+
+    def __init__(self, depthwise: bool) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(24, 40, 1)
+        self.d = nn.Conv2d(40, 40, 3, padding=1, groups=40) if depthwise else nn.Identity()
+        self.b = nn.Conv2d(40, 20, 1, bias=False)
+        self.s = nn.Conv2d(20, 8, 3, padding=1)  # 3x3: never the GEMM kernel
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.s(self.b(self.d(nn.functional.relu6(self.a(x)))))
+
+
+@pytest.mark.parametrize("depthwise", [False, True], ids=["nchw", "nhwc"])
+def test_pointwise_convs_through_gemm_kernels_match_pytorch(depthwise):
+    torch.manual_seed(3)
+    model = _Pointwise(depthwise).eval()
+    x = torch.randn(2, 24, 7, 9)
+    m = xgen_mlir.compile(model, (x,), target_options=EVERY)
+    assert _kernels(m) == 2, m.report.rewrites  # the two 1x1 convs
+    with torch.no_grad():
+        want = model(x).numpy()
+    check_close(np.asarray(m(x)), want, atol=1e-5 * np.abs(want).max(), rtol=1e-4, what="1x1")
+
+
 def test_nan_and_inf_inputs_propagate_as_in_pytorch():
     torch.manual_seed(0)
     model = nn.Linear(40, 24).eval()

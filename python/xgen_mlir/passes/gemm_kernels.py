@@ -1,7 +1,9 @@
 """``xgen-gemm-kernels``: dense linear layers -> xgen_mlir's generated GEMM kernel.
 
 A ``linalg.matmul`` with a constant right-hand side (a Linear as torch-mlir emits it: ``x @
-transpose(W)`` from a per-column constant start, then its bias add) becomes one IREE dispatch
+transpose(W)`` from a per-column constant start, then its bias add), or a 1x1 stride-1 conv
+with constant weights (NHWC: its pixels are the rows; NCHW: transposed to NHWC and back,
+which xgen-cancel-reshapes cannot remove this late) becomes one IREE dispatch
 of a generated C kernel (``codegen/dense_gemm.py``): weights packed in panels at compile
 time, the bias and the elementwise ops after the layer that translate to C (GELU in both of
 torch-mlir's forms, ReLU, scalar scales) fused into its epilogue.
@@ -19,8 +21,11 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
-from .._mlir import func, ir
+import numpy as np
+
+from .._mlir import func, ir, tensor
 from ..codegen import dispatch
 from ..codegen.dense_gemm import GemmSpec, generate, pack_weights
 from ..codegen.dispatch import EXECUTABLE_ATTR
@@ -28,9 +33,9 @@ from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
 from ..irutil import constant_op, find_func, ops_named, splice_functions
 from ..target import gemm_tile
-from .block_sparse import _epilogue, _matmul_parts, _t
+from .block_sparse import _conv_parts, _epilogue, _matmul_parts, _t
 from .consteval import ConstEval
-from .generic_util import erase_dead_tree
+from .generic_util import erase_dead_tree, transpose
 from .kernel_call import free_symbol
 from .kernel_match import NoMatch
 from .registry import register_pass
@@ -40,6 +45,8 @@ KERNEL_ATTR = "xgen.kernel"
 GEMM = "gemm"
 # Panels per workgroup the tuner measured best for the layer (absent: the option's)
 GROUP_ATTR = "xgen.gemm_group"
+NCHW_CONV = "linalg.conv_2d_nchw_fchw"
+NHWC_CONV = "linalg.conv_2d_nhwc_hwcf"
 
 
 @dataclass
@@ -72,14 +79,74 @@ func.func private @{symbol}({_t([m * k])}, {_t([wlen])}) -> {_t([m * n])}
 """
 
 
+def _nhwc_conv_parts(conv: ir.Operation, ev: ConstEval) -> dict[str, Any]:
+    """A 1x1 NHWC conv's input, weights [F, C] and per-channel init (as ``_conv_parts``)."""
+    w = ev.value(conv.operands[1])
+    if w is None or w.dtype != np.float32:
+        raise NoMatch("the conv's weights are not a constant f32 tensor")
+    if w.shape[0] != 1 or w.shape[1] != 1:
+        raise NoMatch("a conv with a kernel larger than 1 (only 1x1 convs are GEMMs)")
+    strides = np.array(conv.attributes["strides"]).tolist()
+    dil = np.array(conv.attributes["dilations"]).tolist()
+    if any(v != 1 for v in strides + dil):
+        raise NoMatch("a strided or dilated 1x1 conv")
+    ty = ir.RankedTensorType(conv.results[0].type)
+    if not ty.has_static_shape or not ir.RankedTensorType(conv.operands[0].type).has_static_shape:
+        raise NoMatch("dynamic shape (the kernels take static shapes)")
+    if str(ty.element_type) != "f32":
+        raise NoMatch("not f32 (the kernels compute f32 only)")
+    init = ev.per_channel_init(conv.operands[2], 3)
+    if init is None:
+        raise NoMatch("the accumulator is not a per-channel constant")
+    weights = np.ascontiguousarray(w.reshape(w.shape[2], w.shape[3]).T)
+    return {"x": conv.operands[0], "w": weights, "bias": init, "end": conv}
+
+
+def _parts(op: ir.Operation, ev: ConstEval) -> dict[str, Any]:
+    if op.name == "linalg.matmul":
+        return _matmul_parts(op, ev)
+    if op.name == NHWC_CONV:
+        return _nhwc_conv_parts(op, ev)
+    if op.name == NCHW_CONV:
+        return _conv_parts(op, ev)
+    raise NoMatch(f"{op.name} is not a linear layer or a 1x1 conv")
+
+
+def _rows(x: ir.Value, nchw: bool) -> ir.Value:
+    """A conv input as rows of pixels [N*H*W, C] (NCHW: transposed to NHWC first)."""
+    if nchw:
+        x = transpose(x, [0, 2, 3, 1])
+    shape = list(ir.RankedTensorType(x.type).shape)
+    ty = ir.RankedTensorType.get([int(np.prod(shape[:3])), shape[3]], ir.F32Type.get())
+    return tensor.CollapseShapeOp(ty, x, _reassociation()).result
+
+
+def _image(y: ir.Value, out: list[int], nchw: bool) -> ir.Value:
+    """Rows of pixels [N*H*W, F] back to the conv's output layout ``out``."""
+    nhwc = [out[0], out[2], out[3], out[1]] if nchw else out
+    ty = ir.RankedTensorType.get(nhwc, ir.F32Type.get())
+    y = tensor.ExpandShapeOp(ty, y, _reassociation(), [], nhwc).result
+    return transpose(y, [0, 3, 1, 2]) if nchw else y
+
+
+def _reassociation() -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    groups = [[0, 1, 2], [3]]
+    return ir.ArrayAttr.get(
+        [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups]
+    )
+
+
 def _lower(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts: GemmKernelOptions):
     """Replace ``op`` (and its bias add and epilogue) by a call of a generated kernel;
     returns whether an epilogue was fused. NoMatch: the kernel cannot take it."""
-    parts = _matmul_parts(op, ev)
+    parts = _parts(op, ev)
     end: ir.Operation = parts["end"]
     w, bias = parts["w"], parts["bias"]
     n, k = w.shape
-    m = ir.RankedTensorType(op.operands[0].type).shape[0]
+    conv = op.name != "linalg.matmul"
+    shape = list(ir.RankedTensorType(op.operands[0].type).shape)
+    m = int(np.prod(shape)) // k if conv else shape[0]
     act, act_ops = _epilogue(end.results[0], ev)
     rows, n_vectors, lanes = gemm_tile(opts.vector_bits or 128)
     symbol = free_symbol(module_op, "xgen_gemm", 1)
@@ -100,12 +167,17 @@ def _lower(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts: GemmK
     last = act_ops[-1] if act_ops else end
     with ir.InsertionPoint(last), last.location:
         weights = constant_op(packed, "xgen_gemm_weights").result
+        x = _rows(parts["x"], op.name == NCHW_CONV) if conv else parts["x"]
         call = func.CallOp(
-            [last.results[0].type],
+            [ir.RankedTensorType.get([m, n], ir.F32Type.get())],
             ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
-            [op.operands[0], weights],
+            [x, weights],
         )
-    last.results[0].replace_all_uses_with(call.results[0])
+        result = call.results[0]
+        if conv:
+            out = list(ir.RankedTensorType(last.results[0].type).shape)
+            result = _image(result, out, op.name == NCHW_CONV)
+    last.results[0].replace_all_uses_with(result)
     for a in reversed(act_ops):
         a.erase()
     old = list(op.operands)
@@ -129,7 +201,7 @@ def gemm_kernels(module_op: ir.Operation, opts: GemmKernelOptions | None) -> Cou
     counts: Counter[str] = Counter()
     ops = [
         op
-        for op in ops_named(module_op, "linalg.matmul")
+        for op in ops_named(module_op, "linalg.matmul", NCHW_CONV, NHWC_CONV)
         if (opts.all or _marked(op)) and (not scope or _function_of(op) in scope)
     ]
     if not ops:

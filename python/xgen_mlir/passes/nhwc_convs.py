@@ -41,6 +41,7 @@ from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
 from .consteval import ConstEval
 from .fold_batchnorm import fold_one
+from .gemm_kernels import GROUP_ATTR, KERNEL_ATTR
 from .generic_util import (
     channel_init,
     empty,
@@ -187,8 +188,9 @@ def _swap_in_nhwc(op: ir.Operation, make) -> ir.Operation:
     with ir.InsertionPoint(op), op.location:
         made = make(nhwc_input(op.operands[0]), strides, dilations)
         back = transpose(made, TO_NCHW)
-    if OFFLOAD_ATTR in op.attributes:  # a decision taken on the NCHW conv goes with it
-        made.owner.attributes[OFFLOAD_ATTR] = op.attributes[OFFLOAD_ATTR]
+    for attr in (OFFLOAD_ATTR, KERNEL_ATTR, GROUP_ATTR):  # decisions on the NCHW conv go with it
+        if attr in op.attributes:
+            made.owner.attributes[attr] = op.attributes[attr]
     old = list(op.operands)
     op.results[0].replace_all_uses_with(back)
     op.erase()

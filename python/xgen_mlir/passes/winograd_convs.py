@@ -695,11 +695,23 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
         if every_gemm or ((tuned_offload or tuned_gemm) and choices is not None):
             _mark_linear_layers(module_op, ev, choices, allowed, counts, opts.verbose, every_gemm)
         # the convs are this pass's only when Winograd or a tuned offload may take them
-        convs = ops_named(module_op, *_CONVS) if mode != "false" or tuned_offload else []
+        gemm = tuned_gemm or every_gemm
+        any_conv = mode != "false" or tuned_offload
+        convs = ops_named(module_op, *_CONVS) if any_conv or gemm else []
         for op in convs:
             where, name = format_location(op.location), op.name
+            gemm_conv = gemm and _gemm_conv(op, ev)
+            if not any_conv and not gemm_conv:
+                continue  # only the GEMM kernel is weighed, and it takes 1x1 convs only
+            if every_gemm and gemm_conv:
+                _mark(op, gemm_config())
+                counts[f"{name} marked for {GEMM_ALGORITHM}"] += 1
+                if choices is not None:
+                    desc = conv_signature(op)[1]
+                    choices.log.append((desc, variant_name(gemm_config()), "gemm_kernels=true"))
+                continue
             tiles = _match(op)
-            if tiles is None and not (tuned_offload and _library_conv(op, ev)):
+            if tiles is None and not ((tuned_offload and _library_conv(op, ev)) or gemm_conv):
                 continue
             why, desc = "", name
             t = None
@@ -721,7 +733,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                         config, why = _float_conv_prior(why)
                 algorithm = None if config is None else config.get("algorithm")
                 if config is not None and algorithm != "winograd":
-                    op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(str(algorithm))
+                    _mark(op, config)
                     choices.log.append((desc, f"{algorithm} {config.get('compute')}", why))
                     counts[f"{name} marked for {algorithm} (tuned)"] += 1
                     if opts.verbose:
@@ -806,6 +818,32 @@ def _float_conv_prior(why: str) -> tuple[dict[str, Any] | None, str]:
     return offload_config(ONEDNN.name, "f32"), prior
 
 
+def _mark(op: ir.Operation, config: dict[str, Any]) -> None:
+    """Mark ``op`` for the variant ``config`` names (other than Winograd, which this pass
+    applies itself): the generated GEMM kernel (``KERNEL_ATTR``, with the measured panels per
+    workgroup) or a kernel library (``byoc.OFFLOAD_ATTR``)."""
+    algorithm = str(config.get("algorithm"))
+    if algorithm == GEMM_ALGORITHM:
+        op.attributes[KERNEL_ATTR] = ir.StringAttr.get(GEMM)
+        if config.get("group"):
+            i64 = ir.IntegerType.get_signless(64)
+            op.attributes[GROUP_ATTR] = ir.IntegerAttr.get(i64, int(config["group"]))
+    else:
+        op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(algorithm)
+
+
+def _gemm_conv(op: ir.Operation, ev: ConstEval) -> bool:
+    """Whether conv ``op`` is one the GEMM kernel may take: 1x1, stride and dilation 1,
+    static f32, a constant filter (xgen-gemm-kernels checks the rest)."""
+    if is_integer(op) or not _static_f32(op) or ev.value(op.operands[1]) is None:
+        return False
+    shape = ir.RankedTensorType(op.operands[1].type).shape
+    taps = shape[2:] if _CONVS[op.name] else shape[:2]
+    attrs = [*np.array(op.attributes["strides"]).tolist()]
+    attrs += np.array(op.attributes["dilations"]).tolist()
+    return all(v == 1 for v in [*taps, *attrs])
+
+
 def _mark_linear_layers(
     module_op: ir.Operation,
     ev: ConstEval,
@@ -838,13 +876,7 @@ def _mark_linear_layers(
             decision = "IREE"
         else:
             algorithm = str(config.get("algorithm"))
-            if algorithm == GEMM_ALGORITHM:
-                op.attributes[KERNEL_ATTR] = ir.StringAttr.get(GEMM)
-                if config.get("group"):
-                    i64 = ir.IntegerType.get_signless(64)
-                    op.attributes[GROUP_ATTR] = ir.IntegerAttr.get(i64, int(config["group"]))
-            else:
-                op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(algorithm)
+            _mark(op, config)
             decision = f"{algorithm} {config.get('compute')}"
             if choices is not None:
                 choices.log.append((desc, decision, why))

@@ -80,6 +80,7 @@ STEP = "xgen-winograd-convs"
 # The generated GEMM kernel's panels per workgroup measured for each linear layer: one panel
 # per workgroup balances small layers over the threads, two halve the x reads of large ones
 GEMM_GROUPS = (1, 2)
+GEMM_OPS = ("linalg.matmul", "linalg.conv_2d_nchw_fchw", "linalg.conv_2d_nhwc_hwcf")
 
 
 @dataclass
@@ -260,7 +261,7 @@ def variants_module(
             configs.append(offload_config(offload, _compute(cand, precision)))
         else:  # the library does not take it: its function goes
             module.body.operations[len(module.body.operations) - 1].erase()
-    gemm = gemm_step is not None and cand.op.name == "linalg.matmul" and not is_integer(cand.op)
+    gemm = gemm_step is not None and cand.op.name in GEMM_OPS and not is_integer(cand.op)
     for group in GEMM_GROUPS if gemm else ():
         name = f"c{len(configs)}"
         cut.function(module, name, order)

@@ -109,3 +109,36 @@ func.func @grouped(%x: tensor<4x8xf32>) -> tensor<4x64xf32> {
   %m = linalg.matmul {xgen.kernel = "gemm", xgen.gemm_group = 2} ins(%x, %w : tensor<4x8xf32>, tensor<8x64xf32>) outs(%f : tensor<4x64xf32>) -> tensor<4x64xf32>
   return %m : tensor<4x64xf32>
 }
+
+// -----
+
+// A 1x1 NCHW conv with its bias in the init: transposed to rows of pixels (2*3*5 = 30 x 8),
+// the kernel, and back. A strided 1x1 conv and a 3x3 conv are not GEMMs of the input: kept.
+// CHECK-LABEL: func.func @convs
+// CHECK: linalg.transpose
+// CHECK-SAME: permutation = [0, 2, 3, 1]
+// CHECK: tensor.collapse_shape {{.*}} into tensor<30x8xf32>
+// CHECK: call @xgen_gemm_{{[0-9]+}}_call({{.*}}) : (tensor<30x8xf32>, tensor<{{[0-9]+}}xf32>) -> tensor<30x4xf32>
+// CHECK: tensor.expand_shape {{.*}} into tensor<2x3x5x4xf32>
+// CHECK: linalg.transpose
+// CHECK-SAME: permutation = [0, 3, 1, 2]
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}}strides = dense<2>
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}}tensor<4x4x3x3xf32>
+// CHECK-NOT: xgen_gemm
+// CHECK: return
+func.func @convs(%x: tensor<2x8x3x5xf32>) -> (tensor<2x4x3x5xf32>, tensor<2x4x2x3xf32>, tensor<2x4x1x3xf32>) {
+  %w = arith.constant dense<0.5> : tensor<4x8x1x1xf32>
+  %b = arith.constant dense<[0.1, 0.2, 0.3, 0.4]> : tensor<4xf32>
+  %e = tensor.empty() : tensor<2x4x3x5xf32>
+  %init = linalg.broadcast ins(%b : tensor<4xf32>) outs(%e : tensor<2x4x3x5xf32>) dimensions = [0, 2, 3]
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<2x8x3x5xf32>, tensor<4x8x1x1xf32>) outs(%init : tensor<2x4x3x5xf32>) -> tensor<2x4x3x5xf32>
+  %z = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<2x4x2x3xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<2x4x2x3xf32>) -> tensor<2x4x2x3xf32>
+  %s = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %w : tensor<2x8x3x5xf32>, tensor<4x8x1x1xf32>) outs(%f2 : tensor<2x4x2x3xf32>) -> tensor<2x4x2x3xf32>
+  %w3 = arith.constant dense<0.5> : tensor<4x4x3x3xf32>
+  %e3 = tensor.empty() : tensor<2x4x1x3xf32>
+  %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<2x4x1x3xf32>) -> tensor<2x4x1x3xf32>
+  %t = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%c, %w3 : tensor<2x4x3x5xf32>, tensor<4x4x3x3xf32>) outs(%f3 : tensor<2x4x1x3xf32>) -> tensor<2x4x1x3xf32>
+  return %c, %s, %t : tensor<2x4x3x5xf32>, tensor<2x4x2x3xf32>, tensor<2x4x1x3xf32>
+}
