@@ -213,3 +213,25 @@ def test_dynamic_int8_linear_measured_with_its_runtime_zero_point(tmp_path):
     (record,) = measured.measured
     assert record.config == wc.offload_config("onednn", "s8")
     assert record.status == "ok" and record.seconds > 0, record
+
+
+def test_a_slice_after_a_deep_model_is_cut_without_recursion():
+    """The slice of a layer deep in a model (GPT-2's 12 layers overflowed Python's recursion
+    limit when it walked the activation's producers) is cut, with the activation an
+    argument and the weights inside."""
+    from xgen_mlir.tuning.choices import _graph_module, _Slice
+
+    class Deep(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for i in range(700):
+                x = torch.tanh(x) * (1.0 + i * 1e-4)
+            return self.fc(x)
+
+    module = _graph_module(Deep().eval(), (torch.randn(4, 8),), "cpu", {})
+    (cand,) = wc.candidates(module.operation, offload=True)
+    cut = _Slice(cand)
+    assert len(cut.args) == 1 and str(cut.args[0].type) == "tensor<4x8xf32>"

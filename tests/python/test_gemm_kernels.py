@@ -163,3 +163,26 @@ def test_packing_and_tiles():
         assert rows * nv + nv + 1 <= registers and lanes == bits // 32
     spec = GemmSpec("s", m=128, n=1536, k=384, lanes=8, rows=6, n_vectors=2)
     assert spec.grid == (48, 1, 1) and spec.m_block >= 128
+
+
+def test_a_pointwise_conv_is_measured_as_the_kernel(tmp_path):
+    """The tuner measures a 1x1 conv as the GEMM kernel (both panel groupings) beside IREE's
+    code, numbers checked first, and compile() follows whichever record won."""
+    from xgen_mlir.tuning.choices import measure_choices
+    from xgen_mlir.tuning.measure import MeasureSettings
+
+    torch.manual_seed(2)
+    model = nn.Sequential(nn.Conv2d(16, 32, 1), nn.ReLU()).eval()
+    x = torch.randn(1, 16, 12, 12)
+    settings = MeasureSettings(threads=2, rounds=3, min_block_s=0.002)
+    db = tmp_path / "t.db"
+    options = {"target_options": {"offload": "none"}}
+    (choice,) = measure_choices(model, (x,), db=db, settings=settings, progress=False, **options)
+    gemm = [r for r in choice.measured if r.config["algorithm"] == "xgen_gemm"]
+    assert [r.config for r in gemm] == [wc.gemm_config(1), wc.gemm_config(2)]
+    assert all(r.status == "ok" and r.seconds > 0 for r in gemm), [r.detail for r in gemm]
+    m = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=2, **options)
+    assert _kernels(m) == (1 if choice.algorithm.startswith("xgen_gemm") else 0), choice.why
+    with torch.no_grad():
+        want = model(x).numpy()
+    check_close(np.asarray(m(x)), want, atol=1e-5 * np.abs(want).max(), rtol=1e-4, what="conv")

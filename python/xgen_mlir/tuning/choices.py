@@ -162,16 +162,32 @@ class _Slice:
                     self.args.append(v)  # (a scalar, e.g. dynamic quantization's zero point)
 
     def _constant(self, v: Any) -> bool:
-        """Computed from constants only (a weight, a batch norm's parameters, a fill)."""
-        if v in self.memo:
-            return self.memo[v]
-        o = _op(v)
-        ok = o is not None and (
-            o.name == "arith.constant"
-            or all(self._constant(x) for x in [*o.operands, *captured_values(ir, o)])
-        )
-        self.memo[v] = ok
-        return ok
+        """Computed from constants only (a weight, a batch norm's parameters, a fill). Walked
+        with a stack, not recursion: an activation's producers reach back through the whole
+        model (GPT-2's 12 layers overflowed Python's recursion limit)."""
+        stack = [v]
+        while stack:
+            top = stack[-1]
+            if top in self.memo:
+                stack.pop()
+                continue
+            o = _op(top)
+            if o is None or o.name == "arith.constant":
+                self.memo[top] = o is not None
+                stack.pop()
+                continue
+            inputs = [*o.operands, *captured_values(ir, o)]
+            if any(self.memo.get(x) is False for x in inputs):
+                self.memo[top] = False
+                stack.pop()
+                continue
+            todo = [x for x in inputs if x not in self.memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            self.memo[top] = True
+            stack.pop()
+        return self.memo[v]
 
     def _take(self, v: Any) -> None:
         o = _op(v)
