@@ -39,7 +39,7 @@ class _Mlp(nn.Module):
         return self.c(torch.relu(self.b(nn.functional.gelu(self.a(x)))))
 
 
-@pytest.mark.parametrize("rows", [1, 13])
+@pytest.mark.parametrize("rows", [5, 13])  # 5: less than one 6-row tile (AVX2)
 def test_mlp_through_gemm_kernels_matches_pytorch(rows):
     torch.manual_seed(rows)
     model = _Mlp().eval()
