@@ -215,3 +215,11 @@ def leftover_torch_ops(module: ir.Module) -> list[UnsupportedOp]:
 
     module.operation.walk(visit)
     return found
+
+
+def function_of(op: ir.Operation) -> str:
+    """The name of the ``func.func`` that holds ``op`` ("" outside any)."""
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        parent = parent.parent
+    return "" if parent is None else ir.StringAttr(parent.attributes["sym_name"]).value

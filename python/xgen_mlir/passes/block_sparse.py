@@ -131,10 +131,13 @@ def _matmul_parts(mm: ir.Operation, ev: ConstEval) -> dict[str, Any]:
 
 
 def _conv_parts(conv: ir.Operation, ev: ConstEval) -> dict[str, Any]:
+    """A 1x1 (1x1x1) conv's input, weights [F, C] and per-channel init; channels first, or
+    last for ``linalg.conv_2d_nhwc_hwcf`` (filter [1, 1, C, F])."""
+    nhwc = conv.name == "linalg.conv_2d_nhwc_hwcf"
     w = ev.value(conv.operands[1])
     if w is None or w.dtype != np.float32:
         raise NoMatch("the conv's weights are not a constant f32 tensor")
-    if any(s != 1 for s in w.shape[2:]):
+    if any(s != 1 for s in (w.shape[:2] if nhwc else w.shape[2:])):
         raise NoMatch("a conv with a kernel larger than 1 (only 1x1 / 1x1x1 are GEMMs)")
     strides = np.array(conv.attributes["strides"]).tolist()
     dil = np.array(conv.attributes["dilations"]).tolist()
@@ -145,10 +148,16 @@ def _conv_parts(conv: ir.Operation, ev: ConstEval) -> dict[str, Any]:
         raise NoMatch("dynamic shape (the kernels take static shapes)")
     if str(ty.element_type) != "f32":
         raise NoMatch("not f32 (the kernels compute f32 only)")
-    init = ev.per_channel_init(conv.operands[2], 1)
+    init = ev.per_channel_init(conv.operands[2], 3 if nhwc else 1)
     if init is None:
         raise NoMatch("the accumulator is not a per-channel constant")
-    return {"x": conv.operands[0], "w": w.reshape(w.shape[0], -1), "bias": init, "end": conv}
+    weights = np.ascontiguousarray(w.reshape(w.shape[2], w.shape[3]).T) if nhwc else w
+    return {
+        "x": conv.operands[0],
+        "w": weights.reshape(weights.shape[0], -1),
+        "bias": init,
+        "end": conv,
+    }
 
 
 def _raise(op: ir.Operation, parts: dict[str, Any], block: tuple[int, int]) -> None:

@@ -53,7 +53,7 @@ from ..byoc.onednn import RUNTIME_ZERO_POINT, conv_symbol, matmul_symbol
 from ..codegen.dispatch import import_executable_text
 from ..diagnostics import location_matches, location_text, warn_fallback
 from ..errors import BackendCompileError
-from ..irutil import ops_named
+from ..irutil import function_of, ops_named
 from .consteval import WEIGHT_ELEMENTS, ConstEval
 from .fold_batchnorm import fold_one
 from .generic_util import (
@@ -478,13 +478,6 @@ def is_integer(op: ir.Operation) -> bool:
     return op.name in QUANTIZED or op.name in QUANTIZED_CONVS
 
 
-def _function_of(op: ir.Operation) -> str:
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        parent = parent.parent
-    return "" if parent is None else ir.StringAttr(parent.attributes["sym_name"]).value
-
-
 def _locations(text: str) -> set[str]:
     """The ``file:line:col`` locations of a comma-separated option."""
     return {s.strip() for s in text.split(",") if s.strip()}
@@ -512,7 +505,7 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
             where, op_name = location_text(op.location), op.name
             if listed and not location_matches(where, listed):
                 continue
-            if scope and _function_of(op) not in scope:
+            if scope and function_of(op) not in scope:
                 continue
             if tuned and OFFLOAD_ATTR not in op.attributes:
                 continue

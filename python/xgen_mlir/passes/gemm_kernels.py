@@ -31,7 +31,7 @@ from ..codegen.dense_gemm import GemmSpec, generate, pack_weights
 from ..codegen.dispatch import EXECUTABLE_ATTR
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
-from ..irutil import constant_op, find_func, ops_named, splice_functions
+from ..irutil import constant_op, find_func, function_of, ops_named, splice_functions
 from ..target import gemm_tile
 from .block_sparse import _conv_parts, _epilogue, _matmul_parts, _t
 from .consteval import ConstEval
@@ -60,13 +60,6 @@ class GemmKernelOptions(ToolchainOptions):
     verbose: bool = False
 
 
-def _function_of(op: ir.Operation) -> str:
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        parent = parent.parent
-    return "" if parent is None else ir.StringAttr(parent.attributes["sym_name"]).value
-
-
 def _wrapper_text(symbol: str, m: int, n: int, k: int, wlen: int) -> str:
     return f"""
 func.func private @{symbol}_call(%x: {_t([m, k])}, %w: {_t([wlen])}) -> {_t([m, n])} {{
@@ -79,35 +72,12 @@ func.func private @{symbol}({_t([m * k])}, {_t([wlen])}) -> {_t([m * n])}
 """
 
 
-def _nhwc_conv_parts(conv: ir.Operation, ev: ConstEval) -> dict[str, Any]:
-    """A 1x1 NHWC conv's input, weights [F, C] and per-channel init (as ``_conv_parts``)."""
-    w = ev.value(conv.operands[1])
-    if w is None or w.dtype != np.float32:
-        raise NoMatch("the conv's weights are not a constant f32 tensor")
-    if w.shape[0] != 1 or w.shape[1] != 1:
-        raise NoMatch("a conv with a kernel larger than 1 (only 1x1 convs are GEMMs)")
-    strides = np.array(conv.attributes["strides"]).tolist()
-    dil = np.array(conv.attributes["dilations"]).tolist()
-    if any(v != 1 for v in strides + dil):
-        raise NoMatch("a strided or dilated 1x1 conv")
-    ty = ir.RankedTensorType(conv.results[0].type)
-    if not ty.has_static_shape or not ir.RankedTensorType(conv.operands[0].type).has_static_shape:
-        raise NoMatch("dynamic shape (the kernels take static shapes)")
-    if str(ty.element_type) != "f32":
-        raise NoMatch("not f32 (the kernels compute f32 only)")
-    init = ev.per_channel_init(conv.operands[2], 3)
-    if init is None:
-        raise NoMatch("the accumulator is not a per-channel constant")
-    weights = np.ascontiguousarray(w.reshape(w.shape[2], w.shape[3]).T)
-    return {"x": conv.operands[0], "w": weights, "bias": init, "end": conv}
-
-
-def _parts(op: ir.Operation, ev: ConstEval) -> dict[str, Any]:
+def gemm_parts(op: ir.Operation, ev: ConstEval) -> dict[str, Any]:
+    """What the kernel computes ``op`` from (input, weights [N, K], bias, the op its result
+    leaves), or NoMatch with why it cannot."""
     if op.name == "linalg.matmul":
         return _matmul_parts(op, ev)
-    if op.name == NHWC_CONV:
-        return _nhwc_conv_parts(op, ev)
-    if op.name == NCHW_CONV:
+    if op.name in (NHWC_CONV, NCHW_CONV):
         return _conv_parts(op, ev)
     raise NoMatch(f"{op.name} is not a linear layer or a 1x1 conv")
 
@@ -140,7 +110,7 @@ def _reassociation() -> ir.ArrayAttr:
 def _lower(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts: GemmKernelOptions):
     """Replace ``op`` (and its bias add and epilogue) by a call of a generated kernel;
     returns whether an epilogue was fused. NoMatch: the kernel cannot take it."""
-    parts = _parts(op, ev)
+    parts = gemm_parts(op, ev)
     end: ir.Operation = parts["end"]
     w, bias = parts["w"], parts["bias"]
     n, k = w.shape
@@ -202,7 +172,7 @@ def gemm_kernels(module_op: ir.Operation, opts: GemmKernelOptions | None) -> Cou
     ops = [
         op
         for op in ops_named(module_op, "linalg.matmul", NCHW_CONV, NHWC_CONV)
-        if (opts.all or _marked(op)) and (not scope or _function_of(op) in scope)
+        if (opts.all or _marked(op)) and (not scope or function_of(op) in scope)
     ]
     if not ops:
         return counts

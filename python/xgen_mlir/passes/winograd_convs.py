@@ -77,7 +77,7 @@ from ..tunedb import (
 )
 from .byoc_offload import is_integer, linear_weights, not_static_int8, quantized_operands
 from .consteval import WEIGHT_ELEMENTS, ConstEval
-from .gemm_kernels import GEMM, GROUP_ATTR, KERNEL_ATTR
+from .gemm_kernels import GEMM, GROUP_ATTR, KERNEL_ATTR, gemm_parts
 from .generic_util import (
     channel_init,
     empty,
@@ -87,6 +87,7 @@ from .generic_util import (
     pad_high,
     transpose,
 )
+from .kernel_match import NoMatch
 from .nhwc_convs import TO_NCHW, nhwc_input
 from .registry import PassFailure, register_pass
 
@@ -833,15 +834,13 @@ def _mark(op: ir.Operation, config: dict[str, Any]) -> None:
 
 
 def _gemm_conv(op: ir.Operation, ev: ConstEval) -> bool:
-    """Whether conv ``op`` is one the GEMM kernel may take: 1x1, stride and dilation 1,
-    static f32, a constant filter (xgen-gemm-kernels checks the rest)."""
-    if is_integer(op) or not _static_f32(op) or ev.value(op.operands[1]) is None:
+    """Whether conv ``op`` is one the GEMM kernel takes (xgen-gemm-kernels' own matching: a
+    1x1 stride-1 static f32 conv with a constant filter and a per-channel init)."""
+    try:
+        gemm_parts(op, ev)
+    except NoMatch:
         return False
-    shape = ir.RankedTensorType(op.operands[1].type).shape
-    taps = shape[2:] if _CONVS[op.name] else shape[:2]
-    attrs = [*np.array(op.attributes["strides"]).tolist()]
-    attrs += np.array(op.attributes["dilations"]).tolist()
-    return all(v == 1 for v in [*taps, *attrs])
+    return True
 
 
 def _mark_linear_layers(
