@@ -172,6 +172,11 @@ def test_not_a_database_is_a_clear_error(tmp_path):
         records_for(tmp_path / "missing.db", HostIdentity.current())
 
 
+# Tests of the contraction search and its configs: no generated GEMM kernel may take the
+# layers (the algorithm choices measure it for real, and where it wins the configs go unused).
+CONTRACTIONS_ONLY = {"target_options": {"gemm_kernels": "false"}}
+
+
 class _TwoLayers(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -220,8 +225,7 @@ def test_search_on_a_local_ray_cluster_then_compile_applies_it(tmp_path):
         progress=False,
         report=tmp_path / "r.html",
         seed=1,
-        # the contraction search and its configs: no generated GEMM kernel takes the layers
-        target_options={"gemm_kernels": "false"},
+        **CONTRACTIONS_ONLY,
     )
     assert result.trials >= 10
     assert len(result.ops) == 2 and all(op.trials > 0 for op in result.ops)
@@ -405,6 +409,7 @@ def test_checks_in_the_model_keep_winners_mark_losers_and_resume(tmp_path):
             settings=MeasureSettings(threads=1),
             progress=False,
             model_timer=timer,
+            **CONTRACTIONS_ONLY,
             **kw,
         )
 
@@ -434,7 +439,7 @@ def test_checks_in_the_model_keep_winners_mark_losers_and_resume(tmp_path):
         np.asarray(second.module(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5
     )
     # compile() applies what the model accepted, and only that
-    module = xcompile(model, (x,), tuning_db=db, tuning_threads=1)
+    module = xcompile(model, (x,), tuning_db=db, tuning_threads=1, **CONTRACTIONS_ONLY)
     assert [s for s, _, _ in module.report.tuning.applied] == [win]
 
     calls.clear()
@@ -499,6 +504,7 @@ def test_a_tuned_model_slower_as_a_whole_is_undone(tmp_path):
         settings=MeasureSettings(threads=1),
         progress=False,
         model_timer=timer,
+        **CONTRACTIONS_ONLY,
     )
     assert len(calls) == 4 and result.model_checks == 1
     assert result.module.report.tuning.applied == []
