@@ -80,6 +80,47 @@ def test_pointwise_convs_through_gemm_kernels_match_pytorch(depthwise):
     check_close(np.asarray(m(x)), want, atol=1e-5 * np.abs(want).max(), rtol=1e-4, what="1x1")
 
 
+class _NoNormBlock(nn.Module):
+    """MobileBERT's bottleneck output: a Linear on [batch, tokens, hidden], a residual add,
+    then NoNorm (a per-channel scale and shift); N = 36 leaves a partial panel, 2 x 11 = 22
+    rows a partial tile. A second Linear's GELU feeds a row-wise scale the kernel cannot
+    read (a [tokens, 1] tensor): it stops before it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(20, 36)
+        self.scale = nn.Parameter(torch.randn(36))
+        self.shift = nn.Parameter(torch.randn(36))
+        self.b = nn.Linear(36, 36)
+        self.rows = nn.Parameter(torch.randn(11, 1))
+
+    def forward(self, x: torch.Tensor, res: torch.Tensor) -> torch.Tensor:
+        h = (self.a(x) + res) * self.scale + self.shift
+        return nn.functional.gelu(self.b(h)) * self.rows
+
+
+def test_per_channel_constants_and_a_residual_fuse_into_the_epilogue():
+    torch.manual_seed(4)
+    model = _NoNormBlock().eval()
+    x, res = torch.randn(2, 11, 20), torch.randn(2, 11, 36)
+    m = xgen_mlir.compile(model, (x, res), target_options=EVERY)
+    assert _kernels(m) == 2, m.report.rewrites
+    counts = m.report.rewrites["xgen-gemm-kernels"]
+    assert counts.get("of them with their epilogues", 0) == 2, counts
+    assert counts.get("epilogues with per-channel constants", 0) == 1, counts
+    assert counts.get("epilogues reading a tensor (a residual)", 0) == 1, counts
+    with torch.no_grad():
+        want = model(x, res).numpy()
+    got = np.asarray(m(x, res))
+    check_close(got, want, atol=1e-5 * np.abs(want).max(), rtol=1e-4, what="nonorm block")
+    res2 = torch.randn(2, 11, 36)  # the residual is read at run time, not folded in
+    with torch.no_grad():
+        want2 = model(x, res2).numpy()
+    check_close(
+        np.asarray(m(x, res2)), want2, atol=1e-5 * np.abs(want2).max(), rtol=1e-4, what="res2"
+    )
+
+
 def test_nan_and_inf_inputs_propagate_as_in_pytorch():
     torch.manual_seed(0)
     model = nn.Linear(40, 24).eval()

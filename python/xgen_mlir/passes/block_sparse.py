@@ -46,19 +46,14 @@ from ..dialects.block_sparse import (
 from ..irutil import ConstantReader, constant_op, find_func, ops_named, splice_functions
 from ..target import block_tile
 from .consteval import ConstEval
+from .epilogue_c import epilogue
 from .generic_util import (
-    body,
-    body_ops,
     erase_dead_tree,
     has_default_maps,
-    indexing_maps,
-    is_elementwise,
-    is_identity,
-    num_inputs,
     transpose,
 )
 from .kernel_call import free_symbol
-from .kernel_match import _BINARY, _CMP, _MINMAX, NoMatch, _splat, bias_add
+from .kernel_match import NoMatch, bias_add
 from .registry import PassFailure, register_pass
 
 _CONV_1X1 = ("linalg.conv_2d_nchw_fchw", "linalg.conv_3d_ncdhw_fcdhw")
@@ -416,158 +411,6 @@ func.func private @{sym}({_t([k * mp])}, {_t([wlen])}{ftype}) -> {_t([m * n])}
 """
 
 
-_MATH_C = {"math.erf": "xg_erf", "math.tanh": "xg_tanh", "math.exp": "xg_exp"}
-_MAX_POWER = 8  # x^n with a constant integer 0 <= n <= this: n - 1 multiplies
-
-
-def _scalar_constant(value: ir.Value) -> float | None:
-    """The number of a scalar ``arith.constant`` (float or integer), else None."""
-    owner = value.owner
-    if not isinstance(owner, ir.OpView | ir.Operation):  # a block argument
-        return None
-    owner = owner.operation
-    if owner.name != "arith.constant":
-        return None
-    attr = owner.attributes["value"]
-    if isinstance(attr, ir.FloatAttr):
-        return float(ir.FloatAttr(attr).value)
-    if isinstance(attr, ir.IntegerAttr):
-        return float(ir.IntegerAttr(attr).value)
-    return None
-
-
-def _elementwise_c(
-    op: ir.Operation, env: dict[ir.Value, str], ev: ConstEval, tag: str
-) -> tuple[list[str], str]:
-    """C statements computing elementwise ``op`` from the vectors ``env`` names (its tensor
-    inputs) and scalar constants, and the name of its result. Beyond ``activation_c``'s ops:
-    constants captured from outside the body (torch-mlir's ReLU and erf GELU), their
-    truncf/extf, ``math.erf`` / ``tanh`` / ``exp`` (``codegen.block_sparse.math_c``) and
-    small integer powers (the tanh GELU's ``x^3``)."""
-    if not is_elementwise(op) or op.results[0].type != next(iter(env)).type:
-        raise NoMatch(f"{op.name} is not an elementwise op on the layer's output")
-    names: dict[ir.Value, str] = {}
-    consts: dict[ir.Value, float] = {}
-    args = list(body(op).arguments)
-    for operand, amap, arg in zip(
-        op.operands[: num_inputs(op)], indexing_maps(op), args, strict=False
-    ):
-        if operand in env and is_identity(amap):
-            names[arg] = env[operand]
-            continue
-        value = ev.value(operand)
-        if value is None or value.size != 1:
-            raise NoMatch("an epilogue input that is neither the layer's output nor a scalar")
-        consts[arg] = float(value.reshape(()))
-
-    def name(v: ir.Value) -> str:
-        if v in names:
-            return names[v]
-        c = consts.get(v, _scalar_constant(v))
-        if c is None:
-            raise NoMatch("an epilogue op reads a value the kernel does not have")
-        return _splat(c)
-
-    lines: list[str] = []
-    for i, bop in enumerate(body_ops(op)):
-        out = f"{tag}_{i}"
-        if bop.name == "linalg.yield":
-            return lines, name(bop.operands[0])
-        if bop.name == "arith.constant":
-            c = _scalar_constant(bop.results[0])
-            if c is None:
-                raise NoMatch("a non-scalar constant in an epilogue")
-            consts[bop.results[0]] = c
-            continue
-        if bop.name in ("arith.truncf", "arith.extf"):
-            c = consts.get(bop.operands[0], _scalar_constant(bop.operands[0]))
-            if c is None:
-                raise NoMatch(f"{bop.name} of a vector (the kernel computes f32 only)")
-            consts[bop.results[0]] = float(np.float32(c))
-            continue
-        ops = [name(v) for v in bop.operands]
-        kind = "v16"
-        if bop.name == "arith.cmpf":
-            pred = ir.IntegerAttr(bop.attributes["predicate"]).value
-            if pred not in _CMP:
-                raise NoMatch(f"arith.cmpf predicate {pred}")
-            expr, kind = _CMP[pred].format(a=ops[0], b=ops[1]), "vi16"
-        elif bop.name == "arith.select":
-            expr = f"SEL({ops[0]}, {ops[1]}, {ops[2]})"
-        elif bop.name in _BINARY:
-            expr = f"({ops[0]} {_BINARY[bop.name]} {ops[1]})"
-        elif bop.name in _MINMAX:
-            expr = _MINMAX[bop.name].format(a=ops[0], b=ops[1])
-        elif bop.name == "arith.negf":
-            expr = f"(-{ops[0]})"
-        elif bop.name in _MATH_C:
-            expr = f"{_MATH_C[bop.name]}({ops[0]})"
-        elif bop.name in ("math.fpowi", "math.powf"):
-            n = consts.get(bop.operands[1], _scalar_constant(bop.operands[1]))
-            if n is None or n != int(n) or not 0 <= n <= _MAX_POWER:
-                raise NoMatch(f"{bop.name} with an exponent other than 0..{_MAX_POWER}")
-            expr = " * ".join([ops[0]] * int(n)) if n else "SPLAT(1.0f)"
-        else:
-            raise NoMatch(
-                f"{bop.name} in an epilogue (the kernel translates cmpf, select, addf, subf, "
-                "mulf, divf, negf, maximumf, minimumf, erf, tanh, exp, integer powers)"
-            )
-        names[bop.results[0]] = out
-        lines.append(f"const {kind} {out} = {expr};")
-    raise NoMatch("an epilogue op without a yield")
-
-
-def _is_scalar(ev: ConstEval, value: ir.Value) -> bool:
-    found = ev.value(value)
-    return found is not None and found.size == 1
-
-
-def _users(value: ir.Value) -> list[ir.Operation]:
-    return [u.owner.operation for u in value.uses]
-
-
-def _epilogue(value: ir.Value, ev: ConstEval) -> tuple[list[str], list[ir.Operation]]:
-    """The elementwise ops after ``value`` (a layer's output) that the kernel applies to its
-    tile: every op that reads only ``value``, earlier such ops' results and scalar constants
-    is translated (in dependence order: a DAG, so the tanh GELU's separate ops, which read
-    the output three times, fuse too); the longest prefix of them whose values are used
-    outside it by one value only (the epilogue's result) is taken. C statements on ``v``
-    and the ops, in order."""
-    env: dict[ir.Value, str] = {value: "v"}
-    found: list[tuple[ir.Operation, list[str]]] = []
-    seen: set[ir.Operation] = set()
-    changed = True
-    while changed:
-        changed = False
-        for v in list(env):
-            for user in _users(v):
-                if user in seen:
-                    continue
-                ins = (
-                    list(user.operands[: num_inputs(user)]) if user.name == "linalg.generic" else []
-                )
-                if not all(i in env or _is_scalar(ev, i) for i in ins):
-                    continue  # not yet: another input may join later
-                seen.add(user)
-                try:
-                    lines, out = _elementwise_c(user, env, ev, f"e{len(found)}")
-                except NoMatch:
-                    continue
-                lines.append(f"const v16 e{len(found)} = {out};")
-                env[user.results[0]] = f"e{len(found)}"
-                found.append((user, lines))
-                changed = True
-    for end in range(len(found), 0, -1):
-        ops = [op for op, _ in found[:end]]
-        inside = set(ops)
-        values = [value, *(op.results[0] for op in ops)]
-        outside = [v for v in values if any(u not in inside for u in _users(v))]
-        if len(outside) == 1 and outside[0] != value and outside[0] == ops[-1].results[0]:
-            stmts = [line for _, lines in found[:end] for line in lines]
-            return ["{ " + " ".join(stmts) + f" v = {env[outside[0]]}; }}"], ops
-    return [], []
-
-
 @register_pass(
     "xgen-lower-bcsr-kernels",
     "Lower xgen_sparse.bcsr_linear to generated block-sparse C kernels in IREE dispatches.",
@@ -598,7 +441,8 @@ def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) 
             n, k = weight_shape(op)
             m = ir.RankedTensorType(op.operands[0].type).shape[0]
             symbol = free_symbol(module_op, "xgen_bcsr", 1)
-            act, act_ops = _epilogue(op.results[0], ev)
+            epi = epilogue(op.results[0], ev)
+            act, act_ops = epi.lines, epi.ops
             br, bc = block_of(op)
             spec = BcsrSpec(
                 symbol=symbol,

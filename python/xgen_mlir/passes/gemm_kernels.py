@@ -5,8 +5,9 @@ transpose(W)`` from a per-column constant start, then its bias add), or a 1x1 st
 with constant weights (NHWC: its pixels are the rows; NCHW: transposed to NHWC and back,
 which xgen-cancel-reshapes cannot remove this late) becomes one IREE dispatch
 of a generated C kernel (``codegen/dense_gemm.py``): weights packed in panels at compile
-time, the bias and the elementwise ops after the layer that translate to C (GELU in both of
-torch-mlir's forms, ReLU, scalar scales) fused into its epilogue.
+time, the bias and the elementwise ops after the layer that translate to C fused into its
+epilogue (``epilogue_c.py``: GELU in both of torch-mlir's forms, ReLU, scalar and
+per-channel scales and shifts, a residual add).
 
 Which layers: those ``xgen-winograd-convs`` marked (``KERNEL_ATTR = "gemm"``: measured faster
 than IREE's code on this host by ``xgen_mlir.tune``, or every one under the target option
@@ -25,18 +26,17 @@ from typing import Any
 
 import numpy as np
 
-from .._mlir import func, ir, tensor
-from ..codegen import dispatch
+from .._mlir import ir
 from ..codegen.dense_gemm import GemmSpec, generate, pack_weights
-from ..codegen.dispatch import EXECUTABLE_ATTR
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
-from ..irutil import constant_op, find_func, function_of, ops_named, splice_functions
+from ..irutil import function_of, ops_named
 from ..target import gemm_tile
-from .block_sparse import _conv_parts, _epilogue, _matmul_parts, _t
+from .block_sparse import _conv_parts, _matmul_parts
 from .consteval import ConstEval
-from .generic_util import erase_dead_tree, transpose
-from .kernel_call import free_symbol
+from .epilogue_c import Epilogue, Operands, epilogue
+from .generic_util import transpose
+from .kernel_call import free_symbol, install_kernel
 from .kernel_match import NoMatch
 from .registry import register_pass
 
@@ -60,18 +60,6 @@ class GemmKernelOptions(ToolchainOptions):
     verbose: bool = False
 
 
-def _wrapper_text(symbol: str, m: int, n: int, k: int, wlen: int) -> str:
-    return f"""
-func.func private @{symbol}_call(%x: {_t([m, k])}, %w: {_t([wlen])}) -> {_t([m, n])} {{
-  %flat = tensor.collapse_shape %x [[0, 1]] : {_t([m, k])} into {_t([m * k])}
-  %o = func.call @{symbol}(%flat, %w) : ({_t([m * k])}, {_t([wlen])}) -> {_t([m * n])}
-  %r = tensor.expand_shape %o [[0, 1]] output_shape [{m}, {n}] : {_t([m * n])} into {_t([m, n])}
-  return %r : {_t([m, n])}
-}}
-func.func private @{symbol}({_t([m * k])}, {_t([wlen])}) -> {_t([m * n])}
-"""
-
-
 def gemm_parts(op: ir.Operation, ev: ConstEval) -> dict[str, Any]:
     """What the kernel computes ``op`` from (input, weights [N, K], bias, the op its result
     leaves), or NoMatch with why it cannot."""
@@ -82,81 +70,56 @@ def gemm_parts(op: ir.Operation, ev: ConstEval) -> dict[str, Any]:
     raise NoMatch(f"{op.name} is not a linear layer or a 1x1 conv")
 
 
-def _rows(x: ir.Value, nchw: bool) -> ir.Value:
-    """A conv input as rows of pixels [N*H*W, C] (NCHW: transposed to NHWC first)."""
-    if nchw:
-        x = transpose(x, [0, 2, 3, 1])
-    shape = list(ir.RankedTensorType(x.type).shape)
-    ty = ir.RankedTensorType.get([int(np.prod(shape[:3])), shape[3]], ir.F32Type.get())
-    return tensor.CollapseShapeOp(ty, x, _reassociation()).result
-
-
-def _image(y: ir.Value, out: list[int], nchw: bool) -> ir.Value:
-    """Rows of pixels [N*H*W, F] back to the conv's output layout ``out``."""
-    nhwc = [out[0], out[2], out[3], out[1]] if nchw else out
-    ty = ir.RankedTensorType.get(nhwc, ir.F32Type.get())
-    y = tensor.ExpandShapeOp(ty, y, _reassociation(), [], nhwc).result
-    return transpose(y, [0, 3, 1, 2]) if nchw else y
-
-
-def _reassociation() -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    groups = [[0, 1, 2], [3]]
-    return ir.ArrayAttr.get(
-        [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups]
-    )
-
-
-def _lower(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts: GemmKernelOptions):
+def _lower(
+    module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts: GemmKernelOptions
+) -> Epilogue:
     """Replace ``op`` (and its bias add and epilogue) by a call of a generated kernel;
-    returns whether an epilogue was fused. NoMatch: the kernel cannot take it."""
+    returns the epilogue it fused. NoMatch: the kernel cannot take it."""
     parts = gemm_parts(op, ev)
     end: ir.Operation = parts["end"]
     w, bias = parts["w"], parts["bias"]
     n, k = w.shape
     conv = op.name != "linalg.matmul"
+    nchw = op.name == NCHW_CONV
     shape = list(ir.RankedTensorType(op.operands[0].type).shape)
     m = int(np.prod(shape)) // k if conv else shape[0]
-    act, act_ops = _epilogue(end.results[0], ev)
+    # the kernel's columns are the output's channels: the last dim, but NCHW's dim 1
+    epi = epilogue(end.results[0], ev, Operands(op, column_dim=1 if nchw else -1))
     rows, n_vectors, lanes = gemm_tile(opts.vector_bits or 128)
     symbol = free_symbol(module_op, "xgen_gemm", 1)
     l2 = opts.l2_bytes if opts.l2_bytes > 0 else 512 * 1024  # 0: not known
     group = ir.IntegerAttr(op.attributes[GROUP_ATTR]).value if GROUP_ATTR in op.attributes else 0
     spec = GemmSpec(
-        symbol, m, n, k, lanes, rows, n_vectors, opts.kc, 0, group or opts.group, l2, tuple(act)
-    )
-    packed = pack_weights(w, bias, spec.nr)
+        symbol, m, n, k, lanes, rows, n_vectors, opts.kc, 0, group or opts.group, l2,
+        tuple(epi.lines), len(epi.columns), len(epi.tensors),
+    )  # fmt: skip
+    packed = pack_weights(w, bias, spec.nr, epi.columns)
     obj = compile_object(generate(spec), opts.toolchain(), symbol)
-    splice_functions(module_op, _wrapper_text(symbol, m, n, k, packed.size))
-    decl = find_func(module_op, symbol)
-    decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(
-        dispatch.executable_text(
-            symbol, str(obj), opts.object_format, [m * k, packed.size], m * n, spec.grid, ids=2
-        )
+    last = epi.ops[-1] if epi.ops else end
+    out_type = ir.RankedTensorType(last.results[0].type)
+    x, perm = parts["x"], None
+    if nchw:  # rows of pixels in, NHWC out, transposed back to NCHW
+        with ir.InsertionPoint(last), last.location:
+            x = transpose(x, [0, 2, 3, 1])
+            b, f, h, wd = out_type.shape
+            out_type = ir.RankedTensorType.get([b, h, wd, f], out_type.element_type)
+        perm = [0, 3, 1, 2]
+    replaced = [op, *([end] if end is not op else []), *epi.ops]
+    install_kernel(
+        module_op,
+        symbol,
+        str(obj),
+        opts.object_format,
+        [x, packed, *epi.tensors],
+        out_type,
+        spec.grid,
+        replaced,
+        last,
+        perm,
+        "xgen_gemm_weights",
+        ids=2,
     )
-    last = act_ops[-1] if act_ops else end
-    with ir.InsertionPoint(last), last.location:
-        weights = constant_op(packed, "xgen_gemm_weights").result
-        x = _rows(parts["x"], op.name == NCHW_CONV) if conv else parts["x"]
-        call = func.CallOp(
-            [ir.RankedTensorType.get([m, n], ir.F32Type.get())],
-            ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
-            [x, weights],
-        )
-        result = call.results[0]
-        if conv:
-            out = list(ir.RankedTensorType(last.results[0].type).shape)
-            result = _image(result, out, op.name == NCHW_CONV)
-    last.results[0].replace_all_uses_with(result)
-    for a in reversed(act_ops):
-        a.erase()
-    old = list(op.operands)
-    if end is not op:
-        old += [v for v in end.operands if v != op.results[0]]
-        end.erase()
-    op.erase()
-    erase_dead_tree(old)
-    return bool(act)
+    return epi
 
 
 @register_pass(
@@ -199,6 +162,10 @@ def gemm_kernels(module_op: ir.Operation, opts: GemmKernelOptions | None) -> Cou
             counts["gemm kernels"] += 1
             if fused:
                 counts["of them with their epilogues"] += 1
+            if fused.columns:
+                counts["epilogues with per-channel constants"] += 1
+            if fused.tensors:
+                counts["epilogues reading a tensor (a residual)"] += 1
             if opts.verbose:
                 print(f"xgen-gemm-kernels: {where}: generated kernel", file=sys.stderr)
     return counts

@@ -1,0 +1,317 @@
+"""The elementwise ops after a generated kernel's layer, translated to C for its epilogue.
+
+A kernel that computes a layer (``xgen-lower-bcsr-kernels``, ``xgen-gemm-kernels``) applies
+what IREE would have fused after it to each register tile before storing it: activations
+(GELU in both of torch-mlir's forms, ReLU, clamps), scalar scales, and, where the kernel can
+read them (``Operands``), per-output-column constants (a NoNorm's or a folded batch norm's
+scale and shift) and tensors of the output's shape (a residual add). Taking them keeps the
+layer one dispatch, as it was with IREE's code; leaving them would make each a dispatch and a
+round trip of the output through memory.
+
+The C is statements on GCC vectors (``v16``; ``codegen.block_sparse.math_c`` for erf, tanh,
+exp): ``v`` is the layer's output vector, ``c<i>`` the i-th column constant's vector at the
+same columns, ``t<i>`` the i-th tensor's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._mlir import ir
+from .consteval import ConstEval
+from .generic_util import (
+    body,
+    body_ops,
+    indexing_maps,
+    is_elementwise,
+    is_identity,
+    map_dims,
+    num_inputs,
+)
+from .kernel_match import _BINARY, _CMP, _MINMAX, NoMatch, _splat
+
+_MATH_C = {"math.erf": "xg_erf", "math.tanh": "xg_tanh", "math.exp": "xg_exp"}
+_MAX_POWER = 8  # x^n with a constant integer 0 <= n <= this: n - 1 multiplies
+
+
+@dataclass(frozen=True)
+class Operands:
+    """The vector operands a kernel's epilogue can read besides its output: constants that
+    vary along the output's ``column_dim`` only (the kernel's columns; -1: the last dim),
+    and, with ``tensors``, tensors of the output's shape defined before ``layer`` (the
+    kernel reads them in place, row-major, so only where the columns are the last dim).
+    Reshapes that keep the last dim whole (``[M, N] -> [1, M, N]``, torch-mlir's view back
+    to a batch) are followed when the columns are the last dim."""
+
+    layer: ir.Operation
+    column_dim: int = -1
+    tensors: bool = True
+
+
+@dataclass
+class Epilogue:
+    """What the kernel applies after its layer: C statements (``lines``), the ops they
+    replace in order (generics, and the reshapes between them), the column constants
+    (``c0``, ``c1``, ...: each [N]) and tensors (``t0``, ...) they read."""
+
+    lines: list[str] = field(default_factory=list)
+    ops: list[ir.Operation] = field(default_factory=list)
+    columns: list[np.ndarray] = field(default_factory=list)
+    tensors: list[ir.Value] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+
+def _scalar_constant(value: ir.Value) -> float | None:
+    """The number of a scalar ``arith.constant`` (float or integer), else None."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView | ir.Operation):  # a block argument
+        return None
+    owner = owner.operation
+    if owner.name != "arith.constant":
+        return None
+    attr = owner.attributes["value"]
+    if isinstance(attr, ir.FloatAttr):
+        return float(ir.FloatAttr(attr).value)
+    if isinstance(attr, ir.IntegerAttr):
+        return float(ir.IntegerAttr(attr).value)
+    return None
+
+
+class _Inputs:
+    """The epilogue's vectors so far: values computed from the layer's output (``env``), and
+    the column constants and tensors read, by name."""
+
+    def __init__(self, value: ir.Value, ev: ConstEval, operands: Operands | None) -> None:
+        self.env: dict[ir.Value, str] = {value: "v"}
+        self.ev = ev
+        self.operands = operands
+        self.columns: list[tuple[ir.Value, np.ndarray]] = []
+        self.tensors: list[ir.Value] = []
+        self.rank = len(ir.RankedTensorType(value.type).shape)
+
+    def column(self, operand: ir.Value, amap: ir.AffineMap, rank: int) -> str | None:
+        """``c<i>`` when ``operand`` is a constant read along the columns only."""
+        if self.operands is None:
+            return None
+        dims = map_dims(amap)
+        cdim = self.operands.column_dim % rank
+        if dims is None or [d for d in dims if d is not None] != [cdim]:
+            return None
+        for i, (known, _) in enumerate(self.columns):
+            if known == operand:
+                return f"c{i}"
+        value = self.ev.value(operand)
+        shape = ir.RankedTensorType(operand.type).shape
+        if value is None or value.size != shape[dims.index(cdim)] or value.size <= 1:
+            return None
+        self.columns.append((operand, np.asarray(value, np.float32).reshape(-1)))
+        return f"c{len(self.columns) - 1}"
+
+    def tensor(self, operand: ir.Value, amap: ir.AffineMap, like: ir.Type) -> str | None:
+        """``t<i>`` when ``operand`` is a tensor of the output's shape the kernel can read:
+        through the identity map, defined before the layer (so not computed from its
+        output), with the columns its last dim."""
+        ops = self.operands
+        if ops is None or not ops.tensors or not is_identity(amap) or operand.type != like:
+            return None
+        if ops.column_dim not in (-1, self.rank - 1):
+            return None
+        owner = operand.owner
+        if isinstance(owner, ir.OpView | ir.Operation):
+            if owner.operation.block != ops.layer.block:
+                return None
+            if not owner.operation.is_before_in_block(ops.layer):
+                return None
+        elif not isinstance(owner, ir.Block) or owner != ops.layer.block:
+            return None
+        if operand in self.tensors:
+            return f"t{self.tensors.index(operand)}"
+        self.tensors.append(operand)
+        return f"t{len(self.tensors) - 1}"
+
+    def readable(self, op: ir.Operation) -> bool:
+        """Whether every input of ``op`` is known now: a value of the epilogue, a scalar, a
+        column constant or a tensor (registering the last two)."""
+        if op.name != "linalg.generic":
+            return False
+        maps = indexing_maps(op)
+        out = op.results[0].type if len(op.results) == 1 else None
+        rank = len(ir.RankedTensorType(out).shape) if out is not None else 0
+        for v, amap in zip(op.operands[: num_inputs(op)], maps, strict=False):
+            if v in self.env or _is_scalar(self.ev, v):
+                continue
+            if self.column(v, amap, rank) is None and self.tensor(v, amap, out) is None:
+                return False
+        return True
+
+    def name_of(self, operand: ir.Value, amap: ir.AffineMap, rank: int, like: ir.Type) -> str:
+        if operand in self.env and is_identity(amap):
+            return self.env[operand]
+        for cand in (self.column(operand, amap, rank), self.tensor(operand, amap, like)):
+            if cand is not None:
+                return cand
+        raise NoMatch("an epilogue input that is neither the layer's output nor a scalar")
+
+
+def _elementwise_c(op: ir.Operation, inputs: _Inputs, tag: str) -> tuple[list[str], str]:
+    """C statements computing elementwise ``op`` from the vectors ``inputs`` names and scalar
+    constants, and the name of its result. Beyond ``activation_c``'s ops: constants captured
+    from outside the body (torch-mlir's ReLU and erf GELU), their truncf/extf, ``math.erf``
+    / ``tanh`` / ``exp`` (``codegen.block_sparse.math_c``) and small integer powers (the
+    tanh GELU's ``x^3``)."""
+    if not is_elementwise(op):
+        raise NoMatch(f"{op.name} is not an elementwise op on the layer's output")
+    out_ty = ir.RankedTensorType(op.results[0].type)
+    reads = [v for v in op.operands[: num_inputs(op)] if v in inputs.env]
+    if str(out_ty.element_type) != "f32" or not any(v.type == out_ty for v in reads):
+        raise NoMatch(f"{op.name} is not an elementwise f32 op on the layer's output")
+    names: dict[ir.Value, str] = {}
+    consts: dict[ir.Value, float] = {}
+    args = list(body(op).arguments)
+    rank = len(out_ty.shape)
+    for operand, amap, arg in zip(
+        op.operands[: num_inputs(op)], indexing_maps(op), args, strict=False
+    ):
+        value = inputs.ev.value(operand) if operand not in inputs.env else None
+        if value is not None and value.size == 1:
+            consts[arg] = float(value.reshape(()))
+            continue
+        names[arg] = inputs.name_of(operand, amap, rank, out_ty)
+
+    def name(v: ir.Value) -> str:
+        if v in names:
+            return names[v]
+        c = consts.get(v, _scalar_constant(v))
+        if c is None:
+            raise NoMatch("an epilogue op reads a value the kernel does not have")
+        return _splat(c)
+
+    lines: list[str] = []
+    for i, bop in enumerate(body_ops(op)):
+        out = f"{tag}_{i}"
+        if bop.name == "linalg.yield":
+            return lines, name(bop.operands[0])
+        if bop.name == "arith.constant":
+            c = _scalar_constant(bop.results[0])
+            if c is None:
+                raise NoMatch("a non-scalar constant in an epilogue")
+            consts[bop.results[0]] = c
+            continue
+        if bop.name in ("arith.truncf", "arith.extf"):
+            c = consts.get(bop.operands[0], _scalar_constant(bop.operands[0]))
+            if c is None:
+                raise NoMatch(f"{bop.name} of a vector (the kernel computes f32 only)")
+            consts[bop.results[0]] = float(np.float32(c))
+            continue
+        ops = [name(v) for v in bop.operands]
+        kind = "v16"
+        if bop.name == "arith.cmpf":
+            pred = ir.IntegerAttr(bop.attributes["predicate"]).value
+            if pred not in _CMP:
+                raise NoMatch(f"arith.cmpf predicate {pred}")
+            expr, kind = _CMP[pred].format(a=ops[0], b=ops[1]), "vi16"
+        elif bop.name == "arith.select":
+            expr = f"SEL({ops[0]}, {ops[1]}, {ops[2]})"
+        elif bop.name in _BINARY:
+            expr = f"({ops[0]} {_BINARY[bop.name]} {ops[1]})"
+        elif bop.name in _MINMAX:
+            expr = _MINMAX[bop.name].format(a=ops[0], b=ops[1])
+        elif bop.name == "arith.negf":
+            expr = f"(-{ops[0]})"
+        elif bop.name in _MATH_C:
+            expr = f"{_MATH_C[bop.name]}({ops[0]})"
+        elif bop.name in ("math.fpowi", "math.powf"):
+            n = consts.get(bop.operands[1], _scalar_constant(bop.operands[1]))
+            if n is None or n != int(n) or not 0 <= n <= _MAX_POWER:
+                raise NoMatch(f"{bop.name} with an exponent other than 0..{_MAX_POWER}")
+            expr = " * ".join([ops[0]] * int(n)) if n else "SPLAT(1.0f)"
+        else:
+            raise NoMatch(
+                f"{bop.name} in an epilogue (the kernel translates cmpf, select, addf, subf, "
+                "mulf, divf, negf, maximumf, minimumf, erf, tanh, exp, integer powers)"
+            )
+        names[bop.results[0]] = out
+        lines.append(f"const {kind} {out} = {expr};")
+    raise NoMatch("an epilogue op without a yield")
+
+
+def _is_scalar(ev: ConstEval, value: ir.Value) -> bool:
+    found = ev.value(value)
+    return found is not None and found.size == 1
+
+
+def _users(value: ir.Value) -> list[ir.Operation]:
+    return [u.owner.operation for u in value.uses]
+
+
+def _keeps_columns(op: ir.Operation) -> bool:
+    """A ``tensor.expand_shape`` that splits only the leading dims, so the last (the
+    kernel's columns) and the row-major order are unchanged."""
+    if op.name != "tensor.expand_shape":
+        return False
+    groups = [list(g) for g in ir.ArrayAttr(op.attributes["reassociation"])]
+    out = ir.RankedTensorType(op.results[0].type).shape
+    return len(groups[-1]) == 1 and ir.IntegerAttr(groups[-1][0]).value == len(out) - 1
+
+
+def epilogue(value: ir.Value, ev: ConstEval, operands: Operands | None = None) -> Epilogue:
+    """The elementwise ops after ``value`` (a layer's output) that the kernel applies to its
+    tile: every op that reads only ``value``, earlier such ops' results, scalar constants
+    and (``operands``) column constants and tensors is translated, in dependence order (a
+    DAG, so the tanh GELU's separate ops, which read the output three times, fuse too); the
+    longest prefix of them that ends in a translated op and whose values are used outside
+    it by one value only (the epilogue's result) is taken."""
+    inputs = _Inputs(value, ev, operands)
+    env = inputs.env
+    found: list[tuple[ir.Operation, list[str], int, int]] = []  # op, C, columns, tensors
+    seen: set[ir.Operation] = set()
+    follow = operands is not None and operands.column_dim in (-1, inputs.rank - 1)
+    changed = True
+    while changed:
+        changed = False
+        for v in list(env):
+            for user in _users(v):
+                if user in seen:
+                    continue
+                if follow and _keeps_columns(user):
+                    seen.add(user)
+                    env[user.results[0]] = env[v]
+                    found.append((user, [], len(inputs.columns), len(inputs.tensors)))
+                    changed = True
+                    continue
+                ncol, nten = len(inputs.columns), len(inputs.tensors)
+                if not inputs.readable(user):
+                    del inputs.columns[ncol:], inputs.tensors[nten:]
+                    continue  # not yet: another input may join later
+                seen.add(user)
+                tag = f"e{len(found)}"
+                try:
+                    lines, out = _elementwise_c(user, inputs, tag)
+                except NoMatch:
+                    del inputs.columns[ncol:], inputs.tensors[nten:]
+                    continue
+                lines.append(f"const v16 {tag} = {out};")
+                env[user.results[0]] = tag
+                found.append((user, lines, len(inputs.columns), len(inputs.tensors)))
+                changed = True
+    for end in range(len(found), 0, -1):
+        ops = [op for op, *_ in found[:end]]
+        if ops[-1].name != "linalg.generic":
+            continue
+        inside = set(ops)
+        values = [value, *(op.results[0] for op in ops)]
+        outside = [v for v in values if any(u not in inside for u in _users(v))]
+        if len(outside) == 1 and outside[0] != value and outside[0] == ops[-1].results[0]:
+            stmts = [line for _, lines, _, _ in found[:end] for line in lines]
+            _, _, ncol, nten = found[end - 1]
+            return Epilogue(
+                ["{ " + " ".join(stmts) + f" v = {env[outside[0]]}; }}"],
+                ops,
+                [c for _, c in inputs.columns[:ncol]],
+                inputs.tensors[:nten],
+            )
+    return Epilogue()
