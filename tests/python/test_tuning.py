@@ -512,3 +512,33 @@ def test_a_tuned_model_slower_as_a_whole_is_undone(tmp_path):
     assert "as a whole was slower" in result.verdicts[sig].why
     with TuningDB(db) as tdb:
         assert {r.detail for r in tdb.records() if r.config == tiled} == {CONFIRMED_ALONE}
+
+
+def test_contraction_checks_compile_with_the_choices_already_made(tmp_path):
+    """tune() makes the algorithm choices first; every model the contraction checks compile
+    (a scratch database of the configs on trial) carries this host's choice records too, so
+    a layer the GEMM kernel won stays the kernel's in each check, as in the baseline."""
+    from xgen_mlir.passes import winograd_convs as wc
+    from xgen_mlir.tuning.choices import _graph_module
+    from xgen_mlir.tuning.search import _compile_with
+
+    torch.manual_seed(0)
+    model = _TwoLayers().eval()
+    x = torch.randn(56, 48)
+    host = HostIdentity.current(threads=1)
+    cands = wc.candidates(_graph_module(model, (x,), "cpu", {}).operation, offload=True)
+    db = tmp_path / "t.db"
+    with TuningDB(db) as tdb:  # the kernel won the first layer's choice, lost the second's
+        for cand, seconds in zip(cands, (0.5e-3, 2e-3), strict=True):
+            tdb.add(Record(cand.signature, wc.gemm_config(), "ok", seconds, 1e-3), host)
+    options = {"target_options": {"offload": "none"}}
+    with_choices = _compile_with(model, (x,), "cpu", host, {}, options, db)
+    without = _compile_with(model, (x,), "cpu", host, {}, options)
+    kernels = [
+        m.report.rewrites.get("xgen-gemm-kernels", {}).get("gemm kernels", 0)
+        for m in (with_choices, without)
+    ]
+    assert kernels == [1, 0], [m.report.rewrites for m in (with_choices, without)]
+    np.testing.assert_allclose(
+        np.asarray(with_choices(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5
+    )

@@ -262,9 +262,12 @@ def tune(
     compiles) decides, op signature by signature, which confirmed configs make the model
     faster (``check_in_model``; ``model_timer`` replaces its timing, for tests);
     ``measure_model=False`` skips that, and only configs accepted in an earlier run apply.
-    The last ``choices_share`` of the budget is kept for the algorithm choices (Winograd,
-    oneDNN per conv and Linear layer, largest first): on a conv net they are most of the gain,
-    and the contraction search and its checks would otherwise use up the budget.
+    The first ``choices_share`` of the budget goes to the algorithm choices (the generated
+    GEMM kernel, Winograd, oneDNN per conv and Linear layer, largest first; the model with
+    them is kept only if faster): on conv nets and transformers they are most of the gain, a
+    kernel that takes a layer leaves its contraction configs unused, and on a big model
+    the search and its checks (a model compile each) would otherwise use up the budget. The
+    contraction configs are then checked against the model with the choices.
     Returns the per-op results and verdicts, the model's time before and after, and the
     tuned module."""
     t_start = time.perf_counter()
@@ -297,10 +300,40 @@ def tune(
     if use_cost_model:
         cost.fit(tdb.records())
     budget_s = budget_minutes * 60.0
-    # the search leaves the end of the budget to the checks in the model, then the choices
+    # Algorithm choices first (the generated GEMM kernel, Winograd, oneDNN per layer:
+    # tuning/choices.py), in the first choices_share of the budget: they are most of the gain
+    # on conv nets and transformers alike, and a kernel that takes a layer leaves its
+    # contraction configs unused. The model with the choices accepted is the baseline the
+    # contraction configs are checked against; the search leaves the end of the budget to
+    # those checks.
     kept_s = budget_s * (choices_share if not foreign else 0.0)
-    checks_end_s = budget_s - kept_s
-    search_s = checks_end_s * (1.0 - model_check_share) if measure_model else checks_end_s
+    inputs = example_inputs if example_inputs is not None else untuned_module.random_inputs(seed)
+    chosen = _Chosen(untuned_module)
+    choices = []
+    if not foreign:
+        from .choices import tune_choices
+
+        tdb.close()  # the choices write their own records
+        choices = tune_choices(
+            chosen,
+            model,
+            example_inputs,
+            inputs,
+            target,
+            db_path,
+            settings,
+            deadline=t_start + kept_s,
+            progress=progress,
+            compile_options=compile_options,
+        )
+        tdb = TuningDB(db_path)
+        if use_cost_model:
+            cost.fit(tdb.records())
+    baseline = chosen.module
+    # the choices may have run past their share: the rest is split from where they ended
+    start_s = max(kept_s, time.perf_counter() - t_start)
+    checks_end_s = budget_s
+    search_s = start_s + (budget_s - start_s) * (1.0 - model_check_share if measure_model else 1.0)
     trials = 0
     timeline: list[tuple[float, int, float]] = []
     bar = _bar(progress, max_trials, len(ops)) if max_trials != 0 else None
@@ -348,8 +381,8 @@ def tune(
         db_path, host.describe(), ops, trials, time.perf_counter() - t_start, timeline=timeline
     )
     result.ranking = ranking_quality(tdb.records(), seed=seed)
+    result.choices = choices
     tdb.close()
-    inputs = example_inputs if example_inputs is not None else untuned_module.random_inputs(seed)
     if measure_model:
         check = check_in_model(
             model,
@@ -358,7 +391,7 @@ def tune(
             target,
             db_path,
             ops,
-            untuned_module,
+            baseline,
             threads=settings.threads,
             deadline=t_start + checks_end_s,
             compile_s=compile_s,
@@ -387,7 +420,7 @@ def tune(
                     host,
                     result,
                     final,
-                    untuned_module,
+                    baseline,
                     compile_options,
                 )
                 _explain(result.module, ops, result.verdicts)
@@ -401,29 +434,20 @@ def tune(
             tuning_device=runner if foreign else None,
             **compile_options,
         )
-    # Algorithm choices (Winograd vs direct per conv, tuning/choices.py), after the
-    # contraction search, in what is left of the budget; result.module applies them.
-    from .choices import tune_choices
-
-    if not foreign:
-        result.choices = tune_choices(
-            result,
-            model,
-            example_inputs,
-            inputs,
-            target,
-            db_path,
-            settings,
-            deadline=t_start + budget_s,
-            progress=progress,
-            compile_options=compile_options,
-        )
     result.seconds = time.perf_counter() - t_start
     if report is not None:
         from .report import write_report
 
         write_report(result, Path(report))
     return result
+
+
+class _Chosen:
+    """The model module the algorithm choices leave (``tune_choices`` replaces ``module``
+    when the model with them is faster)."""
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
 
 
 CONFIRM_TOP = 3
@@ -602,7 +626,9 @@ def check_in_model(
     pending.sort(key=lambda p: -p[2])
     current = untuned
     if accepted:  # the configs an earlier run accepted are the model to beat
-        current = _compile_with(model, example_inputs, target, host, accepted, compile_options)
+        current = _compile_with(
+            model, example_inputs, target, host, accepted, compile_options, db_path
+        )
     # a compile, then timing: one set of rounds, more (up to the compile's time) if undecided
     per_check_s = 1.5 * compile_s + 2 * IN_MODEL_ROUNDS * max(0.02, model_s) + 1.0
     affordable = max(1, int((deadline - time.perf_counter()) / per_check_s))
@@ -624,7 +650,9 @@ def check_in_model(
             trial = {**accepted, **{op.signature: rec for rec, op, _ in group}}
             timing, why = None, ""
             try:
-                module = _compile_with(model, example_inputs, target, host, trial, compile_options)
+                module = _compile_with(
+                    model, example_inputs, target, host, trial, compile_options, db_path
+                )
             except XGenError as e:
                 why = f"the model does not compile with it: {str(e).splitlines()[0][:200]}"
             else:
@@ -737,7 +765,7 @@ def _undo_this_run(
             )
     if not kept:
         return untuned
-    return _compile_with(model, example_inputs, target, host, kept, compile_options)
+    return _compile_with(model, example_inputs, target, host, kept, compile_options, db_path)
 
 
 def _top(records: Any) -> Record | None:
@@ -751,13 +779,21 @@ def _compile_with(
     host: HostIdentity,
     records: dict[str, Record],
     compile_options: dict[str, Any],
+    db_path: Path | None = None,
 ) -> Any:
-    """The model compiled with exactly these records (a scratch database holding them)."""
+    """The model compiled with exactly these contraction records, and the algorithm choices
+    ``db_path`` holds for ``host`` (decided before the contraction checks: the baseline
+    they are checked against has them), from a scratch database."""
     with tempfile.TemporaryDirectory(prefix="xgen-tune-") as tmp:
         path = Path(tmp) / "trial.db"
         with TuningDB(path) as scratch:
             for r in records.values():
                 scratch.add(replace(r, host_key="", detail=CONFIRMED), host)
+            if db_path is not None:
+                with TuningDB(db_path) as tdb:
+                    for recs in tdb.choices(host).values():
+                        for r in recs:
+                            scratch.add(replace(r, host_key=""), host)
         return compile_model(
             model,
             example_inputs,
