@@ -44,7 +44,7 @@ def test_mutations_are_deterministic_per_seed():
 @pytest.mark.slow
 def test_short_fuzz_run_has_no_tracebacks_signals_hangs_or_leftovers(tmp_path):
     run = campaign.Campaign(tmp_path, seed=0, jobs=1, progress=False)
-    run.run(30)  # every kind of case: xgen-opt, compile-mlir, compile-onnx, run-vmfb
+    run.run(20)  # every kind of case (at least 3 each): xgen-opt, compile-mlir, -onnx, run-vmfb
     summary = run.summary()
     totals = summary["totals"]
     table = run.table()
