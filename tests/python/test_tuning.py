@@ -542,3 +542,52 @@ def test_contraction_checks_compile_with_the_choices_already_made(tmp_path):
     np.testing.assert_allclose(
         np.asarray(with_choices(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5
     )
+
+
+def test_a_check_whose_configs_iree_rejects_is_a_compile_failure(tmp_path, monkeypatch):
+    """IREE takes a model only without the xgen-apply-tuning step (the compile drops it and
+    goes on untuned, with a warning): the check must not time that module as the config's,
+    a fake win would be stored as CONFIRMED and break every later compile. The config is
+    rejected in the model as not compiling, and nothing is timed."""
+    from xgen_mlir.tuning import search
+    from xgen_mlir.tuning.measure import MeasureSettings
+
+    torch.manual_seed(0)
+    model = _TwoLayers().eval()
+    x = torch.randn(56, 48)
+    (sig, desc), _ = _two_layer_signatures(model, x)
+    host = HostIdentity.current(threads=1)
+    db = tmp_path / "t.db"
+    tiled = {"kind": "data-tiled"}
+    with TuningDB(db) as tdb:
+        tdb.add(Record(sig, {"kind": "iree"}, "ok", 1e-4, 1e-4, description=desc), host)
+        tdb.add(
+            Record(sig, tiled, "ok", 5e-5, 1e-4, description=desc, detail=search.CONFIRMED_ALONE),
+            host,
+        )
+    real = search._compile_with
+
+    def rejecting(model, inputs, target, host, records, options, db_path=None):
+        module = real(model, inputs, target, host, records, options, db_path)
+        if records:
+            module.report.dropped_steps = {"xgen-apply-tuning": "IREE from global-opt failed"}
+        return module
+
+    monkeypatch.setattr(search, "_compile_with", rejecting)
+    calls: list[set[str]] = []
+    result = search.tune(
+        model,
+        (x,),
+        db=db,
+        max_trials=0,
+        settings=MeasureSettings(threads=1),
+        progress=False,
+        model_timer=_fake_timer("none", calls),
+        **CONTRACTIONS_ONLY,
+    )
+    assert calls == []  # nothing timed: neither the check nor a final comparison
+    assert result.verdicts[sig].status == search.REJECTED
+    assert "does not compile" in result.verdicts[sig].why
+    with TuningDB(db) as tdb:
+        (rec,) = [r for r in tdb.records() if r.config == tiled]
+    assert rec.detail.startswith(REJECTED_IN_MODEL) and "IREE rejected" in rec.detail

@@ -660,6 +660,10 @@ def check_in_model(
                 why = f"the model does not compile with it: {str(e).splitlines()[0][:200]}"
             else:
                 checks += 1
+                dropped = _tuning_dropped(module)
+                if dropped is not None:  # IREE took the model only without the configs
+                    why = f"the model does not compile with it: IREE rejected it ({dropped})"
+            if not why:
                 err = _relative_error(module, untuned, xs)
                 if err > WRONG_IN_MODEL:
                     why = f"wrong numbers in the model (relative error {err:.2g})"
@@ -730,6 +734,13 @@ def check_in_model(
         if bar is not None:
             bar.close()
     return current, verdicts, log
+
+
+def _tuning_dropped(module: Any) -> str | None:
+    """Why IREE took ``module`` only without its ``xgen-apply-tuning`` step (the compile
+    dropped that optional step and went on untuned, with a warning), else None."""
+    dropped = getattr(module.report, "dropped_steps", None) or {}
+    return next((why for step, why in dropped.items() if "xgen-apply-tuning" in step), None)
 
 
 def _default_timer(current: Any, candidate: Any, xs: Any) -> ModelTiming:
