@@ -235,3 +235,17 @@ def test_a_slice_after_a_deep_model_is_cut_without_recursion():
     (cand,) = wc.candidates(module.operation, offload=True)
     cut = _Slice(cand)
     assert len(cut.args) == 1 and str(cut.args[0].type) == "tensor<4x8xf32>"
+
+
+def test_measurement_order_weighs_the_layer_by_its_measuring_cost():
+    """GPT-2's one 768 x 50257 head (9.9 GFLOP, 154 MB of weights) goes after its twelve
+    768 -> 3072 layers (7.2 GFLOP together, 9 MB each); a detector's big 3x3 conv still goes
+    before two small 1x1 convs."""
+    from xgen_mlir.tuning.choices import ConvChoice, measure_priority
+
+    head = ConvChoice("h", "head", 1, 2 * 128 * 768 * 50257, 768 * 50257 * 4)
+    ffn = ConvChoice("f", "ffn", 12, 2 * 128 * 768 * 3072, 768 * 3072 * 4)
+    assert measure_priority(ffn) > measure_priority(head)
+    conv3 = ConvChoice("c", "3x3", 1, 224_000_000, 3 * 3 * 128 * 128 * 4)
+    small = ConvChoice("p", "1x1", 2, 2_000_000, 16 * 32 * 4)
+    assert measure_priority(conv3) > measure_priority(small)

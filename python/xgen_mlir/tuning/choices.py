@@ -91,7 +91,8 @@ class ConvChoice:
     signature: str
     description: str
     count: int  # ops of the model with this signature
-    flops: int = 0  # of one such op (the order of measurement: count x flops, largest first)
+    flops: int = 0  # of one such op (the order of measurement: ``measure_priority``)
+    weight_bytes: int = 0  # of its weights (what makes one measurement slow: packing them)
     measured: list[Record] = field(default_factory=list)  # this host's records, all variants
     algorithm: str = "direct"  # "direct" or "winograd F(4x4)" ...
     why: str = ""
@@ -105,6 +106,29 @@ class ConvChoice:
         for r in self.measured:
             out[variant_name(r.config)] = r.seconds * 1e3 if r.seconds else None
         return out
+
+
+# What one choice measurement costs, about: a few compiles of a small module (~5 s), plus
+# packing and hashing its weights into each variant (GPT-2's 154 MB head took 58 s).
+MEASURE_FIXED_S = 5.0
+MEASURE_S_PER_MB = 0.35
+
+
+def measure_priority(c: ConvChoice) -> float:
+    """The layer's share of the model (count x FLOPs) per second of measuring it: a budget
+    that ends early has measured the layers that cost the model most for their measuring
+    cost (by count alone, a detector's two small 1x1 convs went before its 224-MFLOP 3x3
+    one; by FLOPs alone, GPT-2's one 50257-wide head took a 5-minute tune's whole share of
+    choices before its twelve-fold Linear layers)."""
+    cost_s = MEASURE_FIXED_S + MEASURE_S_PER_MB * c.weight_bytes / 2**20
+    return c.count * max(c.flops, 1) / cost_s
+
+
+def _weight_bytes(op: ir.Operation) -> int:
+    ty = ir.RankedTensorType(op.operands[1].type)
+    if not ty.has_static_shape:
+        return 0
+    return int(np.prod(ty.shape)) * max(1, ty.element_type.width // 8)
 
 
 def _graph_module(
@@ -437,13 +461,11 @@ def measure_choices(
         tdb.add_host(host)
         known = tdb.choices(host)
     out = [
-        ConvChoice(sig, cs[0].description, len(cs), op_flops(cs[0].op))
+        ConvChoice(sig, cs[0].description, len(cs), op_flops(cs[0].op), _weight_bytes(cs[0].op))
         for sig, cs in by_sig.items()
     ]
     todo = [c for c in out if remeasure or c.signature not in known]
-    # the convs that cost the model most first: a budget that ends early has measured those
-    # (by count alone, a detector's two small 1x1 convs went before its 224-MFLOP 3x3 one)
-    todo.sort(key=lambda c: -c.count * max(c.flops, 1))
+    todo.sort(key=lambda c: -measure_priority(c))
     if max_convs is not None:
         todo = todo[:max_convs]
     order = _order(module) if todo else {}
