@@ -468,14 +468,11 @@ def test_model_timing_margin_follows_the_measured_noise():
     assert len(merged.log_ratios) == 20 and merged.faster()
 
 
-def test_a_tuned_model_slower_as_a_whole_is_undone(tmp_path):
-    """Each check passed, but the final comparison of the whole tuned model with the
-    untuned one says slower beyond the noise: the untuned module comes back and the config
-    accepted in this run is undecided again (a later run checks it again)."""
-    import math
-
-    from xgen_mlir.tuning.measure import MeasureSettings
-    from xgen_mlir.tuning.search import CONFIRMED_ALONE, NOT_TRIED, ModelTiming, tune
+def _one_config_waiting(tmp_path):
+    """_TwoLayers, its input, and a database where the larger op's data-tiled config was
+    confirmed alone (2x faster than IREE's) and waits for its check in the model:
+    (model, x, signature, description, database, the config)."""
+    from xgen_mlir.tuning.search import CONFIRMED_ALONE
 
     torch.manual_seed(0)
     model = _TwoLayers().eval()
@@ -489,6 +486,19 @@ def test_a_tuned_model_slower_as_a_whole_is_undone(tmp_path):
         tdb.add(
             Record(sig, tiled, "ok", 5e-5, 1e-4, description=desc, detail=CONFIRMED_ALONE), host
         )
+    return model, x, sig, desc, db, tiled
+
+
+def test_a_tuned_model_slower_as_a_whole_is_undone(tmp_path):
+    """Each check passed, but the final comparison of the whole tuned model with the
+    untuned one says slower beyond the noise: the untuned module comes back and the config
+    accepted in this run is undecided again (a later run checks it again)."""
+    import math
+
+    from xgen_mlir.tuning.measure import MeasureSettings
+    from xgen_mlir.tuning.search import CONFIRMED_ALONE, NOT_TRIED, ModelTiming, tune
+
+    model, x, sig, _, db, tiled = _one_config_waiting(tmp_path)
     calls = []
 
     def timer(current, candidate, inputs):  # the check's two sets win, the final's lose
@@ -552,19 +562,7 @@ def test_a_check_whose_configs_iree_rejects_is_a_compile_failure(tmp_path, monke
     from xgen_mlir.tuning import search
     from xgen_mlir.tuning.measure import MeasureSettings
 
-    torch.manual_seed(0)
-    model = _TwoLayers().eval()
-    x = torch.randn(56, 48)
-    (sig, desc), _ = _two_layer_signatures(model, x)
-    host = HostIdentity.current(threads=1)
-    db = tmp_path / "t.db"
-    tiled = {"kind": "data-tiled"}
-    with TuningDB(db) as tdb:
-        tdb.add(Record(sig, {"kind": "iree"}, "ok", 1e-4, 1e-4, description=desc), host)
-        tdb.add(
-            Record(sig, tiled, "ok", 5e-5, 1e-4, description=desc, detail=search.CONFIRMED_ALONE),
-            host,
-        )
+    model, x, sig, _, db, tiled = _one_config_waiting(tmp_path)
     real = search._compile_with
 
     def rejecting(model, inputs, target, host, records, options, db_path=None):

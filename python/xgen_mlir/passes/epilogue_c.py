@@ -65,7 +65,7 @@ class Epilogue:
         return bool(self.lines)
 
 
-def _scalar_constant(value: ir.Value) -> float | None:
+def scalar_constant(value: ir.Value) -> float | None:
     """The number of a scalar ``arith.constant`` (float or integer), else None."""
     owner = value.owner
     if not isinstance(owner, ir.OpView | ir.Operation):  # a block argument
@@ -185,7 +185,7 @@ def _elementwise_c(op: ir.Operation, inputs: _Inputs, tag: str) -> tuple[list[st
     def name(v: ir.Value) -> str:
         if v in names:
             return names[v]
-        c = consts.get(v, _scalar_constant(v))
+        c = consts.get(v, scalar_constant(v))
         if c is None:
             raise NoMatch("an epilogue op reads a value the kernel does not have")
         return _splat(c)
@@ -196,13 +196,13 @@ def _elementwise_c(op: ir.Operation, inputs: _Inputs, tag: str) -> tuple[list[st
         if bop.name == "linalg.yield":
             return lines, name(bop.operands[0])
         if bop.name == "arith.constant":
-            c = _scalar_constant(bop.results[0])
+            c = scalar_constant(bop.results[0])
             if c is None:
                 raise NoMatch("a non-scalar constant in an epilogue")
             consts[bop.results[0]] = c
             continue
         if bop.name in ("arith.truncf", "arith.extf"):
-            c = consts.get(bop.operands[0], _scalar_constant(bop.operands[0]))
+            c = consts.get(bop.operands[0], scalar_constant(bop.operands[0]))
             if c is None:
                 raise NoMatch(f"{bop.name} of a vector (the kernel computes f32 only)")
             consts[bop.results[0]] = float(np.float32(c))
@@ -225,7 +225,7 @@ def _elementwise_c(op: ir.Operation, inputs: _Inputs, tag: str) -> tuple[list[st
         elif bop.name in _MATH_C:
             expr = f"{_MATH_C[bop.name]}({ops[0]})"
         elif bop.name in ("math.fpowi", "math.powf"):
-            n = consts.get(bop.operands[1], _scalar_constant(bop.operands[1]))
+            n = consts.get(bop.operands[1], scalar_constant(bop.operands[1]))
             if n is None or n != int(n) or not 0 <= n <= _MAX_POWER:
                 raise NoMatch(f"{bop.name} with an exponent other than 0..{_MAX_POWER}")
             expr = " * ".join([ops[0]] * int(n)) if n else "SPLAT(1.0f)"

@@ -35,6 +35,7 @@ from ..diagnostics import warn_fallback
 from ..dialects.sparse import FKW_CONV, geometry, patterns_of
 from ..irutil import ConstantReader, find_func, ops_named, splice_functions
 from ..target import simd_lanes
+from .epilogue_c import scalar_constant
 from .generic_util import (
     body,
     body_ops,
@@ -335,16 +336,7 @@ def relu_consumer(value: ir.Value) -> ir.Operation | None:
     yielded = body_ops(user)[-1].operands[0]
 
     def zero(v: ir.Value) -> bool:
-        owner = v.owner
-        if not isinstance(owner, ir.OpView | ir.Operation):  # a block argument
-            return False
-        owner = owner.operation
-        if owner.name != "arith.constant":
-            return False
-        try:
-            return ir.FloatAttr(owner.attributes["value"]).value == 0.0
-        except ValueError:  # not a scalar float constant
-            return False
+        return scalar_constant(v) == 0.0
 
     if len(ops) == 1 and ops[0].name == "arith.maximumf" and yielded == ops[0].results[0]:
         a, b = ops[0].operands

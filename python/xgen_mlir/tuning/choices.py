@@ -568,7 +568,7 @@ def _bar(on: bool, total: int) -> Any:
 
 
 def tune_choices(
-    result: Any,
+    current: Any,
     model: Any,
     example_inputs: Any,
     inputs: Any,
@@ -578,15 +578,17 @@ def tune_choices(
     deadline: float,
     progress: bool,
     compile_options: dict[str, Any],
-) -> list[ConvChoice]:
-    """``tune()``'s step for algorithm choices, after its contraction search: measure the
-    model's convs (until ``deadline``); when that makes a conv Winograd, compile the model
-    again and keep it only if it is faster than ``result.module`` (interleaved); if not,
-    the new choices are marked ``REJECTED_IN_MODEL`` and not applied."""
+) -> tuple[list[ConvChoice], Any]:
+    """``tune()``'s step for algorithm choices, before its contraction search: measure the
+    model's convs and Linear layers (until ``deadline``); when that changes a layer's
+    algorithm, compile the model again and keep it only if it is faster than ``current``
+    (the untuned module; interleaved); if not, the new choices are marked
+    ``REJECTED_IN_MODEL`` and not applied. Returns the choices and the model module to go
+    on from."""
     from .search import time_models
 
     if (compile_options.get("target_options") or {}).get("winograd") == "false":
-        return []  # the user forbids Winograd: nothing to choose
+        return [], current  # the user forbids Winograd: nothing to choose
     before = {}
     with TuningDB(db_path) as tdb:
         host = HostIdentity.current(threads=settings.threads)
@@ -607,14 +609,13 @@ def tune_choices(
     )
     changed = [c for c in choices if c.new and c.algorithm != "direct"]
     changed = [c for c in changed if before.get(c.signature) is None]
-    if not changed or result.module is None:
-        return choices
+    if not changed:
+        return choices, current
     options = {**compile_options, "tuning_db": db_path, "tuning_threads": settings.threads}
     candidate = compile_model(model, example_inputs, target, **options)
-    old_ms, new_ms = time_models(result.module, candidate, inputs)
+    old_ms, new_ms = time_models(current, candidate, inputs)
     if new_ms * MIN_GAIN <= old_ms:
-        result.module = candidate
-        return choices
+        return choices, candidate
     with TuningDB(db_path) as tdb:
         for c in changed:
             for r in c.measured:
@@ -624,4 +625,4 @@ def tune_choices(
                 "direct",
                 f"the measured choices slower in the model: {old_ms:.3f} -> {new_ms:.3f} ms",
             )
-    return choices
+    return choices, current

@@ -302,23 +302,22 @@ def tune(
         cost.fit(tdb.records())
     budget_s = budget_minutes * 60.0
     # Algorithm choices first (the generated GEMM kernel, Winograd, oneDNN per layer:
-    # tuning/choices.py), in the first choices_share of the budget: they are most of the gain
-    # on conv nets and transformers alike, and a kernel that takes a layer leaves its
-    # contraction configs unused. The model with the choices accepted is the baseline the
-    # contraction configs are checked against; the search leaves the end of the budget to
-    # those checks.
-    # the share is of what the first compile left (GPT-2's took 73 of a 5-minute budget)
-    left_s = max(0.0, budget_s - (time.perf_counter() - t_start))
-    kept_s = (time.perf_counter() - t_start) + left_s * (choices_share if not foreign else 0.0)
+    # tuning/choices.py), in choices_share of what the first compile left of the budget
+    # (GPT-2's took 73 s of 5 minutes): they are most of the gain on conv nets and
+    # transformers alike, and a kernel that takes a layer leaves its contraction configs
+    # unused. The model with the choices is the baseline the contraction configs are checked
+    # against; the search leaves the end of the budget to those checks.
+    elapsed_s = time.perf_counter() - t_start
+    kept_s = elapsed_s + max(0.0, budget_s - elapsed_s) * (0.0 if foreign else choices_share)
     inputs = example_inputs if example_inputs is not None else untuned_module.random_inputs(seed)
-    chosen = _Chosen(untuned_module)
-    choices = []
+    baseline: Any = untuned_module
+    choices: list[Any] = []
     if not foreign:
         from .choices import tune_choices
 
         tdb.close()  # the choices write their own records
-        choices = tune_choices(
-            chosen,
+        choices, baseline = tune_choices(
+            untuned_module,
             model,
             example_inputs,
             inputs,
@@ -332,7 +331,6 @@ def tune(
         tdb = TuningDB(db_path)
         if use_cost_model:
             cost.fit(tdb.records())
-    baseline = chosen.module
     # the choices may have run past their share: the rest is split from where they ended
     start_s = max(kept_s, time.perf_counter() - t_start)
     checks_end_s = budget_s
@@ -443,14 +441,6 @@ def tune(
 
         write_report(result, Path(report))
     return result
-
-
-class _Chosen:
-    """The model module the algorithm choices leave (``tune_choices`` replaces ``module``
-    when the model with them is faster)."""
-
-    def __init__(self, module: Any) -> None:
-        self.module = module
 
 
 CONFIRM_TOP = 3
