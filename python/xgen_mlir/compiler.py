@@ -11,7 +11,7 @@ import tempfile
 import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +95,10 @@ class CompileOptions:
             raise XGenError(
                 f"unknown compile option(s) {unknown}; options are: {', '.join(sorted(names))}"
             )
-        return cls(**kwargs)
+        # None for an option whose default is an empty dict or list means that default,
+        # as for every other option (callers forward ``target_options=None`` and the like).
+        defaulted = {f.name for f in fields(cls) if f.default_factory is not MISSING}
+        return cls(**{k: v for k, v in kwargs.items() if not (v is None and k in defaulted)})
 
 
 @dataclass

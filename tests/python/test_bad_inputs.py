@@ -147,6 +147,18 @@ def test_unknown_compile_option():
         xgen_mlir.compile(vision.mlp(), (torch.randn(1, 64),), optimise=True)
 
 
+def test_none_means_the_default_for_every_option():
+    """A caller forwarding its own optional arguments passes None for the dict and list
+    options too; that is their default, not a crash inside compile()."""
+    from xgen_mlir.compiler import CompileOptions
+
+    opts = CompileOptions.from_kwargs(
+        {"target_options": None, "extra_iree_flags": None, "precision": None}
+    )
+    assert opts.target_options == {} and opts.extra_iree_flags == []
+    assert opts.precision is None
+
+
 def test_unknown_pass_and_pipeline():
     from xgen_mlir.passes import get_pass
     from xgen_mlir.pipelines import load_pipeline
