@@ -190,7 +190,10 @@ def classify(key: str, src: str) -> str:
         kind = "max" if "arith.maximumf" in src else "sum/avg"
         return f"pooling ({kind}){' s2' if s2 else ''}"
     if op_name.startswith("conv") or "depthwise" in src:
-        dw = "depthwise_conv" in src or (nd == 5 and "conv_" in tail)
+        # a depthwise conv's name has 5 dims (oh, ow, c, kh, kw), 6 with a unit batch first
+        # (xgen-depthwise-tiles re-batches it); a dense conv's has 6 (oh, ow, f, kh, kw, c)
+        batched = nd == 6 and dims is not None and dims.group(1).startswith("1x")
+        dw = "depthwise_conv" in src or ("conv_" in tail and (nd == 5 or batched))
         if dw:
             k = dims.group(1).split("x")[-2:] if dims else ["?", "?"]
             stride = "?" if not src else (2 if s2 else 1)

@@ -464,3 +464,38 @@ def test_pads_of_3x3_depthwise_convs_go_into_their_dispatch(k, tmp_path):
     assert "Zero pads" in render("dw", {}, compiled.report.fusion_plans)
     with torch.no_grad():
         check_close(compiled(x), model(x), atol=1e-4, rtol=1e-4, what=f"dw{k}x{k}")
+
+
+class OddWidthDepthwise(torch.nn.Module):
+    """Depthwise convs whose output widths (7, 15) IREE's own vector tile need not divide:
+    3x3 stride 1, 3x3 stride 2 and 5x5, each with a bias and a ReLU6."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dw3 = torch.nn.Conv2d(64, 64, 3, padding=1, groups=64)
+        self.dw3s2 = torch.nn.Conv2d(64, 64, 3, stride=2, padding=1, groups=64)
+        self.dw5 = torch.nn.Conv2d(64, 64, 5, padding=2, groups=64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        relu6 = torch.nn.functional.relu6
+        return self.dw5(relu6(self.dw3s2(relu6(self.dw3(x)))))
+
+
+def test_depthwise_convs_get_tiles_that_divide_their_output(tmp_path):
+    """xgen-depthwise-tiles gives each depthwise conv a vector tile that divides its output
+    width, in every dispatch IREE compiles, with the numbers PyTorch gives."""
+    model = OddWidthDepthwise().eval()
+    x = torch.randn(1, 64, 15, 15, generator=torch.Generator().manual_seed(0))
+    compiled = xgen_mlir.compile(model, (x,), dump_executables=tmp_path, tuning_db=False)
+    tiles = [t for p in compiled.report.fusion_plans for t in p.conv_tiles]
+    assert [t.conv for t in tiles] == ["15x15x64 3x3", "8x8x64 3x3 s2", "8x8x64 5x5"]
+    assert all(t.taken for t in tiles), [t.describe() for t in tiles]
+    for t in tiles:
+        width = int(t.conv.split("x")[1])
+        assert width % t.vector[2] == 0, t.describe()
+    assert [t.input_pad for t in tiles] == [True, True, False]  # 3x3 windows only
+    configured = "".join(f.read_text() for f in tmp_path.glob("configured_*.mlir"))
+    for t in tiles:
+        assert f"vector_common_parallel = {t.vector}" in configured, t.describe()
+    with torch.no_grad():
+        check_close(compiled(x), model(x), atol=1e-4, rtol=1e-4, what="odd-width depthwise")

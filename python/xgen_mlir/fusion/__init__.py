@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .conv_tiling import ConvTile, tile_conv_groups
 from .data_tiling import TilingDecision, plan_data_tiling
+from .depthwise_tiling import tile_depthwise_groups
 from .gemv_tiling import tile_gemvs
 from .lowering import TileDecision
 from .matmul_tiling import tile_matmuls
@@ -29,6 +30,7 @@ __all__ = [
     "plan_data_tiling",
     "share_padded_buffers",
     "tile_conv_groups",
+    "tile_depthwise_groups",
     "tile_gemvs",
     "tile_matmuls",
     "tile_transposes",

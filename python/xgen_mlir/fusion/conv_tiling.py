@@ -29,6 +29,7 @@ Two IREE details make this more than setting an attribute:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,7 @@ class ConvTile(TileDecision):
     """A ``TileDecision`` for a conv, plus how many of its result's pads it writes in place."""
 
     pads_absorbed: int = 0
+    input_pad: bool = False  # the pad the conv reads is computed in its dispatch
 
     @property
     def conv(self) -> str:
@@ -75,6 +77,7 @@ class ConvTile(TileDecision):
 
     def describe(self) -> str:
         pads = f"; {self.pads_absorbed} pad(s) written in place" if self.pads_absorbed else ""
+        pads += "; its input's pad computed in its dispatch" if self.input_pad else ""
         return super().describe() + pads
 
 
@@ -132,11 +135,29 @@ def choose_tiles(g: ConvGeometry, threads: int) -> tuple[list[list[int]] | None,
     return tiles, f"{g.oh}x{g.ow} output: filter reuse per workgroup (IREE's: one row)"
 
 
-def tile_conv_groups(plan: Any, threads: int) -> list[ConvTile]:
-    """For every delegated group rooted at a conv that gets tiles (``choose_tiles``): re-batch
-    the conv with the tiles attached, let the region absorb its results' constant pads, and
-    wrap the group in a region (the group is no longer delegated). Returns one record per
-    conv-rooted group."""
+def _conv_decision(op: Any, threads: int) -> tuple[str, list[list[int]] | None, str] | None:
+    geom = conv_geometry(op)
+    if geom is None:
+        return None
+    tiles, why = choose_tiles(geom, threads)
+    return str(geom), tiles, why
+
+
+def tile_conv_groups(
+    plan: Any,
+    threads: int,
+    decide: Callable[[Any], tuple[str, list[list[int]] | None, str] | None] | None = None,
+    kind: str = "conv",
+    input_pad: Callable[[Any], bool] | None = None,
+) -> list[ConvTile]:
+    """For every delegated group rooted at a conv that gets tiles (``decide``: the conv's
+    name, its ``[distribution, vector, reduction]`` tiles or None, and why; by default
+    ``choose_tiles`` on dense convs): re-batch the conv with the tiles attached, let the region
+    absorb its results' constant pads, and wrap the group in a region (the group is no longer
+    delegated). ``input_pad``: whether the pad the conv reads goes into the region too (IREE
+    then makes its zeros per tile). Returns one record per conv-rooted group."""
+    if decide is None:
+        decide = lambda op: _conv_decision(op, threads)  # noqa: E731
     records = []
     group_ops = list(zip(plan.groups, plan.group_ops(), strict=True))
     grouped = {o.operation for g, ops in group_ops if len(g.members) > 1 for o in ops}
@@ -144,32 +165,34 @@ def tile_conv_groups(plan: Any, threads: int) -> list[ConvTile]:
         if not group.delegated or not group.contractions or group.why_delegated:
             continue  # delegated for a reason of its own (dynamic shapes): IREE's
         ops = [o.operation for o in ops]
-        found = [(o, conv_geometry(o)) for o in ops]
-        convs = [(o, g) for o, g in found if g is not None]
+        found = [(o, decide(o)) for o in ops]
+        convs = [(o, d) for o, d in found if d is not None]
         if len(convs) != 1:
             continue
-        conv, geom = convs[0]
-        tiles, why = choose_tiles(geom, threads)
+        conv, (name, tiles, why) = convs[0]
         dist, vec, red = tiles or (None, None, None)
-        record = ConvTile("conv", str(geom), dist, vec, why, red)
+        record = ConvTile(kind, name, dist, vec, why, red)
         records.append(record)
         if tiles is None:
             continue
         node = next(plan.nodes[i] for i in group.members if plan.nodes[i].op.operation == conv)
         others = [o for o in ops if o != conv]
+        pad = defining_op(conv.operands[0])
+        pad = pad if pad is not None and input_pad is not None and input_pad(pad) else None
         rebatched = _rebatch(conv, tiles)
         node.op = rebatched[2]  # the plan keeps pointing at live IR
-        members = others + rebatched
+        members = others + rebatched + ([pad] if pad is not None else [])
         slices = []
         for op in list(members):
             for result in op.results:
-                insert = _pad_as_insert_slice(result)
+                insert = _pad_as_insert_slice(result, input_pad)
                 if insert is not None:
                     slices.append(insert)
                 reorder = _layout_change(result, members, grouped)
                 if reorder is not None:  # IREE fuses it into its own conv dispatches too
                     members.append(reorder)
         record.pads_absorbed = len(slices)
+        record.input_pad = pad is not None
         wrap_in_region(members + slices)
         group.delegated = False
     return records
@@ -183,21 +206,31 @@ def conv_compilation_info(ir: Any, tiles: list[list[int]]) -> Any:
 
 
 def _rebatch(conv: Any, tiles: list[list[int]]) -> list[Any]:
-    """Replace the 6-d conv by expand_shape -> 7-d conv (N = 1, tiles attached) ->
-    collapse_shape; returns the new ops."""
+    """Replace the batchless conv (6-d dense, 5-d depthwise) by expand_shape -> the conv with
+    a unit batch loop first (tiles attached) -> collapse_shape; returns the new ops."""
     ir = ir_of(conv)
     x, w, init = conv.operands
     with conv.location, ir.InsertionPoint(conv):
         xt, ot = ir.RankedTensorType(x.type), ir.RankedTensorType(init.type)
         x4, i4 = _expand(ir, x, xt), _expand(ir, init, ot)
-        in_map, _, _ = (
-            str(m).removeprefix("affine_map<").removesuffix(">").split(" -> ")[1]
+        # Every loop moves up one; the input and the output gain the batch as d0, the filter
+        # does not (a dense conv's and a depthwise conv's maps alike).
+        results = [
+            re.sub(
+                r"d(\d+)",
+                lambda m: f"d{int(m.group(1)) + 1}",
+                str(m).removeprefix("affine_map<").removesuffix(">").split(" -> ")[1],
+            )
             for m in conv.attributes["indexing_maps"]
-        )
-        dims = "(d0, d1, d2, d3, d4, d5, d6) -> "
-        shifted = re.sub(r"d(\d)", lambda m: f"d{int(m.group(1)) + 1}", in_map)
-        maps = [dims + "(d0, " + shifted[1:], dims + "(d4, d5, d6, d3)", dims + "(d0, d1, d2, d3)"]
-        kinds = ["parallel"] * 4 + ["reduction"] * 3
+        ]
+        old_kinds = [str(k) for k in conv.attributes["iterator_types"]]
+        dims = "(" + ", ".join(f"d{i}" for i in range(len(old_kinds) + 1)) + ") -> "
+        maps = [
+            dims + "(d0, " + results[0][1:],
+            dims + results[1],
+            dims + "(d0, " + results[2][1:],
+        ]
+        kinds = ["parallel"] + ["reduction" if "reduction" in k else "parallel" for k in old_kinds]
         affine = [ir.Attribute.parse(f"affine_map<{m}>") for m in maps]
         attrs = {
             "indexing_maps": ir.ArrayAttr.get(affine),
@@ -263,10 +296,14 @@ def _layout_change(value: Any, members: list[Any], grouped: set[Any]) -> Any | N
     return user
 
 
-def _pad_as_insert_slice(value: Any) -> Any | None:
-    """If ``value``'s only reader is a static constant ``tensor.pad``, replace it by IREE's
-    own form, ``insert_slice(value, fill)``, and return the insert_slice."""
+def _pad_as_insert_slice(value: Any, keep: Callable[[Any], bool] | None = None) -> Any | None:
+    """If ``value``'s only reader is a static constant ``tensor.pad`` (and not one ``keep``
+    leaves for its own reader's dispatch), replace it by IREE's own form,
+    ``insert_slice(value, fill)``, and return the insert_slice."""
     uses = list(value.uses)
     if len(uses) != 1 or uses[0].owner.operation.name != "tensor.pad":
         return None
-    return pad_to_insert_slice(uses[0].owner.operation)
+    pad = uses[0].owner.operation
+    if keep is not None and keep(pad):
+        return None
+    return pad_to_insert_slice(pad)

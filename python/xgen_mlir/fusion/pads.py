@@ -79,6 +79,13 @@ def place_pads(block: Any) -> list[PadPlacement]:
     return records
 
 
+def stays_in_reader(pad: Any) -> bool:
+    """Whether ``pad`` is one this module leaves for its depthwise reader's dispatch (a static
+    zero pad read only by a 3x3 depthwise conv whose producer has no xgen_mlir tiles)."""
+    pad = pad.operation
+    return pad.name == "tensor.pad" and _placement(pad)[1] and _static_constant(pad) is not None
+
+
 def _placement(pad: Any) -> tuple[str, bool, str]:
     """(who reads ``pad``, whether it stays a pad for its reader's dispatch, why)."""
     users = [u.owner.operation for u in pad.results[0].uses]
@@ -112,20 +119,27 @@ def _has_xgen_tiles(value: Any, depth: int = 3) -> bool:
     return depth > 1 and any(_has_xgen_tiles(v, depth - 1) for v in op.operands)
 
 
+def _static_constant(pad: Any) -> Any | None:
+    """The ``arith.constant`` a static ``tensor.pad`` pads with; None for other pads."""
+    padded = ir_of(pad).RankedTensorType(pad.results[0].type)
+    if len(pad.operands) != 1 or not padded.has_static_shape:
+        return None
+    body = [o.operation for o in pad.regions[0].blocks[0].operations]
+    constant = defining_op(body[-1].operands[0]) if len(body) == 1 else None
+    return constant if constant is not None and constant.name == "arith.constant" else None
+
+
 def pad_to_insert_slice(pad: Any) -> Any | None:
     """Replace a static ``tensor.pad`` with a constant padding value by
     ``insert_slice(source, fill)`` (IREE's own form of a pad, which the producer's dispatch
     writes in place into the filled buffer); returns the insert_slice, or None (unchanged)
     for other pads."""
     pad = pad.operation
+    constant = _static_constant(pad)
+    if constant is None:
+        return None
     ir = ir_of(pad)
     padded = ir.RankedTensorType(pad.results[0].type)
-    if len(pad.operands) != 1 or not padded.has_static_shape:
-        return None
-    body = [o.operation for o in pad.regions[0].blocks[0].operations]
-    constant = defining_op(body[-1].operands[0]) if len(body) == 1 else None
-    if constant is None or constant.name != "arith.constant":
-        return None
     value = pad.operands[0]
     low = [int(v) for v in pad.attributes["static_low"]]
     shape = list(ir.RankedTensorType(value.type).shape)

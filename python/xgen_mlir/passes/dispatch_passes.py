@@ -10,7 +10,8 @@ come as options (``vector-bits``, ``threads``); no pass reads the machine it run
 Ordering rules (checked when a pipeline is built): transposes are tiled before pad sharing
 and conv tiles erase ops the plan points at; gemv and matmul tiles come after the data-tiling
 hints (tiled contractions keep IREE's packed layout); conv tiles after pad sharing, whose pads
-they absorb; depthwise pads last, on the pads no step before placed.
+they absorb; depthwise pads on the pads no step before placed; depthwise tiles last, taking
+into their regions the pads left for their convs' dispatches.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..fusion import (
     plan_data_tiling,
     share_padded_buffers,
     tile_conv_groups,
+    tile_depthwise_groups,
     tile_gemvs,
     tile_matmuls,
     tile_transposes,
@@ -267,6 +269,25 @@ def depthwise_pads(module_op: Any, opts: PrintOptions, state: DispatchState) -> 
         _show(opts.print, records)
     if fused:  # the pads left for their depthwise readers: IREE fuses them into those
         state.add_flags.append(PAD_FLAG)
+
+
+@register_pass(
+    "xgen-depthwise-tiles",
+    "Depthwise convs get vector tiles that divide their output width (IREE's may not, and "
+    "then compiles the conv to scalar code), in dispatch regions of their own.",
+    ConvTileOptions,
+    phase=DISPATCH,
+    requires=(PLAN,),
+    after=("xgen-transpose-tiles", "xgen-share-pads", "xgen-conv-tiles", "xgen-depthwise-pads"),
+)
+def depthwise_tiles(module_op: Any, opts: ConvTileOptions, state: DispatchState) -> None:
+    """At any vector width: a tile that divides is a condition of IREE's vectorizer, not a
+    choice measured on one host (fusion/depthwise_tiling.py)."""
+    for name, _ in function_blocks(module_op):
+        plan = state.plans[name]
+        records = tile_depthwise_groups(plan, max(1, opts.threads), opts.vector_bits)
+        plan.conv_tiles = [*plan.conv_tiles, *records]
+        _show(opts.print, records)
 
 
 MERGE = "xgen-merge-duplicate-outputs"
