@@ -8,7 +8,9 @@ AVX2 target it chose 2 pixels for widths 7, 15, 21, 25, 49 and 55 (no packed FMA
 object), but 1 or 3 for 9, 11 and 13. MobileNetV2's 7x7x960 3x3 conv then ran in 0.47-0.61 ms;
 with a dividing tile, 0.06-0.07 ms (`iree-benchmark-module`, 2 threads, AMD EPYC Zen 3).
 
-So every static f32 depthwise conv gets tiles here, at any vector width:
+At 512-bit vectors its pick is a divisor (7 of 7, 14 and 28, 5 of 15, 4 of 112: checked
+on MobileNetV2's shapes for an AVX-512 CPU), so ``xgen-depthwise-tiles`` fires below that
+width only. There every static f32 depthwise conv gets tiles:
   vector: the largest divisor of the output width up to 8 pixels x one vector of channels;
   reduction: one filter row, its whole width (IREE's decomposition needs that);
   workgroup: rows of the whole output width, up to 64 pixels, x up to 64 channels, narrowed

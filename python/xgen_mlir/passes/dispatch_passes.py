@@ -53,6 +53,7 @@ from ..fusion.tunable import (
 from .registry import DISPATCH, DispatchState, PassFailure, register_pass
 
 DATA_TILING_FLAG = "--iree-opt-data-tiling"
+DEPTHWISE_DIVIDES_FROM_BITS = 512  # IREE's depthwise vector tile divides the width from here
 PLAN = "xgen-plan-fusion"
 
 
@@ -281,8 +282,17 @@ def depthwise_pads(module_op: Any, opts: PrintOptions, state: DispatchState) -> 
     after=("xgen-transpose-tiles", "xgen-share-pads", "xgen-conv-tiles", "xgen-depthwise-pads"),
 )
 def depthwise_tiles(module_op: Any, opts: ConvTileOptions, state: DispatchState) -> None:
-    """At any vector width: a tile that divides is a condition of IREE's vectorizer, not a
-    choice measured on one host (fusion/depthwise_tiling.py)."""
+    """A tile that divides is a condition of IREE's vectorizer, not a choice measured on one
+    host (fusion/depthwise_tiling.py); at 512-bit vectors IREE's own pick already divides
+    (widths 7, 14, 15, 28, 112 checked), so its tiles, measured there, stay."""
+    if opts.vector_bits >= DEPTHWISE_DIVIDES_FROM_BITS:
+        if opts.print:
+            print(
+                f"depthwise tiles: none: at {opts.vector_bits}-bit vectors IREE's own vector "
+                "tile divides the output width",
+                file=sys.stderr,
+            )
+        return
     for name, _ in function_blocks(module_op):
         plan = state.plans[name]
         records = tile_depthwise_groups(plan, max(1, opts.threads), opts.vector_bits)

@@ -21,8 +21,10 @@
 // reads joins the region (IREE makes its zeros per tile, as xgen-depthwise-pads decides for
 // 3x3 windows).
 // DECIDE: depthwise conv 7x7x64 3x3: tiles workgroup [0, 7, 7, 16, 0, 0] vector [1, 1, 7, 8, 0, 0] reduction [0, 0, 0, 0, 1, 3]: 7-pixel vectors divide the 7-wide output{{.*}}; its input's pad computed in its dispatch
-// At 512-bit vectors, 16 channels a vector.
-// AVX512: depthwise conv 7x7x64 3x3: tiles workgroup [0, 7, 7, 16, 0, 0] vector [1, 1, 7, 16, 0, 0]
+// At 512-bit vectors IREE's own pick divides the width (7 pixels x 16 channels here): its
+// tiles stay.
+// AVX512: depthwise tiles: none: at 512-bit vectors IREE's own vector tile divides the output width
+// AVX512-NOT: tiles workgroup
 // UNKNOWN: depthwise conv 7x7x64 3x3: IREE's tiles: the target's vector width is unknown
 // CHECK-DAG: #[[CFG:.+]] = #iree_cpu.lowering_config<distribution = [0, 7, 7, 16, 0, 0], vector_common_parallel = [1, 1, 7, 8, 0, 0], vector_reduction = [0, 0, 0, 0, 1, 3]>
 // CHECK-DAG: #[[IN:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 + d4, d2 + d5, d3)>
