@@ -107,8 +107,9 @@ def _decision(
         return None
     tiles, why = choose_depthwise_tiles(geom, threads, vector_bits)
     name = f"{geom.oh}x{geom.ow}x{geom.oc} {geom.kh}x{geom.kw}"
-    if geom.stride != (1, 1):
-        name += f" s{geom.stride[0]}"
+    sh, sw = geom.stride
+    if (sh, sw) != (1, 1):
+        name += f" s{sh}" if sh == sw else f" s{sh}x{sw}"
     return name, tiles, why
 
 
