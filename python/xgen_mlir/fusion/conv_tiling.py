@@ -146,18 +146,20 @@ def _conv_decision(op: Any, threads: int) -> tuple[str, list[list[int]] | None, 
 def tile_conv_groups(
     plan: Any,
     threads: int,
-    decide: Callable[[Any], tuple[str, list[list[int]] | None, str] | None] | None = None,
+    decide: Callable[[Any, list[Any]], tuple[str, list[list[int]] | None, str] | None]
+    | None = None,
     kind: str = "conv",
     input_pad: Callable[[Any], bool] | None = None,
 ) -> list[ConvTile]:
-    """For every delegated group rooted at a conv that gets tiles (``decide``: the conv's
-    name, its ``[distribution, vector, reduction]`` tiles or None, and why; by default
+    """For every delegated group rooted at a conv that gets tiles (``decide``, given an op and
+    its group's ops: the conv's name, its ``[distribution, vector, reduction]`` tiles or None,
+    and why; None for an op that is not its kind of conv; by default
     ``choose_tiles`` on dense convs): re-batch the conv with the tiles attached, let the region
     absorb its results' constant pads, and wrap the group in a region (the group is no longer
     delegated). ``input_pad``: whether the pad the conv reads goes into the region too (IREE
     then makes its zeros per tile). Returns one record per conv-rooted group."""
     if decide is None:
-        decide = lambda op: _conv_decision(op, threads)  # noqa: E731
+        decide = lambda op, _: _conv_decision(op, threads)  # noqa: E731
     records = []
     group_ops = list(zip(plan.groups, plan.group_ops(), strict=True))
     grouped = {o.operation for g, ops in group_ops if len(g.members) > 1 for o in ops}
@@ -165,7 +167,7 @@ def tile_conv_groups(
         if not group.delegated or not group.contractions or group.why_delegated:
             continue  # delegated for a reason of its own (dynamic shapes): IREE's
         ops = [o.operation for o in ops]
-        found = [(o, decide(o)) for o in ops]
+        found = [(o, decide(o, ops)) for o in ops]
         convs = [(o, d) for o, d in found if d is not None]
         if len(convs) != 1:
             continue

@@ -99,13 +99,29 @@ def choose_depthwise_tiles(
     return tiles, f"{owt}-pixel vectors divide the {g.ow}-wide output (IREE's may not: scalar code)"
 
 
+def _converts_types(ops: list[Any]) -> bool:
+    """Some op of the group reads or writes a tensor of another element type than f32 (an
+    int8 model's dequantize before the conv or quantize after it)."""
+    ir = ir_of(ops[0])
+    for op in ops:
+        for v in [*op.operands, *op.results]:
+            if isinstance(v.type, ir.RankedTensorType):
+                if str(ir.RankedTensorType(v.type).element_type) != "f32":
+                    return True
+    return False
+
+
 def _decision(
-    op: Any, threads: int, vector_bits: int
+    op: Any, group: list[Any], threads: int, vector_bits: int
 ) -> tuple[str, list[list[int]] | None, str] | None:
     geom = depthwise_geometry(op)
     if geom is None:
         return None
     tiles, why = choose_depthwise_tiles(geom, threads, vector_bits)
+    if tiles is not None and _converts_types(group):
+        # MobileNetV2 int8 (f32 depthwise on integer values, a quantize after it): IREE
+        # rejected these dispatches with the tiles ("large vector sizes") on an AVX2 host
+        tiles, why = None, "its dispatch converts element types (int8): IREE rejected the tiles"
     name = f"{geom.oh}x{geom.ow}x{geom.oc} {geom.kh}x{geom.kw}"
     sh, sw = geom.stride
     if (sh, sw) != (1, 1):
@@ -116,5 +132,9 @@ def _decision(
 def tile_depthwise_groups(plan: Any, threads: int, vector_bits: int) -> list[ConvTile]:
     """``conv_tiling.tile_conv_groups`` for the plan's depthwise convs."""
     return tile_conv_groups(
-        plan, threads, lambda op: _decision(op, threads, vector_bits), KIND, stays_in_reader
+        plan,
+        threads,
+        lambda op, group: _decision(op, group, threads, vector_bits),
+        KIND,
+        stays_in_reader,
     )

@@ -133,7 +133,8 @@ func.func @wide_window(%x: tensor<28x28x32xf32>, %w: tensor<5x5x32xf32>) -> tens
 // says why); a dilated depthwise conv, a dense conv and an f16 depthwise conv are not this
 // pass's (no record, no tiles).
 // DECIDE: depthwise conv 5x5x12 3x3: IREE's tiles: 12 channels: not a multiple of the 8-lane vector
-// DECIDE-NOT: depthwise conv
+// DECIDE-NOT: 5x5x8
+// DECIDE-NOT: 7x7x8
 // CHECK-LABEL: func.func @not_these
 // CHECK-NOT: compilation_info
 // CHECK-NOT: flow.dispatch.region
@@ -178,4 +179,39 @@ func.func @not_these(%x: tensor<7x7x12xf32>, %w: tensor<3x3x12xf32>, %x9: tensor
     linalg.yield %s : f16
   } -> tensor<5x5x8xf16>
   return %c, %cd, %cn, %ch : tensor<5x5x12xf32>, tensor<5x5x8xf32>, tensor<7x7x8xf32>, tensor<5x5x8xf16>
+}
+
+// -----
+
+#dwin = affine_map<(d0, d1, d2, d3, d4) -> (d0 + d3, d1 + d4, d2)>
+#dww = affine_map<(d0, d1, d2, d3, d4) -> (d3, d4, d2)>
+#dwout = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2)>
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// Must not fire either: the conv's dispatch quantizes its result to int8 (MobileNetV2 int8
+// runs its depthwise convs in f32 on integer values); IREE rejected such dispatches with
+// these tiles ("large vector sizes"), so IREE's own stay.
+// DECIDE: depthwise conv 7x7x64 3x3: IREE's tiles: its dispatch converts element types (int8)
+// CHECK-LABEL: func.func @quantized_epilogue
+// CHECK-NOT: compilation_info
+// CHECK: return
+func.func @quantized_epilogue(%x: tensor<9x9x64xf32>, %w: tensor<3x3x64xf32>) -> tensor<7x7x64xi8> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<7x7x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<7x7x64xf32>) -> tensor<7x7x64xf32>
+  %c = linalg.generic {indexing_maps = [#dwin, #dww, #dwout], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %w : tensor<9x9x64xf32>, tensor<3x3x64xf32>) outs(%f : tensor<7x7x64xf32>) {
+  ^bb0(%a: f32, %bb: f32, %o: f32):
+    %m = arith.mulf %a, %bb : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<7x7x64xf32>
+  %e8 = tensor.empty() : tensor<7x7x64xi8>
+  %q = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%c : tensor<7x7x64xf32>) outs(%e8 : tensor<7x7x64xi8>) {
+  ^bb0(%a: f32, %o: i8):
+    %i = arith.fptosi %a : f32 to i8
+    linalg.yield %i : i8
+  } -> tensor<7x7x64xi8>
+  return %q : tensor<7x7x64xi8>
 }
