@@ -342,15 +342,23 @@ def test_depthwise_per_channel_runs_on_exact_integers_in_f32() -> None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.dw(torch.relu(self.c(x)))
 
-    x = torch.randn(1, 3, 8, 8)
-    quantized = compress.quantize(Net(), x, calibration=_calibration(2, (1, 3, 8, 8)))
+    x = torch.randn(1, 3, 7, 7)  # an odd width: xgen-depthwise-tiles would fire (256 bits)
+    quantized = compress.quantize(Net(), x, calibration=_calibration(2, (1, 3, 7, 7)))
     rewritten = onnx.ModelProto()
     rewritten.CopyFrom(quantized)
     assert rewrite_per_channel_contractions(rewritten) == {"Conv": 2}
     text = str(import_onnx(quantized)[0])
     assert text.count("linalg.conv_2d_nchw_fchw_q") == 1
     assert "depthwise_conv_2d_nhwc_hwc_q" not in text
-    got, want = np.asarray(xgen_mlir.compile(quantized)(x.numpy())), _ort(quantized, x.numpy())
+    compiled = xgen_mlir.compile(quantized, target_options={"vector_bits": "256"})
+    # the dispatch steps are used: the depthwise conv's dispatch dequantizes and requantizes,
+    # where IREE rejected xgen-depthwise-tiles' tiles, so it keeps its own
+    assert compiled.report.fusion_note == ""
+    tiles = [t for p in compiled.report.fusion_plans for t in p.conv_tiles]
+    assert [t.reason for t in tiles if not t.taken] == [
+        "its dispatch converts element types (int8): IREE rejected the tiles"
+    ]
+    got, want = np.asarray(compiled(x.numpy())), _ort(quantized, x.numpy())
     # ONNX's reference evaluator (a CPU without VNNI) runs the QDQ convs in float: a last-bit
     # difference at the inner requantize moves a value one step, which can reach two outputs
     steps = 1.001 if int8_exact_in_ort() else 2.001
