@@ -431,6 +431,25 @@ class Campaign:
             bar.close()
         return self.results
 
+    def controls(self) -> list[Result]:
+        """Each module seed run as it is, through the same command as its mutants: accepted,
+        or the harness itself is broken (mutants that are all refused say nothing of the
+        path that accepts)."""
+        out = []
+        for i, seed in enumerate(self.seeds({"run-vmfb"})["vmfb"]):
+            case_dir = self.out / f"control-{i}"
+            case_dir.mkdir(parents=True, exist_ok=True)
+            path = case_dir / "input.vmfb"
+            path.write_bytes(seed.data)
+            t0 = time.perf_counter()
+            rc, _, err, timed_out = _run(
+                _command("run-vmfb", path, seed), self.env, case_dir, TIMEOUT_S["run-vmfb"]
+            )
+            outcome, detail = _outcome(rc, err, timed_out)
+            seconds = round(time.perf_counter() - t0, 2)
+            out.append(Result(-1 - i, "run-vmfb", seed.name, "none", outcome, rc, detail, seconds))
+        return out
+
     def _one(self, index: int, kind: str, seeds: dict[str, list[Seed]]) -> Result:
         rng = random.Random(f"{self.seed}:{index}")
         pool = seeds["vmfb" if kind == "run-vmfb" else "onnx" if kind == "compile-onnx" else "mlir"]

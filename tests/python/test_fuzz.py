@@ -50,6 +50,9 @@ def test_short_fuzz_run_has_no_tracebacks_signals_hangs_or_leftovers(tmp_path):
     table = run.table()
     assert totals["traceback"] == totals["signal"] == totals["hang"] == 0, table
     assert summary["temp_leftovers"] == [], table
-    # The run reached past the parser: some inputs were refused, some went all the way.
-    assert totals["clean_error"] > 0 and totals["accepted"] > 0, table
+    assert totals["clean_error"] > 0, table  # the mutants reached the checks that refuse
     assert set(summary["counts"]) == set(campaign.KINDS), table
+    # Whether some of 20 mutants of seed 0 are accepted depends on the corpus (each lit file
+    # added moves the draws); the accepting path is checked on the seeds themselves.
+    controls = run.controls()
+    assert controls and all(c.outcome == "accepted" for c in controls), controls
