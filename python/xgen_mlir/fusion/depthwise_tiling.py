@@ -24,37 +24,24 @@ made them fill + insert_slice, written in place by their producers).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..analysis.mapping_types import ir_of
 from .conv_tiling import ConvGeometry, ConvTile, tile_conv_groups
-from .pads import stays_in_reader
+from .pads import depthwise_strides, stays_in_reader
 
 KIND = "depthwise conv"
 MAX_VECTOR_PIXELS = 8  # accumulators: pixels x one vector of channels each
 MAX_WORKGROUP_PIXELS = 64
 MAX_WORKGROUP_CHANNELS = 64
 
-# loops (oh, ow, c, kh, kw): input (oh * s + kh, ow * s + kw, c), filter (kh, kw, c), output
-_INPUT = re.compile(
-    r"^\(d0, d1, d2, d3, d4\) -> \(d0(?: \* (\d+))? \+ d3, d1(?: \* (\d+))? \+ d4, d2\)$"
-)
-_FILTER = "(d0, d1, d2, d3, d4) -> (d3, d4, d2)"
-_OUTPUT = "(d0, d1, d2, d3, d4) -> (d0, d1, d2)"
-
 
 def depthwise_geometry(op: Any) -> ConvGeometry | None:
     """The shape of a batchless channels-last f32 depthwise conv generic (what IREE's global
     optimizations leave); None for anything else (dense, dilated, dynamic, other types)."""
     op = op.operation
-    if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
-        return None
-    maps = [
-        str(m).removeprefix("affine_map<").removesuffix(">") for m in op.attributes["indexing_maps"]
-    ]
-    match = _INPUT.match(maps[0])
-    if match is None or maps[1:] != [_FILTER, _OUTPUT]:
+    stride = depthwise_strides(op)
+    if stride is None or len(op.results) != 1:
         return None
     body = [o.operation.name for o in op.regions[0].blocks[0].operations]
     if body != ["arith.mulf", "arith.addf", "linalg.yield"]:
@@ -65,7 +52,6 @@ def depthwise_geometry(op: Any) -> ConvGeometry | None:
         return None
     oh, ow, c = types[3].shape
     kh, kw, _ = types[1].shape
-    stride = (int(match.group(1) or 1), int(match.group(2) or 1))
     return ConvGeometry(oh, ow, c, kh, kw, 1, stride)
 
 

@@ -32,7 +32,7 @@ FLAG = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
 
 # loops (oh, ow, c, kh, kw): input (oh * s + kh, ow * s + kw, c), filter (kh, kw, c), output
 _DW_INPUT = re.compile(
-    r"^\(d0, d1, d2, d3, d4\) -> \(d0(?: \* \d+)? \+ d3, d1(?: \* \d+)? \+ d4, d2\)$"
+    r"^\(d0, d1, d2, d3, d4\) -> \(d0(?: \* (\d+))? \+ d3, d1(?: \* (\d+))? \+ d4, d2\)$"
 )
 _DW_FILTER = "(d0, d1, d2, d3, d4) -> (d3, d4, d2)"
 _DW_OUTPUT = "(d0, d1, d2, d3, d4) -> (d0, d1, d2)"
@@ -54,16 +54,24 @@ class PadPlacement:
         return f"pad -> {self.padded_type} read by {self.reader}: {where}: {self.reason}"
 
 
-def is_depthwise_conv(op: Any) -> bool:
-    """A channels-last 2-D depthwise conv as IREE's global optimizations leave it: a generic
-    over (oh, ow, c, kh, kw) reading input (oh*s + kh, ow*s + kw, c) and filter (kh, kw, c)."""
+def depthwise_strides(op: Any) -> tuple[int, int] | None:
+    """The (h, w) strides of a channels-last 2-D depthwise conv as IREE's global
+    optimizations leave it: a generic over (oh, ow, c, kh, kw) reading input
+    (oh*s + kh, ow*s + kw, c) and filter (kh, kw, c); None for any other op."""
     op = op.operation
     if op.name != "linalg.generic" or len(op.operands) != 3:
-        return False
+        return None
     maps = [
         str(m).removeprefix("affine_map<").removesuffix(">") for m in op.attributes["indexing_maps"]
     ]
-    return bool(_DW_INPUT.match(maps[0])) and maps[1:] == [_DW_FILTER, _DW_OUTPUT]
+    match = _DW_INPUT.match(maps[0])
+    if match is None or maps[1:] != [_DW_FILTER, _DW_OUTPUT]:
+        return None
+    return int(match.group(1) or 1), int(match.group(2) or 1)
+
+
+def is_depthwise_conv(op: Any) -> bool:
+    return depthwise_strides(op) is not None
 
 
 def place_pads(block: Any) -> list[PadPlacement]:
