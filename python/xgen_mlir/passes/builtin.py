@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     algebraic_simplify,
+    attention_kernels,
     bf16_constants,
     block_sparse,
     byoc_offload,

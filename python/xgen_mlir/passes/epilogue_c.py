@@ -48,6 +48,9 @@ class Operands:
     layer: ir.Operation
     column_dim: int = -1
     tensors: bool = True
+    # tensors broadcast along leading dims (a mask [1, 1, T, T] added to scores [1, H, T, T]):
+    # read through their maps, which ``Epilogue.tensor_maps`` keeps for the kernel's offsets
+    broadcast: bool = False
 
 
 @dataclass
@@ -60,6 +63,7 @@ class Epilogue:
     ops: list[ir.Operation] = field(default_factory=list)
     columns: list[np.ndarray] = field(default_factory=list)
     tensors: list[ir.Value] = field(default_factory=list)
+    tensor_maps: list[ir.AffineMap] = field(default_factory=list)  # each tensor's map
 
     def __bool__(self) -> bool:
         return bool(self.lines)
@@ -91,6 +95,7 @@ class _Inputs:
         self.operands = operands
         self.columns: list[tuple[ir.Value, np.ndarray]] = []
         self.tensors: list[ir.Value] = []
+        self.maps: list[ir.AffineMap] = []
         self.rank = len(ir.RankedTensorType(value.type).shape)
 
     def column(self, operand: ir.Value, amap: ir.AffineMap, rank: int) -> str | None:
@@ -116,7 +121,12 @@ class _Inputs:
         through the identity map, defined before the layer (so not computed from its
         output), with the columns its last dim."""
         ops = self.operands
-        if ops is None or not ops.tensors or not is_identity(amap) or operand.type != like:
+        if ops is None or not ops.tensors:
+            return None
+        if ops.broadcast:
+            if not _broadcast_map(amap, operand, like):
+                return None
+        elif not is_identity(amap) or operand.type != like:
             return None
         if ops.column_dim not in (-1, self.rank - 1):
             return None
@@ -128,9 +138,11 @@ class _Inputs:
                 return None
         elif not isinstance(owner, ir.Block) or owner != ops.layer.block:
             return None
-        if operand in self.tensors:
-            return f"t{self.tensors.index(operand)}"
+        for i, (known, kmap) in enumerate(zip(self.tensors, self.maps, strict=True)):
+            if known == operand and kmap == amap:
+                return f"t{i}"
         self.tensors.append(operand)
+        self.maps.append(amap)
         return f"t{len(self.tensors) - 1}"
 
     def readable(self, op: ir.Operation) -> bool:
@@ -239,6 +251,23 @@ def _elementwise_c(op: ir.Operation, inputs: _Inputs, tag: str) -> tuple[list[st
     raise NoMatch("an epilogue op without a yield")
 
 
+def _broadcast_map(amap: ir.AffineMap, operand: ir.Value, like: ir.Type) -> bool:
+    """Whether ``operand`` is read through ``amap`` along the output's last dim (the kernel's
+    columns: one vector load) and, for its other dims, along output dims in order or
+    broadcast (size 1, constant index 0)."""
+    dims = map_dims(amap)
+    shape = ir.RankedTensorType(operand.type).shape
+    out = ir.RankedTensorType(like).shape
+    if dims is None or not dims or amap.n_dims != len(out):
+        return False
+    if dims[-1] != len(out) - 1 or shape[-1] != out[-1]:
+        return False
+    used = [d for d in dims if d is not None]
+    if used != sorted(used):  # no transposes: rows stay rows
+        return False
+    return all(d is None or shape[i] == out[d] for i, d in enumerate(dims))
+
+
 def _is_scalar(ev: ConstEval, value: ir.Value) -> bool:
     found = ev.value(value)
     return found is not None and found.size == 1
@@ -285,14 +314,14 @@ def epilogue(value: ir.Value, ev: ConstEval, operands: Operands | None = None) -
                     continue
                 ncol, nten = len(inputs.columns), len(inputs.tensors)
                 if not inputs.readable(user):
-                    del inputs.columns[ncol:], inputs.tensors[nten:]
+                    del inputs.columns[ncol:], inputs.tensors[nten:], inputs.maps[nten:]
                     continue  # not yet: another input may join later
                 seen.add(user)
                 tag = f"e{len(found)}"
                 try:
                     lines, out = _elementwise_c(user, inputs, tag)
                 except NoMatch:
-                    del inputs.columns[ncol:], inputs.tensors[nten:]
+                    del inputs.columns[ncol:], inputs.tensors[nten:], inputs.maps[nten:]
                     continue
                 lines.append(f"const v16 {tag} = {out};")
                 env[user.results[0]] = tag
@@ -313,5 +342,6 @@ def epilogue(value: ir.Value, ev: ConstEval, operands: Operands | None = None) -
                 ops,
                 [c for _, c in inputs.columns[:ncol]],
                 inputs.tensors[:nten],
+                inputs.maps[:nten],
             )
     return Epilogue()

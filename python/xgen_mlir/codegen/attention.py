@@ -1,0 +1,290 @@
+"""C for one self-attention core: ``O = softmax(score(Q K^T)) V`` per head, as one dispatch.
+
+IREE runs a transformer's attention as four or more dispatches (the ``Q K^T`` batch matmul,
+its scale and mask with the softmax, the ``P V`` batch matmul, the transposes between the
+heads' layout and the tokens'), and each writes its tensor to memory: the scores and the
+probabilities are ``heads x T x T`` floats, more than the layer's activations at T = 128.
+This kernel keeps them in L1: a workgroup is one head and a block of query rows; for each
+register tile of ``MR`` query rows it computes that tile's score rows, their softmax and their
+products with V, then moves on, so a score never leaves the stack.
+
+- ``Q``, ``K``, ``V`` and ``O`` are read and written in place through strides (head, token,
+  feature), as the projections' outputs lie (``[T, 3 x heads x D]`` for a fused QKV): the
+  transposes and slices between them and the batch matmuls are index arithmetic here. ``V``'s
+  and ``O``'s features must be contiguous (vector loads and stores); ``Q`` and ``K`` may have
+  any strides.
+- ``K^T`` of the workgroup's head is packed once into ``[D][TKP]`` (keys padded to whole
+  vectors), so ``Q K^T`` is a register-blocked GEMM (``MR`` rows x ``NV`` key vectors, one
+  broadcast of ``Q`` per row and feature), like ``dense_gemm``'s.
+- The ops between ``Q K^T`` and the softmax (a scale, an additive mask, a causal select)
+  are the ``score`` function: C from ``passes/epilogue_c.py``, with tensors (``t<i>``) read at
+  the tile's own (head, query, key) through their strides (a mask is broadcast over heads).
+- The softmax computes what the decomposed ops compute: the row maximum, ``exp(s - max)``,
+  their sum, each divided by the sum (``xg_exp``: ``block_sparse.math_c``); keys past ``TK``
+  in the padded vector are excluded from the maximum and the sum.
+- ``P V``: ``MR`` rows x ``NV`` feature vectors per step over the keys.
+
+Every product is computed (no online softmax: the whole key row is on the stack, which caps
+``(D + MR) x TKP`` floats; longer sequences stay with IREE).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .block_sparse import math_c
+
+# stack bytes the packed K^T (and V) and one tile's score rows may take (IREE's worker
+# stacks are 128 KiB by default, and the task system uses some)
+STACK_BYTES = 48 * 1024
+
+
+@dataclass(frozen=True)
+class Strided:
+    """Where element (head, token, feature) lies in a flat buffer: ``off + head * hs + token
+    * ts + feature * fs``."""
+
+    off: int
+    hs: int
+    ts: int
+    fs: int
+
+    def c(self, h: str, t: str, f: str) -> str:
+        """The C expression of the element's flat index."""
+        h, t, f = (f"(size_t)({x}) * {s}" for x, s in ((h, self.hs), (t, self.ts), (f, self.fs)))
+        return f"({self.off} + {h} + {t} + {f})"
+
+
+@dataclass
+class AttentionSpec:
+    symbol: str
+    heads: int  # the batch matmuls' batch (heads x batch)
+    tq: int  # query rows
+    tk: int  # keys
+    d: int  # features per head (Q K^T's reduction, P V's output columns)
+    lanes: int  # f32 per vector
+    rows: int  # register tile: query rows
+    n_vectors: int  # register tile: vectors of keys (Q K^T) or features (P V)
+    q: Strided
+    k: Strided
+    v: Strided
+    o: Strided
+    q_input: int  # which input buffer (in0, in1, ...) holds Q, K, V
+    k_input: int
+    v_input: int
+    inputs: int  # input buffers before the score's tensors
+    score: tuple[str, ...] = ()  # C statements on v (and t<i>)
+    tensors: list[Strided] = field(default_factory=list)  # the score's tensors: (head, query, key)
+    blocks: int = 0  # query blocks per head (0: enough for 16 workgroups)
+    pack_v: bool = True  # V of the head copied to the stack, [TK][D]
+
+    @property
+    def tkp(self) -> int:
+        return -(-self.tk // self.lanes) * self.lanes
+
+    @property
+    def stack_bytes(self) -> int:
+        return 4 * ((self.d + self.rows) * self.tkp + (self.tk * self.d if self.pack_v else 0))
+
+    @property
+    def q_blocks(self) -> int:
+        if self.blocks:
+            return self.blocks
+        want = max(1, -(-16 // self.heads))
+        return max(1, min(want, self.tq // self.rows))
+
+    @property
+    def q_block(self) -> int:
+        per = -(-self.tq // self.q_blocks)
+        return -(-per // self.rows) * self.rows
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (self.heads, -(-self.tq // self.q_block), 1)
+
+
+def generate(spec: AttentionSpec) -> str:
+    """C source with the IREE entry ``<symbol>_impl(in0, .., t0, .., out, head, query block)``."""
+    nt = len(spec.tensors)
+    params = "".join(f", v16 t{i}" for i in range(nt))
+    loads = "".join(
+        f", TLOAD(t{i}, {t.c('h', 'i + r', 'VL * (jv + n)')})" for i, t in enumerate(spec.tensors)
+    )
+    body = "\n".join(f"  {s}" for s in spec.score)
+    ins = "".join(f"MEMREF(const float, in{i}), " for i in range(spec.inputs))
+    tens = "".join(f"MEMREF(const float, tm{i}), " for i in range(nt))
+    tbases = "".join(f"const float* restrict t{i} = tm{i} + tm{i}_off;\n  " for i in range(nt))
+    targs = "".join(f", t{i}" for i in range(nt))
+    tparams = "".join(f", const float* restrict t{i}" for i in range(nt))
+    qkv = (
+        f"const float* restrict q = in{spec.q_input} + in{spec.q_input}_off;\n"
+        f"  const float* restrict k = in{spec.k_input} + in{spec.k_input}_off;\n"
+        f"  const float* restrict v = in{spec.v_input} + in{spec.v_input}_off;"
+    )
+    vpack = (
+        f"  for (int j = 0; j < TK; ++j)\n    for (int f = 0; f < D; ++f) "
+        f"vp[(size_t)j * D + f] = v[{spec.v.c('h', 'j', 'f')}];"
+        if spec.pack_v
+        else ""
+    )
+    vrow = "(size_t)j * D" if spec.pack_v else spec.v.c("h", "j", "0")
+    vbuf = "vp" if spec.pack_v else "v"
+    cases = "\n".join(
+        f"      case {r}: row_tile(q, kt, {vbuf}, o, s{targs}, h, i, {r}); break;"
+        for r in range(1, spec.rows)
+    )
+    head = (
+        f"{spec.heads} heads, {spec.tq} x {spec.tk} keys, d {spec.d}, tile {spec.rows}x"
+        f"{spec.n_vectors * spec.lanes}, {spec.q_block} query rows per workgroup"
+    )
+    return f"""/* generated by xgen_mlir for {spec.symbol}: attention, {head} */
+#include <stddef.h>
+typedef float v16 __attribute__((vector_size({4 * spec.lanes})));
+typedef float vfu __attribute__((vector_size({4 * spec.lanes}), aligned(4)));
+typedef int vi16 __attribute__((vector_size({4 * spec.lanes})));
+#define SEL(m, a, b) ((v16)(((m) & (vi16)(a)) | (~(m) & (vi16)(b))))
+#define SPLAT(c) ((v16){{0}} + (c))
+#define MEMREF(T, n) T* n##_b, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
+#define VL {spec.lanes}
+#define NV {spec.n_vectors}
+#define MR {spec.rows}
+#define TQ {spec.tq}
+#define TK {spec.tk}
+#define TKP {spec.tkp}
+#define JV (TKP / VL)
+#define D {spec.d}
+#define QB {spec.q_block}
+{math_c()}
+/* n < VL floats from p, zeros after them (the keys' last, partial vector) */
+static inline v16 load_part(const float* p, int n) {{
+  float t[VL] __attribute__((aligned(64)));
+  for (int c = 0; c < VL; ++c) t[c] = c < n ? p[c] : 0.0f;
+  return *(const v16*)t;
+}}
+#define TLOAD(t, at) (VL * (jv + n) + VL <= TK ? *(const vfu*)(t + (at)) \\
+                                              : load_part(t + (at), TK - VL * (jv + n)))
+
+static inline v16 score(v16 v{params}) {{
+{body}
+  return v;
+}}
+
+/* score rows i..i+R-1, keys VL*jv .. VL*(jv+NVT)-1, into s */
+static inline __attribute__((always_inline)) void qk_tile(
+    const float* restrict q, const float* restrict kt, float* restrict s{tparams},
+    const int h, const int i, const int R, const int jv, const int NVT) {{
+  v16 acc[MR][NV];
+  #pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 4
+    for (int n = 0; n < NVT; ++n) acc[r][n] = SPLAT(0.0f);
+  for (int f = 0; f < D; ++f) {{
+    v16 b[NV];
+    #pragma GCC unroll 4
+    for (int n = 0; n < NVT; ++n) b[n] = *(const v16*)(kt + (size_t)f * TKP + VL * (jv + n));
+    #pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {{
+      const float a = q[{spec.q.c("h", "i + r", "f")}];
+      #pragma GCC unroll 4
+      for (int n = 0; n < NVT; ++n) acc[r][n] += a * b[n];
+    }}
+  }}
+  #pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 4
+    for (int n = 0; n < NVT; ++n)
+      *(v16*)(s + (size_t)r * TKP + VL * (jv + n)) = score(acc[r][n]{loads});
+}}
+
+/* R query rows of one head: scores, softmax, P V into o */
+static inline __attribute__((always_inline)) void row_tile(
+    const float* restrict q, const float* restrict kt, const float* restrict v,
+    float* restrict o, float* restrict s{tparams}, const int h, const int i, const int R) {{
+  int jv = 0;
+  for (; jv + NV <= JV; jv += NV) qk_tile(q, kt, s{targs}, h, i, R, jv, NV);
+  for (; jv < JV; ++jv) qk_tile(q, kt, s{targs}, h, i, R, jv, 1);
+  vi16 lane;
+  for (int c = 0; c < VL; ++c) lane[c] = c;
+  #pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {{
+    float* restrict row = s + (size_t)r * TKP;
+    /* the maximum as arith.maximumf computes it: NaN wins, keys past TK do not count */
+    v16 m = SPLAT(-__builtin_inff());
+    for (int j = 0; j < JV; ++j) {{
+      const v16 x = *(const v16*)(row + VL * j);
+      const vi16 in = (lane + VL * j) < TK;
+      const v16 b = SEL(in, x, m);
+      m = SEL(((m > b) | (m != m)), m, SEL(((m < b) | (b != b)), b, m));
+    }}
+    float mx = m[0];
+    for (int c = 1; c < VL; ++c) {{
+      const float b = m[c];
+      if (!(mx > b || mx != mx)) mx = (mx < b || b != b) ? b : mx;
+    }}
+    v16 sum = SPLAT(0.0f);
+    for (int j = 0; j < JV; ++j) {{
+      const vi16 in = (lane + VL * j) < TK;
+      const v16 e = SEL(in, xg_exp(*(const v16*)(row + VL * j) - SPLAT(mx)), SPLAT(0.0f));
+      *(v16*)(row + VL * j) = e;
+      sum += e;
+    }}
+    float total = 0.0f;
+    for (int c = 0; c < VL; ++c) total += sum[c];
+    for (int j = 0; j < JV; ++j) *(v16*)(row + VL * j) = *(const v16*)(row + VL * j) / SPLAT(total);
+  }}
+  for (int fv = 0; fv < D / VL; fv += NV) {{
+    const int nf = D / VL - fv < NV ? D / VL - fv : NV;
+    v16 acc[MR][NV];
+    #pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 4
+      for (int n = 0; n < NV; ++n) acc[r][n] = SPLAT(0.0f);
+    if (nf == NV) {{
+      for (int j = 0; j < TK; ++j) {{
+        v16 b[NV];
+        #pragma GCC unroll 4
+        for (int n = 0; n < NV; ++n) b[n] = *(const vfu*)(v + {vrow} + VL * (fv + n));
+        #pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {{
+          const float p = s[(size_t)r * TKP + j];
+          #pragma GCC unroll 4
+          for (int n = 0; n < NV; ++n) acc[r][n] += p * b[n];
+        }}
+      }}
+    }} else {{
+      for (int j = 0; j < TK; ++j) {{
+        const v16 b = *(const vfu*)(v + {vrow} + VL * fv);
+        #pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) acc[r][0] += s[(size_t)r * TKP + j] * b;
+      }}
+    }}
+    #pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+      for (int n = 0; n < nf; ++n)
+        *(vfu*)(o + {spec.o.c("h", "i + r", "VL * (fv + n)")}) = acc[r][n];
+  }}
+}}
+
+void {spec.symbol}_impl({ins}{tens}MEMREF(float, om), size_t gx, size_t gy) {{
+  {qkv}
+  {tbases}float* restrict o = om + om_off;
+  const int h = (int)gx;
+  const int i0 = (int)gy * QB;
+  const int i1 = i0 + QB < TQ ? i0 + QB : TQ;
+  float kt[D * TKP] __attribute__((aligned(64)));
+{"  float vp[TK * D] __attribute__((aligned(64)));" if spec.pack_v else ""}
+  float s[MR * TKP] __attribute__((aligned(64)));
+  for (int j = 0; j < TKP; ++j)
+    for (int f = 0; f < D; ++f)
+      kt[(size_t)f * TKP + j] = j < TK ? k[{spec.k.c("h", "j", "f")}] : 0.0f;
+{vpack}
+  int i = i0;
+  for (; i + MR <= i1; i += MR) row_tile(q, kt, {vbuf}, o, s{targs}, h, i, MR);
+  if (i < i1) {{
+    switch (i1 - i) {{
+{cases}
+      default: break;
+    }}
+  }}
+}}
+"""

@@ -1,0 +1,414 @@
+"""``xgen-attention-kernels``: a transformer's attention core -> one generated C kernel.
+
+torch-mlir lowers attention (eager or SDPA) to ``batch_matmul(Q, K^T)``, the elementwise ops
+on the scores (a scale, an additive mask), the softmax as five generics (row maximum,
+subtract, exp, row sum, divide), ``batch_matmul(P, V)``, with reshapes, slices and
+transposes between the projections' ``[T, heads x D]`` layout and the heads'. IREE makes
+that four or more dispatches and writes the ``heads x T x T`` scores to memory twice. This
+pass finds the chain and replaces it by one dispatch of ``codegen/attention.py``'s kernel:
+
+- Q, K and V are traced back through ``collapse_shape`` / ``expand_shape`` /
+  ``extract_slice`` / ``transpose`` to the tensors they are views of; the kernel reads those
+  in place through strides, found by replaying the views on an array of element indices
+  (so any chain of them that is affine in (head, token, feature) is taken, and no other).
+- The output is traced forward the same way to the last reshape or transpose (the
+  ``[T, heads x D]`` tensor the output projection reads), which the kernel writes directly.
+- The score ops become the kernel's ``score`` function (``epilogue_c.py``, with tensors
+  broadcast over heads: the mask); anything it cannot translate leaves the chain to IREE.
+
+Only f32, static shapes, Q K^T's feature count equal to V's, and key rows that fit the
+kernel's stack tile; the rest stays with IREE, counted with the reason.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._mlir import ir
+from ..codegen.attention import STACK_BYTES, AttentionSpec, Strided, generate
+from ..codegen.toolchain import ToolchainOptions, compile_object
+from ..diagnostics import format_location, warn_fallback
+from ..irutil import ops_named
+from ..target import gemm_tile
+from .consteval import ConstEval
+from .epilogue_c import Epilogue, Operands, epilogue, scalar_constant
+from .generic_util import (
+    body_ops,
+    has_default_maps,
+    indexing_maps,
+    is_identity,
+    iterator_types,
+    map_dims,
+    num_inputs,
+    num_uses,
+    producer,
+)
+from .kernel_call import free_symbol, install_kernel
+from .kernel_match import NoMatch
+from .registry import register_pass
+
+_VIEWS = (
+    "tensor.collapse_shape",
+    "tensor.expand_shape",
+    "tensor.extract_slice",
+    "linalg.transpose",
+)
+_RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
+
+
+@dataclass
+class AttentionKernelOptions(ToolchainOptions):
+    enable: bool = True
+    vector_bits: int = 512  # the target's vector width (the kernel's register tile)
+    verbose: bool = False
+
+
+def _shape(value: ir.Value) -> list[int]:
+    return list(ir.RankedTensorType(value.type).shape)
+
+
+def _static_f32(value: ir.Value) -> bool:
+    ty = ir.RankedTensorType(value.type)
+    return ty.has_static_shape and str(ty.element_type) == "f32"
+
+
+def _users(value: ir.Value) -> list[ir.Operation]:
+    return [u.owner.operation for u in value.uses]
+
+
+def _only_user(value: ir.Value) -> ir.Operation | None:
+    users = _users(value)
+    return users[0] if len(users) == 1 else None
+
+
+# ---- views: where a tensor's elements lie in the tensor it was sliced or reshaped from ----
+
+
+def _apply_view(op: ir.Operation, idx: np.ndarray) -> np.ndarray:
+    """``op`` (a reshape, transpose or static slice) applied to an array of indices."""
+    out = _shape(op.results[0])
+    if op.name in _RESHAPES:
+        return idx.reshape(out)
+    if op.name == "linalg.transpose":
+        perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+        return np.transpose(idx, perm)
+    offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    if len(op.operands) != 1 or any(s < 0 or s > 1 << 40 for s in offsets + sizes + strides):
+        raise NoMatch("a slice with dynamic offsets, sizes or strides")
+    sl = tuple(slice(o, o + n * s, s) for o, n, s in zip(offsets, sizes, strides, strict=True))
+    return idx[sl].reshape(out)
+
+
+def _view_source(value: ir.Value) -> tuple[ir.Value, np.ndarray]:
+    """The tensor ``value`` is a view of, and for each element of ``value`` its flat index
+    there."""
+    chain: list[ir.Operation] = []
+    while (op := producer(value)) is not None and op.name in _VIEWS:
+        chain.append(op)
+        value = op.operands[0]
+    if not _static_f32(value):
+        raise NoMatch("an attention operand that is not a static f32 tensor")
+    idx = np.arange(int(np.prod(_shape(value))), dtype=np.int64).reshape(_shape(value))
+    for op in reversed(chain):
+        idx = _apply_view(op, idx)
+    return value, idx
+
+
+def _fit(idx: np.ndarray, what: str, contiguous: bool) -> Strided:
+    """``idx`` [heads, tokens, features] as off + h hs + t ts + f fs, or NoMatch."""
+    off = int(idx[0, 0, 0])
+    steps = [int(idx[tuple(1 if a == i else 0 for a in range(3))]) - off if idx.shape[i] > 1 else 0
+             for i in range(3)]  # fmt: skip
+    h, t, f = (np.arange(n).reshape([-1 if a == i else 1 for a in range(3)])
+               for i, n in enumerate(idx.shape))  # fmt: skip
+    if not np.array_equal(idx, off + h * steps[0] + t * steps[1] + f * steps[2]):
+        raise NoMatch(f"{what} is not a strided view of one tensor")
+    if contiguous and idx.shape[2] > 1 and steps[2] != 1:
+        raise NoMatch(f"{what}'s features are not contiguous")
+    return Strided(off, *steps)
+
+
+def _output_view(value: ir.Value) -> tuple[ir.Operation | None, np.ndarray]:
+    """The last op of the reshapes and transposes that alone use ``value`` (None: none), and
+    for each element of ``value`` its flat index in that op's result."""
+    chain: list[ir.Operation] = []
+    cur = value
+    while (user := _only_user(cur)) is not None and user.name in (*_RESHAPES, "linalg.transpose"):
+        if user.operands[0] != cur:
+            break
+        chain.append(user)
+        cur = user.results[0]
+    size = int(np.prod(_shape(value)))
+    idx = np.arange(size, dtype=np.int64).reshape(_shape(value))
+    for op in chain:
+        idx = _apply_view(op, idx)
+    pos = np.empty(size, np.int64)
+    pos[idx.ravel()] = np.arange(size, dtype=np.int64)
+    return (chain[-1] if chain else None), pos.reshape(_shape(value))
+
+
+# ---- the chain ----
+
+
+def _zero_init(op: ir.Operation) -> bool:
+    return _fill_value(op.operands[2]) == 0.0
+
+
+def _through_reshapes(value: ir.Value) -> tuple[ir.Value, list[ir.Operation]]:
+    ops = []
+    while (user := _only_user(value)) is not None and user.name in _RESHAPES:
+        ops.append(user)
+        value = user.results[0]
+    return value, ops
+
+
+def _body_names(op: ir.Operation) -> list[str]:
+    return [b.name for b in body_ops(op)]
+
+
+def _fill_value(value: ir.Value) -> float | None:
+    fill = producer(value)
+    if fill is None or fill.name != "linalg.fill":
+        return None
+    return scalar_constant(fill.operands[0])
+
+
+def _row_reduction(op: ir.Operation, source: ir.Value, combine: str, start: float) -> bool:
+    """A generic reducing ``source``'s last dim into its first result with ``combine`` from
+    ``start``, every other result unused (torch's max also returns the indices)."""
+    if op.name != "linalg.generic" or num_inputs(op) != 1 or op.operands[0] != source:
+        return False
+    if _fill_value(op.operands[1]) != start:
+        return False
+    kinds = iterator_types(op)
+    rank = len(_shape(source))
+    if kinds != ["parallel"] * (rank - 1) + ["reduction"] or not is_identity(indexing_maps(op)[0]):
+        return False
+    if any(num_uses(r) for r in list(op.results)[1:]):
+        return False
+    ops = body_ops(op)
+    yielded = ops[-1].operands[0]
+    yop = producer(yielded)
+    return yop is not None and yop.name == combine
+
+
+def _elementwise_body(op: ir.Operation, names: list[str]) -> bool:
+    """A generic computing ``names`` in order over its inputs, each read whole (identity)
+    or, the second, as one value per row (a reduction's result)."""
+    if op.name != "linalg.generic" or _body_names(op) != [*names, "linalg.yield"]:
+        return False
+    if any(k != "parallel" for k in iterator_types(op)):
+        return False
+    maps = indexing_maps(op)
+    if not is_identity(maps[0]) or not is_identity(maps[-1]):
+        return False
+    rank = maps[0].n_dims
+    for amap in maps[1 : num_inputs(op)]:
+        dims = map_dims(amap)
+        if dims not in (list(range(rank - 1)), [*range(rank - 1), None]):
+            return False
+    return True
+
+
+def _subtracts_args(op: ir.Operation) -> bool:
+    """The body's first op (a subtraction or a division) is ``op(in0, in1)``, and the rest
+    (an exp) take its result."""
+    args = list(op.regions[0].blocks[0].arguments)
+    first = body_ops(op)[0]
+    if list(first.operands) != args[:2]:
+        return False
+    rest = body_ops(op)[1:-1]
+    return all(list(b.operands) == [first.results[0]] for b in rest)
+
+
+def _reduced(value: ir.Value) -> ir.Value:
+    """A row reduction's result, or the ``[..., 1]`` reshape of it that its users read."""
+    user = _only_user(value)
+    return user.results[0] if user is not None and user.name == "tensor.expand_shape" else value
+
+
+def _softmax(scores: ir.Value) -> tuple[ir.Value, list[ir.Operation]]:
+    """The probabilities of torch-mlir's softmax over ``scores``' last dim (max, subtract,
+    exp, sum, divide), and its ops; NoMatch otherwise."""
+    users = _users(scores)
+    if len(users) != 2:
+        raise NoMatch("the scores are not used by a softmax alone")
+    mx = next((u for u in users if _row_reduction(u, scores, "arith.maximumf", -np.inf)), None)
+    sub = next((u for u in users if u is not mx), None)
+    if mx is None or sub is None:
+        raise NoMatch("no row maximum of the scores (softmax)")
+    mval = _reduced(mx.results[0])
+    if not (
+        sub.name == "linalg.generic"
+        and list(sub.operands[: num_inputs(sub)]) == [scores, mval]
+        and _body_names(sub)[:1] == ["arith.subf"]
+        and _subtracts_args(sub)
+    ):
+        raise NoMatch("the softmax does not subtract the row maximum")
+    ops = [mx, *([producer(mval)] if mval != mx.results[0] else []), sub]
+    if _elementwise_body(sub, ["arith.subf", "math.exp"]):
+        exp = sub
+    elif _elementwise_body(sub, ["arith.subf"]):
+        exp = _only_user(sub.results[0])
+        if exp is None or not _elementwise_body(exp, ["math.exp"]):
+            raise NoMatch("no exp after the softmax's subtraction")
+        ops.append(exp)
+    else:
+        raise NoMatch("the softmax's subtraction does more")
+    e = exp.results[0]
+    users = _users(e)
+    if len(users) != 2:
+        raise NoMatch("the softmax's exponentials are used elsewhere")
+    total = next((u for u in users if _row_reduction(u, e, "arith.addf", 0.0)), None)
+    div = next((u for u in users if u is not total), None)
+    if total is None or div is None:
+        raise NoMatch("no row sum of the exponentials (softmax)")
+    sval = _reduced(total.results[0])
+    if not (
+        _elementwise_body(div, ["arith.divf"])
+        and list(div.operands[: num_inputs(div)]) == [e, sval]
+        and _subtracts_args(div)
+    ):
+        raise NoMatch("the softmax does not divide by the row sum")
+    ops += [total, *([producer(sval)] if sval != total.results[0] else []), div]
+    return div.results[0], ops
+
+
+def _tensor_strides(epi: Epilogue, bmm_shape: list[int]) -> list[Strided]:
+    """Each score tensor's (head, query, key) strides, from its map in the generic that reads
+    it (whose output is a reshape of the ``[heads, queries, keys]`` scores)."""
+    out = []
+    for t, amap in zip(epi.tensors, epi.tensor_maps, strict=True):
+        reader = next(
+            op
+            for op in epi.ops
+            if op.name == "linalg.generic"
+            and any(
+                v == t and m == amap for v, m in zip(op.operands, indexing_maps(op), strict=False)
+            )
+        )
+        shape = _shape(reader.results[0])
+        grid = np.indices(shape, dtype=np.int64)
+        dims = map_dims(amap)
+        assert dims is not None  # epilogue_c accepted the map
+        coords = [grid[d] if d is not None else np.zeros(shape, np.int64) for d in dims]
+        flat = np.ravel_multi_index(coords, _shape(t))
+        out.append(_fit(flat.reshape(bmm_shape), "a score tensor", contiguous=True))
+    return out
+
+
+def _lower(
+    module_op: ir.Operation,
+    bmm: ir.Operation,
+    ev: ConstEval,
+    opts: AttentionKernelOptions,
+    bmms: list[ir.Operation],
+    consumed: set[int],
+) -> AttentionSpec:
+    """Replace the attention core starting at ``bmm`` (Q K^T) by a kernel call, adding the
+    index of its P V in ``bmms`` to ``consumed``; NoMatch where it is not one the kernel
+    takes."""
+    qv, ktv = bmm.operands[0], bmm.operands[1]
+    if not all(_static_f32(v) for v in (qv, ktv, bmm.results[0])):
+        raise NoMatch("not a static f32 batch matmul")
+    if not _zero_init(bmm) or not has_default_maps(bmm):
+        raise NoMatch("Q K^T does not start from zero or transposes an operand")
+    heads, tq, d = _shape(qv)
+    tk = _shape(ktv)[2]
+    epi = epilogue(bmm.results[0], ev, Operands(bmm, column_dim=-1, tensors=True, broadcast=True))
+    if epi.columns:
+        raise NoMatch("a score op reads a per-key constant (the kernel reads tensors only)")
+    if epi:
+        scores = epi.ops[-1].results[0]
+        score_ops = list(epi.ops)
+    else:
+        scores, score_ops = _through_reshapes(bmm.results[0])
+    probs, soft_ops = _softmax(scores)
+    probs, p_views = _through_reshapes(probs)
+    pv = _only_user(probs)
+    if pv is None or pv.name != "linalg.batch_matmul" or pv.operands[0] != probs:
+        raise NoMatch("the probabilities do not go to a batch matmul with V")
+    if not _zero_init(pv) or not has_default_maps(pv) or not _static_f32(pv.operands[1]):
+        raise NoMatch("P V does not start from zero or V is not static f32")
+    if _shape(pv.operands[1])[2] != d:
+        raise NoMatch("V's features differ from Q's (the kernel takes one D)")
+    end, opos = _output_view(pv.results[0])
+    out_view = _fit(opos, "the output", contiguous=True)
+    q_src, q_idx = _view_source(qv)
+    k_src, k_idx = _view_source(ktv)
+    v_src, v_idx = _view_source(pv.operands[1])
+    q = _fit(q_idx, "Q", contiguous=False)
+    k = _fit(np.transpose(k_idx, (0, 2, 1)), "K", contiguous=False)
+    v = _fit(v_idx, "V", contiguous=True)
+    bases: list[ir.Value] = []
+    for src in (q_src, k_src, v_src):
+        if src not in bases:
+            bases.append(src)
+    rows, n_vectors, lanes = gemm_tile(opts.vector_bits or 128)
+    if d % lanes:
+        raise NoMatch(f"{d} features per head are not whole {lanes}-float vectors")
+    spec = AttentionSpec(
+        free_symbol(module_op, "xgen_attention", 1), heads, tq, tk, d, lanes, rows, n_vectors,
+        q, k, v, out_view, bases.index(q_src), bases.index(k_src), bases.index(v_src),
+        len(bases), tuple(epi.lines), _tensor_strides(epi, [heads, tq, tk]),
+    )  # fmt: skip
+    if spec.stack_bytes > STACK_BYTES:
+        spec.pack_v = False
+    if spec.stack_bytes > STACK_BYTES:
+        raise NoMatch(
+            f"{tk} keys x {d} features pass the kernel's {STACK_BYTES // 1024} KiB stack tile"
+        )
+    last = end if end is not None else pv
+    consumed.update(j for j, b in enumerate(bmms) if b == pv)  # now: it is erased below
+    obj = compile_object(generate(spec), opts.toolchain(), spec.symbol)
+    replaced = [bmm, *score_ops, *soft_ops, *p_views, pv]
+    install_kernel(
+        module_op, spec.symbol, str(obj), opts.object_format, [*bases, *epi.tensors],
+        last.results[0].type, spec.grid, replaced, last, ids=2,
+    )  # fmt: skip
+    return spec
+
+
+@register_pass(
+    "xgen-attention-kernels",
+    "Lower each f32 attention core (Q K^T, score ops, softmax, P V and the views around "
+    "them) to one dispatch of a generated C kernel that keeps the scores in L1.",
+    AttentionKernelOptions,
+)
+def attention_kernels(module_op: ir.Operation, opts: AttentionKernelOptions | None) -> Counter:
+    opts = opts or AttentionKernelOptions()
+    counts: Counter[str] = Counter()
+    bmms = ops_named(module_op, "linalg.batch_matmul")
+    if not bmms or not opts.enable:
+        return counts
+    if not opts.toolchain().available():
+        warn_fallback(
+            f"xgen-attention-kernels: C compiler '{opts.cc}' not found; attention stays with IREE"
+        )
+        return Counter({"kept: no C compiler": len(bmms)})
+    with module_op.context:
+        ev = ConstEval(module_op)
+        erased: set[int] = set()  # P V batch matmuls a kernel took (by index: they are gone)
+        for i, bmm in enumerate(bmms):
+            if i in erased:
+                continue
+            where = format_location(bmm.location)
+            try:
+                spec = _lower(module_op, bmm, ev, opts, bmms, erased)
+            except NoMatch as e:
+                counts[f"kept: {e}"] += 1
+                if opts.verbose:
+                    print(f"xgen-attention-kernels: {where}: kept: {e}", file=sys.stderr)
+                continue
+            counts["attention kernels"] += 1
+            if spec.score:
+                counts["with their score ops"] += 1
+            if opts.verbose:
+                print(f"xgen-attention-kernels: {where}: generated kernel", file=sys.stderr)
+    return counts

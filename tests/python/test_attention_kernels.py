@@ -1,0 +1,90 @@
+"""The generated attention kernel (codegen/attention.py, xgen-attention-kernels): attention
+compiled through it matches PyTorch, with a causal mask, a padding mask read at run time, key
+and query counts that fill no vector or register tile, a fully masked row (NaN, as PyTorch
+gives) and NaN inputs; the pass takes every layer of a real model, and the option turns it
+off."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import check_close
+from torch import nn
+
+import xgen_mlir
+from xgen_mlir.models import transformers_zoo
+
+
+def _kernels(m) -> int:
+    return m.report.rewrites.get("xgen-attention-kernels", {}).get("attention kernels", 0)
+
+
+class _SelfAttention(nn.Module):
+    """Multi-head self-attention over a fused QKV projection, a mask added to the scores
+    (broadcast over heads, given at run time) and the output projection."""
+
+    def __init__(self, hidden: int = 48, heads: int = 3) -> None:
+        super().__init__()
+        self.heads, self.d = heads, hidden // heads
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.out = nn.Linear(hidden, hidden)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        t = x.shape[0]
+        qkv = self.qkv(x).view(1, t, 3, self.heads, self.d).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        s = q @ k.transpose(-1, -2) / self.d**0.5 + mask
+        o = torch.softmax(s, dim=-1) @ v
+        return self.out(o.transpose(1, 2).reshape(t, self.heads * self.d))
+
+
+def test_self_attention_matches_pytorch_with_a_runtime_mask_and_nan():
+    torch.manual_seed(0)
+    model = _SelfAttention().eval()
+    t = 13  # keys fill no 8- or 16-float vector, queries no 6- or 12-row tile
+    x = torch.randn(t, 48)
+    mask = torch.zeros(1, 1, t, t)
+    m = xgen_mlir.compile(model, (x, mask))
+    assert _kernels(m) == 1, m.report.rewrites
+    with torch.no_grad():
+        want = model(x, mask).numpy()
+    check_close(np.asarray(m(x, mask)), want, atol=1e-5, rtol=1e-4, what="attention")
+    # a padding mask, read at run time: the last 4 keys masked for every query, and query 5
+    # sees no key at all (PyTorch: NaN for that row)
+    mask2 = torch.zeros(1, 1, t, t)
+    mask2[..., -4:] = float("-inf")
+    mask2[..., 5, :] = float("-inf")
+    x2 = torch.randn(t, 48)
+    with torch.no_grad():
+        want2 = model(x2, mask2).numpy()
+    got2 = np.asarray(m(x2, mask2))
+    np.testing.assert_array_equal(np.isnan(got2), np.isnan(want2))
+    assert np.isnan(want2[5]).all()
+    ok = ~np.isnan(want2)
+    check_close(got2[ok], want2[ok], atol=1e-5, rtol=1e-4, what="padding mask")
+    x3 = x.clone()
+    x3[2, 7] = float("nan")  # token 2's K and V: every query's row becomes NaN
+    with torch.no_grad():
+        want3 = model(x3, mask).numpy()
+    np.testing.assert_array_equal(np.isnan(np.asarray(m(x3, mask))), np.isnan(want3))
+
+
+@pytest.mark.parametrize("option", ["true", "false"])
+def test_gpt2_layers_through_the_kernel_match_pytorch(option):
+    model, inputs = transformers_zoo.gpt2_tiny(seq=29)  # causal mask; 29 tokens
+    m = xgen_mlir.compile(model, inputs, target_options={"attention_kernels": option})
+    assert _kernels(m) == (2 if option == "true" else 0), m.report.rewrites
+    with torch.no_grad():
+        want = model(*inputs).numpy()
+    got = np.asarray(m(*inputs))
+    check_close(got, want, atol=2e-5 * np.abs(want).max(), rtol=1e-4, what="gpt2 logits")
+
+
+def test_bert_layers_through_the_kernel_match_pytorch():
+    model, inputs = transformers_zoo.bert_tiny(seq=16)  # 16 features per head
+    m = xgen_mlir.compile(model, inputs)
+    assert _kernels(m) == 2, m.report.rewrites
+    with torch.no_grad():
+        want = model(*inputs).numpy()
+    check_close(np.asarray(m(*inputs)), want, atol=2e-5, rtol=1e-4, what="bert hidden")
