@@ -31,12 +31,13 @@ class _SelfAttention(nn.Module):
         self.out = nn.Linear(hidden, hidden)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        t = x.shape[0]
-        qkv = self.qkv(x).view(1, t, 3, self.heads, self.d).permute(2, 0, 3, 1, 4)
+        b, t = (1, *x.shape[:1]) if x.dim() == 2 else x.shape[:2]
+        qkv = self.qkv(x).view(b, t, 3, self.heads, self.d).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]
         s = q @ k.transpose(-1, -2) / self.d**0.5 + mask
         o = torch.softmax(s, dim=-1) @ v
-        return self.out(o.transpose(1, 2).reshape(t, self.heads * self.d))
+        o = o.transpose(1, 2).reshape(b, t, self.heads * self.d)
+        return self.out(o if x.dim() == 3 else o[0])
 
 
 def test_self_attention_matches_pytorch_with_a_runtime_mask_and_nan():
@@ -68,6 +69,21 @@ def test_self_attention_matches_pytorch_with_a_runtime_mask_and_nan():
     with torch.no_grad():
         want3 = model(x3, mask).numpy()
     np.testing.assert_array_equal(np.isnan(np.asarray(m(x3, mask))), np.isnan(want3))
+
+
+def test_a_batch_of_sequences_with_their_own_masks():
+    """Batch 2: the batch matmuls' heads are (item, head) pairs, and an item's rows are not
+    ``heads`` heads further on, so the kernel splits the index; each item has its mask."""
+    torch.manual_seed(1)
+    model = _SelfAttention().eval()
+    x = torch.randn(2, 10, 48)
+    mask = torch.zeros(2, 1, 10, 10)
+    mask[1, ..., 7:] = float("-inf")  # the second sequence is 7 tokens long
+    m = xgen_mlir.compile(model, (x, mask))
+    assert _kernels(m) == 1, m.report.rewrites
+    with torch.no_grad():
+        want = model(x, mask).numpy()
+    check_close(np.asarray(m(x, mask)), want, atol=1e-5, rtol=1e-4, what="batch of 2")
 
 
 @pytest.mark.parametrize("option", ["true", "false"])

@@ -42,17 +42,26 @@ STACK_BYTES = 48 * 1024
 @dataclass(frozen=True)
 class Strided:
     """Where element (head, token, feature) lies in a flat buffer: ``off + head * hs + token
-    * ts + feature * fs``."""
+    * ts + feature * fs``; with ``inner`` > 0 the batch matmuls' head index is (batch item,
+    head) folded, ``head = b * inner + h``, and the element lies at ``off + b * bs + h * hs
+    + ...`` (a batch of sequences: the item's stride is not ``inner`` heads')."""
 
     off: int
     hs: int
     ts: int
     fs: int
+    bs: int = 0
+    inner: int = 0
 
     def c(self, h: str, t: str, f: str) -> str:
         """The C expression of the element's flat index."""
-        h, t, f = (f"(size_t)({x}) * {s}" for x, s in ((h, self.hs), (t, self.ts), (f, self.fs)))
-        return f"({self.off} + {h} + {t} + {f})"
+        terms = [f"(size_t)({t}) * {self.ts}", f"(size_t)({f}) * {self.fs}"]
+        if self.inner:
+            terms[:0] = [f"(size_t)(({h}) / {self.inner}) * {self.bs}",
+                         f"(size_t)(({h}) % {self.inner}) * {self.hs}"]  # fmt: skip
+        else:
+            terms.insert(0, f"(size_t)({h}) * {self.hs}")
+        return f"({self.off} + {' + '.join(terms)})"
 
 
 @dataclass

@@ -120,18 +120,40 @@ def _view_source(value: ir.Value) -> tuple[ir.Value, np.ndarray]:
     return value, idx
 
 
+def _affine(idx: np.ndarray) -> list[int] | None:
+    """``idx`` as ``off + sum(i_a * step_a)`` over its axes: [off, step_0, ...], or None."""
+    off = int(idx.flat[0])
+    rank = idx.ndim
+    steps = []
+    for a, n in enumerate(idx.shape):
+        at = tuple(1 if b == a else 0 for b in range(rank))
+        steps.append(int(idx[at]) - off if n > 1 else 0)
+    grid = np.indices(idx.shape, dtype=np.int64)
+    want = off + sum(g * s for g, s in zip(grid, steps, strict=True))
+    return [off, *steps] if np.array_equal(idx, want) else None
+
+
 def _fit(idx: np.ndarray, what: str, contiguous: bool) -> Strided:
-    """``idx`` [heads, tokens, features] as off + h hs + t ts + f fs, or NoMatch."""
-    off = int(idx[0, 0, 0])
-    steps = [int(idx[tuple(1 if a == i else 0 for a in range(3))]) - off if idx.shape[i] > 1 else 0
-             for i in range(3)]  # fmt: skip
-    h, t, f = (np.arange(n).reshape([-1 if a == i else 1 for a in range(3)])
-               for i, n in enumerate(idx.shape))  # fmt: skip
-    if not np.array_equal(idx, off + h * steps[0] + t * steps[1] + f * steps[2]):
-        raise NoMatch(f"{what} is not a strided view of one tensor")
-    if contiguous and idx.shape[2] > 1 and steps[2] != 1:
+    """``idx`` [heads, tokens, features] as ``off + h hs + t ts + f fs``, or with the heads a
+    folded (batch item, head) pair (the first split that is affine), or NoMatch."""
+    heads = idx.shape[0]
+    found = _affine(idx)
+    if found is not None:
+        fitted = Strided(*found)
+    else:
+        for inner in range(heads // 2, 1, -1):
+            if heads % inner:
+                continue
+            split = _affine(idx.reshape(heads // inner, inner, *idx.shape[1:]))
+            if split is not None:
+                off, bs, hs, ts, fs = split
+                fitted = Strided(off, hs, ts, fs, bs, inner)
+                break
+        else:
+            raise NoMatch(f"{what} is not a strided view of one tensor")
+    if contiguous and idx.shape[2] > 1 and fitted.fs != 1:
         raise NoMatch(f"{what}'s features are not contiguous")
-    return Strided(off, *steps)
+    return fitted
 
 
 def _output_view(value: ir.Value) -> tuple[ir.Operation | None, np.ndarray]:
