@@ -86,6 +86,21 @@ def test_a_batch_of_sequences_with_their_own_masks():
     check_close(np.asarray(m(x, mask)), want, atol=1e-5, rtol=1e-4, what="batch of 2")
 
 
+def test_a_long_sequence_packs_k_into_scratch():
+    """300 tokens x 64 features: the head's K^T (76 KiB) passes the stack budget, so the kernel
+    packs it into scratch after its result, and V is read in place."""
+    torch.manual_seed(2)
+    model = _SelfAttention(hidden=128, heads=2).eval()
+    x = torch.randn(300, 128)
+    mask = torch.zeros(1, 1, 300, 300)
+    mask[..., 250:] = float("-inf")
+    m = xgen_mlir.compile(model, (x, mask))
+    assert _kernels(m) == 1, m.report.rewrites
+    with torch.no_grad():
+        want = model(x, mask).numpy()
+    check_close(np.asarray(m(x, mask)), want, atol=1e-5, rtol=1e-4, what="300 tokens")
+
+
 @pytest.mark.parametrize("option", ["true", "false"])
 def test_gpt2_layers_through_the_kernel_match_pytorch(option):
     model, inputs = transformers_zoo.gpt2_tiny(seq=29)  # causal mask; 29 tokens

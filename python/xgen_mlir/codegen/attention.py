@@ -35,8 +35,10 @@ from dataclasses import dataclass, field
 from .block_sparse import math_c
 
 # stack bytes the packed K^T (and V) and one tile's score rows may take (IREE's worker
-# stacks are 128 KiB by default, and the task system uses some)
+# stacks are 128 KiB by default, and the task system uses some); a K^T that does not fit
+# goes to scratch after the result, and score rows that pass SCORE_BYTES are not taken
 STACK_BYTES = 48 * 1024
+SCORE_BYTES = 32 * 1024
 
 
 @dataclass(frozen=True)
@@ -86,14 +88,38 @@ class AttentionSpec:
     tensors: list[Strided] = field(default_factory=list)  # the score's tensors: (head, query, key)
     blocks: int = 0  # query blocks per head (0: enough for 16 workgroups)
     pack_v: bool = True  # V of the head copied to the stack, [TK][D]
+    kt_scratch: bool = False  # K^T in scratch past the result, not on the stack
+    out_size: int = 0  # the result's floats (where the scratch starts)
 
     @property
     def tkp(self) -> int:
         return -(-self.tk // self.lanes) * self.lanes
 
     @property
+    def score_bytes(self) -> int:
+        return 4 * self.rows * self.tkp
+
+    @property
     def stack_bytes(self) -> int:
-        return 4 * ((self.d + self.rows) * self.tkp + (self.tk * self.d if self.pack_v else 0))
+        kt = 0 if self.kt_scratch else self.d * self.tkp
+        return self.score_bytes + 4 * (kt + (self.tk * self.d if self.pack_v else 0))
+
+    def place(self) -> None:
+        """K^T and V on the stack where they fit, else V read in place, then K^T in scratch."""
+        self.pack_v, self.kt_scratch = True, False
+        if self.stack_bytes > STACK_BYTES:
+            self.pack_v = False
+        if self.stack_bytes > STACK_BYTES:
+            self.kt_scratch = True
+
+    @property
+    def scratch(self) -> int:
+        """Floats of scratch after the result: one K^T per workgroup, from a 64-byte
+        boundary."""
+        if not self.kt_scratch:
+            return 0
+        gx, gy, _ = self.grid
+        return 16 + gx * gy * self.d * self.tkp
 
     @property
     def q_blocks(self) -> int:
@@ -137,6 +163,12 @@ def generate(spec: AttentionSpec) -> str:
         else ""
     )
     vrow = "(size_t)j * D" if spec.pack_v else spec.v.c("h", "j", "0")
+    start = -(-spec.out_size // 16) * 16
+    kt_decl = (
+        f"  float* restrict kt = o + {start} + ((size_t)gy * {spec.grid[0]} + gx) * (D * TKP);"
+        if spec.kt_scratch
+        else "  float kt[D * TKP] __attribute__((aligned(64)));"
+    )
     vbuf = "vp" if spec.pack_v else "v"
     cases = "\n".join(
         f"      case {r}: row_tile(q, kt, {vbuf}, o, s{targs}, h, i, {r}); break;"
@@ -190,7 +222,7 @@ static inline __attribute__((always_inline)) void qk_tile(
   for (int f = 0; f < D; ++f) {{
     v16 b[NV];
     #pragma GCC unroll 4
-    for (int n = 0; n < NVT; ++n) b[n] = *(const v16*)(kt + (size_t)f * TKP + VL * (jv + n));
+    for (int n = 0; n < NVT; ++n) b[n] = *(const vfu*)(kt + (size_t)f * TKP + VL * (jv + n));
     #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {{
       const float a = q[{spec.q.c("h", "i + r", "f")}];
@@ -280,7 +312,7 @@ void {spec.symbol}_impl({ins}{tens}MEMREF(float, om), size_t gx, size_t gy) {{
   const int h = (int)gx;
   const int i0 = (int)gy * QB;
   const int i1 = i0 + QB < TQ ? i0 + QB : TQ;
-  float kt[D * TKP] __attribute__((aligned(64)));
+{kt_decl}
 {"  float vp[TK * D] __attribute__((aligned(64)));" if spec.pack_v else ""}
   float s[MR * TKP] __attribute__((aligned(64)));
   for (int j = 0; j < TKP; ++j)

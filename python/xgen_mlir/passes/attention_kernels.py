@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir
-from ..codegen.attention import STACK_BYTES, AttentionSpec, Strided, generate
+from ..codegen.attention import SCORE_BYTES, AttentionSpec, Strided, generate
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
@@ -380,19 +380,17 @@ def _lower(
         q, k, v, out_view, bases.index(q_src), bases.index(k_src), bases.index(v_src),
         len(bases), tuple(epi.lines), _tensor_strides(epi, [heads, tq, tk]),
     )  # fmt: skip
-    if spec.stack_bytes > STACK_BYTES:
-        spec.pack_v = False
-    if spec.stack_bytes > STACK_BYTES:
-        raise NoMatch(
-            f"{tk} keys x {d} features pass the kernel's {STACK_BYTES // 1024} KiB stack tile"
-        )
     last = end if end is not None else pv
+    spec.out_size = int(np.prod(_shape(last.results[0])))
+    spec.place()
+    if spec.score_bytes > SCORE_BYTES:
+        raise NoMatch(f"{tk} keys: a tile's score rows pass the kernel's {SCORE_BYTES // 1024} KiB")
     consumed.update(j for j, b in enumerate(bmms) if b == pv)  # now: it is erased below
     obj = compile_object(generate(spec), opts.toolchain(), spec.symbol)
     replaced = [bmm, *score_ops, *soft_ops, *p_views, pv]
     install_kernel(
         module_op, spec.symbol, str(obj), opts.object_format, [*bases, *epi.tensors],
-        last.results[0].type, spec.grid, replaced, last, ids=2,
+        last.results[0].type, spec.grid, replaced, last, ids=2, scratch=spec.scratch,
     )  # fmt: skip
     return spec
 

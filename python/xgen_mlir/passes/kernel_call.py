@@ -57,10 +57,13 @@ def wrapper_text(
     inputs: Sequence[list[int]],
     result: list[int],
     elements: Sequence[str] | None = None,
+    scratch: int = 0,
 ) -> str:
     """``@<symbol>_call(inputs...)``: flattens each input, calls ``@<symbol>`` on the flat
     buffers, reshapes its flat result to ``result``; and the kernel's declaration.
-    ``elements``: the element types of the inputs and then the result (f32 by default)."""
+    ``elements``: the element types of the inputs and then the result (f32 by default).
+    ``scratch``: elements the kernel may use past its result's (its flat result is longer
+    by that much; the call's result is the first part)."""
     elements = elements or ["f32"] * (len(inputs) + 1)
     *elems, out = elements
     flat = [_t([int(np.prod(s))], e) for s, e in zip(inputs, elems, strict=True)]
@@ -73,19 +76,27 @@ def wrapper_text(
         dims = ", ".join(str(d) for d in range(len(shape)))
         lines.append(f"  %f{i} = tensor.collapse_shape %a{i} [[{dims}]] : {_t(shape, e)} into {ft}")
         names.append(f"%f{i}")
-    kout = _t([int(np.prod(result))], out)
+    n = int(np.prod(result))
+    kout = _t([n], out)
+    kfull = _t([n + scratch], out)
     full = _t(result, out)
     dims = ", ".join(str(d) for d in range(len(result)))
     sizes = ", ".join(map(str, result))
     body = "\n".join(lines)
+    head = (
+        f"  %s = func.call @{symbol}({', '.join(names)}) : ({', '.join(flat)}) -> {kfull}\n"
+        f"  %o = tensor.extract_slice %s[0] [{n}] [1] : {kfull} to {kout}"
+        if scratch
+        else f"  %o = func.call @{symbol}({', '.join(names)}) : ({', '.join(flat)}) -> {kout}"
+    )
     return f"""
 func.func private @{symbol}_call({", ".join(params)}) -> {full} {{
 {body}
-  %o = func.call @{symbol}({", ".join(names)}) : ({", ".join(flat)}) -> {kout}
+{head}
   %r = tensor.expand_shape %o [[{dims}]] output_shape [{sizes}] : {kout} into {full}
   return %r : {full}
 }}
-func.func private @{symbol}({", ".join(flat)}) -> {kout}
+func.func private @{symbol}({", ".join(flat)}) -> {kfull}
 """
 
 
@@ -103,23 +114,25 @@ def install_kernel(
     weights_name: str = "xgen_kernel_weights",
     ids: int = 1,
     executable: str | None = None,
+    scratch: int = 0,
 ) -> None:
     """Replace ``end``'s result by a call of the kernel in object ``obj`` (taking ``ids``
     workgroup ids: x, then y, z) on ``inputs`` (numpy arrays become constants), transposed
     by ``perm`` where ``end`` wrote another layout than the kernel; erase what is then dead.
     The declaration carries the FLOPs of the ``replaced`` ops, for the report's count.
+    ``scratch``: elements past the result the kernel may write (``wrapper_text``).
     ``executable``: the kernel's executable text when it is not a C object (an offload's
     import call, ``dispatch.import_executable_text``)."""
     shapes = [[a.size] if isinstance(a, np.ndarray) else _shape(a.type) for a in inputs]
     result = _shape(result_type)
     elements = [element_of(a) for a in [*inputs, result_type]]
-    splice_functions(module_op, wrapper_text(symbol, shapes, result, elements))
+    splice_functions(module_op, wrapper_text(symbol, shapes, result, elements, scratch))
     text = executable or dispatch.executable_text(
         symbol,
         obj,
         object_format,
         [int(np.prod(s)) for s in shapes],
-        int(np.prod(result)),
+        int(np.prod(result)) + scratch,
         grid,
         ids=ids,
     )
