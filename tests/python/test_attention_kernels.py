@@ -71,6 +71,19 @@ def test_self_attention_matches_pytorch_with_a_runtime_mask_and_nan():
     np.testing.assert_array_equal(np.isnan(np.asarray(m(x3, mask))), np.isnan(want3))
 
 
+def test_heads_of_features_that_fill_no_vector():
+    """15 features per head (PP-OCRv4's recognizer has such heads): V is packed in
+    zero-padded vectors and the output's rows are stored in part."""
+    torch.manual_seed(3)
+    model = _SelfAttention(hidden=45, heads=3).eval()
+    x, mask = torch.randn(20, 45), torch.zeros(1, 1, 20, 20)
+    m = xgen_mlir.compile(model, (x, mask))
+    assert _kernels(m) == 1, m.report.rewrites
+    with torch.no_grad():
+        want = model(x, mask).numpy()
+    check_close(np.asarray(m(x, mask)), want, atol=1e-5, rtol=1e-4, what="15 features")
+
+
 def test_a_batch_of_sequences_with_their_own_masks():
     """Batch 2: the batch matmuls' heads are (item, head) pairs, and an item's rows are not
     ``heads`` heads further on, so the kernel splits the index; each item has its mask."""

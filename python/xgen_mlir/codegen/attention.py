@@ -96,18 +96,24 @@ class AttentionSpec:
         return -(-self.tk // self.lanes) * self.lanes
 
     @property
+    def dv(self) -> int:
+        """V's and the output's features rounded up to whole vectors (a packed V row)."""
+        return -(-self.d // self.lanes) * self.lanes
+
+    @property
     def score_bytes(self) -> int:
         return 4 * self.rows * self.tkp
 
     @property
     def stack_bytes(self) -> int:
         kt = 0 if self.kt_scratch else self.d * self.tkp
-        return self.score_bytes + 4 * (kt + (self.tk * self.d if self.pack_v else 0))
+        return self.score_bytes + 4 * (kt + (self.tk * self.dv if self.pack_v else 0))
 
     def place(self) -> None:
-        """K^T and V on the stack where they fit, else V read in place, then K^T in scratch."""
+        """K^T and V on the stack where they fit, else V read in place (only where its rows
+        are whole vectors), then K^T in scratch."""
         self.pack_v, self.kt_scratch = True, False
-        if self.stack_bytes > STACK_BYTES:
+        if self.stack_bytes > STACK_BYTES and self.d == self.dv:
             self.pack_v = False
         if self.stack_bytes > STACK_BYTES:
             self.kt_scratch = True
@@ -157,12 +163,19 @@ def generate(spec: AttentionSpec) -> str:
         f"  const float* restrict v = in{spec.v_input} + in{spec.v_input}_off;"
     )
     vpack = (
-        f"  for (int j = 0; j < TK; ++j)\n    for (int f = 0; f < D; ++f) "
-        f"vp[(size_t)j * D + f] = v[{spec.v.c('h', 'j', 'f')}];"
+        f"  for (int j = 0; j < TK; ++j)\n    for (int f = 0; f < DV; ++f) "
+        f"vp[(size_t)j * DV + f] = f < D ? v[{spec.v.c('h', 'j', 'f')}] : 0.0f;"
         if spec.pack_v
         else ""
     )
-    vrow = "(size_t)j * D" if spec.pack_v else spec.v.c("h", "j", "0")
+    vrow = "(size_t)j * DV" if spec.pack_v else spec.v.c("h", "j", "0")
+    at = spec.o.c("h", "i + r", "VL * (fv + n)")
+    store = (
+        f"*(vfu*)(o + {at}) = acc[r][n];"
+        if spec.d == spec.dv
+        else f"{{ if (VL * (fv + n) + VL <= D) *(vfu*)(o + {at}) = acc[r][n];\n"
+        f"          else for (int c = 0; c < D - VL * (fv + n); ++c) o[{at} + c] = acc[r][n][c]; }}"
+    )
     start = -(-spec.out_size // 16) * 16
     kt_decl = (
         f"  float* restrict kt = o + {start} + ((size_t)gy * {spec.grid[0]} + gx) * (D * TKP);"
@@ -194,6 +207,7 @@ typedef int vi16 __attribute__((vector_size({4 * spec.lanes})));
 #define TKP {spec.tkp}
 #define JV (TKP / VL)
 #define D {spec.d}
+#define DV {spec.dv}
 #define QB {spec.q_block}
 {math_c()}
 /* n < VL floats from p, zeros after them (the keys' last, partial vector) */
@@ -273,8 +287,8 @@ static inline __attribute__((always_inline)) void row_tile(
     for (int c = 0; c < VL; ++c) total += sum[c];
     for (int j = 0; j < JV; ++j) *(v16*)(row + VL * j) = *(const v16*)(row + VL * j) / SPLAT(total);
   }}
-  for (int fv = 0; fv < D / VL; fv += NV) {{
-    const int nf = D / VL - fv < NV ? D / VL - fv : NV;
+  for (int fv = 0; fv < DV / VL; fv += NV) {{
+    const int nf = DV / VL - fv < NV ? DV / VL - fv : NV;
     v16 acc[MR][NV];
     #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
@@ -302,7 +316,7 @@ static inline __attribute__((always_inline)) void row_tile(
     #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
       for (int n = 0; n < nf; ++n)
-        *(vfu*)(o + {spec.o.c("h", "i + r", "VL * (fv + n)")}) = acc[r][n];
+        {store}
   }}
 }}
 
@@ -313,7 +327,7 @@ void {spec.symbol}_impl({ins}{tens}MEMREF(float, om), size_t gx, size_t gy) {{
   const int i0 = (int)gy * QB;
   const int i1 = i0 + QB < TQ ? i0 + QB : TQ;
 {kt_decl}
-{"  float vp[TK * D] __attribute__((aligned(64)));" if spec.pack_v else ""}
+{"  float vp[TK * DV] __attribute__((aligned(64)));" if spec.pack_v else ""}
   float s[MR * TKP] __attribute__((aligned(64)));
   for (int j = 0; j < TKP; ++j)
     for (int f = 0; f < D; ++f)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir
-from ..codegen.attention import SCORE_BYTES, AttentionSpec, Strided, generate
+from ..codegen.attention import SCORE_BYTES, STACK_BYTES, AttentionSpec, Strided, generate
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
@@ -373,8 +373,6 @@ def _lower(
         if src not in bases:
             bases.append(src)
     rows, n_vectors, lanes = gemm_tile(opts.vector_bits or 128)
-    if d % lanes:
-        raise NoMatch(f"{d} features per head are not whole {lanes}-float vectors")
     spec = AttentionSpec(
         free_symbol(module_op, "xgen_attention", 1), heads, tq, tk, d, lanes, rows, n_vectors,
         q, k, v, out_view, bases.index(q_src), bases.index(k_src), bases.index(v_src),
@@ -383,6 +381,8 @@ def _lower(
     last = end if end is not None else pv
     spec.out_size = int(np.prod(_shape(last.results[0])))
     spec.place()
+    if spec.stack_bytes > STACK_BYTES:  # V rows of partial vectors are packed on the stack
+        raise NoMatch(f"V's {d}-feature rows, padded to whole vectors, pass the stack budget")
     if spec.score_bytes > SCORE_BYTES:
         raise NoMatch(f"{tk} keys: a tile's score rows pass the kernel's {SCORE_BYTES // 1024} KiB")
     consumed.update(j for j, b in enumerate(bmms) if b == pv)  # now: it is erased below

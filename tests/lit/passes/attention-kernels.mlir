@@ -2,7 +2,9 @@
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-attention-kernels{vector-bits=256}" | FileCheck %s
 // RUN: cat %t.cache/kernels/*.c | FileCheck %s --check-prefix=SRC
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-attention-kernels{vector-bits=256 enable=false}" | FileCheck %s --check-prefix=OFF
-// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-attention-kernels{vector-bits=512}" | FileCheck %s --check-prefix=WIDE
+// RUN: rm -rf %t.wide
+// RUN: env XGEN_CACHE_DIR=%t.wide xgen-opt %s --split-input-file -p "xgen-attention-kernels{vector-bits=512}" | FileCheck %s --check-prefix=WIDE
+// RUN: cat %t.wide/kernels/*.c | FileCheck %s --check-prefix=WIDESRC
 
 // Attention as torch-mlir lowers it (a fused QKV [T, 3 x heads x D] viewed per head, Q K^T,
 // a scale and a mask broadcast over the heads, the softmax's five generics, P V, back to
@@ -13,6 +15,8 @@
 // CHECK: return %[[O]]
 // The kernel reads Q, K, V in place (Q of head h, token i, feature f at h*8 + i*48 + f; K at
 // 16 more; V at 32 more), the mask at i*8 + j for every head, and writes O at h*8 + i*16.
+// WIDESRC-DAG: #define DV 16
+// WIDESRC-DAG: else for (int c = 0; c < D - VL * (fv + n); ++c)
 // SRC-DAG: attention, 2 heads, 8 x 8 keys, d 8, tile 6x16
 // SRC-DAG: q[(0 + (size_t)(h) * 8 + (size_t)(i + r) * 48 + (size_t)(f) * 1)]
 // SRC-DAG: k[(16 + (size_t)(h) * 8 + (size_t)(j) * 48 + (size_t)(f) * 1)]
@@ -23,10 +27,12 @@
 // OFF: linalg.batch_matmul
 // OFF: linalg.batch_matmul
 // OFF-NOT: xgen_attention
-// 8 features per head are not whole 16-float vectors: IREE keeps it.
+// At 512 bits 8 features per head are half a vector: V is packed into whole (zero-padded)
+// vectors on the stack and the output's rows are stored in part.
 // WIDE-LABEL: func.func @attention
-// WIDE: linalg.batch_matmul
-// WIDE-NOT: xgen_attention
+// WIDE: call @xgen_attention_{{[0-9]+}}_call
+// WIDE-NOT: linalg.batch_matmul
+// WIDE: return
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #map1 = affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>
 #map2 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
