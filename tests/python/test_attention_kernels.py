@@ -71,17 +71,22 @@ def test_self_attention_matches_pytorch_with_a_runtime_mask_and_nan():
     np.testing.assert_array_equal(np.isnan(np.asarray(m(x3, mask))), np.isnan(want3))
 
 
+def _matches_pytorch(model: nn.Module, x: torch.Tensor, mask: torch.Tensor, what: str) -> None:
+    """Compiled with the defaults, the attention runs in one kernel and matches PyTorch."""
+    m = xgen_mlir.compile(model, (x, mask))
+    assert _kernels(m) == 1, m.report.rewrites
+    with torch.no_grad():
+        want = model(x, mask).numpy()
+    check_close(np.asarray(m(x, mask)), want, atol=1e-5, rtol=1e-4, what=what)
+
+
 def test_heads_of_features_that_fill_no_vector():
     """15 features per head (PP-OCRv4's recognizer has such heads): V is packed in
     zero-padded vectors and the output's rows are stored in part."""
     torch.manual_seed(3)
     model = _SelfAttention(hidden=45, heads=3).eval()
     x, mask = torch.randn(20, 45), torch.zeros(1, 1, 20, 20)
-    m = xgen_mlir.compile(model, (x, mask))
-    assert _kernels(m) == 1, m.report.rewrites
-    with torch.no_grad():
-        want = model(x, mask).numpy()
-    check_close(np.asarray(m(x, mask)), want, atol=1e-5, rtol=1e-4, what="15 features")
+    _matches_pytorch(model, x, mask, "15 features")
 
 
 def test_a_batch_of_sequences_with_their_own_masks():
@@ -92,11 +97,7 @@ def test_a_batch_of_sequences_with_their_own_masks():
     x = torch.randn(2, 10, 48)
     mask = torch.zeros(2, 1, 10, 10)
     mask[1, ..., 7:] = float("-inf")  # the second sequence is 7 tokens long
-    m = xgen_mlir.compile(model, (x, mask))
-    assert _kernels(m) == 1, m.report.rewrites
-    with torch.no_grad():
-        want = model(x, mask).numpy()
-    check_close(np.asarray(m(x, mask)), want, atol=1e-5, rtol=1e-4, what="batch of 2")
+    _matches_pytorch(model, x, mask, "batch of 2")
 
 
 def test_a_long_sequence_packs_k_into_scratch():
@@ -107,11 +108,7 @@ def test_a_long_sequence_packs_k_into_scratch():
     x = torch.randn(300, 128)
     mask = torch.zeros(1, 1, 300, 300)
     mask[..., 250:] = float("-inf")
-    m = xgen_mlir.compile(model, (x, mask))
-    assert _kernels(m) == 1, m.report.rewrites
-    with torch.no_grad():
-        want = model(x, mask).numpy()
-    check_close(np.asarray(m(x, mask)), want, atol=1e-5, rtol=1e-4, what="300 tokens")
+    _matches_pytorch(model, x, mask, "300 tokens")
 
 
 @pytest.mark.parametrize("option", ["true", "false"])
