@@ -205,10 +205,12 @@ def _tuning_request(opts: CompileOptions, host: HostIdentity | None) -> TuningRe
 def _winograd_choices(
     opts: CompileOptions, pipeline: Pipeline, host: HostIdentity | None
 ) -> TunedChoices | None:
-    """Under ``winograd=tuned`` or ``offload=tuned``: the algorithm choices measured on
-    ``host`` (none when the tuning database is off or no host's records apply), for
-    xgen-winograd-convs."""
-    if "tuned" not in (pipeline.option_value("winograd"), pipeline.option_value("offload")):
+    """Under ``tuned`` for any of the target's algorithm choices (Winograd, offload, the
+    generated GEMM and attention kernels): the choices measured on ``host`` (none when the
+    tuning database is off or no host's records apply), for xgen-winograd-convs and
+    xgen-attention-kernels."""
+    names = ("winograd", "offload", "gemm_kernels", "attention_kernels")
+    if "tuned" not in [pipeline.option_value(n) for n in names]:
         return None
     if host is None:
         return TunedChoices(source="no tuning database used")

@@ -129,3 +129,49 @@ def test_bert_layers_through_the_kernel_match_pytorch():
     with torch.no_grad():
         want = model(*inputs).numpy()
     check_close(np.asarray(m(*inputs)), want, atol=2e-5, rtol=1e-4, what="bert hidden")
+
+
+def test_tuned_attention_measured_on_this_host_recorded_and_applied(tmp_path):
+    """attention_kernels=tuned (the default): xgen_mlir.tune's choices step measures the core
+    as the kernel against IREE's dispatches and records it; compile() follows the record, and
+    a record of IREE's dispatches measured faster makes it keep them, with numbers that still
+    match PyTorch either way."""
+    from xgen_mlir.passes.attention_kernels import attention_config
+    from xgen_mlir.tunedb import HostIdentity, Record, TuningDB
+    from xgen_mlir.tuning.choices import ATTENTION_TEXT, measure_choices
+    from xgen_mlir.tuning.measure import MeasureSettings
+
+    torch.manual_seed(0)
+    model = _SelfAttention().eval()
+    x, mask = torch.randn(16, 48), torch.zeros(1, 1, 16, 16)
+    with torch.no_grad():
+        want = model(x, mask).numpy()
+    db = tmp_path / "t.db"
+    only = {"winograd": "false", "offload": "none", "gemm_kernels": "false"}
+    fast = MeasureSettings(threads=2, rounds=3, min_block_s=0.002)
+    choices = measure_choices(
+        model, (x, mask), db=db, settings=fast, progress=False, target_options=only
+    )
+    (core,) = [c for c in choices if c.prior == ATTENTION_TEXT]
+    assert core.description == "attention 3x16x16 d16 +1 score ops (1 tensor)"
+    (record,) = core.measured
+    assert record.status == "ok" and record.speedup, record
+    m = xgen_mlir.compile(model, (x, mask), tuning_db=db, target_options=only)
+    assert _kernels(m) == (1 if core.algorithm == ATTENTION_TEXT else 0), core.why
+    assert any(c[0] == core.description for c in m.report.tuning.choices)
+    check_close(np.asarray(m(x, mask)), want, atol=1e-5, rtol=1e-4, what="tuned attention")
+    # this host measured IREE's dispatches twice as fast: they stay
+    with TuningDB(db) as tdb:
+        host = HostIdentity.current()
+        tdb.add(Record(core.signature, attention_config(), "ok", 2e-3, 1e-3), host)
+    m = xgen_mlir.compile(model, (x, mask), tuning_db=db, target_options=only)
+    assert _kernels(m) == 0, m.report.rewrites
+    assert m.report.rewrites["xgen-attention-kernels"]["kept: IREE's dispatches (tuned)"] == 1
+    (said,) = [c for c in m.report.tuning.choices if c[0] == core.description]
+    assert said[1] == "IREE" and "IREE's dispatches faster" in said[2], said
+    check_close(np.asarray(m(x, mask)), want, atol=1e-5, rtol=1e-4, what="attention in IREE")
+    # attention_kernels=true ignores the records
+    m = xgen_mlir.compile(
+        model, (x, mask), tuning_db=db, target_options={**only, "attention_kernels": "true"}
+    )
+    assert _kernels(m) == 1

@@ -22,9 +22,12 @@ kernel's stack tile; the rest stays with IREE, counted with the reason.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,8 +35,16 @@ from .._mlir import ir
 from ..codegen.attention import SCORE_BYTES, STACK_BYTES, AttentionSpec, Strided, generate
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
-from ..irutil import ops_named
+from ..irutil import function_of, ops_named
 from ..target import gemm_tile
+from ..tunedb import (
+    ALGORITHM,
+    MIN_GAIN,
+    REJECTED_IN_MODEL,
+    HostIdentity,
+    Record,
+    choice_records_for,
+)
 from .consteval import ConstEval
 from .epilogue_c import Epilogue, Operands, epilogue, scalar_constant
 from .generic_util import (
@@ -49,7 +60,8 @@ from .generic_util import (
 )
 from .kernel_call import free_symbol, install_kernel
 from .kernel_match import NoMatch
-from .registry import register_pass
+from .registry import PassFailure, register_pass
+from .winograd_convs import ATTENTION_ALGORITHM, CHOICES, MODES, TunedChoices
 
 _VIEWS = (
     "tensor.collapse_shape",
@@ -62,7 +74,12 @@ _RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
 
 @dataclass
 class AttentionKernelOptions(ToolchainOptions):
-    enable: bool = True
+    # "true": every core the kernel takes; "false": none; "tuned": as this host's
+    # measurements decide (``decide``: the kernel unless IREE measured faster)
+    enable: str = "true"
+    functions: str = ""  # comma-separated function names to look in; empty: all
+    db: str = ""  # "tuned" outside compile(): the tuning database ("": the default one)
+    threads: int = 0  # "tuned": the thread count the records were measured with (0: this host's)
     vector_bits: int = 512  # the target's vector width (the kernel's register tile)
     verbose: bool = False
 
@@ -105,9 +122,9 @@ def _apply_view(op: ir.Operation, idx: np.ndarray) -> np.ndarray:
     return idx[sl].reshape(out)
 
 
-def _view_source(value: ir.Value) -> tuple[ir.Value, np.ndarray]:
-    """The tensor ``value`` is a view of, and for each element of ``value`` its flat index
-    there."""
+def _view_source(value: ir.Value) -> tuple[ir.Value, np.ndarray, list[ir.Operation]]:
+    """The tensor ``value`` is a view of, for each element of ``value`` its flat index
+    there, and the views in between."""
     chain: list[ir.Operation] = []
     while (op := producer(value)) is not None and op.name in _VIEWS:
         chain.append(op)
@@ -117,7 +134,7 @@ def _view_source(value: ir.Value) -> tuple[ir.Value, np.ndarray]:
     idx = np.arange(int(np.prod(_shape(value))), dtype=np.int64).reshape(_shape(value))
     for op in reversed(chain):
         idx = _apply_view(op, idx)
-    return value, idx
+    return value, idx, chain
 
 
 def _affine(idx: np.ndarray) -> list[int] | None:
@@ -156,9 +173,10 @@ def _fit(idx: np.ndarray, what: str, contiguous: bool) -> Strided:
     return fitted
 
 
-def _output_view(value: ir.Value) -> tuple[ir.Operation | None, np.ndarray]:
-    """The last op of the reshapes and transposes that alone use ``value`` (None: none), and
-    for each element of ``value`` its flat index in that op's result."""
+def _output_view(value: ir.Value) -> tuple[list[ir.Operation], np.ndarray]:
+    """The reshapes and transposes that alone use ``value`` (the last one's result is the
+    output the kernel writes), and for each element of ``value`` its flat index in that
+    op's result."""
     chain: list[ir.Operation] = []
     cur = value
     while (user := _only_user(cur)) is not None and user.name in (*_RESHAPES, "linalg.transpose"):
@@ -172,7 +190,7 @@ def _output_view(value: ir.Value) -> tuple[ir.Operation | None, np.ndarray]:
         idx = _apply_view(op, idx)
     pos = np.empty(size, np.int64)
     pos[idx.ravel()] = np.arange(size, dtype=np.int64)
-    return (chain[-1] if chain else None), pos.reshape(_shape(value))
+    return chain, pos.reshape(_shape(value))
 
 
 # ---- the chain ----
@@ -325,17 +343,50 @@ def _tensor_strides(epi: Epilogue, bmm_shape: list[int]) -> list[Strided]:
     return out
 
 
-def _lower(
-    module_op: ir.Operation,
-    bmm: ir.Operation,
-    ev: ConstEval,
-    opts: AttentionKernelOptions,
-    bmms: list[ir.Operation],
-    consumed: set[int],
-) -> AttentionSpec:
-    """Replace the attention core starting at ``bmm`` (Q K^T) by a kernel call, adding the
-    index of its P V in ``bmms`` to ``consumed``; NoMatch where it is not one the kernel
-    takes."""
+@dataclass
+class Found:
+    """One attention core the kernel takes: its spec and the IR it replaces."""
+
+    spec: AttentionSpec
+    bases: list[ir.Value]  # the tensors Q, K and V are views of (the kernel's inputs)
+    tensors: list[ir.Value]  # the score ops' tensors (a mask)
+    replaced: list[ir.Operation]  # Q K^T, the score ops, the softmax, P V
+    last: ir.Operation  # the op whose result the kernel's result replaces
+    pv: ir.Operation
+    views: list[ir.Operation]  # Q's, K's and V's views and the output's (a measuring slice)
+
+    @property
+    def ops(self) -> list[ir.Operation]:
+        """Every op of the core with the views around it (unordered)."""
+        return [*self.views, *(o for o in self.replaced if o not in self.views)]
+
+    def signature(self) -> tuple[str, str]:
+        """(signature, description) for the tuning database: shapes, the strides Q, K, V, the
+        output and the score's tensors are read and written with, and the score ops. Cores
+        with one signature share measurements, in a model or across models."""
+        s = self.spec
+        desc = f"attention {s.heads}x{s.tq}x{s.tk} d{s.d}"
+        if s.score:
+            desc += f" +{len(s.score)} score ops"
+        if s.tensors:
+            desc += f" ({len(s.tensors)} tensor{'s' if len(s.tensors) > 1 else ''})"
+        text = "|".join(
+            [
+                desc,
+                *(repr(x) for x in (s.q, s.k, s.v, s.o, *s.tensors)),
+                f"{s.q_input},{s.k_input},{s.v_input}/{s.inputs}",
+                *s.score,
+            ]
+        )
+        digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+        return f"{desc.replace(' ', '_')}#{digest}", desc
+
+
+def _match(
+    module_op: ir.Operation, bmm: ir.Operation, ev: ConstEval, opts: AttentionKernelOptions
+) -> Found:
+    """The attention core starting at ``bmm`` (Q K^T) as the kernel would compute it; NoMatch
+    where it is not one the kernel takes. Changes nothing."""
     qv, ktv = bmm.operands[0], bmm.operands[1]
     if not all(_static_f32(v) for v in (qv, ktv, bmm.results[0])):
         raise NoMatch("not a static f32 batch matmul")
@@ -360,11 +411,11 @@ def _lower(
         raise NoMatch("P V does not start from zero or V is not static f32")
     if _shape(pv.operands[1])[2] != d:
         raise NoMatch("V's features differ from Q's (the kernel takes one D)")
-    end, opos = _output_view(pv.results[0])
+    out_views, opos = _output_view(pv.results[0])
     out_view = _fit(opos, "the output", contiguous=True)
-    q_src, q_idx = _view_source(qv)
-    k_src, k_idx = _view_source(ktv)
-    v_src, v_idx = _view_source(pv.operands[1])
+    q_src, q_idx, q_views = _view_source(qv)
+    k_src, k_idx, k_views = _view_source(ktv)
+    v_src, v_idx, v_views = _view_source(pv.operands[1])
     q = _fit(q_idx, "Q", contiguous=False)
     k = _fit(np.transpose(k_idx, (0, 2, 1)), "K", contiguous=False)
     v = _fit(v_idx, "V", contiguous=True)
@@ -378,21 +429,92 @@ def _lower(
         q, k, v, out_view, bases.index(q_src), bases.index(k_src), bases.index(v_src),
         len(bases), tuple(epi.lines), _tensor_strides(epi, [heads, tq, tk]),
     )  # fmt: skip
-    last = end if end is not None else pv
+    last = out_views[-1] if out_views else pv
     spec.out_size = int(np.prod(_shape(last.results[0])))
     spec.place()
     if spec.stack_bytes > STACK_BYTES:  # V rows of partial vectors are packed on the stack
         raise NoMatch(f"V's {d}-feature rows, padded to whole vectors, pass the stack budget")
     if spec.score_bytes > SCORE_BYTES:
         raise NoMatch(f"{tk} keys: a tile's score rows pass the kernel's {SCORE_BYTES // 1024} KiB")
-    consumed.update(j for j, b in enumerate(bmms) if b == pv)  # now: it is erased below
-    obj = compile_object(generate(spec), opts.toolchain(), spec.symbol)
+    views = [*q_views, *k_views, *v_views, *out_views]
     replaced = [bmm, *score_ops, *soft_ops, *p_views, pv]
+    return Found(spec, bases, list(epi.tensors), replaced, last, pv, views)
+
+
+def _install(module_op: ir.Operation, found: Found, opts: AttentionKernelOptions) -> None:
+    """Replace the core by a call of its generated kernel."""
+    spec = found.spec
+    obj = compile_object(generate(spec), opts.toolchain(), spec.symbol)
     install_kernel(
-        module_op, spec.symbol, str(obj), opts.object_format, [*bases, *epi.tensors],
-        last.results[0].type, spec.grid, replaced, last, ids=2, scratch=spec.scratch,
+        module_op, spec.symbol, str(obj), opts.object_format, [*found.bases, *found.tensors],
+        found.last.results[0].type, spec.grid, found.replaced, found.last, ids=2,
+        scratch=spec.scratch,
     )  # fmt: skip
-    return spec
+
+
+def decide(records: list[Record]) -> tuple[bool, str]:
+    """Whether a core runs as the kernel, from this host's measurements of its signature, and
+    why. The kernel is the prior (one dispatch instead of four or more, the scores kept in
+    L1); IREE's dispatches replace it where ``xgen_mlir.tune`` measured them ``MIN_GAIN``
+    faster, and where the kernel failed its measurement (wrong numbers, a crash). A
+    measured lead of IREE's that did not make the model faster (rejected in the model) is
+    not taken."""
+    mine = [r for r in records if r.config.get("algorithm") == ATTENTION_ALGORITHM]
+    if not mine:
+        return True, "no measurement on this host: the kernel (xgen_mlir.tune measures it)"
+    r = mine[-1]
+    if r.detail.startswith(REJECTED_IN_MODEL):
+        return True, f"IREE's measured lead not kept: {r.detail}"
+    if r.speedup is None or r.seconds is None or r.baseline_seconds is None:
+        return False, f"the kernel's measurement: {r.status}{': ' + r.detail if r.detail else ''}"
+    said = (
+        f"measured kernel {r.seconds * 1e3:.3f} ms vs IREE {r.baseline_seconds * 1e3:.3f} ms "
+        f"({r.speedup:.2f}x)"
+    )
+    if r.speedup * MIN_GAIN <= 1.0:
+        return False, f"{said}: IREE's dispatches faster"
+    return True, said
+
+
+def attention_config() -> dict[str, Any]:
+    """The config of an ``algorithm`` record for an attention core run as the kernel; its
+    baseline is IREE's dispatches for the same core."""
+    return {"kind": ALGORITHM, "algorithm": ATTENTION_ALGORITHM, "compute": "f32"}
+
+
+def _scope(module_op: ir.Operation, opts: AttentionKernelOptions) -> list[ir.Operation]:
+    scope = {f for f in opts.functions.split(",") if f}
+    bmms = ops_named(module_op, "linalg.batch_matmul")
+    return [b for b in bmms if not scope or function_of(b) in scope]
+
+
+def candidates(module_op: ir.Operation, vector_bits: int) -> list[Found]:
+    """Every core the kernel takes (what ``tuning/choices.py`` measures), unchanged."""
+    opts = AttentionKernelOptions(vector_bits=vector_bits)
+    found: list[Found] = []
+    with module_op.context:
+        ev = ConstEval(module_op)
+        bmms = _scope(module_op, opts)
+        taken: set[int] = set()  # P V batch matmuls of the cores found (by index)
+        for i, bmm in enumerate(bmms):
+            if i in taken:
+                continue
+            try:
+                f = _match(module_op, bmm, ev, opts)
+            except NoMatch:
+                continue
+            taken.update(j for j, b in enumerate(bmms) if j > i and b == f.pv)
+            found.append(f)
+    return found
+
+
+def _load_choices(opts: AttentionKernelOptions) -> TunedChoices:
+    host = HostIdentity.current(threads=opts.threads or None)
+    try:
+        records, note = choice_records_for(Path(opts.db) if opts.db else None, host)
+    except Exception as e:  # a missing or unreadable file named in the option
+        raise PassFailure(str(e)) from None
+    return TunedChoices(records, note)
 
 
 @register_pass(
@@ -403,31 +525,46 @@ def _lower(
 )
 def attention_kernels(module_op: ir.Operation, opts: AttentionKernelOptions | None) -> Counter:
     opts = opts or AttentionKernelOptions()
+    mode = str(opts.enable).lower()
+    if mode not in MODES:
+        raise PassFailure(f"enable={opts.enable!r} is not one of {', '.join(MODES)}")
     counts: Counter[str] = Counter()
-    bmms = ops_named(module_op, "linalg.batch_matmul")
-    if not bmms or not opts.enable:
+    bmms = _scope(module_op, opts)
+    if not bmms or mode == "false":
         return counts
     if not opts.toolchain().available():
         warn_fallback(
             f"xgen-attention-kernels: C compiler '{opts.cc}' not found; attention stays with IREE"
         )
         return Counter({"kept: no C compiler": len(bmms)})
+    choices = (CHOICES.get() or _load_choices(opts)) if mode == "tuned" else None
     with module_op.context:
         ev = ConstEval(module_op)
-        erased: set[int] = set()  # P V batch matmuls a kernel took (by index: they are gone)
+        done: set[int] = set()  # P V batch matmuls of cores decided (by index: maybe erased)
         for i, bmm in enumerate(bmms):
-            if i in erased:
+            if i in done:
                 continue
             where = format_location(bmm.location)
             try:
-                spec = _lower(module_op, bmm, ev, opts, bmms, erased)
+                found = _match(module_op, bmm, ev, opts)
             except NoMatch as e:
                 counts[f"kept: {e}"] += 1
                 if opts.verbose:
                     print(f"xgen-attention-kernels: {where}: kept: {e}", file=sys.stderr)
                 continue
+            done.update(j for j, b in enumerate(bmms) if j > i and b == found.pv)
+            if choices is not None:
+                sig, desc = found.signature()
+                use, why = decide(choices.records.get(sig, []))
+                choices.log.append((desc, "xgen_attention" if use else "IREE", why))
+                if opts.verbose:
+                    print(f"xgen-attention-kernels: {where}: {desc}: {why}", file=sys.stderr)
+                if not use:
+                    counts["kept: IREE's dispatches (tuned)"] += 1
+                    continue
+            _install(module_op, found, opts)
             counts["attention kernels"] += 1
-            if spec.score:
+            if found.spec.score:
                 counts["with their score ops"] += 1
             if opts.verbose:
                 print(f"xgen-attention-kernels: {where}: generated kernel", file=sys.stderr)

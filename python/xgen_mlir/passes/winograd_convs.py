@@ -153,6 +153,8 @@ _MATMULS = (
 MODES = ("false", "true", "tuned")
 # The algorithm name of the generated GEMM kernel's records
 GEMM_ALGORITHM = "xgen_gemm"
+# ... and of the generated attention kernel's (passes/attention_kernels.py decides those)
+ATTENTION_ALGORITHM = "xgen_attention"
 
 
 @dataclass
@@ -667,6 +669,8 @@ def allowed_variants(mode: str, offload: str, precision: str, gemm: str = "false
             return mode == "tuned"
         if config.get("algorithm") == GEMM_ALGORITHM:
             return gemm == "tuned" and precision == "fp32"
+        if config.get("algorithm") == ATTENTION_ALGORITHM:
+            return False  # not a conv's or linear layer's variant
         return offload == "tuned" and config.get("compute") in (compute, "s8")
 
     return allowed

@@ -48,6 +48,9 @@ from ..compiler import CompileOptions, CompileReport, _import, _int8_source
 from ..compiler import compile as compile_model
 from ..fusion.tunable import captured_values, clone_remapped
 from ..irutil import np_dtype
+from ..passes.attention_kernels import AttentionKernelOptions, Found, attention_config
+from ..passes.attention_kernels import candidates as attention_candidates
+from ..passes.attention_kernels import decide as decide_attention
 from ..passes.byoc_offload import is_integer
 from ..passes.gemm_kernels import GemmKernelOptions
 from ..passes.runner import run_steps
@@ -97,6 +100,8 @@ class ConvChoice:
     algorithm: str = "direct"  # "direct" or "winograd F(4x4)" ...
     why: str = ""
     new: bool = False  # measured in this call (not found in the database)
+    # what compile() does before any measurement (the attention kernel is its cores' prior)
+    prior: str = "direct"
 
     def times(self) -> dict[str, float | None]:
         """Milliseconds: the direct conv (median over the variants' batches) and each variant."""
@@ -161,16 +166,20 @@ def _op(v: Any) -> Any:
 class _Slice:
     """The ops of one conv's standalone function, cut out of the model."""
 
-    def __init__(self, cand: Candidate) -> None:
+    def __init__(self, cand: Candidate, roots: list[Any] | None = None, result: Any = None) -> None:
+        """The conv (or matmul) with its pad and epilogue, or the ops ``roots`` (any order)
+        with ``result`` the value the function returns."""
         self.memo: dict[Any, bool] = {}
         self.root = conv = cand.op
         self.keep: list[Any] = []  # ops cloned, in any order (sorted later)
         self.args: list[Any] = []  # values that become arguments
-        pad = _op(conv.operands[0]) if "conv" in conv.name else None
-        roots = [conv, *epilogue(conv)]
-        if pad is not None and pad.name == "tensor.pad":
-            roots.insert(0, pad)
-        self.result = roots[-1].results[0]
+        if roots is None:
+            pad = _op(conv.operands[0]) if "conv" in conv.name else None
+            roots = [conv, *epilogue(conv)]
+            if pad is not None and pad.name == "tensor.pad":
+                roots.insert(0, pad)
+            result = roots[-1].results[0]
+        self.result = result
         produced = {r for o in roots for r in o.results}
         for o in roots:
             self.keep.append(o)
@@ -318,6 +327,46 @@ def variants_module(
     return module, configs
 
 
+def attention_module(
+    found: Found, cand: Candidate, order: dict[Any, int], step: str
+) -> tuple[ir.Module, list[dict[str, Any]]]:
+    """One module of ``base`` (the attention core with the views around it, as IREE's
+    dispatches compute it) and ``c0`` (the same core as xgen-attention-kernels makes it
+    with the target's ``step``); no ``c0`` where the kernel does not take the slice."""
+    cut = _Slice(cand, found.ops, found.last.results[0])
+    module = ir.Module.create(ir.Location.unknown(cand.op.context))
+    cut.function(module, "base", order)
+    cut.function(module, "c0", order)
+    head, _, rest = step.partition("{")
+    rest = " ".join(o for o in rest.rstrip("}").split() if not o.startswith("enable="))
+    counts = run_steps(
+        module,
+        [f"{head}{{enable=true functions=c0 {rest}}}"],
+        what=f"generating the attention kernel for {cand.description}",
+    )
+    if not counts.get("xgen-attention-kernels", {}).get("attention kernels"):
+        module.body.operations[len(module.body.operations) - 1].erase()
+        return module, []
+    module.operation.verify()
+    return module, [attention_config()]
+
+
+def measure_attention(
+    found: Found,
+    cand: Candidate,
+    order: dict[Any, int],
+    target: str,
+    settings: MeasureSettings,
+    compile_options: dict[str, Any],
+    step: str,
+) -> list[Measurement]:
+    """The attention core as the generated kernel against IREE's dispatches for it (numerics
+    within the contraction tolerance: the kernel only reassociates sums and rounds exp
+    differently), measured as ``measure_conv`` measures a conv's variants."""
+    module, configs = attention_module(found, cand, order, step)
+    return _measure_module(module, configs, target, settings, compile_options)
+
+
 def _compute(cand: Candidate, precision: str) -> str:
     """What a library computes ``cand`` in: s8 for an integer contraction, else the
     precision's float type."""
@@ -387,7 +436,8 @@ def _measure_module(
     if not configs:
         return []
     options = dict(compile_options)
-    chosen = {"winograd": "false", "offload": "none"}  # the variants are already in the IR
+    # the variants are already in the IR
+    chosen = {"winograd": "false", "offload": "none", "attention_kernels": "false"}
     options["target_options"] = {**options.get("target_options", {}), **chosen}
     options.update(entry="base", tuning_db=False, precision_check=False)
     if options.get("precision") == "int8":  # the slice is quantized already: compile as is
@@ -457,11 +507,25 @@ def measure_choices(
     by_sig: dict[str, list[Candidate]] = {}
     for c in found:
         by_sig.setdefault(c.signature, []).append(c)
+    attention_step = _attention_step(target, compile_options)
+    cores: dict[str, Found] = {}  # attention signatures: the first core of each
+    cut = attention_step is not None
+    for core in attention_candidates(module.operation, _vector_bits(attention_step)) if cut else []:
+        sig, desc = core.signature()
+        cores.setdefault(sig, core)
+        by_sig.setdefault(sig, []).append(Candidate(core.replaced[0], sig, desc, {}))
     with TuningDB(db_path) as tdb:
         tdb.add_host(host)
         known = tdb.choices(host)
     out = [
-        ConvChoice(sig, cs[0].description, len(cs), op_flops(cs[0].op), _weight_bytes(cs[0].op))
+        ConvChoice(
+            sig,
+            cs[0].description,
+            len(cs),
+            _flops(cs[0], cores.get(sig)),
+            _weight_bytes(cs[0].op) if sig not in cores else 0,
+            prior=ATTENTION_TEXT if sig in cores else "direct",
+        )
         for sig, cs in by_sig.items()
     ]
     todo = [c for c in out if remeasure or c.signature not in known]
@@ -474,7 +538,16 @@ def measure_choices(
         if deadline is not None and time.perf_counter() > deadline:
             break
         cand = by_sig[choice.signature][0]
-        measured = measure_conv(cand, order, target, settings, compile_options, offload, gemm_step)
+        first = cores.get(choice.signature)
+        if first is not None:
+            assert attention_step is not None
+            measured = measure_attention(
+                first, cand, order, target, settings, compile_options, attention_step
+            )
+        else:
+            measured = measure_conv(
+                cand, order, target, settings, compile_options, offload, gemm_step
+            )
         with TuningDB(db_path) as tdb:
             for m in measured:
                 record = Record(
@@ -497,9 +570,50 @@ def measure_choices(
     allowed = _allowed(target, compile_options)
     for choice in out:
         choice.measured = known.get(choice.signature, [])
-        config, choice.why = decide_algorithm(choice.measured, allowed)
-        choice.algorithm = "direct" if config is None else _algorithm_text(config)
+        choice.algorithm, choice.why = _decision(choice, allowed)
     return out
+
+
+ATTENTION_TEXT = "xgen_attention (f32)"
+
+
+def _decision(choice: ConvChoice, allowed: Any) -> tuple[str, str]:
+    """What compile() does with the op(s) of ``choice`` given its records, and why."""
+    if choice.prior == ATTENTION_TEXT:
+        use, why = decide_attention(choice.measured)
+        return (ATTENTION_TEXT if use else "direct"), why
+    config, why = decide_algorithm(choice.measured, allowed)
+    return ("direct" if config is None else _algorithm_text(config)), why
+
+
+def _flops(cand: Candidate, core: Found | None) -> int:
+    if core is None:
+        return op_flops(cand.op)
+    return op_flops(core.replaced[0]) + op_flops(core.pv)
+
+
+def _vector_bits(step: str | None) -> int:
+    """The ``vector-bits`` a pipeline step sets (the kernel's register tile; 0: unknown)."""
+    for option in (step or "").rstrip("}").replace("{", " ").split():
+        if option.startswith("vector-bits="):
+            value = option.split("=", 1)[1]
+            return int(value) if value.isdigit() else 0
+    return 0
+
+
+def _attention_step(target: str, compile_options: dict[str, Any]) -> str | None:
+    """The target's xgen-attention-kernels step where its cores are to be measured: a target
+    that has the step, ``attention_kernels=tuned``, an fp32 compile, a C compiler here."""
+    precision = str(compile_options.get("precision") or "fp32")
+    values = {**(compile_options.get("target_options") or {})}
+    pipeline = load_pipeline(target).with_options(values)
+    if precision != "fp32" or pipeline.option_value("attention_kernels") != "tuned":
+        return None
+    steps = pipeline.pass_steps("main")
+    step = next((s for s in steps if s.startswith("xgen-attention-kernels")), None)
+    if step is None or not AttentionKernelOptions().toolchain().available():
+        return None
+    return step
 
 
 def _algorithm_text(config: dict[str, Any]) -> str:
@@ -589,12 +703,11 @@ def tune_choices(
 
     if (compile_options.get("target_options") or {}).get("winograd") == "false":
         return [], current  # the user forbids Winograd: nothing to choose
-    before = {}
+    before: dict[str, list[Record]] = {}
     with TuningDB(db_path) as tdb:
         host = HostIdentity.current(threads=settings.threads)
         allowed = _allowed(target, compile_options)
-        for sig, records in tdb.choices(host).items():
-            before[sig] = decide_algorithm(records, allowed)[0]
+        before = tdb.choices(host)
     strong = replace(settings, rounds=max(9, settings.rounds), min_block_s=0.05)
     choices = measure_choices(
         model,
@@ -607,8 +720,13 @@ def tune_choices(
         tuning_threads=settings.threads,
         **compile_options,
     )
-    changed = [c for c in choices if c.new and c.algorithm != "direct"]
-    changed = [c for c in changed if before.get(c.signature) is None]
+    # a choice changes the model where its decision differs from the one before this call
+    changed = [
+        c
+        for c in choices
+        if c.new
+        and c.algorithm != _decision(replace(c, measured=before.get(c.signature, [])), allowed)[0]
+    ]
     if not changed:
         return choices, current
     options = {**compile_options, "tuning_db": db_path, "tuning_threads": settings.threads}
@@ -622,7 +740,7 @@ def tune_choices(
                 why = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)"
                 tdb.reject(host, c.signature, r.config, why)
             c.algorithm, c.why = (
-                "direct",
+                c.prior,
                 f"the measured choices slower in the model: {old_ms:.3f} -> {new_ms:.3f} ms",
             )
     return choices, current
