@@ -175,3 +175,29 @@ def test_tuned_attention_measured_on_this_host_recorded_and_applied(tmp_path):
         model, (x, mask), tuning_db=db, target_options={**only, "attention_kernels": "true"}
     )
     assert _kernels(m) == 1
+
+
+def test_tune_measures_attention_with_winograd_forbidden(tmp_path):
+    """tune()'s choices step measures the attention core even where the user forbids
+    Winograd (winograd=false forbids only that choice), and returns a module that computes
+    what PyTorch does."""
+    import time
+
+    from xgen_mlir.tuning.choices import ATTENTION_TEXT, tune_choices
+    from xgen_mlir.tuning.measure import MeasureSettings
+
+    torch.manual_seed(1)
+    model = _SelfAttention().eval()
+    x, mask = torch.randn(16, 48), torch.zeros(1, 1, 16, 16)
+    only = {"winograd": "false", "offload": "none", "gemm_kernels": "false"}
+    current = xgen_mlir.compile(model, (x, mask), tuning_db=False, target_options=only)
+    fast = MeasureSettings(threads=2, rounds=3, min_block_s=0.002)
+    choices, module = tune_choices(
+        current, model, (x, mask), (x, mask), "cpu", tmp_path / "t.db", fast,
+        time.perf_counter() + 120, False, {"target_options": only},
+    )  # fmt: skip
+    (core,) = choices
+    assert core.prior == ATTENTION_TEXT and core.new and core.measured, core
+    with torch.no_grad():
+        want = model(x, mask).numpy()
+    check_close(np.asarray(module(x, mask)), want, atol=1e-5, rtol=1e-4, what="tuned module")

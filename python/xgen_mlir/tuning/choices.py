@@ -401,11 +401,13 @@ def measure_conv(
     linear layer's generated GEMM kernel with ``gemm_step``."""
     precision = str(compile_options.get("precision") or "fp32")
     bf16 = precision == "bf16"
-    # Under bf16, IREE demotes Winograd's batched GEMM to bf16: its output is off by ~5e-2 of
-    # the scale (measured on every ResNet-18 conv), far over WINOGRAD_TOLERANCE, so it is never
-    # kept there and not compiled.
+    options = compile_options.get("target_options") or {}
+    # Winograd's variants are not measured under winograd=false (never applied), nor under
+    # bf16: IREE demotes Winograd's batched GEMM to bf16, its output is off by ~5e-2 of the
+    # scale (measured on every ResNet-18 conv), far over WINOGRAD_TOLERANCE.
     try:
-        module, configs = variants_module(cand, order, not bf16, offload, precision, gemm_step)
+        winograd = not bf16 and str(options.get("winograd", "tuned")) != "false"
+        module, configs = variants_module(cand, order, winograd, offload, precision, gemm_step)
     except Exception as e:  # the offload pass failed on the slice
         if offload is None:  # the slice itself cannot be made: nothing to measure
             raise
@@ -701,8 +703,15 @@ def tune_choices(
     on from."""
     from .search import time_models
 
-    if (compile_options.get("target_options") or {}).get("winograd") == "false":
-        return [], current  # the user forbids Winograd: nothing to choose
+    options = compile_options.get("target_options") or {}
+    chooses = (
+        options.get("winograd") != "false",
+        _offload_backend(target, compile_options) is not None,
+        _gemm_step(target, compile_options) is not None,
+        _attention_step(target, compile_options) is not None,
+    )
+    if not any(chooses):
+        return [], current  # every choice forbidden by the user (or not on this host)
     before: dict[str, list[Record]] = {}
     with TuningDB(db_path) as tdb:
         host = HostIdentity.current(threads=settings.threads)
