@@ -26,7 +26,6 @@ import hashlib
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,9 +40,7 @@ from ..tunedb import (
     ALGORITHM,
     MIN_GAIN,
     REJECTED_IN_MODEL,
-    HostIdentity,
     Record,
-    choice_records_for,
 )
 from .consteval import ConstEval
 from .epilogue_c import Epilogue, Operands, epilogue, scalar_constant
@@ -61,7 +58,7 @@ from .generic_util import (
 from .kernel_call import free_symbol, install_kernel
 from .kernel_match import NoMatch
 from .registry import PassFailure, register_pass
-from .winograd_convs import ATTENTION_ALGORITHM, CHOICES, MODES, TunedChoices
+from .winograd_convs import ATTENTION_ALGORITHM, CHOICES, MODES, load_choices
 
 _VIEWS = (
     "tensor.collapse_shape",
@@ -508,15 +505,6 @@ def candidates(module_op: ir.Operation, vector_bits: int) -> list[Found]:
     return found
 
 
-def _load_choices(opts: AttentionKernelOptions) -> TunedChoices:
-    host = HostIdentity.current(threads=opts.threads or None)
-    try:
-        records, note = choice_records_for(Path(opts.db) if opts.db else None, host)
-    except Exception as e:  # a missing or unreadable file named in the option
-        raise PassFailure(str(e)) from None
-    return TunedChoices(records, note)
-
-
 @register_pass(
     "xgen-attention-kernels",
     "Lower each f32 attention core (Q K^T, score ops, softmax, P V and the views around "
@@ -537,7 +525,7 @@ def attention_kernels(module_op: ir.Operation, opts: AttentionKernelOptions | No
             f"xgen-attention-kernels: C compiler '{opts.cc}' not found; attention stays with IREE"
         )
         return Counter({"kept: no C compiler": len(bmms)})
-    choices = (CHOICES.get() or _load_choices(opts)) if mode == "tuned" else None
+    choices = (CHOICES.get() or load_choices(opts.db, opts.threads)) if mode == "tuned" else None
     with module_op.context:
         ev = ConstEval(module_op)
         done: set[int] = set()  # P V batch matmuls of cores decided (by index: maybe erased)

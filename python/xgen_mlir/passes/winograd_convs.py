@@ -647,9 +647,12 @@ def rewrite_conv(
         return _rewrite(op, ConstEval(module_op), t, max_filter_mb)
 
 
-def _load_choices(opts: WinogradOptions) -> TunedChoices:
-    host = HostIdentity.current(threads=opts.threads or None)
-    db = Path(opts.db) if opts.db else None
+def load_choices(db_option: str, threads: int) -> TunedChoices:
+    """A pass's ``tuned`` records outside compile() (``xgen-opt``): this host's algorithm
+    records from the database its ``db`` option names ("": the default one), as measured
+    with ``threads`` (0: this host's count)."""
+    host = HostIdentity.current(threads=threads or None)
+    db = Path(db_option) if db_option else None
     try:
         records, note = choice_records_for(db, host)
     except Exception as e:  # a missing or unreadable file named in the option
@@ -693,7 +696,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
         return counts
     choices = None
     if mode == "tuned" or tuned_offload or tuned_gemm:
-        choices = CHOICES.get() or _load_choices(opts)
+        choices = CHOICES.get() or load_choices(opts.db, opts.threads)
     allowed = allowed_variants(mode, opts.offload, opts.precision, opts.gemm)
     with module_op.context:
         ev = ConstEval(module_op, WEIGHT_ELEMENTS)
