@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -485,24 +486,31 @@ def _scope(module_op: ir.Operation, opts: AttentionKernelOptions) -> list[ir.Ope
     return [b for b in bmms if not scope or function_of(b) in scope]
 
 
+def _cores(
+    module_op: ir.Operation, ev: ConstEval, opts: AttentionKernelOptions
+) -> Iterator[tuple[ir.Operation, Found | NoMatch]]:
+    """Each Q K^T batch matmul in scope with the core it starts, or why it starts none; a
+    core's P V is not offered again. The caller may install a core before the next one."""
+    bmms = _scope(module_op, opts)
+    done: set[int] = set()  # P V batch matmuls of cores found (by index: maybe erased since)
+    for i, bmm in enumerate(bmms):
+        if i in done:
+            continue
+        try:
+            found = _match(module_op, bmm, ev, opts)
+        except NoMatch as e:
+            yield bmm, e
+            continue
+        done.update(j for j, b in enumerate(bmms) if j > i and b == found.pv)
+        yield bmm, found
+
+
 def candidates(module_op: ir.Operation, vector_bits: int) -> list[Found]:
     """Every core the kernel takes (what ``tuning/choices.py`` measures), unchanged."""
     opts = AttentionKernelOptions(vector_bits=vector_bits)
-    found: list[Found] = []
     with module_op.context:
         ev = ConstEval(module_op)
-        bmms = _scope(module_op, opts)
-        taken: set[int] = set()  # P V batch matmuls of the cores found (by index)
-        for i, bmm in enumerate(bmms):
-            if i in taken:
-                continue
-            try:
-                f = _match(module_op, bmm, ev, opts)
-            except NoMatch:
-                continue
-            taken.update(j for j, b in enumerate(bmms) if j > i and b == f.pv)
-            found.append(f)
-    return found
+        return [f for _, f in _cores(module_op, ev, opts) if isinstance(f, Found)]
 
 
 @register_pass(
@@ -528,19 +536,13 @@ def attention_kernels(module_op: ir.Operation, opts: AttentionKernelOptions | No
     choices = (CHOICES.get() or load_choices(opts.db, opts.threads)) if mode == "tuned" else None
     with module_op.context:
         ev = ConstEval(module_op)
-        done: set[int] = set()  # P V batch matmuls of cores decided (by index: maybe erased)
-        for i, bmm in enumerate(bmms):
-            if i in done:
-                continue
+        for bmm, found in _cores(module_op, ev, opts):
             where = format_location(bmm.location)
-            try:
-                found = _match(module_op, bmm, ev, opts)
-            except NoMatch as e:
-                counts[f"kept: {e}"] += 1
+            if isinstance(found, NoMatch):
+                counts[f"kept: {found}"] += 1
                 if opts.verbose:
-                    print(f"xgen-attention-kernels: {where}: kept: {e}", file=sys.stderr)
+                    print(f"xgen-attention-kernels: {where}: kept: {found}", file=sys.stderr)
                 continue
-            done.update(j for j, b in enumerate(bmms) if j > i and b == found.pv)
             if choices is not None:
                 sig, desc = found.signature()
                 use, why = decide(choices.records.get(sig, []))

@@ -332,16 +332,16 @@ def attention_module(
 ) -> tuple[ir.Module, list[dict[str, Any]]]:
     """One module of ``base`` (the attention core with the views around it, as IREE's
     dispatches compute it) and ``c0`` (the same core as xgen-attention-kernels makes it
-    with the target's ``step``); no ``c0`` where the kernel does not take the slice."""
+    with ``step``, the target's step under ``attention_kernels=true``); no ``c0`` where the
+    kernel does not take the slice."""
     cut = _Slice(cand, found.ops, found.last.results[0])
     module = ir.Module.create(ir.Location.unknown(cand.op.context))
     cut.function(module, "base", order)
     cut.function(module, "c0", order)
     head, _, rest = step.partition("{")
-    rest = " ".join(o for o in rest.rstrip("}").split() if not o.startswith("enable="))
     counts = run_steps(
         module,
-        [f"{head}{{enable=true functions=c0 {rest}}}"],
+        [f"{head}{{functions=c0 {rest}"],
         what=f"generating the attention kernel for {cand.description}",
     )
     if not counts.get("xgen-attention-kernels", {}).get("attention kernels"):
@@ -509,10 +509,10 @@ def measure_choices(
     by_sig: dict[str, list[Candidate]] = {}
     for c in found:
         by_sig.setdefault(c.signature, []).append(c)
-    attention_step = _attention_step(target, compile_options)
+    attention = _attention_step(target, compile_options)
+    attention_step, bits = attention if attention is not None else (None, 0)
     cores: dict[str, Found] = {}  # attention signatures: the first core of each
-    cut = attention_step is not None
-    for core in attention_candidates(module.operation, _vector_bits(attention_step)) if cut else []:
+    for core in attention_candidates(module.operation, bits) if attention_step else []:
         sig, desc = core.signature()
         cores.setdefault(sig, core)
         by_sig.setdefault(sig, []).append(Candidate(core.replaced[0], sig, desc, {}))
@@ -594,28 +594,23 @@ def _flops(cand: Candidate, core: Found | None) -> int:
     return op_flops(core.replaced[0]) + op_flops(core.pv)
 
 
-def _vector_bits(step: str | None) -> int:
-    """The ``vector-bits`` a pipeline step sets (the kernel's register tile; 0: unknown)."""
-    for option in (step or "").rstrip("}").replace("{", " ").split():
-        if option.startswith("vector-bits="):
-            value = option.split("=", 1)[1]
-            return int(value) if value.isdigit() else 0
-    return 0
-
-
-def _attention_step(target: str, compile_options: dict[str, Any]) -> str | None:
-    """The target's xgen-attention-kernels step where its cores are to be measured: a target
-    that has the step, ``attention_kernels=tuned``, an fp32 compile, a C compiler here."""
+def _attention_step(target: str, compile_options: dict[str, Any]) -> tuple[str, int] | None:
+    """Where the attention cores are to be measured (a target that has the step,
+    ``attention_kernels=tuned``, an fp32 compile, a C compiler here): the target's
+    xgen-attention-kernels step as ``attention_kernels=true`` sets it, and the target's
+    vector width (the kernel's register tile)."""
     precision = str(compile_options.get("precision") or "fp32")
     values = {**(compile_options.get("target_options") or {})}
-    pipeline = load_pipeline(target).with_options(values)
-    if precision != "fp32" or pipeline.option_value("attention_kernels") != "tuned":
+    if (
+        precision != "fp32"
+        or load_pipeline(target).with_options(values).option_value("attention_kernels") != "tuned"
+    ):
         return None
-    steps = pipeline.pass_steps("main")
-    step = next((s for s in steps if s.startswith("xgen-attention-kernels")), None)
+    forced = load_pipeline(target).with_options({**values, "attention_kernels": "true"})
+    step = next((s for s in forced.pass_steps("main") if s.startswith("xgen-attention")), None)
     if step is None or not AttentionKernelOptions().toolchain().available():
         return None
-    return step
+    return step, forced.facts.vector_bits
 
 
 def _algorithm_text(config: dict[str, Any]) -> str:
