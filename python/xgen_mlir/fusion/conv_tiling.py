@@ -109,6 +109,19 @@ def conv_geometry(op: Any) -> ConvGeometry | None:
     return ConvGeometry(out[0], out[1], oc, kh, kw, ic, stride)
 
 
+def vector_tiles_misfit(ow: int, oc: int, vector_floats: int) -> str | None:
+    """Why the register tiles of a channels-last conv (one vector of output channels x 4 to 7
+    output pixels of a row: IREE's heuristic and ``choose_tiles`` alike) do not divide a conv
+    with output rows of ``ow`` pixels and ``oc`` channels, or None where they do. Such a conv
+    is left with remainder loops: on AVX-512, PP-OCRv4's 1x3 convs to 60 channels ran at 3-8
+    GFLOP/s, and ddddocr's 3x3 convs on 13- and 26-pixel rows 2-3x slower than oneDNN's."""
+    if oc % vector_floats:
+        return f"{oc} output channels are not a multiple of the {vector_floats}-float vector"
+    if not any(ow % d == 0 for d in range(4, 8)):
+        return f"output rows of {ow} pixels have no divisor in 4..7"
+    return None
+
+
 def choose_tiles(g: ConvGeometry, threads: int) -> tuple[list[list[int]] | None, str]:
     """[distribution, vector, reduction] tile sizes over (n, oh, ow, oc, kh, kw, ic), or None
     and the reason IREE's own are kept."""

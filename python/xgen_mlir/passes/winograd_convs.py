@@ -65,6 +65,7 @@ import numpy as np
 from .._mlir import arith, ir, linalg, tensor
 from ..byoc import OFFLOAD_ATTR, ONEDNN
 from ..diagnostics import format_location
+from ..fusion.conv_tiling import vector_tiles_misfit
 from ..fusion.lowering import TILED_FOR_VECTOR_BITS
 from ..irutil import constant_op, ops_named
 from ..tunedb import (
@@ -737,8 +738,8 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 if config is None and tuned_offload and not any(allowed(r.config) for r in records):
                     if is_integer(op):
                         config, why = _integer_conv_prior(why)
-                    elif _float_prior_applies(op, opts):
-                        config, why = _float_conv_prior(why)
+                    elif (reason := _float_prior_applies(op, opts)) is not None:
+                        config, why = _float_conv_prior(why, reason)
                 algorithm = None if config is None else config.get("algorithm")
                 if config is not None and algorithm != "winograd":
                     _mark(op, config)
@@ -796,32 +797,41 @@ def _integer_conv_prior(why: str) -> tuple[dict[str, Any] | None, str]:
     return offload_config(ONEDNN.name, "s8"), prior
 
 
-def _float_prior_applies(op: ir.Operation, opts: WinogradOptions) -> bool:
-    """Whether an unmeasured f32 conv starts in the kernel library: an fp32 compile for a
-    target of known vector width other than the one xgen_mlir's conv and matmul tiles were
-    chosen for (``TILED_FOR_VECTOR_BITS``), and a KxK filter (K > 1: a 1x1 conv is a matmul,
-    which IREE runs well everywhere)."""
-    if opts.precision != "fp32" or opts.vector_bits in (0, TILED_FOR_VECTOR_BITS):
-        return False
-    if not _static_f32(op):
-        return False
+def _float_prior_applies(op: ir.Operation, opts: WinogradOptions) -> str | None:
+    """Why an unmeasured f32 KxK conv starts in the kernel library (None: it stays with IREE).
+    Two target facts: an fp32 compile for a target of known vector width other than the one
+    xgen_mlir's conv and matmul tiles were chosen for (``TILED_FOR_VECTOR_BITS``); or, on that
+    target, a conv whose shape IREE's vector tiles (one vector of output channels x 4 to 8
+    output pixels) do not divide (``conv_tiling.vector_tiles_misfit``). Only KxK filters
+    (K > 1): a 1x1 conv is a matmul, which IREE runs well everywhere."""
+    if opts.precision != "fp32" or opts.vector_bits == 0 or not _static_f32(op):
+        return None
     shape = ir.RankedTensorType(op.operands[1].type).shape
     kh, kw = (shape[2], shape[3]) if _CONVS[op.name] else (shape[0], shape[1])
-    return max(kh, kw) > 1
+    if max(kh, kw) == 1:
+        return None
+    if opts.vector_bits != TILED_FOR_VECTOR_BITS:
+        return "on a target without xgen_mlir's own tiles"
+    out = ir.RankedTensorType(op.results[0].type).shape
+    oc, ow = (out[1], out[3]) if _CONVS[op.name] else (out[3], out[2])
+    misfit = vector_tiles_misfit(ow, oc, opts.vector_bits // 32)
+    return None if misfit is None else f"where IREE's vector tiles do not divide it: {misfit}"
 
 
-def _float_conv_prior(why: str) -> tuple[dict[str, Any] | None, str]:
-    """An f32 KxK conv with no measurement on this host, on a target outside xgen_mlir's own
-    tiles: the library's primitive, the tuner's first candidate. There IREE's direct conv has
-    only IREE's generic heuristic, and oneDNN dispatches to kernels written for the ISA. On an
+def _float_conv_prior(why: str, reason: str) -> tuple[dict[str, Any] | None, str]:
+    """An f32 KxK conv with no measurement on this host where IREE's direct conv has no fast
+    path (``reason``, from ``_float_prior_applies``): the library's primitive, the tuner's
+    first candidate; oneDNN dispatches to kernels written for the ISA and any shape. On an
     AVX2-only AMD EPYC every 3x3 and 7x7 conv of ResNet-18 ran 1.4-4x faster in oneDNN than
     IREE's direct conv (ResNet-18 82.7 -> 30.7 ms untuned); its 1x1 convs ran slower (0.45 ->
-    1.2 ms), so they stay with IREE. A tune replaces the prior by measurements."""
+    1.2 ms), so they stay with IREE. On AVX-512, convs IREE's vector tiles do not divide
+    (60 output channels; 13- and 26-pixel rows) ran 2-11x faster in oneDNN (docs/tuning.md).
+    A tune replaces the prior by measurements."""
     if ONEDNN.unavailable() is not None:
         return None, why
     prior = (
-        "no measurement on this host: an f32 KxK conv starts in oneDNN on a target without "
-        "xgen_mlir's own tiles (xgen_mlir.tune decides)"
+        f"no measurement on this host: an f32 KxK conv starts in oneDNN {reason} "
+        "(xgen_mlir.tune decides)"
     )
     return offload_config(ONEDNN.name, "f32"), prior
 

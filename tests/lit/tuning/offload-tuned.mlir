@@ -1,11 +1,12 @@
 // RUN: python %S/Inputs/offload_choices_db.py %s %t.db
-// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db verbose=true},xgen-byoc-offload{backend=tuned phase=layout},xgen-byoc-offload{backend=tuned}' 2>%t.err | FileCheck %s
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db verbose=true},xgen-byoc-offload{backend=tuned phase=layout},xgen-byoc-offload{backend=tuned}' 2>%t.err | FileCheck %s --check-prefixes=CHECK,NOPRIOR
 // RUN: FileCheck %s --check-prefix=WHY < %t.err
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned precision=bf16 db=%t.db},xgen-byoc-offload{backend=tuned precision=bf16 phase=layout},xgen-byoc-offload{backend=tuned precision=bf16}' | FileCheck %s --check-prefix=%if onednn-bf16 %{BF16%} %else %{NOBF16%}
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=none db=%t.db},xgen-byoc-offload{backend=none phase=layout},xgen-byoc-offload{backend=none}' | FileCheck %s --check-prefix=OFF
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db vector-bits=256 verbose=true},xgen-byoc-offload{backend=tuned phase=layout},xgen-byoc-offload{backend=tuned}' 2>%t.prior.err | FileCheck %s --check-prefix=PRIOR
 // RUN: FileCheck %s --check-prefix=WHY-PRIOR < %t.prior.err
-// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db vector-bits=512},xgen-byoc-offload{backend=tuned phase=layout},xgen-byoc-offload{backend=tuned}' | FileCheck %s
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db vector-bits=512 verbose=true},xgen-byoc-offload{backend=tuned phase=layout},xgen-byoc-offload{backend=tuned}' 2>%t.512.err | FileCheck %s --check-prefixes=CHECK,AVX512
+// RUN: FileCheck %s --check-prefix=WHY512 < %t.512.err
 
 // offload=tuned: xgen-winograd-convs weighs each conv's measured variants (Winograd's and the
 // oneDNN offload's in the compute type of the precision) and marks the convs whose best is
@@ -24,17 +25,21 @@
 // CHECK-NOT: linalg.batch_matmul
 // CHECK: call @xgen_onednn_conv_{{[0-9]+}}_call
 // Must not fire: bf16 records do not count for an fp32 compile; oneDNN slower; no record.
-// CHECK-LABEL: func.func @bf16_only
-// CHECK-NOT: xgen_onednn
-// CHECK: linalg.conv_2d_nchw_fchw
+// NOPRIOR-LABEL: func.func @bf16_only
+// NOPRIOR-NOT: xgen_onednn
+// NOPRIOR: linalg.conv_2d_nchw_fchw
+// AVX512-LABEL: func.func @bf16_only
+// AVX512: call @xgen_onednn_conv_{{[0-9]+}}_call
 // CHECK-LABEL: func.func @onednn_slower
 // CHECK-NOT: xgen_onednn
 // CHECK: linalg.conv_2d_nchw_fchw
 // CHECK-LABEL: func.func @strided_onednn_wins
 // CHECK: call @xgen_onednn_conv_{{[0-9]+}}_call
-// CHECK-LABEL: func.func @no_record
-// CHECK-NOT: xgen_onednn
-// CHECK: linalg.conv_2d_nchw_fchw
+// NOPRIOR-LABEL: func.func @no_record
+// NOPRIOR-NOT: xgen_onednn
+// NOPRIOR: linalg.conv_2d_nchw_fchw
+// AVX512-LABEL: func.func @no_record
+// AVX512: call @xgen_onednn_conv_{{[0-9]+}}_call
 
 // WHY: conv3x3 2->3 8x8 nchw pad: onednn, measured onednn f32 0.500 ms vs direct 1.000 ms (2.00x)
 // WHY: conv3x3 2->4 8x8 nchw pad -> Winograd F(4x4, 3x3)
@@ -67,8 +72,27 @@
 // PRIOR-LABEL: func.func @no_record_1x1
 // PRIOR-NOT: xgen_onednn
 // PRIOR: linalg.conv_2d_nchw_fchw
+// PRIOR-LABEL: func.func @no_record_fits
+// PRIOR: call @xgen_onednn_conv_{{[0-9]+}}_call
 // WHY-PRIOR: conv3x3 2->9 8x8 nchw pad: onednn, no measurement on this host: an f32 KxK conv starts in oneDNN
 // WHY-PRIOR-NOT: conv1x1 {{.*}}: onednn
+
+// At 512 bits (xgen_mlir's own tiles) the prior takes only the convs IREE's vector tiles (16
+// output channels x 4 to 7 pixels of a row) do not divide: 6 or 9 output channels, rows of 13
+// pixels. Must not fire: 16 channels on rows of 8 pixels; a 1x1 conv; a measured conv.
+// AVX512-LABEL: func.func @no_record_1x1
+// AVX512-NOT: xgen_onednn
+// AVX512-LABEL: func.func @no_record_fits
+// AVX512-NOT: xgen_onednn
+// AVX512: linalg.conv_2d_nchw_fchw
+// AVX512-LABEL: func.func @no_record_short_rows
+// AVX512: call @xgen_onednn_conv_{{[0-9]+}}_call
+// AVX512-NOT: linalg.conv_2d
+// WHY512: conv3x3 2->6 8x8 nchw pad: onednn, no measurement on this host: an f32 KxK conv starts in oneDNN where IREE's vector tiles do not divide it: 6 output channels are not a multiple of the 16-float vector
+// WHY512: conv3x3 2->7 8x8 nchw pad: direct, measured onednn f32 1.200 ms
+// WHY512: conv3x3 2->9 8x8 nchw pad: onednn, no measurement on this host
+// WHY512: conv3x3 2->16 8x8 nchw pad: direct
+// WHY512: conv3x3 2->16 13x13 nchw pad: onednn, {{.*}}output rows of 13 pixels have no divisor in 4..7
 
 // offload=none: nothing marked, nothing offloaded (Winograd still chosen where it won).
 // OFF-NOT: xgen.offload
@@ -172,4 +196,30 @@ func.func @no_record_1x1(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x9x8x8xf32> {
   %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x9x8x8xf32>) -> tensor<1x9x8x8xf32>
   %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%arg0, %w : tensor<1x2x8x8xf32>, tensor<9x2x1x1xf32>) outs(%1 : tensor<1x9x8x8xf32>) -> tensor<1x9x8x8xf32>
   return %2 : tensor<1x9x8x8xf32>
+}
+
+func.func @no_record_fits(%arg0: tensor<1x2x8x8xf32>) -> tensor<1x16x8x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<16x2x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x2x8x8xf32> to tensor<1x2x10x10xf32>
+  %0 = tensor.empty() : tensor<1x16x8x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x2x10x10xf32>, tensor<16x2x3x3xf32>) outs(%1 : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  return %2 : tensor<1x16x8x8xf32>
+}
+
+func.func @no_record_short_rows(%arg0: tensor<1x2x13x13xf32>) -> tensor<1x16x13x13xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<16x2x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x2x13x13xf32> to tensor<1x2x15x15xf32>
+  %0 = tensor.empty() : tensor<1x16x13x13xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x16x13x13xf32>) -> tensor<1x16x13x13xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x2x15x15xf32>, tensor<16x2x3x3xf32>) outs(%1 : tensor<1x16x13x13xf32>) -> tensor<1x16x13x13xf32>
+  return %2 : tensor<1x16x13x13xf32>
 }
