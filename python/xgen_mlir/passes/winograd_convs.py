@@ -52,6 +52,7 @@ Transform matrices: the Cook-Toom construction on the points 0, 1, -1, 2, -2, in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 from collections import Counter
@@ -64,6 +65,7 @@ import numpy as np
 
 from .._mlir import arith, ir, linalg, tensor
 from ..byoc import OFFLOAD_ATTR, ONEDNN
+from ..byoc.onednn import matmul_symbol
 from ..diagnostics import format_location
 from ..fusion.conv_tiling import vector_tiles_misfit
 from ..fusion.lowering import TILED_FOR_VECTOR_BITS
@@ -738,8 +740,8 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 if config is None and tuned_offload and not any(allowed(r.config) for r in records):
                     if is_integer(op):
                         config, why = _integer_conv_prior(why)
-                    elif (reason := _float_prior_applies(op, opts)) is not None:
-                        config, why = _float_conv_prior(why, reason)
+                    elif (prior := _float_prior_applies(op, opts)) is not None:
+                        config, why = _float_conv_prior(why, *prior)
                 algorithm = None if config is None else config.get("algorithm")
                 if config is not None and algorithm != "winograd":
                     _mark(op, config)
@@ -797,28 +799,47 @@ def _integer_conv_prior(why: str) -> tuple[dict[str, Any] | None, str]:
     return offload_config(ONEDNN.name, "s8"), prior
 
 
-def _float_prior_applies(op: ir.Operation, opts: WinogradOptions) -> str | None:
-    """Why an unmeasured f32 KxK conv starts in the kernel library (None: it stays with IREE).
-    Two target facts: an fp32 compile for a target of known vector width other than the one
-    xgen_mlir's conv and matmul tiles were chosen for (``TILED_FOR_VECTOR_BITS``); or, on that
-    target, a conv whose shape IREE's vector tiles (one vector of output channels x 4 to 8
-    output pixels) do not divide (``conv_tiling.vector_tiles_misfit``). Only KxK filters
-    (K > 1): a 1x1 conv is a matmul, which IREE runs well everywhere."""
-    if opts.precision != "fp32" or opts.vector_bits == 0 or not _static_f32(op):
+def _float_prior_applies(op: ir.Operation, opts: WinogradOptions) -> tuple[str, str] | None:
+    """Why an unmeasured f32 KxK conv starts in the kernel library, and the compute type it
+    starts in (None: it stays with IREE). Three target facts:
+    - an fp32 compile for a target of known vector width other than the one xgen_mlir's conv
+      and matmul tiles were chosen for (``TILED_FOR_VECTOR_BITS``);
+    - on that target, a conv whose shape IREE's vector tiles (one vector of output channels x
+      4 to 8 output pixels) do not divide (``conv_tiling.vector_tiles_misfit``);
+    - a bf16 compile where oneDNN has bf16 primitives (AVX512-BF16, AMX): IREE's contraction
+      demotion leaves its convs f32 (they are generics by then) and its bf16 conv codegen was
+      2-3x slower than f32 (docs/precision.md), so the library is the only bf16 conv.
+    Only KxK filters (K > 1): a 1x1 conv is a matmul, and the generated kernels take them."""
+    if opts.vector_bits == 0 or not _static_f32(op):
         return None
     shape = ir.RankedTensorType(op.operands[1].type).shape
     kh, kw = (shape[2], shape[3]) if _CONVS[op.name] else (shape[0], shape[1])
     if max(kh, kw) == 1:
         return None
+    if opts.precision == "bf16":
+        if not _bf16_primitives():
+            return None
+        return "in bf16, the only bf16 conv here", "bf16"
+    if opts.precision != "fp32":
+        return None
     if opts.vector_bits != TILED_FOR_VECTOR_BITS:
-        return "on a target without xgen_mlir's own tiles"
+        return "on a target without xgen_mlir's own tiles", "f32"
     out = ir.RankedTensorType(op.results[0].type).shape
     oc, ow = (out[1], out[3]) if _CONVS[op.name] else (out[3], out[2])
     misfit = vector_tiles_misfit(ow, oc, opts.vector_bits // 32)
-    return None if misfit is None else f"where IREE's vector tiles do not divide it: {misfit}"
+    if misfit is None:
+        return None
+    return f"where IREE's vector tiles do not divide it: {misfit}", "f32"
 
 
-def _float_conv_prior(why: str, reason: str) -> tuple[dict[str, Any] | None, str]:
+@functools.cache
+def _bf16_primitives() -> bool:
+    """Whether oneDNN makes bf16 primitives on this CPU (asked through the plugin, as
+    xgen-byoc-offload asks it per op)."""
+    return ONEDNN.unavailable() is None and ONEDNN.can_build(matmul_symbol("bf16", "none", 4, 2, 3))
+
+
+def _float_conv_prior(why: str, reason: str, compute: str) -> tuple[dict[str, Any] | None, str]:
     """An f32 KxK conv with no measurement on this host where IREE's direct conv has no fast
     path (``reason``, from ``_float_prior_applies``): the library's primitive, the tuner's
     first candidate; oneDNN dispatches to kernels written for the ISA and any shape. On an
@@ -833,7 +854,7 @@ def _float_conv_prior(why: str, reason: str) -> tuple[dict[str, Any] | None, str
         f"no measurement on this host: an f32 KxK conv starts in oneDNN {reason} "
         "(xgen_mlir.tune decides)"
     )
-    return offload_config(ONEDNN.name, "f32"), prior
+    return offload_config(ONEDNN.name, compute), prior
 
 
 def _mark(op: ir.Operation, config: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@
 // RUN: FileCheck %s --check-prefix=WHY-PRIOR < %t.prior.err
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db vector-bits=512 verbose=true},xgen-byoc-offload{backend=tuned phase=layout},xgen-byoc-offload{backend=tuned}' 2>%t.512.err | FileCheck %s --check-prefixes=CHECK,AVX512
 // RUN: FileCheck %s --check-prefix=WHY512 < %t.512.err
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned precision=bf16 db=%t.db vector-bits=512},xgen-byoc-offload{backend=tuned precision=bf16 phase=layout},xgen-byoc-offload{backend=tuned precision=bf16}' | FileCheck %s --check-prefix=%if onednn-bf16 %{BFP%} %else %{NOBFP%}
 
 // offload=tuned: xgen-winograd-convs weighs each conv's measured variants (Winograd's and the
 // oneDNN offload's in the compute type of the precision) and marks the convs whose best is
@@ -93,6 +94,17 @@
 // WHY512: conv3x3 2->9 8x8 nchw pad: onednn, no measurement on this host
 // WHY512: conv3x3 2->16 8x8 nchw pad: direct
 // WHY512: conv3x3 2->16 13x13 nchw pad: onednn, {{.*}}output rows of 13 pixels have no divisor in 4..7
+
+// precision=bf16 on a target with a vector width: every KxK conv without a bf16 record starts
+// in oneDNN's bf16 primitive (IREE's convs stay f32 under bf16), whatever its shape; a 1x1
+// conv stays with IREE. Without bf16 primitives (AVX2 only) nothing is offloaded.
+// BFP-LABEL: func.func @onednn_wins
+// BFP: call @xgen_onednn_conv_{{[0-9]+}}_call
+// BFP-LABEL: func.func @no_record_1x1
+// BFP-NOT: xgen_onednn
+// BFP-LABEL: func.func @no_record_fits
+// BFP: call @xgen_onednn_conv_{{[0-9]+}}_call
+// NOBFP-NOT: xgen_onednn
 
 // offload=none: nothing marked, nothing offloaded (Winograd still chosen where it won).
 // OFF-NOT: xgen.offload
