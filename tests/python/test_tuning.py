@@ -589,3 +589,62 @@ def test_a_check_whose_configs_iree_rejects_is_a_compile_failure(tmp_path, monke
     with TuningDB(db) as tdb:
         (rec,) = [r for r in tdb.records() if r.config == tiled]
     assert rec.detail.startswith(REJECTED_IN_MODEL) and "IREE rejected" in rec.detail
+
+
+A, B, C = "tensor<100x256xf32>", "tensor<256x256xf32>", "tensor<100x256xf32>"
+
+
+def _accumulating(name: str, twice: bool = False) -> str:
+    """A matmul that accumulates into its init argument (IREE computes it in that argument's
+    buffer); ``twice``: a wrong variant that returns twice the sum."""
+    ret = "%1" if twice else "%0"
+    double = f"  %1 = arith.addf %0, %0 : {C}\n" if twice else ""
+    return (
+        f"func.func @{name}(%a: {A}, %b: {B}, %c: {C}) -> {C} {{\n"
+        f"  %0 = linalg.matmul ins(%a, %b : {A}, {B}) outs(%c : {C}) -> {C}\n"
+        f"{double}  return {ret} : {C}\n}}\n"
+    )
+
+
+def _accumulating_after(name: str) -> str:
+    """The same sum as ``_accumulating``'s into a fresh buffer, the init argument added after
+    (it leaves the argument as it was)."""
+    return (
+        f"func.func @{name}(%a: {A}, %b: {B}, %c: {C}) -> {C} {{\n"
+        f"  %z = arith.constant 0.0 : f32\n  %e = tensor.empty() : {C}\n"
+        f"  %f = linalg.fill ins(%z : f32) outs(%e : {C}) -> {C}\n"
+        f"  %0 = linalg.matmul ins(%a, %b : {A}, {B}) outs(%f : {C}) -> {C}\n"
+        f"  %1 = arith.addf %0, %c : {C}\n  return %1 : {C}\n}}\n"
+    )
+
+
+def test_checks_give_each_function_inputs_of_its_own(tmp_path):
+    """IREE may compute a matmul's sum in its init argument's buffer. The child checks each
+    function on fresh copies of the inputs and copies its output out, so a config that
+    computes what ``base`` does matches it (with shared inputs: relative errors of 1, 2, the
+    earlier calls' sums added in) and a wrong one does not (with outputs read in place, the
+    same memory as ``base``'s: it matched)."""
+    from xgen_mlir.tuning.measure import MeasureSettings, _compile, _run_child
+
+    text = "".join(
+        [
+            _accumulating("base"),
+            _accumulating("c0"),
+            _accumulating("c1", twice=True),
+            _accumulating_after("c2"),
+        ]
+    )
+    flags = ["--iree-hal-target-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=host"]
+    vmfb, err = _compile(text, flags, tmp_path, 300.0)
+    assert vmfb is not None, err
+    rng = np.random.default_rng(0)
+    shapes = [(100, 256), (256, 256), (100, 256)]
+    inputs = tmp_path / "inputs.npz"
+    np.savez(inputs, *(rng.standard_normal(s).astype(np.float32) for s in shapes))
+    names = ["base", "c0", "c1", "c2"]
+    res, dead, why = _run_child(vmfb, inputs, names, MeasureSettings(threads=1, rounds=1))
+    assert dead is None, why
+    assert res["base"]["error"] == 0.0 and res["c0"]["error"] == 0.0
+    assert res["c1"]["error"] > 0.5
+    assert res["c2"]["error"] < 1e-5  # the sum in another order (with shared inputs: 0.5)
+    assert set(res["times"]) == {"base", "c0", "c2"}  # the wrong one is never timed
