@@ -109,15 +109,20 @@ def conv_geometry(op: Any) -> ConvGeometry | None:
     return ConvGeometry(out[0], out[1], oc, kh, kw, ic, stride)
 
 
+# Output pixels of a row per register tile (IREE's heuristic takes 7-8, choose_tiles 4-7)
+VECTOR_PIXELS = range(4, 8)
+
+
 def vector_tiles_misfit(ow: int, oc: int, vector_floats: int) -> str | None:
-    """Why the register tiles of a channels-last conv (one vector of output channels x 4 to 7
-    output pixels of a row: IREE's heuristic and ``choose_tiles`` alike) do not divide a conv
-    with output rows of ``ow`` pixels and ``oc`` channels, or None where they do. Such a conv
-    is left with remainder loops: on AVX-512, PP-OCRv4's 1x3 convs to 60 channels ran at 3-8
-    GFLOP/s, and ddddocr's 3x3 convs on 13- and 26-pixel rows 2-3x slower than oneDNN's."""
+    """Why the register tiles of a channels-last conv (``vector_floats`` output channels x
+    4 to 7 output pixels of a row: IREE's heuristic with one vector, ``choose_tiles`` with
+    two) do not divide a conv with output rows of ``ow`` pixels and ``oc`` channels, or None
+    where they do. Such a conv is left with remainder loops: on AVX-512, PP-OCRv4's 1x3 convs
+    to 60 channels ran at 3-8 GFLOP/s, and ddddocr's 3x3 convs on 13- and 26-pixel rows 2-3x
+    slower than oneDNN's."""
     if oc % vector_floats:
         return f"{oc} output channels are not a multiple of the {vector_floats}-float vector"
-    if not any(ow % d == 0 for d in range(4, 8)):
+    if not any(ow % d == 0 for d in VECTOR_PIXELS):
         return f"output rows of {ow} pixels have no divisor in 4..7"
     return None
 
@@ -129,11 +134,10 @@ def choose_tiles(g: ConvGeometry, threads: int) -> tuple[list[list[int]] | None,
         return None, f"{g.oh}x{g.ow} output: above 14x14 IREE's tiles were as fast (measured)"
     if g.ic % 4:
         return None, f"{g.ic} input channels: not a multiple of the 4-channel reduction step"
-    if g.oc % 32:
-        return None, f"{g.oc} output channels: not a multiple of the 32-channel vector"
-    owt = max((d for d in range(4, 8) if g.ow % d == 0), default=None)
-    if owt is None:
-        return None, f"output width {g.ow} has no divisor in 4..7 (vector pixels)"
+    misfit = vector_tiles_misfit(g.ow, g.oc, 32)  # a 7 x 32-channel tile: two vectors wide
+    if misfit is not None:
+        return None, misfit
+    owt = max(d for d in VECTOR_PIXELS if g.ow % d == 0)
     ohd = max(d for d in range(1, 8) if g.oh % d == 0)
     ocd = 64 if g.oc % 64 == 0 else 32
     # Enough workgroups to keep every thread busy: narrow the channel tile, then the rows.

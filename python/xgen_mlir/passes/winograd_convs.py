@@ -67,6 +67,7 @@ from .._mlir import arith, ir, linalg, tensor
 from ..byoc import OFFLOAD_ATTR, ONEDNN
 from ..byoc.onednn import matmul_symbol
 from ..diagnostics import format_location
+from ..errors import BackendCompileError
 from ..fusion.conv_tiling import vector_tiles_misfit
 from ..fusion.lowering import TILED_FOR_VECTOR_BITS
 from ..irutil import constant_op, ops_named
@@ -805,7 +806,7 @@ def _float_prior_applies(op: ir.Operation, opts: WinogradOptions) -> tuple[str, 
     - an fp32 compile for a target of known vector width other than the one xgen_mlir's conv
       and matmul tiles were chosen for (``TILED_FOR_VECTOR_BITS``);
     - on that target, a conv whose shape IREE's vector tiles (one vector of output channels x
-      4 to 8 output pixels) do not divide (``conv_tiling.vector_tiles_misfit``);
+      4 to 7 output pixels) do not divide (``conv_tiling.vector_tiles_misfit``);
     - a bf16 compile where oneDNN has bf16 primitives (AVX512-BF16, AMX): IREE's contraction
       demotion leaves its convs f32 (they are generics by then) and its bf16 conv codegen was
       2-3x slower than f32 (docs/precision.md), so the library is the only bf16 conv.
@@ -836,7 +837,12 @@ def _float_prior_applies(op: ir.Operation, opts: WinogradOptions) -> tuple[str, 
 def _bf16_primitives() -> bool:
     """Whether oneDNN makes bf16 primitives on this CPU (asked through the plugin, as
     xgen-byoc-offload asks it per op)."""
-    return ONEDNN.unavailable() is None and ONEDNN.can_build(matmul_symbol("bf16", "none", 4, 2, 3))
+    if ONEDNN.unavailable() is not None:
+        return False
+    try:
+        return ONEDNN.can_build(matmul_symbol("bf16", "none", 4, 2, 3))
+    except BackendCompileError:  # the plugin did not build: xgen-byoc-offload says why
+        return False
 
 
 def _float_conv_prior(why: str, reason: str, compute: str) -> tuple[dict[str, Any] | None, str]:
