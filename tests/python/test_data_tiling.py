@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("iree.compiler")
 
+from conftest import check_close
 from iree.compiler import ir
 
+import xgen_mlir
+from xgen_mlir.errors import FallbackWarning
 from xgen_mlir.fusion.data_tiling import HINT, decide, plan_data_tiling
+from xgen_mlir.target import cpu_flags
 
 
 @pytest.mark.parametrize(
@@ -185,3 +193,65 @@ func.func @f(%p: tensor<12x128x128xf32>, %v: tensor<12x128x32xf32>) -> tensor<12
         block = module.body.operations[0].regions[0].blocks[0]
         (d,) = plan_data_tiling(block)
     assert (d.batch, d.m, d.n, d.k, d.tiled) == (12, 128, 32, 128, True), d.reason
+
+
+# ---------------------------------------------------------------------------------------------
+# whole compiles: rows split by a batch, and bf16 contractions
+
+
+class _ResidualNorm(torch.nn.Module):
+    """Linear + residual + LayerNorm + Linear, as in every transformer layer: at batch > 1
+    torch-mlir adds the residual on (batch x seq) rows and normalizes on batch x seq x d."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(d, d)
+        self.norm = torch.nn.LayerNorm(d)
+        self.b = torch.nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.norm(self.a(x) + x))
+
+
+def _compile_quietly(model, x, **options):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = xgen_mlir.compile(model, (x,), tuning_db=False, **options)
+    fallbacks = [str(w.message) for w in caught if issubclass(w.category, FallbackWarning)]
+    return compiled, fallbacks
+
+
+def test_rows_split_by_the_batch_keep_the_dispatch_steps():
+    """Batch 4 x 64 rows of 256: before the planner kept the add out of the LayerNorm's
+    group, IREE refused the region (the add's tile, materialized whole on the stack, over
+    its 32 KB limit) and the compile fell back to IREE's own dispatches with a warning."""
+    torch.manual_seed(0)
+    model, x = _ResidualNorm(256).eval(), torch.randn(4, 64, 256)
+    compiled, fallbacks = _compile_quietly(model, x)
+    assert fallbacks == []
+    assert compiled.report.fusion_plans, compiled.report.fusion_note
+    with torch.no_grad():
+        check_close(compiled(x), model(x).numpy(), rtol=1e-4, atol=1e-4, what="batch 4")
+
+
+def test_bf16_contractions_are_data_tiled():
+    """256 rows of 256 -> 256: plain in f32 (the f32 rule), packed in bf16, where IREE's
+    dot products are; the numbers stay within bf16's rounding of PyTorch's."""
+    if "avx512_bf16" not in cpu_flags() and "amx_bf16" not in cpu_flags():
+        pytest.skip("this host has no native bf16 (bf16 falls back to fp32 there)")
+    torch.manual_seed(0)
+    model, x = _ResidualNorm(256).eval(), torch.randn(4, 64, 256)
+    decisions = {}
+    for precision in ("fp32", "bf16"):
+        compiled, fallbacks = _compile_quietly(model, x, precision=precision, precision_check=False)
+        assert fallbacks == [], precision
+        tiling = [d for plan in compiled.report.fusion_plans for d in plan.tiling]
+        decisions[precision] = [(d.m, d.n, d.k, d.tiled) for d in tiling]
+        if precision == "bf16":
+            assert all("bf16" in d.reason for d in tiling), [d.reason for d in tiling]
+            with torch.no_grad():
+                want = model(x).numpy()
+            got = compiled(x).numpy()
+            assert np.abs(got - want).max() / np.abs(want).max() < 3e-2
+    assert decisions["fp32"] == [(256, 256, 256, False)] * 2
+    assert decisions["bf16"] == [(256, 256, 256, True)] * 2

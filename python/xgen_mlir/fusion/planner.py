@@ -258,6 +258,21 @@ def matvec_macs(op: Any, mapping: Mapping) -> int:
     return work if work <= SMALL_MATVEC_MACS else 0
 
 
+def _through_real_reshape(value: Any) -> bool:
+    """Whether ``value`` comes out of a chain of reshapes of which one splits or merges dims
+    of size above 1 (MiniLM at batch 8: a residual add on 1024x384 rows, then LayerNorm on
+    8x128x384). Dropping or adding unit dims (the same shape at batch 1) is not such a
+    reshape: IREE folds it away."""
+    while True:
+        owner = value.owner
+        if not hasattr(owner, "name") or owner.name not in _RESHAPES:
+            return False
+        source = owner.operands[0]
+        if [d for d in _shape(source) if d != 1] != [d for d in _shape(value) if d != 1]:
+            return True
+        value = source
+
+
 def _elems(op: Any) -> int:
     total = 0
     for r in op.results:
@@ -287,12 +302,16 @@ class Planner:
         # Edges, looking through reshapes/fills (free views / cloned inits) to real producers.
         # Values a body captures from above (gathers' tables) are edges too, but "indirect":
         # the whole tensor must exist before the reading dispatch starts.
+        # (producer, consumer) edges through a reshape that splits or merges real dims
+        self.reshaped: set[tuple[int, int]] = set()
         for node in self.nodes:
             direct = list(node.op.operands)
             for operand in direct + _captured(node.op):
                 for p in self._producer_nodes(operand, index_of):
                     if operand not in direct:
                         node.indirect.add(p)
+                    if _through_real_reshape(operand):
+                        self.reshaped.add((p, node.index))
                     if p not in node.producers:
                         node.producers.append(p)
                         self.nodes[p].consumers.append(node.index)
@@ -354,6 +373,13 @@ class Planner:
             return "a reduction after a contraction needs its full rows (not fusible)"
         if cand.mapping.root == "contraction" and group.reductions:
             return "a contraction after a reduction (not fusible)"
+        if (group.reductions or cand.mapping.root == "reduction") and self._reshaped_to(
+            group, cand
+        ):
+            return (
+                "a reshape that splits or merges dims lies between it and the group's "
+                "reductions: IREE cannot tile through it and keeps the whole tensor on the stack"
+            )
         bits = self._bits(group)
         if any((bits >> p) & 1 for p in cand.indirect):
             return "it gathers from a tensor the group computes (needs the whole tensor first)"
@@ -378,6 +404,13 @@ class Planner:
         if (first, second) in NEEDS_PROFILING:
             return self._cost_model(group, cand, direction)
         return None
+
+    def _reshaped_to(self, group: Group, cand: Node) -> bool:
+        """Whether an edge between ``cand`` and a member of ``group`` crosses a real reshape."""
+        return any(
+            (m, cand.index) in self.reshaped or (cand.index, m) in self.reshaped
+            for m in group.members
+        )
 
     @staticmethod
     def _matvec_recompute(group: Group, cand: Node) -> int | None:

@@ -147,3 +147,69 @@ func.func @must_not_fuse(%x: tensor<4x8xf32>, %idx: tensor<4xindex>) -> (tensor<
   } -> tensor<4xf32>
   return %ex, %sum, %g : tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A reshape that splits rows (MiniLM at batch 8: the residual add on 1024x384 rows, LayerNorm
+// on 8x128x384) stays outside the reduction's group: IREE cannot tile the add through it and
+// would keep the whole 1024x384 result on the stack (1.5 MB, over its 32 KB limit). The same
+// chain with only a unit dim added (batch 1) fuses.
+// DECIDE: group 0: seed linalg.generic #1: fuse: seed: reduction (Many-to-Many)
+// DECIDE: group 0: predecessor linalg.generic #0: refuse: a reshape that splits or merges dims
+// DECIDE: group 1: seed linalg.generic #0: fuse: seed: left over (One-to-One)
+// CHECK-LABEL: func.func @split_rows
+// CHECK: linalg.generic {{.*}}xgen.fusion_group = 1
+// CHECK: linalg.generic {{.*}}xgen.fusion_group = 0
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#rows3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @split_rows(%x: tensor<8x4xf32>, %y: tensor<8x4xf32>) -> tensor<2x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %add = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : tensor<8x4xf32>, tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  %r = tensor.expand_shape %add [[0, 1], [2]] output_shape [2, 4, 4] : tensor<8x4xf32> into tensor<2x4x4xf32>
+  %e2 = tensor.empty() : tensor<2x4xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %sum = linalg.generic {indexing_maps = [#id3, #rows3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%r : tensor<2x4x4xf32>) outs(%init : tensor<2x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4xf32>
+  return %sum : tensor<2x4xf32>
+}
+
+// -----
+
+// DECIDE: group 0: seed linalg.generic #1: fuse: seed: reduction (Many-to-Many)
+// DECIDE: group 0: predecessor linalg.generic #0: fuse: legal
+// CHECK-LABEL: func.func @unit_dim
+// CHECK-COUNT-2: xgen.fusion_group = 0
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#rows3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @unit_dim(%x: tensor<4x4xf32>, %y: tensor<4x4xf32>) -> tensor<1x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %add = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4xf32>
+  %r = tensor.expand_shape %add [[0, 1], [2]] output_shape [1, 4, 4] : tensor<4x4xf32> into tensor<1x4x4xf32>
+  %e2 = tensor.empty() : tensor<1x4xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x4xf32>) -> tensor<1x4xf32>
+  %sum = linalg.generic {indexing_maps = [#id3, #rows3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%r : tensor<1x4x4xf32>) outs(%init : tensor<1x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4xf32>
+  return %sum : tensor<1x4xf32>
+}
