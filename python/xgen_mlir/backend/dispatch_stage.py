@@ -69,9 +69,21 @@ def _info(step: Step) -> Any:
     return get_pass(name) if name else None
 
 
-def _applies(step: Step, flags: list[str]) -> bool:
+def _applies(step: Step, flags: list[str], state: DispatchState | None = None) -> bool:
+    """Whether ``step`` runs: IREE has the flags it needs, and its ``only_if`` (given the
+    state the steps before it left) finds nothing against it; that reason goes to
+    ``state.records["skipped"]``."""
     info = _info(step)
-    return info is None or all(f in flags for f in info.only_with_flags)
+    if info is None:
+        return True
+    if not all(f in flags for f in info.only_with_flags):
+        return False
+    if info.only_if is not None and state is not None:
+        why = info.only_if(state)
+        if why is not None:
+            state.records.setdefault("skipped", {})[info.name] = why
+            return False
+    return True
 
 
 def _pass_flags(steps: list[Step]) -> list[str]:
@@ -162,7 +174,9 @@ def _attempt(
     run_flags, pass_flags = list(flags), []
     current, phase_now = first, stages[0][0]
     for k, (phase, steps) in enumerate(stages):
-        active = [s for s in steps if s.pass_text not in skipped and _applies(s, run_flags)]
+        active = [
+            s for s in steps if s.pass_text not in skipped and _applies(s, run_flags, state)
+        ]
         if k > 0:
             if not active:
                 continue

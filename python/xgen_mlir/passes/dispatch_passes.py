@@ -36,7 +36,7 @@ from ..fusion import (
     tile_matmuls,
     tile_transposes,
 )
-from ..fusion.data_tiling import HINT
+from ..fusion.data_tiling import HINT, SMALL_M
 from ..fusion.lowering import TILED_FOR_VECTOR_BITS
 from ..fusion.matmul_tiling import takes_seven_rows
 from ..fusion.pads import FLAG as PAD_FLAG
@@ -305,11 +305,31 @@ MERGE = "xgen-merge-duplicate-outputs"
 
 def shared_packs_record(records: dict[str, Any], dropped: dict[str, str]) -> SharedPacks | None:
     """What the report says of multi-reader packs: the merge's record when it ran, why IREE
-    rejected it when it was dropped, None when it did not apply."""
+    rejected it when it was dropped or why the module did not qualify, None when it did not
+    apply."""
     if "shared_packs" in records:
         return records["shared_packs"]
     why = next((w for step, w in dropped.items() if step.startswith(MERGE)), None)
+    why = why or records.get("skipped", {}).get(MERGE)
     return None if why is None else SharedPacks(False, why=why)
+
+
+def packs_of_few_rows(state: DispatchState) -> str | None:
+    """Why multi-reader packs may not go into their producers here: a packed contraction over
+    more than ``SMALL_M`` rows (or a dynamic number). Measured on MiniLM at batch 4 (512
+    rows, every Linear layer packed): the module compiled, then overflowed IREE's 128 KB
+    worker stack at run time (SIGSEGV; it ran with 2 MB stacks or with the packs separate);
+    at 128 rows (every zoo transformer at batch 1) the fused packs run and save dispatches."""
+    rows = [d.m for plan in state.plans.values() for d in plan.tiling if d.tiled]
+    if any(m is None for m in rows):
+        return "a packed contraction has a dynamic number of rows"
+    big = max(rows, default=0)
+    if big > SMALL_M:
+        return (
+            f"a packed contraction has {big} rows (> {SMALL_M}): fused there, IREE's packs "
+            "overflowed its 128 KB worker stacks at run time"
+        )
+    return None
 
 
 @register_pass(
@@ -319,6 +339,7 @@ def shared_packs_record(records: dict[str, Any], dropped: dict[str, str]) -> Sha
     phase=DISPATCH,
     iree_flags=(SHARED_PACKS_FLAG,),
     only_with_flags=(DATA_TILING_FLAG,),
+    only_if=packs_of_few_rows,
 )
 def merge_duplicate_outputs(module_op: Any, opts: PrintOptions, state: DispatchState) -> None:
     merged = merge_outputs(module_op)

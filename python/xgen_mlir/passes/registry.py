@@ -79,6 +79,9 @@ class PassInfo:
     after: tuple[str, ...] = ()  # passes that, where present, must run before this one
     iree_flags: tuple[str, ...] = ()  # dispatch passes: IREE resumes with these flags
     only_with_flags: tuple[str, ...] = ()  # dispatch passes: run only when IREE has these
+    # dispatch passes: why the step does not apply to this module (read from the state the
+    # steps before it left), or None when it does; a step that does not apply is skipped
+    only_if: Callable[[DispatchState], str | None] | None = None
 
     def parse_options(self, text: str) -> Any:
         """Build the options dataclass from 'k=v k2=v2' text (MLIR pass-option syntax)."""
@@ -131,7 +134,7 @@ def register_pass(
 ) -> Callable[[PassFnT], PassFnT]:
     """Decorator: register ``fn(module_op, options)`` as a Python pass (``phase="dispatch"``:
     ``fn(module_op, options, state)``). ``rules``: ``phase``, ``requires``, ``after``,
-    ``iree_flags``, ``only_with_flags`` (``PassInfo``)."""
+    ``iree_flags``, ``only_with_flags``, ``only_if`` (``PassInfo``)."""
 
     def deco(fn: PassFnT) -> PassFnT:
         _register(PassInfo(name, summary, "python", fn, options, **rules))

@@ -92,12 +92,15 @@ util.func public @feeds_scalar_reduction(%a: tensor<64x512xf32>, %b: tensor<512x
 // -----
 
 // bf16 operands (precision="bf16": IREE's demotion truncates them before the dispatch phase):
-// IREE's bf16 dot products exist only in its packed (mmt4d) path, so a 512-row GEMM with N and
-// K under 512 is tiled, where its f32 twin stays plain. Even on a 512-bit target a 49-row bf16
-// GEMM is tiled (xgen-matmul-tiles' f32 tiles would leave it plain); a tiny bf16 GEMM stays
-// plain.
+// IREE's bf16 dot products exist only in its packed (mmt4d) path, so a 1x1 conv over 16x32
+// pixels with N and K under 512 is tiled in bf16, where its f32 twin stays plain (the rule
+// measured on MobileNetV2's 1x1 convs). A matmul over 512 tokens (one row loop) is tiled in
+// both: IREE's default. Even on a 512-bit target a 49-row bf16 GEMM is tiled (xgen-matmul-tiles'
+// f32 tiles would leave it plain); a tiny bf16 GEMM stays plain.
 // DECIDE: linalg.matmul at {{.*}}: tiled: bf16/f16 operands
-// DECIDE: linalg.matmul at {{.*}}: plain: M=512 rows with N=384/K=384
+// DECIDE: linalg.matmul at {{.*}}: tiled: M=512 rows of one loop (tokens, not pixels)
+// DECIDE: linalg.generic at {{.*}}: tiled: bf16/f16 operands
+// DECIDE: linalg.generic at {{.*}}: plain: M=512 rows with N=384/K=384
 // DECIDE: linalg.matmul at {{.*}}: tiled: bf16/f16 operands
 // DECIDE: linalg.matmul at {{.*}}: plain: tiny (4x16x8 < 1048576 multiply-adds)
 // LEAVE-LABEL: util.func public @bf16_operands
@@ -105,20 +108,39 @@ util.func public @feeds_scalar_reduction(%a: tensor<64x512xf32>, %b: tensor<512x
 // LEAVE: linalg.matmul {iree.opt.data_tiling} ins(%{{.*}}, %{{.*}} : tensor<49x960xbf16>, tensor<960x160xbf16>)
 // CHECK-LABEL: util.func public @bf16_operands
 // CHECK: linalg.matmul {iree.opt.data_tiling} ins(%{{.*}}, %{{.*}} : tensor<512x384xbf16>, tensor<384x384xbf16>)
-// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<512x384xf32>, tensor<384x384xf32>)
+// CHECK: linalg.matmul {iree.opt.data_tiling} ins(%{{.*}}, %{{.*}} : tensor<512x384xf32>, tensor<384x384xf32>)
 // CHECK: linalg.matmul {iree.opt.data_tiling} ins(%{{.*}}, %{{.*}} : tensor<49x960xbf16>, tensor<960x160xbf16>)
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8x16xbf16>)
-util.func public @bf16_operands(%a: tensor<512x384xbf16>, %b: tensor<384x384xbf16>, %a32: tensor<512x384xf32>, %b32: tensor<384x384xf32>, %c: tensor<49x960xbf16>, %d: tensor<960x160xbf16>, %s: tensor<4x8xbf16>, %t: tensor<8x16xbf16>) -> (tensor<512x384xf32>, tensor<512x384xf32>, tensor<49x160xf32>, tensor<4x16xf32>) {
+#pix_x = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#pix_w = affine_map<(d0, d1, d2, d3) -> (d3, d2)>
+#pix_y = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+util.func public @bf16_operands(%a: tensor<512x384xbf16>, %b: tensor<384x384xbf16>, %a32: tensor<512x384xf32>, %b32: tensor<384x384xf32>, %x: tensor<16x32x384xbf16>, %x32: tensor<16x32x384xf32>, %c: tensor<49x960xbf16>, %d: tensor<960x160xbf16>, %s: tensor<4x8xbf16>, %t: tensor<8x16xbf16>) -> (tensor<512x384xf32>, tensor<512x384xf32>, tensor<16x32x384xf32>, tensor<16x32x384xf32>, tensor<49x160xf32>, tensor<4x16xf32>) {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<512x384xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<512x384xf32>) -> tensor<512x384xf32>
   %m = linalg.matmul ins(%a, %b : tensor<512x384xbf16>, tensor<384x384xbf16>) outs(%f : tensor<512x384xf32>) -> tensor<512x384xf32>
   %m32 = linalg.matmul ins(%a32, %b32 : tensor<512x384xf32>, tensor<384x384xf32>) outs(%f : tensor<512x384xf32>) -> tensor<512x384xf32>
+  %ep = tensor.empty() : tensor<16x32x384xf32>
+  %fp = linalg.fill ins(%z : f32) outs(%ep : tensor<16x32x384xf32>) -> tensor<16x32x384xf32>
+  %p = linalg.generic {indexing_maps = [#pix_x, #pix_w, #pix_y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x, %b : tensor<16x32x384xbf16>, tensor<384x384xbf16>) outs(%fp : tensor<16x32x384xf32>) {
+  ^bb0(%u: bf16, %v: bf16, %o: f32):
+    %u32 = arith.extf %u : bf16 to f32
+    %v32 = arith.extf %v : bf16 to f32
+    %uv = arith.mulf %u32, %v32 : f32
+    %acc = arith.addf %o, %uv : f32
+    linalg.yield %acc : f32
+  } -> tensor<16x32x384xf32>
+  %p32 = linalg.generic {indexing_maps = [#pix_x, #pix_w, #pix_y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x32, %b32 : tensor<16x32x384xf32>, tensor<384x384xf32>) outs(%fp : tensor<16x32x384xf32>) {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %uv = arith.mulf %u, %v : f32
+    %acc = arith.addf %o, %uv : f32
+    linalg.yield %acc : f32
+  } -> tensor<16x32x384xf32>
   %e7 = tensor.empty() : tensor<49x160xf32>
   %f7 = linalg.fill ins(%z : f32) outs(%e7 : tensor<49x160xf32>) -> tensor<49x160xf32>
   %m7 = linalg.matmul ins(%c, %d : tensor<49x960xbf16>, tensor<960x160xbf16>) outs(%f7 : tensor<49x160xf32>) -> tensor<49x160xf32>
   %e2 = tensor.empty() : tensor<4x16xf32>
   %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<4x16xf32>) -> tensor<4x16xf32>
   %tt = linalg.matmul ins(%s, %t : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%f2 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  util.return %m, %m32, %m7, %tt : tensor<512x384xf32>, tensor<512x384xf32>, tensor<49x160xf32>, tensor<4x16xf32>
+  util.return %m, %m32, %p, %p32, %m7, %tt : tensor<512x384xf32>, tensor<512x384xf32>, tensor<16x32x384xf32>, tensor<16x32x384xf32>, tensor<49x160xf32>, tensor<4x16xf32>
 }
