@@ -174,9 +174,7 @@ def _attempt(
     run_flags, pass_flags = list(flags), []
     current, phase_now = first, stages[0][0]
     for k, (phase, steps) in enumerate(stages):
-        active = [
-            s for s in steps if s.pass_text not in skipped and _applies(s, run_flags, state)
-        ]
+        active = [s for s in steps if s.pass_text not in skipped and _applies(s, run_flags, state)]
         if k > 0:
             if not active:
                 continue
