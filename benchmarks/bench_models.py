@@ -225,13 +225,17 @@ def bench_model(
     variants: list[dict[str, str]] | None = None,
     tune_minutes: float = 0.0,
     tuning_db: Path | None = None,
+    batch: int = 1,
 ) -> dict:
     """``variants``: target-option sets, each compiled and timed as one more xgen_mlir system
     (e.g. the opt-in ``winograd=true``) next to the default one. "xgen_mlir cpu" is untuned
     (no tuning database); with ``tune_minutes``, ``xgen_mlir.tune`` spends that long on the
-    model into ``tuning_db`` and "xgen_mlir tuned" is the compile that applies its records."""
+    model into ``tuning_db`` and "xgen_mlir tuned" is the compile that applies its records.
+    ``batch``: every system runs the zoo input repeated ``batch`` times along dim 0."""
     log(f"{name}: building model")
     model, inputs = build(name)
+    if batch > 1:
+        inputs = tuple(torch.cat([t] * batch) for t in inputs)
     torch.set_num_threads(threads)
     with torch.no_grad():
         ref = model(*inputs).numpy()
@@ -431,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", nargs="+", default=MODELS, choices=KNOWN)
     p.add_argument("--defaults", action="store_true", help="also time IREE's default flags")
     p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--batch", type=int, default=1, help="the zoo input repeated along dim 0")
     p.add_argument("--block", type=int, default=10)
     p.add_argument("--threads", type=int, default=2, help="threads for PyTorch/ONNX Runtime")
     p.add_argument("--json", default=None, help="output JSON (default benchmarks/results/)")
@@ -472,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
             variants,
             args.tune_minutes,
             tuning_db if args.tune_minutes > 0 else None,
+            args.batch,
         )
         partial = Path(__file__).parent / "results" / "models-partial.json"
         partial.write_text(json.dumps(all_results, indent=2))  # survives a later crash
@@ -490,6 +496,7 @@ def main(argv: list[str] | None = None) -> int:
         "block": args.block,
         "threads": args.threads,
         "tune_minutes": args.tune_minutes,
+        "batch": args.batch,
         "tuning_db": str(tuning_db) if args.tune_minutes > 0 else None,
     }
     write_json(out, meta, all_results)
