@@ -5,7 +5,8 @@ xgen_mlir tuned (--tune-minutes M: ``xgen_mlir.tune`` for M minutes per model in
 database, then the compile that applies it), plain IREE with its best stock flags (STACK.md
 item 9), IREE defaults (--defaults), ONNX Runtime, OpenVINO (f32 precision hint, on the same
 ONNX export), torch.compile, PyTorch eager. Models: ResNet-18, MobileNetV2, EfficientNet-B0
-(224x224), MiniLM, BERT-base, DistilBERT, MobileBERT, GPT-2 small (seq 128); batch 1, fp32.
+(224x224), MiniLM, BERT-base, DistilBERT, MobileBERT, GPT-2 small (seq 128); batch 1, or
+``--batch N`` (the input repeated along dim 0); fp32.
 For every model it also counts the imported operators, linalg ops by mapping type, FLOPs
 before/after our rewrites, and dispatches per call, and writes an HTML report
 (benchmarks/results/report-<model>.html). Prints a table and writes JSON.
@@ -364,7 +365,7 @@ def bench_model(
     return record
 
 
-def print_table(all_records: dict[str, dict], threads: int) -> None:
+def print_table(all_records: dict[str, dict], threads: int, batch: int = 1) -> None:
     all_results = {m: r["systems"] for m, r in all_records.items()}
     variants = sorted(
         {s for r in all_results.values() for s in r if s.startswith("xgen_mlir cpu (")}
@@ -384,7 +385,7 @@ def print_table(all_records: dict[str, dict], threads: int) -> None:
     head = f"{'model':<14}" + "".join(f"{s:>{width[s]}}" for s in systems)
     head += f"{'xgen vs IREE best':>19}"
     print(f"\nhost: {summary(threads)}")
-    print("median latency, ms (batch 1, fp32; lower is better)")
+    print(f"median latency, ms (batch {batch}, fp32; lower is better)")
     print(head)
     print("-" * len(head))
     for model, res in all_results.items():
@@ -481,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         partial = Path(__file__).parent / "results" / "models-partial.json"
         partial.write_text(json.dumps(all_results, indent=2))  # survives a later crash
-    print_table(all_results, args.threads)
+    print_table(all_results, args.threads, args.batch)
     out = (
         Path(args.json)
         if args.json
