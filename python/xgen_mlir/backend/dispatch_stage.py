@@ -69,7 +69,7 @@ def _info(step: Step) -> Any:
     return get_pass(name) if name else None
 
 
-def _applies(step: Step, flags: list[str], state: DispatchState | None = None) -> bool:
+def _applies(step: Step, flags: list[str], state: DispatchState) -> bool:
     """Whether ``step`` runs: IREE has the flags it needs, and its ``only_if`` (given the
     state the steps before it left) finds nothing against it; that reason goes to
     ``state.records["skipped"]``."""
@@ -78,7 +78,7 @@ def _applies(step: Step, flags: list[str], state: DispatchState | None = None) -
         return True
     if not all(f in flags for f in info.only_with_flags):
         return False
-    if info.only_if is not None and state is not None:
+    if info.only_if is not None:
         why = info.only_if(state)
         if why is not None:
             state.records.setdefault("skipped", {})[info.name] = why

@@ -258,19 +258,8 @@ def matvec_macs(op: Any, mapping: Mapping) -> int:
     return work if work <= SMALL_MATVEC_MACS else 0
 
 
-def _through_real_reshape(value: Any) -> bool:
-    """Whether ``value`` comes out of a chain of reshapes of which one splits or merges dims
-    of size above 1 (MiniLM at batch 8: a residual add on 1024x384 rows, then LayerNorm on
-    8x128x384). Dropping or adding unit dims (the same shape at batch 1) is not such a
-    reshape: IREE folds it away."""
-    while True:
-        owner = value.owner
-        if not hasattr(owner, "name") or owner.name not in _RESHAPES:
-            return False
-        source = owner.operands[0]
-        if [d for d in _shape(source) if d != 1] != [d for d in _shape(value) if d != 1]:
-            return True
-        value = source
+def _unit_free(shape: tuple[int, ...]) -> list[int]:
+    return [d for d in shape if d != 1]
 
 
 def _elems(op: Any) -> int:
@@ -307,10 +296,10 @@ class Planner:
         for node in self.nodes:
             direct = list(node.op.operands)
             for operand in direct + _captured(node.op):
-                for p in self._producer_nodes(operand, index_of):
+                for p, reshaped in self._producer_nodes(operand, index_of):
                     if operand not in direct:
                         node.indirect.add(p)
-                    if _through_real_reshape(operand):
+                    if reshaped:
                         self.reshaped.add((p, node.index))
                     if p not in node.producers:
                         node.producers.append(p)
@@ -325,15 +314,23 @@ class Planner:
             self.ancestors[node.index] = acc
 
     @staticmethod
-    def _producer_nodes(value: Any, index_of: dict[Any, int]) -> list[int]:
+    def _producer_nodes(
+        value: Any, index_of: dict[Any, int], reshaped: bool = False
+    ) -> list[tuple[int, bool]]:
+        """The node producing ``value`` through any reshapes, and whether one of them splits
+        or merges dims above 1 (MiniLM at batch 8: a residual add on 1024x384 rows, then
+        LayerNorm on 8x128x384). Adding or dropping unit dims (the same chain at batch 1) does
+        not count: IREE folds it away."""
         owner = value.owner
         if not hasattr(owner, "name") or not hasattr(owner, "operands"):
             return []  # block argument
         owner = owner.operation
         if owner in index_of:
-            return [index_of[owner]]
-        if owner.name in ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape"):
-            return Planner._producer_nodes(owner.operands[0], index_of)
+            return [(index_of[owner], reshaped)]
+        if owner.name in _RESHAPES:
+            source = owner.operands[0]
+            real = reshaped or _unit_free(_shape(source)) != _unit_free(_shape(value))
+            return Planner._producer_nodes(source, index_of, real)
         return []
 
     # -- legality and profit -------------------------------------------------------------
