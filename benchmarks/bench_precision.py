@@ -22,6 +22,8 @@ xgen_mlir imported.
 
     .venv/bin/python benchmarks/bench_precision.py                      # all six models
     .venv/bin/python benchmarks/bench_precision.py --models resnet18 --rounds 2
+    .venv/bin/python benchmarks/bench_precision.py --models minilm distilbert --batch 4 \
+        --systems "xgen_mlir fp32" "xgen_mlir bf16" "OpenVINO default" "ORT fp32"
     .venv/bin/python benchmarks/bench_precision.py --models mobilenet_v2 resnet18 bert_base \
         --systems "xgen_mlir fp32" "xgen_mlir int8" "ORT int8" "OpenVINO default" \
         --out benchmarks/results/precision_int8.json
@@ -64,7 +66,7 @@ SYSTEMS = [
     "ORT fp32",
     "ORT int8",
 ]
-TRANSFORMERS = ("minilm", "bert_base", "gpt2_small")
+TRANSFORMERS = ("minilm", "distilbert", "bert_base", "gpt2_small")
 # the systems that run the one quantized model
 INT8_SYSTEMS = (
     "xgen_mlir int8",
@@ -204,10 +206,13 @@ def ort_proto_runner(proto, threads: int) -> tuple[Callable, Cell]:
 
 
 def bench_model(
-    name: str, threads: int, rounds: int, block: int, systems: list[str]
+    name: str, threads: int, rounds: int, block: int, systems: list[str], batch: int = 1
 ) -> dict[str, Cell]:
+    """``batch``: every system runs the zoo input repeated ``batch`` times along dim 0."""
     model, example = build(name)
     model.eval()
+    if batch > 1:
+        example = tuple(torch.cat([t] * batch) for t in example)
     with torch.no_grad():
         ref_out = model(*example)
     ref = (ref_out if isinstance(ref_out, torch.Tensor) else ref_out[0]).numpy().astype(np.float64)
@@ -287,7 +292,7 @@ def bench_model(
             cells[s]["vs_ort_int8_unoptimized_rel_l2"] = float(
                 np.linalg.norm(outs[s] - plain) / norm
             )
-    if name == "mobilenet_v2":
+    if name == "mobilenet_v2" and batch == 1:  # the scored views are single images
         views = image_views()
         with torch.no_grad():
             want = [int(model(v).argmax()) for v in views]
@@ -299,8 +304,8 @@ def bench_model(
     return cells
 
 
-def print_table(results: dict[str, dict[str, Cell]], systems: list[str]) -> None:
-    print("\nmedian ms (max relative error vs PyTorch fp32)")
+def print_table(results: dict[str, dict[str, Cell]], systems: list[str], batch: int = 1) -> None:
+    print(f"\nmedian ms, batch {batch} (max relative error vs PyTorch fp32)")
     print("| model | " + " | ".join(systems) + " |")
     print("|---" * (len(systems) + 1) + "|")
     for name, cells in results.items():
@@ -326,13 +331,14 @@ def print_table(results: dict[str, dict[str, Cell]], systems: list[str]) -> None
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
+    p.add_argument("--models", nargs="+", default=MODELS, choices=[*MODELS, "distilbert"])
     p.add_argument("--systems", nargs="+", default=SYSTEMS, choices=SYSTEMS)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--block", type=int, default=5)
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "precision.json"))
     p.add_argument("--tune-minutes", type=float, default=TUNE_MIN)
+    p.add_argument("--batch", type=int, default=1, help="the zoo input repeated along dim 0")
     args = p.parse_args(argv)
     globals()["TUNE_MIN"] = args.tune_minutes
     torch.set_num_threads(args.threads)
@@ -341,11 +347,13 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Cell]] = {}
     for name in args.models:
         try:
-            results[name] = bench_model(name, args.threads, args.rounds, args.block, args.systems)
+            results[name] = bench_model(
+                name, args.threads, args.rounds, args.block, args.systems, args.batch
+            )
         except Exception as e:  # a model that cannot even be built
             log(f"{name} failed: {short_error(e)}")
             results[name] = {s: {"error": short_error(e)} for s in args.systems}
-        print_table(results, args.systems)
+        print_table(results, args.systems, args.batch)
         write_results(
             Path(args.out),
             {
@@ -356,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
                 "command": "python benchmarks/bench_precision.py " + " ".join(argv or sys.argv[1:]),
                 "note": "shared host: other sessions' jobs ran at the same time",
                 "threads": args.threads,
+                "batch": args.batch,
                 "results": results,
             },
             threads=args.threads,

@@ -272,3 +272,38 @@ def test_shared_packs_only_over_few_rows(batch, fused):
         assert "256 rows (> 128)" in packs.why
     with torch.no_grad():
         check_close(compiled(x), model(x).numpy(), rtol=1e-4, atol=1e-4, what=f"batch {batch}")
+
+
+class _PostNormBlock(torch.nn.Module):
+    """Two post-LayerNorm residual steps, as in BERT: the first LayerNorm's output feeds the
+    next Linear (in bf16, as a bf16 copy) and the residual add after it (in f32)."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(d, d), torch.nn.Linear(d, d)
+        self.norm1, self.norm2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.norm1(self.a(x) + x)
+        return self.norm2(self.b(h) + h)
+
+
+@pytest.mark.parametrize(("batch", "split"), [(1, 0), (4, 1)])
+def test_bf16_layernorm_copy_gets_its_own_dispatch_when_both_are_packed(batch, split):
+    """At batch 4 the residual add after the second Linear stays outside the next LayerNorm's
+    region (rows split by the batch), IREE folds it into that Linear's accumulator, and both
+    the first LayerNorm's f32 output and its bf16 copy are packed: 16 rows x 384 x 6 bytes on
+    one dispatch's stack, over IREE's 32 KB. Before the split the compile fell back to IREE
+    without data tiling (a FallbackWarning); at batch 1 nothing is split."""
+    if "avx512_bf16" not in cpu_flags() and "amx_bf16" not in cpu_flags():
+        pytest.skip("bf16 compiles as fp32 on a host without bf16 dot products")
+    torch.manual_seed(0)
+    model, x = _PostNormBlock(384).eval(), torch.randn(batch, 32, 384)
+    compiled, fallbacks = _compile_quietly(model, x, precision="bf16", precision_check=False)
+    assert fallbacks == []
+    splits = [c for plan in compiled.report.fusion_plans for c in plan.cast_splits]
+    assert sum(c.split for c in splits) == split, [c.describe() for c in splits]
+    with torch.no_grad():
+        want = model(x).numpy()
+    got = compiled(x).numpy()
+    assert np.abs(got - want).max() / np.abs(want).max() < 3e-2

@@ -39,6 +39,7 @@ from ..fusion import (
 from ..fusion.data_tiling import HINT, SMALL_M
 from ..fusion.lowering import TILED_FOR_VECTOR_BITS
 from ..fusion.matmul_tiling import takes_seven_rows
+from ..fusion.packed_casts import split_packed_casts
 from ..fusion.pads import FLAG as PAD_FLAG
 from ..fusion.shared_packs import FLAG as SHARED_PACKS_FLAG
 from ..fusion.shared_packs import SharedPacks
@@ -144,6 +145,11 @@ def transpose_tiles(module_op: Any, opts: VectorTileOptions, state: DispatchStat
 
 
 @dataclass
+class PrintOptions:
+    print: bool = False
+
+
+@dataclass
 class DataTilingOptions:
     print: bool = False
     # leave to xgen-matmul-tiles the 49-row matmuls it takes (where it fires: vector_bits)
@@ -174,6 +180,22 @@ def data_tiling_hints(module_op: Any, opts: DataTilingOptions, state: DispatchSt
         state.drop_flags.append(DATA_TILING_FLAG)
 
 
+@register_pass(
+    "xgen-split-packed-casts",
+    "A narrowed copy packed beside its packed source in a row-reduction dispatch gets its own.",
+    PrintOptions,
+    phase=DISPATCH,
+    after=(PLAN, "xgen-data-tiling-hints"),
+    only_with_flags=(DATA_TILING_FLAG,),
+)
+def split_casts(module_op: Any, opts: PrintOptions, state: DispatchState) -> None:
+    for name, block in function_blocks(module_op):
+        records = split_packed_casts(block)
+        if name in state.plans:
+            state.plans[name].cast_splits = records
+        _show(opts.print, records)
+
+
 def _tile_pass(name: str, summary: str, tile: Any, field: str) -> None:
     def run(module_op: Any, opts: VectorTileOptions, state: DispatchState) -> None:
         if not _fires(opts, field.replace("_", " ")):
@@ -201,11 +223,6 @@ _tile_pass(
     tile_matmuls,
     "matmul_tiles",
 )
-
-
-@dataclass
-class PrintOptions:
-    print: bool = False
 
 
 @register_pass(
