@@ -288,21 +288,22 @@ class _PostNormBlock(torch.nn.Module):
         return self.norm2(self.b(h) + h)
 
 
-@pytest.mark.parametrize(("batch", "split"), [(1, 0), (4, 1)])
-def test_bf16_layernorm_copy_gets_its_own_dispatch_when_both_are_packed(batch, split):
+@pytest.mark.parametrize(("batch", "separated"), [(1, 0), (4, 1)])
+def test_bf16_layernorm_keeps_the_accumulator_pack_out(batch, separated):
     """At batch 4 the residual add after the second Linear stays outside the next LayerNorm's
     region (rows split by the batch), IREE folds it into that Linear's accumulator, and both
-    the first LayerNorm's f32 output and its bf16 copy are packed: 16 rows x 384 x 6 bytes on
-    one dispatch's stack, over IREE's 32 KB. Before the split the compile fell back to IREE
-    without data tiling (a FallbackWarning); at batch 1 nothing is split."""
+    the first LayerNorm's bf16 copy and its f32 output would be packed in its dispatch: 16 rows
+    x 384 x 6 bytes of stack, over IREE's 32 KB. Before, the compile fell back to IREE without
+    data tiling (a FallbackWarning); now the accumulator is packed in a dispatch of its own. At
+    batch 1 nothing changes."""
     if "avx512_bf16" not in cpu_flags() and "amx_bf16" not in cpu_flags():
         pytest.skip("bf16 compiles as fp32 on a host without bf16 dot products")
     torch.manual_seed(0)
     model, x = _PostNormBlock(384).eval(), torch.randn(batch, 32, 384)
     compiled, fallbacks = _compile_quietly(model, x, precision="bf16", precision_check=False)
     assert fallbacks == []
-    splits = [c for plan in compiled.report.fusion_plans for c in plan.cast_splits]
-    assert sum(c.split for c in splits) == split, [c.describe() for c in splits]
+    packs = [a for plan in compiled.report.fusion_plans for a in plan.accumulator_packs]
+    assert sum(a.separated for a in packs) == separated, [a.describe() for a in packs]
     with torch.no_grad():
         want = model(x).numpy()
     got = compiled(x).numpy()

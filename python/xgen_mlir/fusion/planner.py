@@ -162,7 +162,8 @@ class FusionPlan:
     gemv_tiles: list[Any] = field(default_factory=list)
     matmul_tiles: list[Any] = field(default_factory=list)
     pad_placements: list[Any] = field(default_factory=list)  # pads.PadPlacement per top pad
-    cast_splits: list[Any] = field(default_factory=list)  # packed_casts.CastSplit per candidate
+    # accumulator_packs.AccumulatorPack per reduction-region result folded into an accumulator
+    accumulator_packs: list[Any] = field(default_factory=list)
 
     def detach(self) -> FusionPlan:
         """Drop the references to IR ops (kept: names, types, groups, decisions), so the plan
@@ -198,8 +199,8 @@ class FusionPlan:
             out["matmuls_tiled"] = sum(t.taken for t in self.matmul_tiles)
         if self.pad_placements:
             out["pads_in_readers"] = sum(p.fused for p in self.pad_placements)
-        if self.cast_splits:
-            out["casts_split"] = sum(c.split for c in self.cast_splits)
+        if self.accumulator_packs:
+            out["accumulator_packs_separated"] = sum(a.separated for a in self.accumulator_packs)
         dynamic = sum(g.why_delegated == DYNAMIC_SHAPES for g in self.groups)
         if dynamic:
             out["left_to_iree_dynamic"] = dynamic

@@ -36,10 +36,10 @@ from ..fusion import (
     tile_matmuls,
     tile_transposes,
 )
+from ..fusion.accumulator_packs import separate_accumulator_packs
 from ..fusion.data_tiling import HINT, SMALL_M
 from ..fusion.lowering import TILED_FOR_VECTOR_BITS
 from ..fusion.matmul_tiling import takes_seven_rows
-from ..fusion.packed_casts import split_packed_casts
 from ..fusion.pads import FLAG as PAD_FLAG
 from ..fusion.shared_packs import FLAG as SHARED_PACKS_FLAG
 from ..fusion.shared_packs import SharedPacks
@@ -181,18 +181,18 @@ def data_tiling_hints(module_op: Any, opts: DataTilingOptions, state: DispatchSt
 
 
 @register_pass(
-    "xgen-split-packed-casts",
-    "A narrowed copy packed beside its packed source in a row-reduction dispatch gets its own.",
+    "xgen-separate-accumulator-packs",
+    "A reduction region that packs one result as an input does not pack another as an accumulator.",
     PrintOptions,
     phase=DISPATCH,
     after=(PLAN, "xgen-data-tiling-hints"),
     only_with_flags=(DATA_TILING_FLAG,),
 )
-def split_casts(module_op: Any, opts: PrintOptions, state: DispatchState) -> None:
+def separate_accumulators(module_op: Any, opts: PrintOptions, state: DispatchState) -> None:
     for name, block in function_blocks(module_op):
-        records = split_packed_casts(block)
+        records = separate_accumulator_packs(block)
         if name in state.plans:
-            state.plans[name].cast_splits = records
+            state.plans[name].accumulator_packs = records
         _show(opts.print, records)
 
 

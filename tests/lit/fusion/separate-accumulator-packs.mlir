@@ -1,18 +1,21 @@
-// RUN: xgen-opt %s --split-input-file -p 'xgen-split-packed-casts{print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
-// RUN: xgen-opt %s --split-input-file -p 'xgen-split-packed-casts' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-separate-accumulator-packs{print=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=DECIDE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-separate-accumulator-packs' | FileCheck %s
 
-// xgen-split-packed-casts: a LayerNorm-like region returns its f32 output and a bf16 copy of
-// it. The copy feeds a data-tiled matmul (packed as its input); the f32 output feeds a residual
-// add outside any region on another data-tiled matmul's result (IREE folds it into that
-// matmul's accumulator and packs it). Both packs would land in the region, each a tile of whole
-// rows: the copy moves to a dispatch of its own, computed from the f32 output.
-// DECIDE: cast to 64x384xbf16 after the reduction at {{.*}}: split into its own dispatch: the copy is packed as an input and the value as an accumulator
+// xgen-separate-accumulator-packs: a LayerNorm-like region returns its f32 output and a bf16
+// copy. The copy feeds a data-tiled matmul (its pack goes into the region); the f32 output
+// feeds a residual add outside any region on another data-tiled matmul's result (IREE folds it
+// into that matmul's accumulator and would pack it in the region too: two packs of whole rows
+// on one dispatch's stack). The add reads the f32 output through a compute barrier, so IREE
+// packs it in a dispatch of its own; nothing else changes.
+// DECIDE: accumulator 64x384xf32 after the reduction at {{.*}}: pack in a dispatch of its own: another result is packed as an input
 // CHECK-LABEL: util.func public @both_packed
 // CHECK: %[[LN:.+]]:2 = flow.dispatch.region -> (tensor<64x384xf32>, tensor<64x384xbf16>)
-// CHECK: %[[CAST:.+]] = flow.dispatch.region -> (tensor<64x384xbf16>) {
-// CHECK-NEXT: linalg.generic {{.*}} ins(%[[LN]]#0 : tensor<64x384xf32>)
-// CHECK: arith.truncf
-// CHECK: linalg.matmul {iree.opt.data_tiling} ins(%[[CAST]], %{{.*}} : tensor<64x384xbf16>, tensor<384x384xbf16>)
+// CHECK: linalg.matmul {iree.opt.data_tiling} ins(%[[LN]]#1, %{{.*}} : tensor<64x384xbf16>, tensor<384x384xbf16>)
+// CHECK: %[[M2:.+]] = linalg.matmul {iree.opt.data_tiling}
+// CHECK: %[[B:.+]] = iree_tensor_ext.compute_barrier.start %[[LN]]#0 : tensor<64x384xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[M2]], %[[B]] : tensor<64x384xf32>, tensor<64x384xf32>)
+// CHECK-NOT: flow.dispatch.region
+// CHECK: util.return
 #row = affine_map<(d0, d1) -> (d0, d1)>
 #red = affine_map<(d0, d1) -> (d0)>
 util.func public @both_packed(%x: tensor<64x384xf32>, %w: tensor<384x384xbf16>, %a: tensor<64x384xbf16>) -> tensor<64x384xf32> {
@@ -51,12 +54,10 @@ util.func public @both_packed(%x: tensor<64x384xf32>, %w: tensor<384x384xbf16>, 
 // -----
 
 // The residual add is already in a region (the planner fused it into the next LayerNorm, as
-// at batch 1): IREE does not fold it into the matmul, the f32 output is not packed, and the
-// copy stays in its region.
-// DECIDE: cast to 64x384xbf16 after the reduction at {{.*}}: kept in its region: only one of the value and its copy is packed
+// at batch 1): IREE does not fold it into the matmul, and nothing changes (nothing printed:
+// the next case's line is the very next one).
 // CHECK-LABEL: util.func public @add_in_a_region
-// CHECK-COUNT-2: flow.dispatch.region
-// CHECK-NOT: flow.dispatch.region
+// CHECK-NOT: compute_barrier
 // CHECK: util.return
 #row = affine_map<(d0, d1) -> (d0, d1)>
 #red = affine_map<(d0, d1) -> (d0)>
@@ -98,11 +99,11 @@ util.func public @add_in_a_region(%x: tensor<64x384xf32>, %w: tensor<384x384xbf1
 
 // -----
 
-// The copy's matmul is not data-tiled (plain: nothing packs the copy): nothing to split.
-// DECIDE: cast to 64x384xbf16 after the reduction at {{.*}}: kept in its region
+// The copy's matmul is not data-tiled (nothing packs the copy in the region): the
+// accumulator's pack may go there alone.
+// DECIDE-NEXT: accumulator 64x384xf32 after the reduction at {{.*}}: pack left to IREE: the region packs no other result
 // CHECK-LABEL: util.func public @copy_not_packed
-// CHECK-COUNT-1: flow.dispatch.region
-// CHECK-NOT: flow.dispatch.region
+// CHECK-NOT: compute_barrier
 // CHECK: util.return
 #row = affine_map<(d0, d1) -> (d0, d1)>
 #red = affine_map<(d0, d1) -> (d0)>
@@ -143,10 +144,9 @@ util.func public @copy_not_packed(%x: tensor<64x384xf32>, %w: tensor<384x384xbf1
 
 // No reduction in the region (an elementwise op with an f32 and a bf16 result): IREE tiles it
 // in small blocks, the packs fit, and the pass does not look at it.
-// DECIDE-NOT: cast to
+// DECIDE-NOT: accumulator
 // CHECK-LABEL: util.func public @no_reduction
-// CHECK-COUNT-1: flow.dispatch.region
-// CHECK-NOT: flow.dispatch.region
+// CHECK-NOT: compute_barrier
 // CHECK: util.return
 #row = affine_map<(d0, d1) -> (d0, d1)>
 util.func public @no_reduction(%x: tensor<64x384xf32>, %w: tensor<384x384xbf16>, %a: tensor<64x384xbf16>) -> tensor<64x384xf32> {
