@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import xgen_mlir
-from xgen_mlir.codegen.pointwise import PointwiseSpec, generate, unsupported
+from xgen_mlir.codegen.pointwise import PointwiseSpec, generate, pack_weights, unsupported
 
 NONE = {"target_options": {"pointwise_min_padding": "16"}}
 
@@ -233,3 +233,74 @@ def test_padding_counts_only_rows_beyond_one_tile():
     assert padding(49, 16) == pytest.approx(15 / 49)
     assert padding(64, 16) == 0.0
     assert padding(1, 16) == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# bf16: products of bf16 pairs (AVX512-BF16), every 1x1 conv
+
+
+def _has_bf16_dot() -> bool:
+    from xgen_mlir.target import cpu_flags
+
+    return "avx512_bf16" in cpu_flags()
+
+
+def test_bf16_weights_are_paired_channels_rounded_to_nearest_even():
+    """The packed bf16 weights: per panel, per pair of input channels, one 32-bit word per
+    output column, channel 2i in the low half and 2i + 1 in the high half (the lanes of
+    vdpbf16ps), rounded as ml_dtypes rounds; an odd K gets a zero channel; the bias stays
+    f32 after the weights."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    k, n = 5, 40
+    w, b = rng.standard_normal((k, n)).astype(np.float32), rng.standard_normal(n)
+    spec = PointwiseSpec("k", 49, k, n, bf16=True)
+    packed = pack_weights(w, b, spec)
+    width = spec.vl * spec.nv
+    words = packed[: spec.panels * spec.k_pairs * width].view(np.uint32)
+    words = words.reshape(spec.panels, spec.k_pairs, width)
+    low = (words & 0xFFFF).astype(np.uint16).view(ml_dtypes.bfloat16).astype(np.float32)
+    high = (words >> 16).astype(np.uint16).view(ml_dtypes.bfloat16).astype(np.float32)
+    want = np.pad(w, ((0, 1), (0, spec.n_padded - n))).astype(ml_dtypes.bfloat16)
+    want = want.astype(np.float32)
+    for panel in range(spec.panels):
+        cols = slice(panel * width, (panel + 1) * width)
+        np.testing.assert_array_equal(low[panel], want[0::2, cols])
+        np.testing.assert_array_equal(high[panel], want[1::2, cols])
+    np.testing.assert_array_equal(packed[-spec.n_padded :][:n], b.astype(np.float32))
+    assert spec.k_pairs == 3 and not high[:, 2].any()  # the zero channel after K = 5
+
+
+@pytest.mark.parametrize(("m", "k", "n", "chunks"), [(12544, 32, 16, 16), (49, 320, 1280, 1)])
+def test_bf16_rows_split_among_workgroups(m, k, n, chunks):
+    """A large image with few output channels is one panel: its rows are split in chunks of
+    whole register blocks (workgroup y) so every thread gets work; 40 panels need none."""
+    from xgen_mlir.codegen.pointwise import row_chunks
+
+    spec = PointwiseSpec("k", m, k, n, bf16=True, row_chunks=row_chunks(m, k, n))
+    assert spec.row_chunks == chunks
+    assert spec.chunk_rows % spec.pixels == 0 and spec.grid[1] * spec.chunk_rows >= m
+    assert "_mm512_dpbf16_ps" in generate(spec)
+    with pytest.raises(ValueError, match="16-float"):
+        generate(PointwiseSpec("k", m, k, n, vl=8, bf16=True))
+
+
+@pytest.mark.parametrize("hw", [7, 14, 56])
+def test_bf16_kernels_take_every_1x1_conv_and_match_pytorch(hw):
+    """precision="bf16": every 1x1 conv of the block is a kernel with bf16 products (IREE's
+    bf16 path packs them; at 14x14 and 56x56 IREE's f32 tiles pad nothing, so in fp32 they
+    stay IREE's), within bf16's error of PyTorch's fp32."""
+    if not _has_bf16_dot():
+        pytest.skip("bf16 compiles as fp32 on a host without AVX512-BF16")
+    m = _model()
+    x = torch.randn(1, 32, hw, hw)
+    compiled = xgen_mlir.compile(m, (x,), precision="bf16", precision_check=False)
+    assert compiled.report.rewrites["xgen-pointwise-kernels"]["convs replaced"] == 3
+    want = m(x).detach().numpy()
+    got = np.asarray(compiled(x.numpy()))
+    assert np.abs(got - want).max() / np.abs(want).max() < 1e-2
+    fp32 = xgen_mlir.compile(m, (x,))
+    assert fp32.report.rewrites.get("xgen-pointwise-kernels", {}).get("convs replaced", 0) == (
+        3 if hw == 7 else 0
+    )

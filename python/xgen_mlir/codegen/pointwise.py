@@ -19,6 +19,12 @@ batch's images are more rows) or a matmul's rows, fp32; products are summed over
 as a plain dot product, starting from the bias (a conv's accumulator init) or from zero with
 the bias added after (``bias_after``: a matmul followed by its bias add).
 
+``bf16``: the products are AVX512-BF16 dot products of bf16 pairs (``_generate_bf16``): the
+weights are rounded at compile time and paired by input channel, each register block's input
+rows are rounded as they are read, the sums stay f32; the same register block then does twice
+the multiply-adds per instruction. Its workgroups also split the rows (``row_chunks``), since
+in bf16 it takes 1x1 convs over large images with few output channels.
+
 One row (M = 1, a classifier head's matrix-vector product) reads every weight once: it is
 bound by memory, and its panels are 64 channels wide, so that four independent accumulators
 keep the loads streaming.
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 VL = 16  # floats per vector with AVX-512 (the default target)
@@ -51,6 +58,8 @@ class PointwiseSpec:
     bias_after: bool = False  # sum from zero, then add the bias (the IR's matmul + bias add)
     vl: int = VL  # floats per vector on the target
     registers: int = REGISTERS  # vector registers on the target
+    bf16: bool = False  # products of bf16 pairs (AVX512-BF16 dot products), f32 sums
+    row_chunks: int = 1  # workgroups along the rows (workgroup y), each whole row blocks
 
     @property
     def nv(self) -> int:
@@ -79,6 +88,31 @@ class PointwiseSpec:
     def n_padded(self) -> int:
         return self.panels * self.vl * self.nv
 
+    @property
+    def k_pairs(self) -> int:
+        """bf16: the input channels in pairs (one 32-bit lane of a dot product), a zero
+        channel after an odd K."""
+        return -(-self.k // 2)
+
+    @property
+    def chunk_rows(self) -> int:
+        """Rows per workgroup along y: whole register blocks, the last chunk takes the rest."""
+        per = -(-self.m // self.row_chunks)
+        return -(-per // self.pixels) * self.pixels
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (self.panels, -(-self.m // self.chunk_rows), 1)
+
+
+def row_chunks(m: int, k: int, n: int, workgroups: int = 16) -> int:
+    """Workgroups along the rows so that panels x chunks reaches ``workgroups``: a 1x1 conv
+    over a large image with few output channels is one or two panels (MobileNetV2's
+    112x112x32 -> 16: one), which would leave every other thread idle."""
+    spec = PointwiseSpec("probe", m, k, n)
+    want = -(-workgroups // spec.panels)
+    return max(1, min(want, m // spec.pixels))
+
 
 def unsupported(m: int, k: int, n: int, residual: bool = False, vl: int = VL) -> str | None:
     """Why the kernel cannot take this product on a target with ``vl``-float vectors, or
@@ -89,11 +123,23 @@ def unsupported(m: int, k: int, n: int, residual: bool = False, vl: int = VL) ->
 
 
 def pack_weights(w: np.ndarray, b: np.ndarray, spec: PointwiseSpec) -> np.ndarray:
-    """``w`` [K, N] and ``b`` [N] in the kernel's panel order, zero columns up to NP."""
+    """``w`` [K, N] and ``b`` [N] in the kernel's panel order, zero columns up to NP.
+
+    bf16: ``w`` rounded to bf16 (to nearest even, ``ml_dtypes``) and the input channels
+    paired, ``[panels][K2][WIDTH]`` 32-bit words with channel 2i in the low half and 2i+1 in
+    the high half (the lane order of ``vdpbf16ps``), stored as the f32 array's bits; the bias
+    stays f32."""
     pad = spec.n_padded - spec.n
     w = np.pad(np.asarray(w, np.float32), ((0, 0), (0, pad)))
     b = np.pad(np.asarray(b, np.float32).ravel(), (0, pad))
-    panels = w.reshape(spec.k, spec.panels, spec.vl * spec.nv).transpose(1, 0, 2)
+    width = spec.vl * spec.nv
+    if spec.bf16:
+        w = np.pad(w, ((0, 2 * spec.k_pairs - spec.k), (0, 0)))
+        bits = w.astype(ml_dtypes.bfloat16).view(np.uint16).astype(np.uint32)
+        pairs = bits[0::2] | (bits[1::2] << 16)  # [K2, NP]
+        panels = pairs.reshape(spec.k_pairs, spec.panels, width).transpose(1, 0, 2)
+        return np.concatenate([panels.ravel().view(np.float32), b]).astype(np.float32)
+    panels = w.reshape(spec.k, spec.panels, width).transpose(1, 0, 2)
     return np.concatenate([panels.ravel(), b]).astype(np.float32)
 
 
@@ -103,6 +149,8 @@ def generate(spec: PointwiseSpec) -> str:
     why = unsupported(spec.m, spec.k, spec.n, spec.residual, spec.vl)
     if why:
         raise ValueError(f"{spec.symbol}: {why}")
+    if spec.bf16:
+        return _generate_bf16(spec)
     vl = spec.vl
     width = vl * spec.nv
     last_cols = spec.n - (spec.panels - 1) * width  # columns of the last panel
@@ -202,5 +250,138 @@ static void run_panel(const float* restrict x, const float* restrict w, const fl
 void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), {r_arg}MEMREF(float, y),
                         size_t gx) {{
   run_panel(x + x_off, w + w_off, {r_pass}, y + y_off, gx);
+}}
+"""
+
+
+def _generate_bf16(spec: PointwiseSpec) -> str:
+    """The kernel with bf16 products (``vdpbf16ps``: 16 f32 sums, each of two products of
+    bf16 pairs), 16-float vectors only. Each workgroup (a panel, a chunk of rows) converts its
+    rows' inputs to bf16 pairs once per register block (``to_bf16``, rounding to nearest
+    even as ``ml_dtypes`` rounds the weights), then runs the f32 kernel's register block with
+    one dot product per pair of input channels instead of two FMAs. The sums start from the
+    bias (or zero) and run over the pairs in order; the activation and the residual add are
+    the f32 kernel's."""
+    if spec.vl != 16:
+        raise ValueError(f"{spec.symbol}: bf16 products need 16-float (AVX-512) vectors")
+    width = spec.vl * spec.nv
+    last_cols = spec.n - (spec.panels - 1) * width
+    body = "\n".join(f"  {s}" for s in spec.act)
+    res = "+ *(const v16u*)(r + (m0 + p) * N + col + VL * j)" if spec.residual else ""
+    r_arg = "MEMREF(const float, r), " if spec.residual else ""
+    r_pass = "r + r_off" if spec.residual else "0"
+    init = "SPLAT(0.0f)" if spec.bias_after else "*(const v16u*)(bias + VL * j)"
+    post = " + *(const v16u*)(bias + VL * j)" if spec.bias_after else ""
+    return f"""/* generated by xgen_mlir for {spec.symbol}: {spec.m} rows x {spec.k} -> {spec.n}{" + r" if spec.residual else ""}, bf16 products, f32 sums, panels of {width} channels, {spec.pixels} rows per register block, {spec.chunk_rows} rows per workgroup */
+#include <stddef.h>
+#include <stdint.h>
+#include <immintrin.h>
+#ifndef __AVX512BF16__
+#error "xgen_mlir's bf16 pointwise kernel needs AVX512-BF16 (compile with -march=native on such a CPU)"
+#endif
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
+typedef int vi16 __attribute__((vector_size(64)));
+#define SEL(m, a, b) ((v16)(((m) & (vi16)(a)) | (~(m) & (vi16)(b))))
+#define SPLAT(c) ((v16){{0}} + (c))
+#define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
+#define VL 16
+#define M {spec.m}
+#define K {spec.k}
+#define K2 {spec.k_pairs}
+#define N {spec.n}
+#define NV {spec.nv}
+#define PB {spec.pixels}
+#define WIDTH (VL * NV)
+#define NP {spec.n_padded}
+#define PANELS {spec.panels}
+#define CHUNK {spec.chunk_rows}
+#define LAST_NV {-(-last_cols // spec.vl)}  /* vectors of the last panel */
+#define LAST_COLS {last_cols - spec.vl * (-(-last_cols // spec.vl) - 1)}  /* columns of its last vector */
+static inline v16 act(v16 v) {{
+{body}
+  return v;
+}}
+
+/* vector j of nv at y; only the first `cols` floats of the last one (the columns past N) */
+static inline __attribute__((always_inline)) void store(float* y, v16 v, int j, int nv,
+                                                         int cols) {{
+  if (j < nv - 1 || cols == VL) {{ *(v16u*)y = v; return; }}
+  for (int i = 0; i < cols; ++i) y[i] = v[i];
+}}
+
+/* one row of K floats as K2 pairs of bf16 (channel 2i low, 2i + 1 high; a zero after an
+   odd K), rounded to nearest even */
+static inline void to_bf16(const float* restrict x, uint32_t* restrict out) {{
+  int k = 0;
+  for (; k + 32 <= K; k += 32)
+    _mm512_storeu_si512((void*)(out + k / 2),
+                        (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + k + 16),
+                                                     _mm512_loadu_ps(x + k)));
+  for (; k < K; k += 16) {{
+    const int n = K - k < 16 ? K - k : 16;
+    const __mmask16 mask = (__mmask16)((1u << n) - 1u);
+    const __m256bh b = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x + k));
+    _mm256_mask_storeu_epi16((void*)((uint16_t*)out + k), mask, (__m256i)b);
+  }}
+  if (K % 2) ((uint16_t*)out)[K] = 0;
+}}
+
+/* rows m0 .. m0 + R - 1 (R <= PB) of panel `panel`, nv vectors */
+static inline __attribute__((always_inline)) void block(
+    const float* restrict x, const uint32_t* restrict wp, const float* restrict bias,
+    const float* restrict r, float* restrict y, size_t col, size_t m0, const int R,
+    const int nv, const int cols) {{
+  uint32_t xb[PB][K2] __attribute__((aligned(64)));
+  (void)r;
+  for (int p = 0; p < R; ++p) to_bf16(x + (m0 + p) * K, xb[p]);
+  v16 acc[PB][NV];
+  #pragma GCC unroll 32
+  for (int p = 0; p < R; ++p)
+    #pragma GCC unroll 4
+    for (int j = 0; j < nv; ++j) acc[p][j] = {init};
+  #pragma GCC unroll 2
+  for (size_t k = 0; k < K2; ++k) {{
+    __m512bh wv[NV];
+    #pragma GCC unroll 4
+    for (int j = 0; j < nv; ++j) wv[j] = (__m512bh)_mm512_loadu_si512((const void*)(wp + k * WIDTH + VL * j));
+    #pragma GCC unroll 32
+    for (int p = 0; p < R; ++p) {{
+      const __m512bh a = (__m512bh)_mm512_set1_epi32((int)xb[p][k]);
+      #pragma GCC unroll 4
+      for (int j = 0; j < nv; ++j) acc[p][j] = (v16)_mm512_dpbf16_ps((__m512)acc[p][j], a, wv[j]);
+    }}
+  }}
+  #pragma GCC unroll 32
+  for (int p = 0; p < R; ++p)
+    #pragma GCC unroll 4
+    for (int j = 0; j < nv; ++j)
+      store(y + (m0 + p) * N + col + VL * j, act(acc[p][j]{post}) {res}, j, nv, cols);
+}}
+
+static inline __attribute__((always_inline)) void panel_rows(
+    const float* restrict x, const uint32_t* restrict w, const float* restrict r,
+    float* restrict y, size_t panel, size_t m_begin, size_t m_end, const int nv, const int cols) {{
+  const uint32_t* restrict wp = w + panel * K2 * WIDTH;
+  const float* restrict bias = (const float*)(w + (size_t)K2 * NP) + panel * WIDTH;
+  const size_t col = panel * WIDTH;
+  size_t m0 = m_begin;
+  for (; m0 + PB <= m_end; m0 += PB) block(x, wp, bias, r, y, col, m0, PB, nv, cols);
+  for (; m0 < m_end; ++m0) block(x, wp, bias, r, y, col, m0, 1, nv, cols);
+}}
+
+static void run(const float* restrict x, const uint32_t* restrict w, const float* restrict r,
+                float* restrict y, size_t panel, size_t chunk) {{
+  const size_t m_begin = chunk * CHUNK;
+  const size_t m_end = m_begin + CHUNK < M ? m_begin + CHUNK : M;
+  if (panel + 1 == PANELS)
+    panel_rows(x, w, r, y, PANELS - 1, m_begin, m_end, LAST_NV, LAST_COLS);
+  else
+    panel_rows(x, w, r, y, panel, m_begin, m_end, NV, VL);
+}}
+
+void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), {r_arg}MEMREF(float, y),
+                        size_t gx, size_t gy) {{
+  run(x + x_off, (const uint32_t*)(w + w_off), {r_pass}, y + y_off, gx, gy);
 }}
 """

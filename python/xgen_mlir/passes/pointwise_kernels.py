@@ -32,10 +32,18 @@ the columns) is taken in and added after the sum, as the IR does.
 Numerics: each output is a dot product summed over k in order, then the bias where the IR
 adds it after the product, the activation and the add as the IR has them.
 
-The kernels compute f32 only: an op with any other element type among its operands and
+The kernels read and write f32: an op with any other element type among its operands and
 results (an fp16 or bf16 model's convs, which torch-mlir gives f16 inputs and an f32
 accumulator) or whose result is converted to another type right after it (the truncf after
 an fp16 model's f32 head) stays with IREE, counted with that reason.
+
+With ``precision=bf16`` on a 512-bit target the products are bf16 (``vdpbf16ps``: weights
+rounded to bf16 at compile time, each block of input rows rounded as it is read, f32 sums)
+and every 1x1 conv is taken, whatever IREE would pad: IREE's contraction demotion does not
+reach convs, and its bf16 matmuls need packs around them (1x1 convs written as named matmuls
+so IREE demoted them made MobileNetV2 bf16 slower, 5.8 against 4.8-5.0 ms). A large image
+with few output channels gets workgroups along its rows too. MobileNetV2 in bf16, in-process:
+4.40-4.90 -> 3.65-3.69 ms (docs/precision.md).
 """
 
 from __future__ import annotations
@@ -48,7 +56,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir
-from ..codegen.pointwise import VL, PointwiseSpec, generate, pack_weights, unsupported
+from ..codegen.pointwise import (
+    VL,
+    PointwiseSpec,
+    generate,
+    pack_weights,
+    row_chunks,
+    unsupported,
+)
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
@@ -84,6 +99,14 @@ class PointwiseOptions(ToolchainOptions):
     min_padding: float = 0.1  # fire where IREE pads M by at least this fraction of M
     matvec: bool = True  # also take matmuls of fewer than 4 rows (classifier heads)
     verbose: bool = False  # print every replaced conv to stderr
+    # bf16: bf16 products (AVX512-BF16 dot products, f32 sums) on 512-bit targets, and every
+    # 1x1 conv, whatever IREE would pad (see bf16_kernels)
+    precision: str = "fp32"
+
+    def bf16_kernels(self) -> bool:
+        """Whether the kernels compute bf16 products: ``precision=bf16`` (which the pipeline
+        allows only on a CPU with bf16 dot products or AMX) on a 512-bit target."""
+        return self.precision == "bf16" and self.vector_bits == 512
 
 
 @dataclass
@@ -204,6 +227,7 @@ def replace(
 ) -> PointwiseSpec:
     """Replace the conv (with its activations and add) by a call of its generated kernel."""
     m, k, n = match.spec_args
+    bf16 = opts.bf16_kernels()
     spec = PointwiseSpec(
         symbol,
         m,
@@ -214,6 +238,8 @@ def replace(
         match.bias_after,
         simd_lanes(opts.vector_bits),
         vector_registers(opts.vector_bits),
+        bf16=bf16,
+        row_chunks=row_chunks(m, k, n) if bf16 else 1,
     )
     packed = pack_weights(match.weights, match.bias, spec)
     obj = compile_object(generate(spec), opts.toolchain(), symbol)
@@ -225,11 +251,12 @@ def replace(
         opts.object_format,
         inputs,
         match.conv.results[0].type,
-        (spec.panels, 1, 1),
+        spec.grid,
         match.replaced,
         match.end,
         match.perm,
         "xgen_pointwise_weights",
+        ids=2 if bf16 else 1,
     )
     return spec
 
@@ -253,7 +280,8 @@ def _candidates(module_op: ir.Operation, opts: PointwiseOptions) -> Iterator[tup
             continue
         rows = shape[0] * shape[1] * shape[2]  # the batch's images one after another
         row_tile = opts.row_tile or simd_lanes(opts.vector_bits)
-        if padding(rows, row_tile) >= opts.min_padding:
+        every = opts.bf16_kernels() and opts.min_padding < 1  # (16: the off switch)
+        if every or padding(rows, row_tile) >= opts.min_padding:
             yield op, rows, match_conv, "convs"
 
 
