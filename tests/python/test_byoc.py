@@ -639,3 +639,21 @@ def test_tuned_offloads_the_linear_layers_the_database_says(tmp_path):
         pass
     plain = xgen_mlir.compile(model, (x,), tuning_db=tmp_path / "empty.db")
     assert _offloaded(plain.report.offload) == 0, plain.report.offload
+
+
+def test_bf16_prior_leaves_a_short_reduction_stem_with_iree():
+    """Unmeasured, a bf16 compile starts KxK convs in oneDNN's bf16 primitive, except a conv of
+    fewer than 32 multiply-adds per output (a 3x3 stem on an RGB image: moving the image is
+    its work, and the primitive adds the conversions): that one stays IREE's f32 code."""
+    if not HOST_BF16:
+        pytest.skip("bf16 compiles as fp32 on a host without a native bf16 GEMM")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, 2, 1), torch.nn.ReLU(), torch.nn.Conv2d(16, 32, 3, 1, 1)
+    ).eval()
+    x = torch.randn(1, 3, 32, 32)
+    m = xgen_mlir.compile(model, (x,), precision="bf16", tuning_db=False, precision_check=False)
+    assert _offloaded(m.report.offload) == 1, m.report.offload  # the 16 -> 32 conv only
+    with torch.no_grad():
+        want = model(x).numpy()
+    _check_bf16(m, max_abs_err(m(x).numpy(), want) / _scale(want), "bf16 prior")

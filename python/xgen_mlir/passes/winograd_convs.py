@@ -789,6 +789,15 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
     return counts
 
 
+# multiply-adds per output (kh x kw x input channels) below which a bf16 compile leaves an
+# unmeasured f32 conv with IREE. MobileNetV2's 3x3 stem (27): in oneDNN's bf16 primitive
+# 0.26-0.34 ms, in IREE's f32 code 0.12-0.14 ms; the model 3.38-3.62 -> 3.12-3.28 ms,
+# EfficientNet-B0 (the same stem) 6.42-6.51 -> 6.21-6.31. ResNet-18's 7x7 stem (147) is
+# faster in the library: with it in IREE the model went 11.1-11.2 -> 11.4-11.6 ms (bf16,
+# in-process, AMD EPYC Zen 4, 2 threads).
+BF16_MIN_REDUCTION = 32
+
+
 def _integer_conv_prior(why: str) -> tuple[dict[str, Any] | None, str]:
     """An integer conv with no measurement on this host: the library's s8 primitive, the
     tuner's first candidate. IREE has no fast path for integer KxK convs on x86 (no ukernel:
@@ -810,6 +819,9 @@ def _float_prior_applies(op: ir.Operation, opts: WinogradOptions) -> tuple[str, 
     - a bf16 compile where oneDNN has bf16 primitives (AVX512-BF16, AMX): IREE's contraction
       demotion leaves its convs f32 (they are generics by then) and its bf16 conv codegen was
       2-3x slower than f32 (docs/precision.md), so the library is the only bf16 conv.
+      Except a conv of fewer than ``BF16_MIN_REDUCTION`` multiply-adds per output (a 3x3
+      stem on an RGB image): its work is moving the image and the result, and the library's
+      bf16 primitive adds two passes over them (the conversions) to IREE's f32 code.
     Only KxK filters (K > 1): a 1x1 conv is a matmul, and the generated kernels take them."""
     if opts.vector_bits == 0 or not _static_f32(op):
         return None
@@ -818,7 +830,8 @@ def _float_prior_applies(op: ir.Operation, opts: WinogradOptions) -> tuple[str, 
     if max(kh, kw) == 1:
         return None
     if opts.precision == "bf16":
-        if not _bf16_primitives():
+        cin = shape[1] if _CONVS[op.name] else shape[2]
+        if not _bf16_primitives() or kh * kw * cin < BF16_MIN_REDUCTION:
             return None
         return "in bf16, the only bf16 conv here", "bf16"
     if opts.precision != "fp32":
