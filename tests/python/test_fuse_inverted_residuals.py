@@ -137,3 +137,24 @@ def test_reports_count_the_kernels_flops():
     run_steps(fused, [*steps, "xgen-fuse-inverted-residuals{min-expanded-bytes=0}"])
     assert "linalg.depthwise_conv_2d_nhwc_hwc" not in str(fused)
     assert module_flops(fused.operation) == module_flops(plain.operation) > 0
+
+
+@pytest.mark.parametrize(
+    ("cin", "ce", "cout", "stride", "hw"),
+    [(16, 96, 24, 2, 16), (24, 144, 24, 1, 12), (32, 64, 40, 1, 10), (32, 0, 16, 1, 12)],
+)
+def test_bf16_block_matches_pytorch(cin, ce, cout, stride, hw):
+    """precision="bf16": the expand and project convs as bf16 dot products (f32 sums), the
+    depthwise conv in f32; the half (8-wide) project vector (24, 40 outputs) too, and the
+    block without an expand conv. Within bf16's error of PyTorch's fp32, and not f32's."""
+    from xgen_mlir.target import cpu_flags
+
+    if "avx512_bf16" not in cpu_flags():
+        pytest.skip("bf16 compiles as fp32 on a host without AVX512-BF16")
+    m = _model(cin, ce, cout, stride)
+    x = torch.randn(1, cin, hw, hw)
+    compiled = xgen_mlir.compile(m, (x,), precision="bf16", precision_check=False, **FUSE_ALL)
+    assert compiled.report.rewrites["xgen-fuse-inverted-residuals"]["blocks fused"] == 1
+    want = m(x).detach().numpy()
+    err = np.abs(np.asarray(compiled(x.numpy())) - want).max() / np.abs(want).max()
+    assert 1e-5 < err < 1e-2, err

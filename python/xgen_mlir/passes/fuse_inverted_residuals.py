@@ -47,7 +47,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir
-from ..codegen.inverted_residual import VL, BlockSpec, pick_pixels, pick_rows, unsupported
+from ..codegen.inverted_residual import (
+    VL,
+    BlockSpec,
+    bf16_unsupported,
+    pack_weights,
+    pick_pixels,
+    pick_rows,
+    unsupported,
+)
 from ..codegen.inverted_residual import generate as generate_block
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
@@ -82,6 +90,8 @@ class FuseOptions(ToolchainOptions):
     # also fuse depthwise + project where there is no expand conv to take in (see the docstring)
     without_expand: bool = False
     verbose: bool = False  # print every fused block to stderr
+    # bf16: expand and project as bf16 dot products on 512-bit targets (codegen docstring)
+    precision: str = "fp32"
 
 
 def _zero_pad_1(op: ir.Operation | None) -> None:
@@ -240,9 +250,9 @@ def fuse_block(module_op: ir.Operation, block: Block, symbol: str, opts: FuseOpt
         expand=block.expand,
         batch=block.batch,
         vl=vl,
+        bf16=opts.precision == "bf16" and bf16_unsupported(cin, block.expand, vl) is None,
     )
-    packed = np.concatenate([a.astype(np.float32).ravel() for a in block.weights])
-    assert packed.size == spec.offsets["total"]
+    packed = pack_weights(block.weights, spec)
     obj = compile_object(generate_block(spec), opts.toolchain(), symbol)
     install_kernel(
         module_op,
