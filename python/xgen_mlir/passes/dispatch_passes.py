@@ -38,6 +38,7 @@ from ..fusion import (
 )
 from ..fusion.accumulator_packs import separate_accumulator_packs
 from ..fusion.data_tiling import HINT, SMALL_M
+from ..fusion.kernel_results import separate_kernel_result_packs
 from ..fusion.lowering import TILED_FOR_VECTOR_BITS
 from ..fusion.matmul_tiling import takes_seven_rows
 from ..fusion.pads import FLAG as PAD_FLAG
@@ -194,6 +195,22 @@ def separate_accumulators(module_op: Any, opts: PrintOptions, state: DispatchSta
         if name in state.plans:
             state.plans[name].accumulator_packs = records
         _show(opts.print, records)
+
+
+@register_pass(
+    "xgen-separate-kernel-result-packs",
+    "A data-tiled matmul's input converted from a kernel's reshaped result is packed apart.",
+    PrintOptions,
+    phase=DISPATCH,
+    after=(PLAN, "xgen-data-tiling-hints"),
+    only_with_flags=(DATA_TILING_FLAG,),
+)
+def separate_kernel_packs(module_op: Any, opts: PrintOptions, state: DispatchState) -> None:
+    for name, block in function_blocks(module_op):
+        done = separate_kernel_result_packs(block)
+        if opts.print and done:
+            what = f"@{name}: {done} matmul input(s) from kernel results packed apart"
+            print(what, file=sys.stderr)
 
 
 def _tile_pass(name: str, summary: str, tile: Any, field: str) -> None:

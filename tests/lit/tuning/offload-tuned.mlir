@@ -89,6 +89,9 @@
 // AVX512-LABEL: func.func @no_record_short_rows
 // AVX512: call @xgen_onednn_conv_{{[0-9]+}}_call
 // AVX512-NOT: linalg.conv_2d
+// AVX512-LABEL: func.func @no_record_4_channels
+// AVX512-NOT: xgen_onednn
+// AVX512: linalg.conv_2d_nchw_fchw
 // WHY512: conv3x3 2->6 8x8 nchw pad: onednn, no measurement on this host: an f32 KxK conv starts in oneDNN where IREE's vector tiles do not divide it: 6 output channels are not a multiple of the 16-float vector
 // WHY512: conv3x3 2->7 8x8 nchw pad: direct, measured onednn f32 1.200 ms
 // WHY512: conv3x3 2->9 8x8 nchw pad: onednn, no measurement on this host
@@ -96,13 +99,18 @@
 // WHY512: conv3x3 2->16 13x13 nchw pad: onednn, {{.*}}output rows of 13 pixels have no divisor in 4..7
 
 // precision=bf16 on a target with a vector width: every KxK conv without a bf16 record starts
-// in oneDNN's bf16 primitive (IREE's convs stay f32 under bf16), whatever its shape; a 1x1
-// conv stays with IREE. Without bf16 primitives (AVX2 only) nothing is offloaded.
+// in oneDNN's bf16 primitive (IREE's convs stay f32 under bf16), whatever its shape, except
+// one of fewer than 32 multiply-adds per output (3x3 over 2 channels: 18, like a 3x3 stem on
+// an RGB image), which stays IREE's f32 code; a 1x1 conv stays with IREE. Without bf16
+// primitives (AVX2 only) nothing is offloaded.
 // BFP-LABEL: func.func @onednn_wins
-// BFP: call @xgen_onednn_conv_{{[0-9]+}}_call
+// BFP-NOT: xgen_onednn
+// BFP-LABEL: func.func @winograd_beats_onednn
 // BFP-LABEL: func.func @no_record_1x1
 // BFP-NOT: xgen_onednn
 // BFP-LABEL: func.func @no_record_fits
+// BFP-NOT: xgen_onednn
+// BFP-LABEL: func.func @no_record_4_channels
 // BFP: call @xgen_onednn_conv_{{[0-9]+}}_call
 // NOBFP-NOT: xgen_onednn
 
@@ -234,4 +242,17 @@ func.func @no_record_short_rows(%arg0: tensor<1x2x13x13xf32>) -> tensor<1x16x13x
   %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x16x13x13xf32>) -> tensor<1x16x13x13xf32>
   %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x2x15x15xf32>, tensor<16x2x3x3xf32>) outs(%1 : tensor<1x16x13x13xf32>) -> tensor<1x16x13x13xf32>
   return %2 : tensor<1x16x13x13xf32>
+}
+
+func.func @no_record_4_channels(%arg0: tensor<1x4x8x8xf32>) -> tensor<1x16x8x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<16x4x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x4x8x8xf32> to tensor<1x4x10x10xf32>
+  %0 = tensor.empty() : tensor<1x16x8x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x4x10x10xf32>, tensor<16x4x3x3xf32>) outs(%1 : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  return %2 : tensor<1x16x8x8xf32>
 }
