@@ -304,3 +304,46 @@ def test_bf16_kernels_take_every_1x1_conv_and_match_pytorch(hw):
     assert fp32.report.rewrites.get("xgen-pointwise-kernels", {}).get("convs replaced", 0) == (
         3 if hw == 7 else 0
     )
+
+
+class SiluBlock(nn.Module):
+    """1x1 convs with SiLU (x * sigmoid(x): exp, and the conv's output read twice), as
+    EfficientNet's expand convs have, around a depthwise conv (so the pipeline goes NHWC)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(32, 32, 1),
+            nn.Conv2d(32, 64, 1),
+            nn.SiLU(),
+            nn.Conv2d(64, 64, 3, 1, 1, groups=64),
+            nn.SiLU(),
+            nn.Conv2d(64, 32, 1),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+def test_silu_after_a_1x1_conv_is_in_its_bf16_kernel():
+    """With the bf16 kernels the SiLU after a 1x1 conv goes into its kernel (``epilogue_c``'s
+    translation: exp through ``math_c``), within bf16's error of PyTorch; NaN and Inf come out
+    where the bf16 module without the kernels puts them. In fp32 it stays with IREE."""
+    if not _has_bf16_dot():
+        pytest.skip("bf16 compiles as fp32 on a host without AVX512-BF16")
+    torch.manual_seed(0)
+    m = SiluBlock().eval()
+    x = torch.randn(1, 32, 14, 14)
+    bf16 = {"precision": "bf16", "precision_check": False}
+    compiled = xgen_mlir.compile(m, (x,), **bf16)
+    counts = compiled.report.rewrites["xgen-pointwise-kernels"]
+    assert counts["convs replaced"] == 3 and counts["of them with their activations"] == 1
+    want = m(x).detach().numpy()
+    assert np.abs(np.asarray(compiled(x.numpy())) - want).max() / np.abs(want).max() < 1e-2
+    fp32 = xgen_mlir.compile(m, (x,), target_options={"pointwise_min_padding": "0"})
+    assert "of them with their activations" not in fp32.report.rewrites["xgen-pointwise-kernels"]
+    x[0, 3, 2, 2], x[0, 4, 1, 1], x[0, 5, 3, 3] = float("inf"), float("nan"), -float("inf")
+    ours = np.asarray(xgen_mlir.compile(m, (x,), **bf16)(x.numpy()))
+    plain = np.asarray(xgen_mlir.compile(m, (x,), **bf16, **NONE)(x.numpy()))
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(plain))
+    np.testing.assert_array_equal(np.isinf(ours), np.isinf(plain))

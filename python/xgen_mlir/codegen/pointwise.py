@@ -43,6 +43,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from .block_sparse import math_c
+
 VL = 16  # floats per vector with AVX-512 (the default target)
 REGISTERS = 32  # vector registers with AVX-512
 
@@ -155,6 +157,7 @@ def generate(spec: PointwiseSpec) -> str:
     width = vl * spec.nv
     last_cols = spec.n - (spec.panels - 1) * width  # columns of the last panel
     body = "\n".join(f"  {s}" for s in spec.act)
+    math = math_c() if any("xg_" in s for s in spec.act) else ""  # exp, erf, tanh
     res = "+ *(const v16u*)(r + (m0 + p) * N + col + VL * j)" if spec.residual else ""
     res1 = "+ *(const v16u*)(r + m * N + col + VL * j)" if spec.residual else ""
     r_arg = "MEMREF(const float, r), " if spec.residual else ""
@@ -193,7 +196,7 @@ typedef int vi16 __attribute__((vector_size({4 * vl})));
 #define PANELS {spec.panels}
 #define LAST_NV {-(-last_cols // vl)}  /* vectors of the last panel */
 #define LAST_COLS {last_cols - vl * (-(-last_cols // vl) - 1)}  /* columns of its last vector */
-static inline v16 act(v16 v) {{
+{math}static inline v16 act(v16 v) {{
 {body}
   return v;
 }}
@@ -267,6 +270,7 @@ def _generate_bf16(spec: PointwiseSpec) -> str:
     width = spec.vl * spec.nv
     last_cols = spec.n - (spec.panels - 1) * width
     body = "\n".join(f"  {s}" for s in spec.act)
+    math = math_c() if any("xg_" in s for s in spec.act) else ""  # exp, erf, tanh
     res = "+ *(const v16u*)(r + (m0 + p) * N + col + VL * j)" if spec.residual else ""
     r_arg = "MEMREF(const float, r), " if spec.residual else ""
     r_pass = "r + r_off" if spec.residual else "0"
@@ -298,7 +302,7 @@ typedef int vi16 __attribute__((vector_size(64)));
 #define CHUNK {spec.chunk_rows}
 #define LAST_NV {-(-last_cols // spec.vl)}  /* vectors of the last panel */
 #define LAST_COLS {last_cols - spec.vl * (-(-last_cols // spec.vl) - 1)}  /* columns of its last vector */
-static inline v16 act(v16 v) {{
+{math}static inline v16 act(v16 v) {{
 {body}
   return v;
 }}

@@ -14,9 +14,12 @@ constant filter, stride 1, a per-channel constant bias (the accumulator init), a
 batch (its images are more rows: M = N x H x W, and the padding test is on that M), static
 f32; then the single-use elementwise activations after it that translate to C
 (``kernel_match.activation_c``: comparisons with the IR's predicates, select, arithmetic),
-and an add of another tensor of the same shape (a residual), followed through torch-mlir's
-layout transposes. A conv followed by an elementwise op the kernel cannot take (e.g.
-EfficientNet's SiLU, which has exp) stays with IREE, which fuses that op into its dispatch.
+with the bf16 kernels also the elementwise ops ``epilogue_c`` translates (exp, erf, tanh
+through ``codegen.block_sparse.math_c``; a DAG that reads the conv's output twice, as
+EfficientNet's SiLU, ``x * sigmoid(x)``, does: ``_math_epilogue``), and an add of another
+tensor of the same shape (a residual), followed through torch-mlir's layout transposes. A
+conv followed by an elementwise op the kernel cannot take stays with IREE, which fuses that
+op into its dispatch.
 The conv, activations and add become one call; the add's layout is restored with a
 transpose of the kernel's result where it was not NHWC.
 
@@ -52,6 +55,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +73,7 @@ from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
 from ..target import simd_lanes, vector_registers
 from .consteval import ConstEval
+from .epilogue_c import epilogue
 from .generic_util import (
     has_default_maps,
     is_elementwise,
@@ -145,7 +150,7 @@ def f32_only(op: ir.Operation) -> None:
         raise NoMatch(f"{'/'.join(other)} tensors (the kernel computes f32 only)")
 
 
-def match_conv(conv: ir.Operation, ev: ConstEval, vl: int = VL) -> Match:
+def match_conv(conv: ir.Operation, ev: ConstEval, vl: int = VL, math: bool = False) -> Match:
     """The conv with the activations and residual add it takes in, or NoMatch."""
     f32_only(conv)
     w, b = conv_1x1(conv, ev, "pointwise")
@@ -153,14 +158,14 @@ def match_conv(conv: ir.Operation, ev: ConstEval, vl: int = VL) -> Match:
     shape = static_f32(conv.results[0])
     m, n = n_ * h * wd, shape[3]  # NHWC: a batch's images are more rows, [N*H*W, C]
     replaced = [conv]
-    act, end, residual, perm = _epilogue(conv.results[0], ev, replaced, True)
+    act, end, residual, perm = _epilogue(conv.results[0], ev, replaced, True, math)
     why = unsupported(m, k, n, residual is not None, vl)
     if why:
         raise NoMatch(why)
     return Match(conv, (m, k, n), w, b, act, replaced, end, residual, perm)
 
 
-def match_matmul(mm: ir.Operation, ev: ConstEval, vl: int = VL) -> Match:
+def match_matmul(mm: ir.Operation, ev: ConstEval, vl: int = VL, math: bool = False) -> Match:
     """A matmul with a constant right-hand side, with its bias add and the activations after
     it, or NoMatch."""
     f32_only(mm)
@@ -181,12 +186,16 @@ def match_matmul(mm: ir.Operation, ev: ConstEval, vl: int = VL) -> Match:
         add, init = found
         bias_after, value = True, add.results[0]
         replaced.append(add)
-    act, end, _, _ = _epilogue(value, ev, replaced, False)
+    act, end, _, _ = _epilogue(value, ev, replaced, False, math)
     return Match(mm, (m, k, n), w, init, act, replaced, end, None, None, bias_after)
 
 
 def _epilogue(
-    value: ir.Value, ev: ConstEval, replaced: list[ir.Operation], residual_ok: bool
+    value: ir.Value,
+    ev: ConstEval,
+    replaced: list[ir.Operation],
+    residual_ok: bool,
+    math: bool = False,
 ) -> tuple[list[str], ir.Operation, ir.Value | None, list[int] | None]:
     """The single-use activations after ``value`` that translate to C and (with
     ``residual_ok``) the residual add after them, appended to ``replaced``: their C, the op
@@ -210,6 +219,11 @@ def _epilogue(
         act.append(stmt)
         replaced.append(op)
         value = op.results[0]
+    more = _math_epilogue(value, ev) if math else None
+    if more is not None:  # the ops activation_c does not take (SiLU's exp): the whole DAG
+        act += more.lines
+        replaced += more.ops
+        value = more.ops[-1].results[0]
     end, residual, perm = replaced[-1], None, None
     add = residual_add(value) if residual_ok else None
     if add is not None:
@@ -220,6 +234,23 @@ def _epilogue(
         # leave it a dispatch of its own
         raise NoMatch("an elementwise op after it that the kernel does not translate")
     return act, end, residual, perm
+
+
+def _math_epilogue(value: ir.Value, ev: ConstEval) -> Any:
+    """The elementwise ops after ``value`` as ``epilogue_c`` translates them (exp, erf, tanh
+    through ``codegen.block_sparse.math_c``; a DAG that reads the value more than once, as
+    torch-mlir's SiLU, ``x * sigmoid(x)``, does), when it takes any; scalar constants only
+    (no per-column constants or tensors), else None.
+
+    Only for the bf16 kernels (``math``): there the other way is IREE's f32 code, and
+    EfficientNet-B0 in bf16 ran 12.82-13.15 -> 11.96-12.34 ms with its SiLU convs as kernels
+    (in-process, Zen 4, a slow hour). In fp32 IREE's dispatch with the activation fused (and
+    xgen-matmul-tiles' tiles) was as fast or faster: 11.42-11.53 against 11.51-11.55 ms."""
+    users = [u.owner.operation for u in value.uses]
+    if not users or not all(is_elementwise(u) for u in users):
+        return None
+    more = epilogue(value, ev, None)
+    return more if more and not more.columns and not more.tensors else None
 
 
 def replace(
@@ -280,7 +311,9 @@ def _candidates(module_op: ir.Operation, opts: PointwiseOptions) -> Iterator[tup
             continue
         rows = shape[0] * shape[1] * shape[2]  # the batch's images one after another
         row_tile = opts.row_tile or simd_lanes(opts.vector_bits)
-        every = opts.bf16_kernels() and opts.min_padding < 1  # (16: the off switch)
+        # bf16: every conv over more rows than a tile (fewer: a squeeze-excite conv on one
+        # pooled pixel, a matrix-vector product IREE runs as such); 16: the off switch
+        every = opts.bf16_kernels() and opts.min_padding < 1 and rows > row_tile
         if every or padding(rows, row_tile) >= opts.min_padding:
             yield op, rows, match_conv, "convs"
 
@@ -299,7 +332,7 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
                 counts[f"not replaced: {kind}"] += 1
                 continue
             try:
-                match = matcher(op, ev, simd_lanes(opts.vector_bits))
+                match = matcher(op, ev, simd_lanes(opts.vector_bits), opts.bf16_kernels())
             except NoMatch as e:
                 counts[f"not replaced: {e}"] += 1
                 continue
