@@ -33,8 +33,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
+
+from .bf16 import TO_BF16, pair_rows
+from .bf16 import header as bf16_header
 
 VL = 16  # floats per vector with AVX-512 (the default target)
 STACK_BUDGET = 80 * 1024  # bytes of expanded rows per band (IREE workers have 128 KiB stacks)
@@ -137,18 +139,10 @@ def pack_weights(weights: list[np.ndarray], spec: BlockSpec) -> np.ndarray:
     arrays = [np.asarray(a, np.float32) for a in weights]
     if spec.bf16:
         paired = {0, len(arrays) - 2} if spec.expand else {len(arrays) - 2}
-        arrays = [
-            _pairs(a.reshape(a.shape[0], -1)) if i in paired else a for i, a in enumerate(arrays)
-        ]
+        arrays = [pair_rows(a) if i in paired else a for i, a in enumerate(arrays)]
     packed = np.concatenate([a.ravel() for a in arrays]).astype(np.float32)
     assert packed.size == spec.offsets["total"], (packed.size, spec.offsets)
     return packed
-
-
-def _pairs(w: np.ndarray) -> np.ndarray:
-    """Rows 2i and 2i + 1 of ``w`` as bf16 halves of one 32-bit word, viewed as f32."""
-    bits = w.astype(ml_dtypes.bfloat16).view(np.uint16).astype(np.uint32)
-    return (bits[0::2] | (bits[1::2] << 16)).view(np.float32)
 
 
 def pick_pixels(wo: int) -> int | None:
@@ -167,103 +161,48 @@ def pick_rows(h: int, w: int, stride: int, min_bands: int = 4, vl: int = VL) -> 
     return best
 
 
-def _project(nv16: int, t8: int, pixels: int, vl: int) -> str:
-    """y[p, :] += sum_c dt[p][c] * wpc[c, :] for the register block's pixels."""
-    vecs = [("v16", "v16u", vl * j) for j in range(nv16)] + (
-        [("v8", "v8u", vl * nv16)] if t8 else []
+def _project(nv16: int, t8: int, pixels: int, vl: int, bf16: bool = False) -> str:
+    """y[p, :] += sum_c dt[p][c] * wpc[c, :] for the register block's pixels. ``bf16``:
+    ``dp`` holds the depthwise outputs as bf16 pairs of channels and ``wpc`` the project
+    weights paired the same way, one ``vdpbf16ps`` per pair (512- or 256-bit: the half
+    vector)."""
+    vecs = [("v16", "v16u", vl * j, "_mm512", "512") for j in range(nv16)] + (
+        [("v8", "v8u", vl * nv16, "_mm256", "256")] if t8 else []
     )
 
     def each(line: str) -> str:  # one C line per output vector (acc{j}: its accumulators)
         return "\n".join(
-            line.format(j=j, vt=vt, vu=vu, off=off, P=pixels)
-            for j, (vt, vu, off) in enumerate(vecs)
+            line.format(j=j, vt=vt, vu=vu, off=off, P=pixels, mm=mm, bh=f"__m{bits}bh", b=bits)
+            for j, (vt, vu, off, mm, bits) in enumerate(vecs)
         )
 
     decl = each("      {vt} acc{j}[{P}];")
     init = each("        acc{j}[p] = *({vu}*)(yp0 + p * COUT + {off});")
-    loads = each("        const {vt} w{j} = *(const {vu}*)(wpc + c * COUT + {off});")
-    fmas = each("          acc{j}[p] += dp[p][c] * w{j};")
+    if bf16:
+        loads = each(
+            "        const {bh} w{j} = ({bh}){mm}_loadu_si{b}((const void*)(wpc + c * COUT + {off}));"
+        )
+        fmas = each(
+            "          acc{j}[p] = ({vt}){mm}_dpbf16_ps((__m{b})acc{j}[p], "
+            "({bh}){mm}_set1_epi32((int)dp[p][c]), w{j});"
+        )
+        steps, unroll = "VL / 2", 8
+    else:
+        loads = each("        const {vt} w{j} = *(const {vu}*)(wpc + c * COUT + {off});")
+        fmas = each("          acc{j}[p] += dp[p][c] * w{j};")
+        steps, unroll = "VL", 16
     stores = each("        *({vu}*)(yp0 + p * COUT + {off}) = acc{j}[p];")
     return f"""{decl}
       #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {{
 {init}
       }}
-      #pragma GCC unroll 16
-      for (int c = 0; c < VL; ++c) {{
+      #pragma GCC unroll {unroll}
+      for (int c = 0; c < {steps}; ++c) {{
 {loads}
         #pragma GCC unroll 8
         for (int p = 0; p < P; ++p) {{
 {fmas}
-        }}
-      }}
-      #pragma GCC unroll 8
-      for (int p = 0; p < P; ++p) {{
-{stores}
-      }}"""
-
-
-_TO_BF16 = """/* n floats (n even) as n / 2 words of bf16 pairs in order, rounded to nearest even */
-static inline void to_bf16(const float* restrict x, uint32_t* restrict out, int n) {
-  int k = 0;
-  for (; k + 32 <= n; k += 32)
-    _mm512_storeu_si512((void*)(out + k / 2),
-                        (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + k + 16),
-                                                     _mm512_loadu_ps(x + k)));
-  for (; k < n; k += 16) {
-    const int m = n - k < 16 ? n - k : 16;
-    const __mmask16 mask = (__mmask16)((1u << m) - 1u);
-    const __m256bh b = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x + k));
-    _mm256_mask_storeu_epi16((void*)((uint16_t*)out + k), mask, (__m256i)b);
-  }
-}
-"""
-
-
-def _project_bf16(nv16: int, t8: int, pixels: int) -> str:
-    """``_project`` with bf16 products: ``dp`` holds the row's depthwise outputs as bf16
-    pairs of channels, ``wpc`` the project weights paired the same way."""
-    vecs = [(16, "v16", "__m512", 16 * j) for j in range(nv16)] + (
-        [(8, "v8", "__m256", 16 * nv16)] if t8 else []
-    )
-
-    def each(line: str) -> str:
-        return "\n".join(
-            line.format(
-                j=j,
-                vt=vt,
-                mt=mt,
-                off=off,
-                P=pixels,
-                b=bits,
-                bh=f"{mt}bh",
-                si="si512" if bits == 16 else "si256",
-                mm="_mm512" if bits == 16 else "_mm256",
-                it="__m512i" if bits == 16 else "__m256i",
-            )
-            for j, (bits, vt, mt, off) in enumerate(vecs)
-        )
-
-    decl = each("      {vt} acc{j}[{P}];")
-    init = each("        acc{j}[p] = *({vt}u*)(yp0 + p * COUT + {off});")
-    loads = each(
-        "        const {bh} w{j} = ({bh}){mm}_loadu_{si}((const void*)(wpc + c * COUT + {off}));"
-    )
-    dots = each(
-        "          acc{j}[p] = ({vt}){mm}_dpbf16_ps(({mt})acc{j}[p], ({bh}){mm}_set1_epi32((int)dp[p][c]), w{j});"
-    )
-    stores = each("        *({vt}u*)(yp0 + p * COUT + {off}) = acc{j}[p];")
-    return f"""{decl}
-      #pragma GCC unroll 8
-      for (int p = 0; p < P; ++p) {{
-{init}
-      }}
-      #pragma GCC unroll 8
-      for (int c = 0; c < VL / 2; ++c) {{
-{loads}
-        #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) {{
-{dots}
         }}
       }}
       #pragma GCC unroll 8
@@ -331,14 +270,8 @@ def generate(spec: BlockSpec, expand_pixels: int = 8) -> str:
         dt_store = "_mm256_storeu_si256((__m256i*)dt[ox0 + p], (__m256i)_mm512_cvtneps_pbh((__m512)act_d(a[p])));"
         dt_row = "const uint32_t (*dp)[VL / 2] = dt + ox0;"
         wpc = "const uint32_t* wpc = wp + cb / 2 * COUT;"
-        project = _project_bf16(nv16, t8, spec.pixels)
-        header = f"""
-#include <stdint.h>
-#include <immintrin.h>
-#ifndef __AVX512BF16__
-#error "xgen_mlir's bf16 inverted-residual kernel needs AVX512-BF16 (-march=native on such a CPU)"
-#endif
-{_TO_BF16.rstrip()}"""
+        project = _project(nv16, t8, spec.pixels, vl, bf16=True)
+        header = "\n" + bf16_header("inverted-residual") + TO_BF16.rstrip()
     else:
         expand_weights = """    v16 wev[CIN];
     for (size_t k = 0; k < CIN; ++k) wev[k] = *(const v16u*)(we + k * CE + cb);"""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._mlir import iree_binding
-from .data_tiling import HINT
+from .data_tiling import HINT, _has_reduction
 
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 BARRIER = "iree_tensor_ext.compute_barrier.start"
@@ -90,14 +90,6 @@ def accumulator_uses(value: Any, depth: int = 4) -> list[tuple[Any, int]]:
     return found
 
 
-def _has_reduction(op: Any) -> bool:
-    ir = iree_binding().ir
-
-    if op.name != "linalg.generic":
-        return False
-    return any("reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"]))
-
-
 def _through_barrier(op: Any, number: int) -> None:
     ir = iree_binding().ir
 
@@ -121,7 +113,7 @@ def separate_accumulator_packs(block: Any) -> list[AccumulatorPack]:
         if region.name != REGION:
             continue
         body = [o.operation for o in region.regions[0].blocks[0].operations]
-        reductions = [o for o in body if _has_reduction(o)]
+        reductions = [o for o in body if o.name == "linalg.generic" and _has_reduction(o)]
         if not reductions:
             continue
         where = location_text(reductions[0].location).split(" at ")[0]

@@ -55,7 +55,6 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -73,7 +72,7 @@ from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
 from ..target import simd_lanes, vector_registers
 from .consteval import ConstEval
-from .epilogue_c import epilogue
+from .epilogue_c import Epilogue, epilogue
 from .generic_util import (
     has_default_maps,
     is_elementwise,
@@ -236,7 +235,7 @@ def _epilogue(
     return act, end, residual, perm
 
 
-def _math_epilogue(value: ir.Value, ev: ConstEval) -> Any:
+def _math_epilogue(value: ir.Value, ev: ConstEval) -> Epilogue | None:
     """The elementwise ops after ``value`` as ``epilogue_c`` translates them (exp, erf, tanh
     through ``codegen.block_sparse.math_c``; a DAG that reads the value more than once, as
     torch-mlir's SiLU, ``x * sigmoid(x)``, does), when it takes any; scalar constants only

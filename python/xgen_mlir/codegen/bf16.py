@@ -1,0 +1,53 @@
+"""What the generated kernels' bf16 variants share: the weights' pairing and the C helpers.
+
+``vdpbf16ps`` multiplies pairs of bf16 values held in one 32-bit lane (element 2i in the low
+half, 2i + 1 in the high half) and adds both products to an f32 sum. So a kernel's reduction
+runs over pairs: its weights are rounded to bf16 (nearest even, ``ml_dtypes``) and paired
+along the reduction at compile time (``pair_rows``), and its activations are rounded the same
+way as it reads them (``TO_BF16``, ``cvtne`` = round to nearest even).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+
+def pair_rows(w: np.ndarray) -> np.ndarray:
+    """Rows 2i and 2i + 1 of ``w`` (2-D, the reduction along rows; a zero row after an odd
+    count) rounded to bf16 and packed into one 32-bit word per column, returned as f32 bits
+    (the kernels' weight arrays are f32 buffers)."""
+    w = np.asarray(w, np.float32)
+    if len(w) % 2:
+        w = np.pad(w, ((0, 1), (0, 0)))
+    bits = w.astype(ml_dtypes.bfloat16).view(np.uint16).astype(np.uint32)
+    return (bits[0::2] | (bits[1::2] << 16)).view(np.float32)
+
+
+def header(kernel: str) -> str:
+    """The includes, and a compile error naming the kernel on a CPU without AVX512-BF16."""
+    return f"""#include <stdint.h>
+#include <immintrin.h>
+#ifndef __AVX512BF16__
+#error "xgen_mlir's bf16 {kernel} kernel needs AVX512-BF16 (-march=native on such a CPU)"
+#endif
+"""
+
+
+# n floats as words of bf16 pairs in order (a zero half after an odd n), rounded to nearest
+# even: 32 at a time, then 16 under a mask
+TO_BF16 = """static inline void to_bf16(const float* restrict x, uint32_t* restrict out, int n) {
+  int k = 0;
+  for (; k + 32 <= n; k += 32)
+    _mm512_storeu_si512((void*)(out + k / 2),
+                        (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + k + 16),
+                                                     _mm512_loadu_ps(x + k)));
+  for (; k < n; k += 16) {
+    const int m = n - k < 16 ? n - k : 16;
+    const __mmask16 mask = (__mmask16)((1u << m) - 1u);
+    const __m256bh b = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x + k));
+    _mm256_mask_storeu_epi16((void*)((uint16_t*)out + k), mask, (__m256i)b);
+  }
+  if (n % 2) ((uint16_t*)out)[n] = 0;
+}
+"""
