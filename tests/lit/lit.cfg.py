@@ -36,9 +36,9 @@ if shutil.which("xgen-opt") is None:
 # asked, as the pass asks it; bf16 RUN lines check the answer this host should give.
 from xgen_mlir.byoc.onednn import ONEDNN  # noqa: E402
 
-if ONEDNN.can_build("xgen_dnnl_matmul_bf16_none_b_4_2_3"):
+if ONEDNN.can_build("xgen_dnnl_matmul_bf16_none_b_4_2_3_p1"):
     config.available_features.add("onednn-bf16")
 # s8 primitives: only on a CPU with VNNI (without it oneDNN's u8 x s8 sums saturate, and
 # can_build refuses them); the int8 offload tests need them, no-vnni ones check the refusal.
-if ONEDNN.can_build("xgen_dnnl_matmul_s8_none_nb_4_2_3_7"):
+if ONEDNN.can_build("xgen_dnnl_matmul_s8_none_nb_4_2_3_7_p1"):
     config.available_features.add("onednn-s8")

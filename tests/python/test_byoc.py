@@ -163,11 +163,11 @@ def test_the_plugin_itself_refuses_s8_without_vnni(capfd):
     from xgen_mlir.target import EXACT_INT8_FLAGS
 
     lib = onednn._library(str(ONEDNN.plugin()))
-    s8 = b"xgen_dnnl_matmul_s8_none_nb_4_2_3_7"
+    s8 = b"xgen_dnnl_matmul_s8_none_nb_4_2_3_7_p2"
     assert bool(lib.xgen_dnnl_can_build(s8)) == has_any(EXACT_INT8_FLAGS)
     if not has_any(EXACT_INT8_FLAGS):
         assert "needs a CPU with VNNI" in capfd.readouterr().err
-    assert lib.xgen_dnnl_can_build(b"xgen_dnnl_matmul_f32_none_nb_4_2_3") == 1
+    assert lib.xgen_dnnl_can_build(b"xgen_dnnl_matmul_f32_none_nb_4_2_3_p2") == 1
 
 
 def test_calls_from_threads_agree(fp32_module, cnn):

@@ -10,14 +10,16 @@ N, IH, IW, IC, OH, OW, OC, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, G (NHWC input
 HWIO weights: a ``linalg.conv_2d_nhwc_hwcf``), or ``xgen_dnnl_matmul_<compute>_<post>_<bias>_``
 M, K, N. ``compute`` is f32 or bf16 (operands rounded to bf16, f32 accumulation and output),
 or s8: an integer contraction as linalg's quantized ops are (int8 source and weights, int32
-output, the source's zero point as a last field; no bias, ``nb``).
+output, the source's zero point after the sizes; no bias, ``nb``). Last, ``p`` and the number
+of parts: the operation's output rows split among that many workgroups, each running its
+share as a single-threaded primitive on the IREE worker that runs it (so IREE's workers are
+the only threads; docs/byoc.md, Threads).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,14 +54,7 @@ class Backend:
         return None
 
     def plugin(self) -> Path:
-        """The plugin's shared library, built on first use and cached.
-
-        Also sets ``OMP_WAIT_POLICY=PASSIVE`` in this process's environment (unless set):
-        Debian's oneDNN runs on OpenMP, whose threads otherwise spin after each primitive and
-        take the cores from IREE's workers running the next dispatches (measured: the IREE
-        conv beside an offloaded one ran 3x slower). OpenMP reads it when it is loaded, with
-        the plugin; child processes inherit it."""
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        """The plugin's shared library, built on first use and cached."""
         why = self.unavailable()
         if why:
             raise BackendCompileError(f"the {self.name} offload backend needs {why}")
@@ -123,32 +118,61 @@ def conv_symbol(
     dilations: Sequence[int],
     groups: int = 1,
     zero_point: int | str | None = None,
+    parts: int = 1,
 ) -> str:
     """``zero_point``: the source's, for ``compute="s8"`` (int8 in, int32 out, no bias), or
-    ``RUNTIME_ZERO_POINT``."""
+    ``RUNTIME_ZERO_POINT``. ``parts``: see ``conv_parts``."""
     fields = [n, ih, iw, ic, oh, ow, oc, *kernel, *strides, *pads, *dilations, groups]
-    return _name("conv", compute, post, fields, zero_point)
+    return _name("conv", compute, post, fields, zero_point, parts)
 
 
 def matmul_symbol(
-    compute: str, post: str, m: int, k: int, n: int, zero_point: int | str | None = None
+    compute: str,
+    post: str,
+    m: int,
+    k: int,
+    n: int,
+    zero_point: int | str | None = None,
+    parts: int = 1,
 ) -> str:
-    return _name("matmul", compute, post, [m, k, n], zero_point)
+    """``parts``: see ``matmul_parts``."""
+    return _name("matmul", compute, post, [m, k, n], zero_point, parts)
 
 
-def _name(kind: str, compute: str, post: str, fields: list, zero_point: int | str | None) -> str:
+def conv_parts(n: int, oh: int, threads: int) -> int:
+    """How many workgroups run a conv (each a single-threaded primitive on its share): one
+    per thread, along the output rows at batch 1, else along the images; never more than
+    there are."""
+    return max(1, min(threads, oh if n == 1 else n))
+
+
+def matmul_parts(m: int, threads: int) -> int:
+    """As ``conv_parts``, along a matmul's rows."""
+    return max(1, min(threads, m))
+
+
+def _name(
+    kind: str,
+    compute: str,
+    post: str,
+    fields: list,
+    zero_point: int | str | None,
+    parts: int,
+) -> str:
     """f32/bf16 ops have a bias (``b``); s8 ones none (``nb``) and the source's zero point
-    last, a negative one spelled ``m128`` (the name stays a plain identifier), one given at
-    run time ``r``."""
+    after the sizes, a negative one spelled ``m128`` (the name stays a plain identifier), one
+    given at run time ``r``; last ``p`` and the number of parts (workgroups)."""
+    if parts < 1:
+        raise ValueError(f"{parts} parts: at least one")
     if (compute == "s8") != (zero_point is not None):
         raise ValueError(f"a zero point goes with compute type s8, not {compute}")
     text = "_".join(str(int(f)) for f in fields)
     if zero_point is None:
-        return f"{PREFIX}{kind}_{compute}_{post}_b_{text}"
+        return f"{PREFIX}{kind}_{compute}_{post}_b_{text}_p{parts}"
     if isinstance(zero_point, str):
         if zero_point != RUNTIME_ZERO_POINT:
             raise ValueError(f"zero point {zero_point!r}: an int or {RUNTIME_ZERO_POINT!r}")
         zp = zero_point
     else:
         zp = f"m{-zero_point}" if zero_point < 0 else str(zero_point)
-    return f"{PREFIX}{kind}_{compute}_{post}_nb_{text}_{zp}"
+    return f"{PREFIX}{kind}_{compute}_{post}_nb_{text}_{zp}_p{parts}"

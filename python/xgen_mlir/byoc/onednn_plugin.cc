@@ -11,7 +11,16 @@
 // Calling convention of every import (IREE's, with llvm.bareptr on the declaration): int
 // fn(void* params, void* context, void* reserved), params pointing at the call's arguments
 // packed as a struct: one data pointer per buffer (a static memref's aligned pointer, the
-// binding's offset included). Returns 0 on success.
+// binding's offset included), then the calling workgroup's id (an int64). Returns 0 on
+// success.
+//
+// Threads: a name ending in _pP is an operation split into P parts along its output's outer
+// rows (a conv's output rows at batch 1, else its images; a matmul's rows), called from a
+// dispatch of P workgroups: workgroup i runs part i as a single-threaded primitive on the
+// IREE worker that runs it. IREE's workers are the only threads: no OpenMP team to wake for
+// each primitive, none spinning beside IREE's next dispatch, none placed on a core an IREE
+// worker is pinned to (ResNet-18 in bf16, every conv offloaded, 2 cores: 5.3-10.5 ms from
+// run to run with the team, docs/byoc.md).
 //
 // Weights are constants of the module: they are reordered into the primitive's preferred
 // (blocked) layout on the first call that sees a given weights pointer and kept with the
@@ -20,13 +29,13 @@
 // (iree/hal/local/executable_plugin.h, version 0.1); only what this plugin uses.
 
 #include <cpuid.h>
-#include <pthread.h>
-#include <sched.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -142,6 +151,15 @@ dnnl::engine& cpu_engine() {
   return engine;
 }
 
+// Weights reordered into a primitive's layout, per user weights pointer and layout: the parts
+// of one import whose primitives want the same layout share one copy. Each resolved import
+// has its own (IREE resolves imports again for every executable it loads), so a copy never
+// outlives the module whose constant it was made from.
+struct WeightsCache {
+  std::mutex mu;
+  std::map<const void*, std::vector<memory>> copies;
+};
+
 // An offloaded operation: a primitive whose f32 activations may be converted to the compute
 // type on the way in, and its weights reordered once per weights pointer.
 struct Op {
@@ -155,29 +173,8 @@ struct Op {
   bool has_bias = false;
   bool has_residual = false;  // a binary-add post-op reading a tensor shaped like dst
   bool runtime_zero_point = false;  // s8: the source's zero point is an operand (one int32)
-  std::mutex mu;
-  std::map<const void*, memory> weights;  // user weights pointer -> reordered copy
-
-  memory prepared_weights(const void* user) {
-    std::lock_guard<std::mutex> lock(mu);
-    auto found = weights.find(user);
-    if (found != weights.end()) return found->second;
-    dnnl::engine& eng = cpu_engine();
-    memory src(wei_user, eng, const_cast<void*>(user));
-    memory dst(wei_prim, eng);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // not the shared one (see Op)
-    dnnl::reorder::primitive_desc pd(eng, wei_user, eng, wei_prim, attr);
-    std::unordered_map<int, memory> args{{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
-    if (pd.scratchpad_desc().get_size() != 0) {
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng));
-    }
-    dnnl::stream s(eng);
-    dnnl::reorder(pd).execute(s, args);
-    s.wait();
-    weights.emplace(user, dst);
-    return dst;
-  }
+  WeightsCache* weights_cache = nullptr;  // the import's (set when its parts are made)
+  memory prepared_weights(const void* user);
 
   // The conversion of f32 activations to the compute type (bf16), made once.
   dnnl::reorder src_reorder;
@@ -237,6 +234,30 @@ struct Op {
   }
 };
 
+memory Op::prepared_weights(const void* user) {
+  WeightsCache& cache = *weights_cache;
+  std::lock_guard<std::mutex> lock(cache.mu);
+  std::vector<memory>& copies = cache.copies[user];
+  for (const memory& m : copies) {
+    if (m.get_desc() == wei_prim) return m;
+  }
+  dnnl::engine& eng = cpu_engine();
+  memory src(wei_user, eng, const_cast<void*>(user));
+  memory dst(wei_prim, eng);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // not the shared one (see Op)
+  dnnl::reorder::primitive_desc pd(eng, wei_user, eng, wei_prim, attr);
+  std::unordered_map<int, memory> args{{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+  if (pd.scratchpad_desc().get_size() != 0) {
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng));
+  }
+  dnnl::stream s(eng);
+  dnnl::reorder(pd).execute(s, args);
+  s.wait();
+  copies.push_back(dst);
+  return dst;
+}
+
 // The post-ops a name's <post> field asks for, after the primitive's sum and bias: none, relu,
 // add (+ a tensor shaped like the output: a residual), addrelu (add, then relu). False: an
 // unknown field.
@@ -250,25 +271,27 @@ bool post_ops(const std::string& post, const memory::desc& dst, dnnl::post_ops* 
   return post == "none" || post == "relu" || *residual;
 }
 
+// The fields every import name starts with: <kind>_<type>_<post>_<bias>, and an s8 name's
+// source zero point (its last field).
+struct Head {
+  memory::data_type ct;
+  std::string post;
+  bool bias;
+  std::string zero_point;  // s8 only
+};
+
 // "conv_<type>_<post>_<bias>_N_IH_IW_IC_OH_OW_OC_KH_KW_SH_SW_PT_PL_PB_PR_DH_DW_G[_ZP]": an
 // NHWC convolution with HWIO (HWCF) weights; <type> the compute type, <post> as post_ops()
 // reads it, <bias> b (a per-channel f32 bias) or nb. f32 and bf16: f32 in and out. s8: int8
 // source and weights, int32 out, no bias or post-op, the source's zero point ZP last (a
-// linalg.conv_2d_nhwc_hwcf_q with a weights zero point of 0).
-Op* make_conv(const std::vector<std::string>& f) {
-  memory::data_type ct = compute_type(f[1]);
-  const bool s8 = ct == memory::data_type::s8;
-  if (f.size() != 4 + 18 + (s8 ? 1 : 0)) return nullptr;
-  const std::string post = f[2];
-  const bool bias = f[3] == "b";
-  if (s8 && (bias || post != "none")) return nullptr;  // an int32 accumulator, nothing after
-  std::vector<memory::dim> v;
-  for (size_t i = 4; i < 4 + 18; ++i) v.push_back(std::stoll(f[i]));
+// linalg.conv_2d_nhwc_hwcf_q with a weights zero point of 0). ``v``: the 18 sizes.
+std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v) {
   memory::dim n = v[0], ih = v[1], iw = v[2], ic = v[3], oh = v[4], ow = v[5], oc = v[6],
               kh = v[7], kw = v[8], sh = v[9], sw = v[10], pt = v[11], pl = v[12], pb = v[13],
               pr = v[14], dh = v[15], dw = v[16], g = v[17];
   using tag = memory::format_tag;
   auto f32 = memory::data_type::f32;
+  memory::data_type ct = h.ct;
   UserTypes user = user_types(ct);
   auto op = std::make_unique<Op>();
   op->src_user = memory::desc({n, ic, ih, iw}, user.src, tag::nhwc);
@@ -278,41 +301,35 @@ Op* make_conv(const std::vector<std::string>& f) {
                               : memory::dims{g, oc / g, ic / g, kh, kw};
   op->wei_user = memory::desc(wdims, user.wei, g == 1 ? tag::hwio : tag::hwigo);
   memory::desc wei_any(wdims, ct, tag::any);
-  op->has_bias = bias;
+  op->has_bias = h.bias;
   op->bias_desc = memory::desc({oc}, f32, tag::a);
   dnnl::post_ops ops;
-  if (!post_ops(post, op->dst_desc, &ops, &op->has_residual)) return nullptr;
+  if (!post_ops(h.post, op->dst_desc, &ops, &op->has_residual)) return nullptr;
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (s8) op->runtime_zero_point = set_src_zero_point(&attr, f.back());
-  auto d = bias ? dnnl::convolution_forward::desc(
-                      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                      op->src_prim, wei_any, op->bias_desc, op->dst_desc, {sh, sw},
-                      {dh - 1, dw - 1}, {pt, pl}, {pb, pr})
-                : dnnl::convolution_forward::desc(
-                      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                      op->src_prim, wei_any, op->dst_desc, {sh, sw}, {dh - 1, dw - 1},
-                      {pt, pl}, {pb, pr});
+  if (ct == memory::data_type::s8) op->runtime_zero_point = set_src_zero_point(&attr, h.zero_point);
+  auto d = h.bias ? dnnl::convolution_forward::desc(
+                        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                        op->src_prim, wei_any, op->bias_desc, op->dst_desc, {sh, sw},
+                        {dh - 1, dw - 1}, {pt, pl}, {pb, pr})
+                  : dnnl::convolution_forward::desc(
+                        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                        op->src_prim, wei_any, op->dst_desc, {sh, sw}, {dh - 1, dw - 1},
+                        {pt, pl}, {pb, pr});
   dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
   op->wei_prim = pd.weights_desc();
   op->scratch_desc = pd.scratchpad_desc();
   op->prim = dnnl::convolution_forward(pd);
-  return op.release();
+  return op;
 }
 
 // "matmul_<type>_<post>_<bias>_M_K_N[_ZP]": row-major [M,K] x constant [K,N] (+ bias [N]);
 // f32 in and out, or for s8 as for conv (a linalg.quantized_matmul).
-Op* make_matmul(const std::vector<std::string>& f) {
-  memory::data_type ct = compute_type(f[1]);
-  const bool s8 = ct == memory::data_type::s8;
-  if (f.size() != 4 + 3 + (s8 ? 1 : 0)) return nullptr;
-  const std::string post = f[2];
-  const bool bias = f[3] == "b";
-  if (s8 && (bias || post != "none")) return nullptr;  // an int32 accumulator, nothing after
-  memory::dim m = std::stoll(f[4]), k = std::stoll(f[5]), n = std::stoll(f[6]);
+std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, memory::dim n) {
   using tag = memory::format_tag;
   auto f32 = memory::data_type::f32;
+  memory::data_type ct = h.ct;
   UserTypes user = user_types(ct);
   auto op = std::make_unique<Op>();
   op->src_user = memory::desc({m, k}, user.src, tag::ab);
@@ -320,68 +337,154 @@ Op* make_matmul(const std::vector<std::string>& f) {
   op->dst_desc = memory::desc({m, n}, user.dst, tag::ab);
   op->wei_user = memory::desc({k, n}, user.wei, tag::ab);
   memory::desc wei_any({k, n}, ct, tag::any);
-  op->has_bias = bias;
+  op->has_bias = h.bias;
   op->bias_desc = memory::desc({1, n}, f32, tag::ab);
   dnnl::post_ops ops;
-  if (!post_ops(post, op->dst_desc, &ops, &op->has_residual)) return nullptr;
+  if (!post_ops(h.post, op->dst_desc, &ops, &op->has_residual)) return nullptr;
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (s8) op->runtime_zero_point = set_src_zero_point(&attr, f.back());
-  auto d = bias ? dnnl::matmul::desc(op->src_prim, wei_any, op->bias_desc, op->dst_desc)
-                : dnnl::matmul::desc(op->src_prim, wei_any, op->dst_desc);
+  if (ct == memory::data_type::s8) op->runtime_zero_point = set_src_zero_point(&attr, h.zero_point);
+  auto d = h.bias ? dnnl::matmul::desc(op->src_prim, wei_any, op->bias_desc, op->dst_desc)
+                  : dnnl::matmul::desc(op->src_prim, wei_any, op->dst_desc);
   dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
   op->wei_prim = pd.weights_desc();
   op->scratch_desc = pd.scratchpad_desc();
   op->prim = dnnl::matmul(pd);
-  return op.release();
+  return op;
 }
+
+// One part of a split operation: its primitive and where its rows start in the source and in
+// the output (a residual is laid out like the output), in bytes.
+struct Part {
+  Op* op;
+  size_t src_offset, dst_offset;
+};
+
+// An import: its parts (workgroup i runs part i) and the distinct primitives they use (the
+// middle parts of a conv's rows are the same conv), with one weights cache.
+struct Split {
+  WeightsCache weights;
+  std::map<std::vector<memory::dim>, std::unique_ptr<Op>> ops;  // by the part's sizes
+  std::vector<Part> parts;
+
+  // The primitive of a part of sizes ``key`` (made once), or null if oneDNN has none.
+  Op* op_for(const std::vector<memory::dim>& key, const std::function<std::unique_ptr<Op>()>& make) {
+    auto found = ops.find(key);
+    if (found != ops.end()) return found->second.get();
+    std::unique_ptr<Op> op = make();
+    if (!op) return nullptr;
+    op->weights_cache = &weights;
+    return ops.emplace(key, std::move(op)).first->second.get();
+  }
+};
+
+size_t element_bytes(memory::data_type t) { return t == memory::data_type::s8 ? 1 : 4; }
+
+// Part i of P of ``total`` rows: [begin, end), the first total % P parts one row longer.
+std::pair<memory::dim, memory::dim> part_rows(memory::dim total, memory::dim i, memory::dim p) {
+  return {total * i / p, total * (i + 1) / p};
+}
+
+// A conv in P parts: at batch 1 along its output rows (each part reads the input rows its
+// window covers, its padding what of the original falls in it), else along its images.
+bool split_conv(const Head& h, const std::vector<memory::dim>& v, memory::dim p, Split* split) {
+  memory::dim n = v[0], ih = v[1], iw = v[2], ic = v[3], oh = v[4], ow = v[5], oc = v[6],
+              kh = v[7], sh = v[9], pt = v[11], dh = v[15];
+  UserTypes user = user_types(h.ct);
+  const size_t in_row = iw * ic * element_bytes(user.src);
+  const size_t out_row = ow * oc * element_bytes(user.dst);
+  if (p > (n == 1 ? oh : n)) return false;
+  for (memory::dim i = 0; i < p; ++i) {
+    std::vector<memory::dim> part = v;
+    size_t src_offset, dst_offset;
+    if (n == 1) {
+      auto [o0, o1] = part_rows(oh, i, p);
+      memory::dim first = o0 * sh - pt, last = (o1 - 1) * sh - pt + (kh - 1) * dh;
+      memory::dim i0 = std::max<memory::dim>(first, 0), i1 = std::min<memory::dim>(last + 1, ih);
+      if (i1 <= i0) return false;  // a part that reads only padding
+      part[1] = i1 - i0;
+      part[4] = o1 - o0;
+      part[11] = i0 - first;
+      part[13] = last + 1 - i1;
+      src_offset = i0 * in_row;
+      dst_offset = o0 * out_row;
+    } else {
+      auto [b0, b1] = part_rows(n, i, p);
+      part[0] = b1 - b0;
+      src_offset = b0 * ih * in_row;
+      dst_offset = b0 * oh * out_row;
+    }
+    Op* op = split->op_for(part, [&] { return make_conv(h, part); });
+    if (!op) return false;
+    split->parts.push_back({op, src_offset, dst_offset});
+  }
+  return true;
+}
+
+// A matmul in P parts along its rows.
+bool split_matmul(const Head& h, memory::dim m, memory::dim k, memory::dim n, memory::dim p,
+                  Split* split) {
+  UserTypes user = user_types(h.ct);
+  if (p > m) return false;
+  for (memory::dim i = 0; i < p; ++i) {
+    auto [m0, m1] = part_rows(m, i, p);
+    memory::dim rows = m1 - m0;
+    Op* op = split->op_for({rows}, [&] { return make_matmul(h, rows, k, n); });
+    if (!op) return false;
+    split->parts.push_back({op, m0 * k * element_bytes(user.src), m0 * n * element_bytes(user.dst)});
+  }
+  return true;
+}
+
+// Debian's oneDNN runs its primitives on OpenMP; a primitive made and run where OpenMP's
+// thread count is 1 runs on the calling thread alone. The symbols are weak: with another
+// threading runtime there is nothing to set (and no team to avoid).
+extern "C" void omp_set_num_threads(int) __attribute__((weak));
+extern "C" int omp_get_max_threads(void) __attribute__((weak));
+
+// Sets OpenMP's thread count of the calling thread to 1 while it lives (primitives made under
+// it plan for one thread).
+struct OneThread {
+  int before = 0;
+  OneThread() {
+    if (omp_get_max_threads && omp_set_num_threads) {
+      before = omp_get_max_threads();
+      omp_set_num_threads(1);
+    }
+  }
+  ~OneThread() {
+    if (before > 0) omp_set_num_threads(before);
+  }
+};
 
 // Parameters of every import: the pointers of src, weights, [bias,] [residual,] [zero
 // point,] dst, in that order (the bias where the name says b, the residual where the post-ops
-// add one, the source's zero point where an s8 name ends in r).
-// The CPUs the process may run on, read when the plugin loads (on the thread that creates
-// IREE's device, before IREE's workers pin themselves).
-cpu_set_t g_process_cpus;
-bool g_have_process_cpus = false;
-
-// Runs ``fn`` with the calling thread allowed on every CPU of the process. IREE pins each of
-// its workers to one core, and OpenMP threads inherit the affinity of the thread that first
-// enters a parallel region: a primitive called from a pinned worker would run all its threads
-// on that worker's one core (measured: ResNet-18's convs no faster on 16 cores than on 2).
-template <typename Fn>
-int with_process_cpus(Fn fn) {
-  cpu_set_t mine;
-  pthread_t self = pthread_self();
-  bool widen = g_have_process_cpus &&
-               pthread_getaffinity_np(self, sizeof(mine), &mine) == 0 &&
-               !CPU_EQUAL(&mine, &g_process_cpus) &&
-               pthread_setaffinity_np(self, sizeof(g_process_cpus), &g_process_cpus) == 0;
-  int rc = fn();
-  if (widen) pthread_setaffinity_np(self, sizeof(mine), &mine);
-  return rc;
-}
-
-// One primitive runs at a time. Each one already spreads over every CPU of the process (its
-// OpenMP team), and IREE runs independent dispatches at once (a detector's parallel heads):
-// two primitives called together became two OpenMP teams on the same cores, whose barriers
-// then wait for preempted threads (measured on YOLOv8n, AVX2 host: the same conv 1.1 ms
-// alone, 1.5-3.0 ms beside another). A worker that finds the library busy sleeps here.
-std::mutex g_one_call;
-
-int call_op(void* params, void* context, void* /*reserved*/) {
-  Op* op = static_cast<Op*>(context);
+// add one, the source's zero point where an s8 name ends in r), then the workgroup's id.
+int call_part(void* params, void* context, void* /*reserved*/) {
+  Split* split = static_cast<Split*>(context);
   void* const* p = static_cast<void* const*>(params);
+  // IREE's workers are threads OpenMP never started: their thread count stays 1 for good.
+  thread_local bool one_thread = (omp_set_num_threads ? omp_set_num_threads(1) : void(), true);
+  (void)one_thread;
   try {
-    std::lock_guard<std::mutex> one_at_a_time(g_one_call);
-    return with_process_cpus([&] {
-      // src, weights, [bias,] [residual,] [zero point,] dst
-      size_t i = 2;
-      const void* bias = op->has_bias ? p[i++] : nullptr;
-      const void* residual = op->has_residual ? p[i++] : nullptr;
-      const void* zp = op->runtime_zero_point ? p[i++] : nullptr;
-      return op->run(p[0], p[1], bias, residual, zp, p[i]);
-    });
+    const Op* shape = split->parts[0].op;
+    size_t i = 2;
+    const char* bias = shape->has_bias ? static_cast<const char*>(p[i++]) : nullptr;
+    const char* residual = shape->has_residual ? static_cast<const char*>(p[i++]) : nullptr;
+    const void* zp = shape->runtime_zero_point ? p[i++] : nullptr;
+    char* dst = static_cast<char*>(p[i]);
+    int64_t id = 0;
+    std::memcpy(&id, &p[i + 1], sizeof(id));
+    if (id < 0 || static_cast<size_t>(id) >= split->parts.size()) {
+      std::fprintf(stderr, "xgen_mlir oneDNN plugin: workgroup %lld of %zu parts\n",
+                   (long long)id, split->parts.size());
+      return 1;
+    }
+    const Part& part = split->parts[id];
+    const char* src = static_cast<const char*>(p[0]) + part.src_offset;
+    return part.op->run(src, p[1], bias, residual ? residual + part.dst_offset : nullptr, zp,
+                        dst + part.dst_offset);
   } catch (const dnnl::error& e) {
     std::fprintf(stderr, "xgen_mlir oneDNN plugin: %s (status %d)\n", e.what(), (int)e.status);
     return 1;
@@ -406,8 +509,9 @@ bool exact_int8_dot() {
   return a >= 1 && __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && ((a1 >> 4) & 1u);
 }
 
-// Builds the operation an import name describes; null (with a message) if it cannot.
-Op* make_op(const char* symbol) {
+// Builds the operation an import name describes, "<kind>_<type>_<post>_<bias>_<sizes>[_ZP]_pP";
+// null (with a message) if it cannot.
+Split* make_op(const char* symbol) {
   std::string name(symbol);
   if (name.rfind(kPrefix, 0) != 0) return nullptr;
   std::vector<std::string> f = split(name.substr(sizeof(kPrefix) - 1));
@@ -420,8 +524,34 @@ Op* make_op(const char* symbol) {
     return nullptr;
   }
   try {
-    if (f[0] == "conv") return make_conv(f);
-    if (f[0] == "matmul") return make_matmul(f);
+    if (f.size() < 5 || f.back().size() < 2 || f.back()[0] != 'p') {
+      std::fprintf(stderr,
+                   "xgen_mlir oneDNN plugin: %s names no parts (_pN): a module compiled by an "
+                   "older xgen_mlir; compile it again (or load it with the plugin it was "
+                   "saved with: save_bundle carries it)\n",
+                   symbol);
+      return nullptr;
+    }
+    memory::dim parts = std::stoll(f.back().substr(1));
+    f.pop_back();
+    Head h{compute_type(f[1]), f[2], f[3] == "b", ""};
+    const bool s8 = h.ct == memory::data_type::s8;
+    if (s8) {
+      if (h.bias || h.post != "none") return nullptr;  // an int32 accumulator, nothing after
+      h.zero_point = f.back();
+      f.pop_back();
+    }
+    std::vector<memory::dim> sizes;
+    for (size_t i = 4; i < f.size(); ++i) sizes.push_back(std::stoll(f[i]));
+    if (parts < 1) return nullptr;
+    OneThread one_thread;  // each part runs on one IREE worker
+    auto made = std::make_unique<Split>();
+    bool ok = false;
+    if (f[0] == "conv" && sizes.size() == 18) ok = split_conv(h, sizes, parts, made.get());
+    if (f[0] == "matmul" && sizes.size() == 3) {
+      ok = split_matmul(h, sizes[0], sizes[1], sizes[2], parts, made.get());
+    }
+    return ok ? made.release() : nullptr;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "xgen_mlir oneDNN plugin: cannot build %s: %s\n", symbol, e.what());
   }
@@ -430,14 +560,11 @@ Op* make_op(const char* symbol) {
 
 struct Plugin {
   std::mutex mu;
-  std::vector<std::unique_ptr<Op>> ops;
+  std::vector<std::unique_ptr<Split>> ops;
 };
 
 xgen_plugin_status_t plugin_load(const xgen_plugin_environment_t*, size_t,
                                  const xgen_plugin_string_pair_t*, void** out_self) {
-  if (!g_have_process_cpus) {
-    g_have_process_cpus = sched_getaffinity(0, sizeof(g_process_cpus), &g_process_cpus) == 0;
-  }
   *out_self = new Plugin();
   return status(0);
 }
@@ -454,11 +581,12 @@ xgen_plugin_status_t plugin_resolve(void* self, const xgen_plugin_resolve_params
     const char* symbol = params->symbol_names[i];
     bool optional = symbol[0] == '?';
     if (optional) ++symbol;
-    Op* op = std::strncmp(symbol, kPrefix, sizeof(kPrefix) - 1) == 0 ? make_op(symbol) : nullptr;
+    Split* op =
+        std::strncmp(symbol, kPrefix, sizeof(kPrefix) - 1) == 0 ? make_op(symbol) : nullptr;
     if (op) {
       std::lock_guard<std::mutex> lock(plugin->mu);
       plugin->ops.emplace_back(op);
-      params->out_fn_ptrs[i] = reinterpret_cast<void*>(&call_op);
+      params->out_fn_ptrs[i] = reinterpret_cast<void*>(&call_part);
       params->out_fn_contexts[i] = op;
     } else if (optional) {
       *out_resolution |= kResolutionMissingOptional;
@@ -485,6 +613,6 @@ iree_hal_executable_plugin_query(uint32_t max_version, void* /*reserved*/) {
 
 // For xgen_mlir's compile-time checks (ctypes): 1 if this build can make the import `symbol`.
 extern "C" __attribute__((visibility("default"))) int xgen_dnnl_can_build(const char* symbol) {
-  std::unique_ptr<Op> op(make_op(symbol));
+  std::unique_ptr<Split> op(make_op(symbol));
   return op ? 1 : 0;
 }

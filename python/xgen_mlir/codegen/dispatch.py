@@ -82,26 +82,30 @@ def import_executable_text(
     operand_lengths: Sequence[int],
     result_length: int,
     elements: Sequence[str] | None = None,
+    parts: int = 1,
 ) -> str:
-    """``stream.executable @<symbol>_ex`` exporting ``@<symbol>``, one workgroup that calls
-    ``import_name`` (resolved when the module loads, by an executable plugin: ``byoc/``) with
-    the operands' and then the result's data pointers (``llvm.bareptr``: a static memref is
-    passed as its aligned pointer, which includes the binding's offset; IREE packs the
-    arguments in a struct, in this order). The library runs its own threads.
+    """``stream.executable @<symbol>_ex`` exporting ``@<symbol>``, ``parts`` workgroups that
+    each call ``import_name`` (resolved when the module loads, by an executable plugin:
+    ``byoc/``) with the operands' and then the result's data pointers (``llvm.bareptr``: a
+    static memref is passed as its aligned pointer, which includes the binding's offset;
+    IREE packs the arguments in a struct, in this order) and last the workgroup's id: the
+    library runs part id of the operation on the calling worker.
     ``elements``: the buffers' element types (operands, then the result), f32 by default."""
     lengths, types, bindings, subspans = _bindings(operand_lengths, result_length, elements)
-    args = ", ".join(f"%m{i}" for i in range(len(lengths)))
-    sig = ", ".join(types)
+    args = ", ".join([f"%m{i}" for i in range(len(lengths))] + ["%id"])
+    sig = ", ".join([*types, "index"])
     return f"""
 stream.executable private @{symbol}_ex {{
   stream.executable.export public @{symbol} workgroups() -> (index, index, index) {{
     %c1 = arith.constant 1 : index
-    stream.return %c1, %c1, %c1 : index, index, index
+    %parts = arith.constant {parts} : index
+    stream.return %parts, %c1, %c1 : index, index, index
   }}
   builtin.module {{
     func.func private @{import_name}({sig}) attributes {{llvm.bareptr = true}}
     func.func @{symbol}({bindings}) {{
       %c0 = arith.constant 0 : index
+      %id = stream.dispatch.workgroup.id[0] : index
 {subspans}
       func.call @{import_name}({args}) : ({sig}) -> ()
       return

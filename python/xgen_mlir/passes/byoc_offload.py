@@ -20,9 +20,10 @@ quantized model (``linalg.conv_2d_nchw_fchw_q``, made NHWC in the layout phase, 
 ``linalg.quantized_matmul``: int8 source, constant int8 weights with zero point 0, a constant
 source zero point, a zero int32 accumulator) become s8 primitives with that zero point; a pad
 of the source with the zero point (a real zero) is the conv's padding. Each offloaded op becomes a
-dispatch of one workgroup calling the import ``xgen_dnnl_conv_...`` / ``xgen_dnnl_matmul_...``
-(``byoc/onednn.py``), which the plugin resolves to a primitive when the module loads; the
-library runs its own threads. With ``backend=tuned``, exactly the convs and linear layers
+dispatch of up to ``threads`` workgroups calling the import ``xgen_dnnl_conv_...`` /
+``xgen_dnnl_matmul_...`` (``byoc/onednn.py``), which the plugin resolves to primitives when
+the module loads: each workgroup runs its share of the output rows single-threaded on the
+IREE worker that runs it. With ``backend=tuned``, exactly the convs and linear layers
 ``xgen-winograd-convs`` marked (``byoc.OFFLOAD_ATTR``: measured faster in the library on this
 host) are offloaded.
 
@@ -49,7 +50,13 @@ import numpy as np
 
 from .._mlir import ir, tensor
 from ..byoc import OFFLOAD_ATTR, Backend, backend_named
-from ..byoc.onednn import RUNTIME_ZERO_POINT, conv_symbol, matmul_symbol
+from ..byoc.onednn import (
+    RUNTIME_ZERO_POINT,
+    conv_parts,
+    conv_symbol,
+    matmul_parts,
+    matmul_symbol,
+)
 from ..codegen.dispatch import import_executable_text
 from ..diagnostics import location_matches, location_text, warn_fallback
 from ..errors import BackendCompileError
@@ -100,6 +107,9 @@ class OffloadOptions:
     never: str = ""  # comma-separated op locations never offloaded (the user forbids them)
     functions: str = ""  # comma-separated function names to look in; empty: all
     precision: str = "fp32"  # the target's precision: bf16 computes in bf16, else f32
+    # the target's threads: each offloaded op is split into up to this many workgroups, each
+    # running its share single-threaded (byoc/onednn.py, conv_parts)
+    threads: int = 1
     # layout: NCHW candidates become NHWC convs (so that xgen-cancel-reshapes, run next,
     # cancels the transposes between them); call: NHWC convs (+ residual add, ReLU) -> calls
     phase: str = "call"
@@ -307,14 +317,16 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
         n, ih, iw, ic = ir.RankedTensorType(x.type).shape
         _, oh, ow, oc = ir.RankedTensorType(op.results[0].type).shape
         fields = _fields(op, (n, ih, iw, ic), (oh, ow, oc), weight.shape[:2], pads)
-        symbol = conv_symbol("s8", "none", **fields, zero_point=constant_zp)
+        parts = conv_parts(n, oh, opts.threads)
+        symbol = conv_symbol("s8", "none", **fields, zero_point=constant_zp, parts=parts)
     else:
         if not has_default_maps(op):
             return "kept: transposed or broadcast operand maps"
         x = op.operands[0]
         shape = ir.RankedTensorType(x.type).shape
         m, k, n = int(np.prod(shape[:-1])), shape[-1], weight.shape[1]
-        symbol = matmul_symbol("s8", "none", m, k, n, zero_point=constant_zp)
+        parts = matmul_parts(m, opts.threads)
+        symbol = matmul_symbol("s8", "none", m, k, n, zero_point=constant_zp, parts=parts)
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
     inputs: list = [x, np.ascontiguousarray(weight).ravel()]
@@ -322,7 +334,7 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
         with ir.InsertionPoint(op), op.location:
             inputs.append(_zero_point_tensor(zp))
     kind = "conv" if conv else "matmul"
-    _install(module_op, backend, kind, symbol, inputs, op, op)
+    _install(module_op, backend, kind, symbol, inputs, op, op, parts)
     return f"-> {backend.name} (int8)"
 
 
@@ -372,9 +384,10 @@ def _install(
     inputs: list,
     op: ir.Operation,
     end: ir.Operation,
+    parts: int,
     perm: list[int] | None = None,
 ) -> None:
-    """Replace ``op`` .. ``end`` by a call of a one-workgroup dispatch calling import
+    """Replace ``op`` .. ``end`` by a call of a dispatch of ``parts`` workgroups calling import
     ``symbol`` on ``inputs`` (values, or arrays that become constants) and ``op``'s result."""
     name = free_symbol(module_op, f"xgen_{backend.name}_{kind}", 0)
     lengths = [
@@ -391,12 +404,12 @@ def _install(
         "",
         inputs,
         y.type,
-        (1, 1, 1),
+        (parts, 1, 1),
         [op],
         end,
         perm=perm,
         weights_name=f"xgen_{backend.name}_weights",
-        executable=import_executable_text(name, symbol, lengths, out, elements),
+        executable=import_executable_text(name, symbol, lengths, out, elements, parts),
     )
 
 
@@ -418,10 +431,11 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
     relu = _relu_after(end.results[0])
     if relu is not None:
         end, post = relu, "addrelu" if post == "add" else "relu"
-    symbol = conv_symbol(_compute(opts), post, **conv.fields)
+    parts = conv_parts(conv.fields["n"], conv.fields["oh"], opts.threads)
+    symbol = conv_symbol(_compute(opts), post, **conv.fields, parts=parts)
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
-    _install(module_op, backend, "conv", symbol, inputs, op, end, perm)
+    _install(module_op, backend, "conv", symbol, inputs, op, end, parts, perm)
     return f"-> {backend.name}" + ("" if post == "none" else f" (+{post})")
 
 
@@ -465,11 +479,12 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
     relu = _relu_after(end.results[0])
     if relu is not None:
         end, post = relu, "relu"
-    symbol = matmul_symbol(_compute(opts), post, m, k, n)
+    parts = matmul_parts(m, opts.threads)
+    symbol = matmul_symbol(_compute(opts), post, m, k, n, parts=parts)
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
     inputs: list = [op.operands[0], np.ascontiguousarray(weight).ravel(), bias.astype(np.float32)]
-    _install(module_op, backend, "matmul", symbol, inputs, op, end)
+    _install(module_op, backend, "matmul", symbol, inputs, op, end, parts)
     fused = ("+bias" if added is not None else "") + ("+relu" if relu is not None else "")
     return f"-> {backend.name}" + (f" ({fused})" if fused else "")
 

@@ -275,11 +275,13 @@ def variants_module(
     offload: str | None = None,
     precision: str = "fp32",
     gemm_step: str | None = None,
+    threads: int = 1,
 ) -> tuple[ir.Module, list[dict[str, Any]]]:
     """One module of ``base`` (the direct conv, or matmul, with its pad, bias and epilogue)
     and ``c0``, ``c1`` ...: the same as Winograd F(m x m), one per transform that fits
     (``winograd``), then run by kernel library ``offload`` as xgen-byoc-offload makes it in
-    the model (NHWC, the residual add and ReLU fused) if the library takes it; and the
+    the model (NHWC, the residual add and ReLU fused, split over ``threads`` workgroups) if
+    the library takes it; and the
     config of each ``c`` function, in order; with ``gemm_step`` (the target's
     xgen-gemm-kernels step), a linear layer also as xgen_mlir's generated GEMM kernel. One
     module: one compile and one child process measure every variant of the op."""
@@ -299,7 +301,10 @@ def variants_module(
     if offload is not None:
         name = f"c{len(configs)}"
         cut.function(module, name, order)
-        step = f"xgen-byoc-offload{{backend={offload} precision={precision} functions={name}"
+        step = (
+            f"xgen-byoc-offload{{backend={offload} precision={precision} functions={name} "
+            f"threads={threads}"
+        )
         counts = run_steps(
             module,
             [f"{step} phase=layout}}", "xgen-cancel-reshapes", f"{step} phase=call}}"],
@@ -407,7 +412,9 @@ def measure_conv(
     # scale (measured on every ResNet-18 conv), far over WINOGRAD_TOLERANCE.
     try:
         winograd = not bf16 and str(options.get("winograd", "tuned")) != "false"
-        module, configs = variants_module(cand, order, winograd, offload, precision, gemm_step)
+        module, configs = variants_module(
+            cand, order, winograd, offload, precision, gemm_step, settings.threads
+        )
     except Exception as e:  # the offload pass failed on the slice
         if offload is None:  # the slice itself cannot be made: nothing to measure
             raise

@@ -17,7 +17,7 @@
 // NCHW conv, pad 1 with the zero point -3: NHWC int8 source [1,4,4,2] unpadded, HWIO weights
 // (flattened), int32 result; zero point m3 (= -3) last, pads 1,1,1,1 in the name.
 // CHECK: func.func private @[[K:xgen_onednn_conv_[0-9]+]](tensor<32xi8>, tensor<54xi8>) -> tensor<48xi32>
-// CHECK-SAME: func.func private @xgen_dnnl_conv_s8_none_nb_1_4_4_2_4_4_3_3_3_1_1_1_1_1_1_1_1_1_m3(memref<32xi8>, memref<54xi8>, memref<48xi32>) attributes {llvm.bareptr = true}
+// CHECK-SAME: func.func private @xgen_dnnl_conv_s8_none_nb_1_4_4_2_4_4_3_3_3_1_1_1_1_1_1_1_1_1_m3_p1(memref<32xi8>, memref<54xi8>, memref<48xi32>, index) attributes {llvm.bareptr = true}
 // CHECK-LABEL: func.func @conv_nchw
 // CHECK: %[[T:.*]] = linalg.transpose ins(%arg0 : tensor<1x2x4x4xi8>) {{.*}} permutation = [0, 2, 3, 1]
 // CHECK: call @[[K]]_call(%[[T]], %{{.*}}) : (tensor<1x4x4x2xi8>, tensor<54xi8>) -> tensor<1x4x4x3xi32>
@@ -48,7 +48,7 @@ func.func @conv_nchw(%x: tensor<1x2x4x4xi8>) -> tensor<1x3x4x4xi32> {
 
 // A pad with another value than the zero point is not the conv's padding: the padded tensor
 // is the source (pads 0 in the name), and the pad stays.
-// CHECK: @xgen_dnnl_conv_s8_none_nb_1_4_4_1_2_2_1_3_3_1_1_0_0_0_0_1_1_1_5(memref<16xi8>, memref<9xi8>, memref<4xi32>)
+// CHECK: @xgen_dnnl_conv_s8_none_nb_1_4_4_1_2_2_1_3_3_1_1_0_0_0_0_1_1_1_5_p1(memref<16xi8>, memref<9xi8>, memref<4xi32>, index)
 // CHECK-LABEL: func.func @pad_not_zero_point
 // CHECK: tensor.pad
 // CHECK: call @xgen_onednn_conv_{{[0-9]+}}_call
@@ -71,7 +71,7 @@ func.func @pad_not_zero_point(%x: tensor<1x2x2x1xi8>) -> tensor<1x2x2x1xi32> {
 // -----
 
 // A quantized Linear: [4,2] int8 x constant [2,3] int8 -> [4,3] int32, zero point 7.
-// CHECK: @xgen_dnnl_matmul_s8_none_nb_4_2_3_7(memref<8xi8>, memref<6xi8>, memref<12xi32>)
+// CHECK: @xgen_dnnl_matmul_s8_none_nb_4_2_3_7_p1(memref<8xi8>, memref<6xi8>, memref<12xi32>, index)
 // CHECK-LABEL: func.func @quantized_linear
 // CHECK-DAG: %[[W:.*]] = arith.constant dense<[1, 2, 3, -4, -5, -6]> : tensor<6xi8>
 // CHECK: call @xgen_onednn_matmul_{{[0-9]+}}_call(%arg0, %[[W]])
@@ -112,7 +112,7 @@ func.func @weights_zero_point(%x: tensor<4x2xi8>) -> tensor<4x3xi32> {
 // A zero point computed at run time (dynamic quantization) is an operand of the call, after
 // the weights, as a tensor<1xi32>; the name ends in r. A batch matmul with one weight for
 // every batch is one matmul of B*M rows.
-// CHECK: @xgen_dnnl_matmul_s8_none_nb_8_2_3_r(memref<16xi8>, memref<6xi8>, memref<1xi32>, memref<24xi32>)
+// CHECK: @xgen_dnnl_matmul_s8_none_nb_8_2_3_r_p1(memref<16xi8>, memref<6xi8>, memref<1xi32>, memref<24xi32>, index)
 // CHECK-LABEL: func.func @runtime_zero_point
 // CHECK: %[[ZP:.*]] = tensor.from_elements %arg1 : tensor<1xi32>
 // CHECK: call @xgen_onednn_matmul_{{[0-9]+}}_call(%arg0, %{{.*}}, %[[ZP]])

@@ -7,6 +7,12 @@
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=none}' | FileCheck %s --check-prefix=NONE
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=tuned}' | FileCheck %s --check-prefix=NONE
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout}' | FileCheck %s --check-prefix=NONE
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn threads=5}' | FileCheck %s --check-prefix=PARTS
+// threads=T: up to T workgroups along the rows, never more than there are (4, then 5 of 5).
+// PARTS: %parts = arith.constant 4 : index
+// PARTS-SAME: @xgen_dnnl_matmul_f32_none_b_4_2_3_p4(
+// PARTS: %parts = arith.constant 5 : index
+// PARTS-SAME: @xgen_dnnl_matmul_f32_relu_b_5_4_2_p5(
 // Without bf16 primitives on this CPU (AVX2 only), precision=bf16 keeps every matmul with IREE.
 // NOBF16-NOT: xgen_dnnl
 // NOBF16: func.func @linear(
@@ -21,16 +27,16 @@
 // A Linear: x [4,2] times the transpose of W [3,2] (the [K,N] weights go flattened, row by
 // row: [[1,3,5],[2,4,6]]), plus bias; the bias add and the matmul are gone.
 // CHECK: func.func private @[[K:xgen_onednn_matmul_[0-9]+]](tensor<8xf32>, tensor<6xf32>, tensor<3xf32>) -> tensor<12xf32>
-// CHECK-SAME: xgen.executable = "{{.*}}stream.return %c1, %c1, %c1
-// CHECK-SAME: func.func private @xgen_dnnl_matmul_f32_none_b_4_2_3(memref<8xf32>, memref<6xf32>, memref<3xf32>, memref<12xf32>) attributes {llvm.bareptr = true}
-// CHECK-SAME: func.call @xgen_dnnl_matmul_f32_none_b_4_2_3(%m0, %m1, %m2, %m3)
+// CHECK-SAME: xgen.executable = "{{.*}}stream.return %parts, %c1, %c1
+// CHECK-SAME: func.func private @xgen_dnnl_matmul_f32_none_b_4_2_3_p1(memref<8xf32>, memref<6xf32>, memref<3xf32>, memref<12xf32>, index) attributes {llvm.bareptr = true}
+// CHECK-SAME: func.call @xgen_dnnl_matmul_f32_none_b_4_2_3_p1(%m0, %m1, %m2, %m3, %id)
 // CHECK-LABEL: func.func @linear
 // CHECK-DAG: %[[W:.*]] = arith.constant dense<[1.000000e+00, 3.000000e+00, 5.000000e+00, 2.000000e+00, 4.000000e+00, 6.000000e+00]> : tensor<6xf32>
 // CHECK-DAG: %[[B:.*]] = arith.constant dense<[1.000000e-01, 2.000000e-01, 3.000000e-01]> : tensor<3xf32>
 // CHECK: %[[R:.*]] = call @[[K]]_call(%arg0, %[[W]], %[[B]])
 // CHECK-NOT: linalg
 // CHECK: return %[[R]]
-// BF16: xgen_dnnl_matmul_bf16_none_b_4_2_3(
+// BF16: xgen_dnnl_matmul_bf16_none_b_4_2_3_p1(
 // BF16-NOT: xgen_dnnl_matmul_f32
 // WHY: model.py:3:7: linalg.matmul -> onednn (+bias)
 func.func @linear(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
@@ -54,12 +60,12 @@ func.func @linear(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
 
 // An accumulator that is a per-column constant (a broadcast bias) plus a bias add: one bias,
 // their sum; a NaN-keeping ReLU after it (torch-mlir's select of cmpf ugt) is the post-op.
-// CHECK: @xgen_dnnl_matmul_f32_relu_b_5_4_2(memref<20xf32>, memref<8xf32>, memref<2xf32>, memref<10xf32>)
+// CHECK: @xgen_dnnl_matmul_f32_relu_b_5_4_2_p1(memref<20xf32>, memref<8xf32>, memref<2xf32>, memref<10xf32>, index)
 // CHECK-LABEL: func.func @init_bias_relu
 // CHECK-DAG: arith.constant dense<[1.500000e+00, -3.000000e+00]> : tensor<2xf32>
 // CHECK-NOT: linalg
 // CHECK: return
-// BF16: xgen_dnnl_matmul_bf16_relu_b_5_4_2(
+// BF16: xgen_dnnl_matmul_bf16_relu_b_5_4_2_p1(
 // WHY: linalg.matmul -> onednn (+bias+relu)
 func.func @init_bias_relu(%x: tensor<5x4xf32>) -> tensor<5x2xf32> {
   %zero = arith.constant 0.000000e+00 : f32
@@ -87,7 +93,7 @@ func.func @init_bias_relu(%x: tensor<5x4xf32>) -> tensor<5x2xf32> {
 
 // A batch_matmul whose weights are one constant broadcast over the batch: one matmul of
 // B*M = 6 rows, no bias add (a zero bias).
-// CHECK: @xgen_dnnl_matmul_f32_none_b_6_4_5(memref<24xf32>, memref<20xf32>, memref<5xf32>, memref<30xf32>)
+// CHECK: @xgen_dnnl_matmul_f32_none_b_6_4_5_p1(memref<24xf32>, memref<20xf32>, memref<5xf32>, memref<30xf32>, index)
 // CHECK-LABEL: func.func @batch_broadcast_weights
 // CHECK: dense<0.000000e+00> : tensor<5xf32>
 // CHECK-NOT: linalg.batch_matmul

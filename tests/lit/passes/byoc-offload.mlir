@@ -11,6 +11,17 @@
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout never=model.py:20:5},xgen-byoc-offload{backend=onednn never=model.py:20:5 verbose=true}' 2>%t.never.err | FileCheck %s --check-prefix=NEVER
 // RUN: FileCheck %s --check-prefix=NEVER-WHY < %t.never.err
 // RUN: not xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=mkl}' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout},xgen-byoc-offload{backend=onednn threads=2}' | FileCheck %s --check-prefix=PARTS
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout},xgen-byoc-offload{backend=onednn threads=16}' | FileCheck %s --check-prefix=ROWS
+// threads=T: each conv runs as up to T workgroups (the name's _pP), each calling the import
+// with its id: one per thread, never more than the output's rows (8 and 4 here).
+// PARTS: %parts = arith.constant 2 : index
+// PARTS-SAME: @xgen_dnnl_conv_f32_none_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1_p2(memref<256xf32>, memref<288xf32>, memref<8xf32>, memref<512xf32>, index)
+// PARTS-SAME: %id = stream.dispatch.workgroup.id[0] : index
+// PARTS-SAME: (%m0, %m1, %m2, %m3, %id)
+// ROWS: %parts = arith.constant 8 : index
+// ROWS-SAME: @xgen_dnnl_conv_f32_none_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1_p8(
+// ROWS-DAG: @xgen_dnnl_conv_f32_none_b_1_9_7_4_4_3_6_3_3_2_2_0_0_0_0_1_1_1_p4(
 // Without bf16 primitives on this CPU (AVX2 only), precision=bf16 keeps every conv with IREE.
 // NOBF16-NOT: xgen_dnnl
 // NOBF16: func.func @
@@ -29,16 +40,16 @@
 // becomes the primitive's padding (1 on every side) and whose NCHW bias broadcast the bias
 // operand; the transposes around the call stay for xgen-cancel-reshapes.
 // CHECK: func.func private @[[K:xgen_onednn_conv_[0-9]+]](tensor<256xf32>, tensor<288xf32>, tensor<8xf32>) -> tensor<512xf32>
-// CHECK-SAME: xgen.executable = "{{.*}}workgroups() -> (index, index, index) {{.*}}stream.return %c1, %c1, %c1
-// CHECK-SAME: func.func private @xgen_dnnl_conv_f32_none_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1(memref<256xf32>, memref<288xf32>, memref<8xf32>, memref<512xf32>) attributes {llvm.bareptr = true}
-// CHECK-SAME: func.call @xgen_dnnl_conv_f32_none_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1(%m0, %m1, %m2, %m3)
+// CHECK-SAME: xgen.executable = "{{.*}}workgroups() -> (index, index, index) {{.*}}stream.return %parts, %c1, %c1
+// CHECK-SAME: func.func private @xgen_dnnl_conv_f32_none_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1_p1(memref<256xf32>, memref<288xf32>, memref<8xf32>, memref<512xf32>, index) attributes {llvm.bareptr = true}
+// CHECK-SAME: func.call @xgen_dnnl_conv_f32_none_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1_p1(%m0, %m1, %m2, %m3, %id)
 // CHECK-LABEL: func.func @nchw_padded
 // CHECK: %[[T:.*]] = linalg.transpose ins(%arg0 : tensor<1x4x8x8xf32>) {{.*}} permutation = [0, 2, 3, 1]
 // CHECK: %[[B:.*]] = arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 5.000000e+00, 6.000000e+00, 7.000000e+00, 8.000000e+00]> : tensor<8xf32>
 // CHECK: call @[[K]]_call(%[[T]], %{{.*}}, %[[B]])
 // CHECK-NOT: linalg.conv
 // CHECK: linalg.transpose {{.*}} permutation = [0, 3, 1, 2]
-// BF16: xgen_dnnl_conv_bf16_none_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1(
+// BF16: xgen_dnnl_conv_bf16_none_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1_p1(
 // LAYOUT-LABEL: func.func @nchw_padded
 // LAYOUT: linalg.transpose ins(%arg0 : tensor<1x4x8x8xf32>) {{.*}} permutation = [0, 2, 3, 1]
 // LAYOUT: linalg.conv_2d_nhwc_hwcf
@@ -63,21 +74,21 @@ func.func @nchw_padded(%x: tensor<1x4x8x8xf32>) -> tensor<1x8x8x8xf32> {
 
 // NHWC, stride 2, H != W, a zero fill as the init (a zero bias). Two convs: `only` picks the
 // one at model.py:20:5.
-// CHECK-DAG: xgen.executable = "{{.*}}@xgen_dnnl_conv_f32_none_b_1_9_7_4_4_3_6_3_3_2_2_0_0_0_0_1_1_1(memref<252xf32>, memref<216xf32>, memref<6xf32>, memref<72xf32>)
-// CHECK-DAG: xgen.executable = "{{.*}}@xgen_dnnl_conv_f32_none_b_1_4_3_6_4_3_5_1_1_1_1_0_0_0_0_1_1_1(memref<72xf32>, memref<30xf32>, memref<5xf32>, memref<60xf32>)
+// CHECK-DAG: xgen.executable = "{{.*}}@xgen_dnnl_conv_f32_none_b_1_9_7_4_4_3_6_3_3_2_2_0_0_0_0_1_1_1_p1(memref<252xf32>, memref<216xf32>, memref<6xf32>, memref<72xf32>, index)
+// CHECK-DAG: xgen.executable = "{{.*}}@xgen_dnnl_conv_f32_none_b_1_4_3_6_4_3_5_1_1_1_1_0_0_0_0_1_1_1_p1(memref<72xf32>, memref<30xf32>, memref<5xf32>, memref<60xf32>, index)
 // CHECK-LABEL: func.func @nhwc_strided
 // CHECK-NOT: linalg.conv
 // CHECK: return
 // ONLY-NOT: xgen.executable
 // ONLY: func.func private @xgen_onednn_conv_{{[0-9]+}}(tensor<72xf32>
-// ONLY-SAME: @xgen_dnnl_conv_f32_none_b_1_4_3_6_4_3_5_1_1_1_1_0_0_0_0_1_1_1(
+// ONLY-SAME: @xgen_dnnl_conv_f32_none_b_1_4_3_6_4_3_5_1_1_1_1_0_0_0_0_1_1_1_p1(
 // ONLY: func.func @nhwc_strided
 // ONLY: linalg.conv_2d_nhwc_hwcf {{.*}}strides = dense<2>
 // ONLY-NOT: xgen.executable
 // WHY: model.py:10:5: linalg.conv_2d_nhwc_hwcf -> onednn
 // WHY: model.py:20:5: linalg.conv_2d_nhwc_hwcf -> onednn
 // `never` forbids the one at model.py:20:5 (the user's annotation); the other still goes.
-// NEVER: xgen.executable = "{{.*}}@xgen_dnnl_conv_f32_none_b_1_9_7_4_4_3_6_3_3_2_2_0_0_0_0_1_1_1(
+// NEVER: xgen.executable = "{{.*}}@xgen_dnnl_conv_f32_none_b_1_9_7_4_4_3_6_3_3_2_2_0_0_0_0_1_1_1_p1(
 // NEVER-NOT: xgen_dnnl_conv_f32_none_b_1_4_3_6_4_3_5
 // NEVER-LABEL: func.func @nhwc_strided
 // NEVER: call @xgen_onednn_conv_{{[0-9]+}}_call
@@ -100,11 +111,11 @@ func.func @nhwc_strided(%x: tensor<1x9x7x4xf32>) -> tensor<1x4x3x5xf32> {
 // -----
 
 // Depthwise NHWC (HWC weights), dilation 2: groups = channels.
-// CHECK: xgen.executable = "{{.*}}@xgen_dnnl_conv_f32_none_b_1_8_8_4_4_4_4_3_3_1_1_0_0_0_0_2_2_4(memref<256xf32>, memref<36xf32>, memref<4xf32>, memref<64xf32>)
+// CHECK: xgen.executable = "{{.*}}@xgen_dnnl_conv_f32_none_b_1_8_8_4_4_4_4_3_3_1_1_0_0_0_0_2_2_4_p1(memref<256xf32>, memref<36xf32>, memref<4xf32>, memref<64xf32>, index)
 // CHECK-LABEL: func.func @depthwise
 // CHECK-NOT: linalg.depthwise
 // CHECK: return
-// BF16: xgen_dnnl_conv_bf16_none_b_1_8_8_4_4_4_4_3_3_1_1_0_0_0_0_2_2_4(
+// BF16: xgen_dnnl_conv_bf16_none_b_1_8_8_4_4_4_4_3_3_1_1_0_0_0_0_2_2_4_p1(
 // WHY: linalg.depthwise_conv_2d_nhwc_hwc -> onednn
 func.func @depthwise(%x: tensor<1x8x8x4xf32>) -> tensor<1x4x4x4xf32> {
   %w = arith.constant dense<0.5> : tensor<3x3x4xf32>
