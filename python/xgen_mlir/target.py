@@ -109,14 +109,27 @@ def isa_flags(cpuinfo: Path = _CPUINFO) -> list[str]:
 
 
 def cpu_model(cpuinfo: Path = _CPUINFO) -> str:
-    """The CPU's marketing name (``model name`` in /proc/cpuinfo), else platform's guess."""
+    """The CPU's marketing name (``model name`` in /proc/cpuinfo), else platform's guess; on
+    x86 with its family and model numbers, which tell generations apart where a VM's name
+    does not (an "AMD EPYC" was a Zen 4 on one host of this project and a Zen 5 on another,
+    and the tuning database keys records by this)."""
+    name, numbers = None, {}
     try:
         for line in cpuinfo.read_text().splitlines():
-            if line.startswith(("model name", "Model", "Hardware")):
-                return line.split(":", 1)[1].strip()
+            key, _, value = (part.strip() for part in line.partition(":"))
+            if not key and name is not None:
+                break  # the first processor's block is enough
+            if name is None and key in ("model name", "Model", "Hardware"):
+                name = value
+            elif key in ("cpu family", "model") and key not in numbers:
+                numbers[key] = value
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    if name is None:
+        return platform.processor() or platform.machine()
+    if {"cpu family", "model"} <= numbers.keys():
+        return f"{name} (family {numbers['cpu family']}, model {numbers['model']})"
+    return name
 
 
 def vector_bits(flags: set[str]) -> int:

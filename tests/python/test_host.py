@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from xgen_mlir.pipelines import load_pipeline
-from xgen_mlir.target import TargetFacts, cache_bytes, cpu_flags, host_fact, matmul_tile_bytes
+from xgen_mlir.target import (
+    TargetFacts,
+    cache_bytes,
+    cpu_flags,
+    cpu_model,
+    host_fact,
+    matmul_tile_bytes,
+)
 
 
 def _cache(root, index, level, kind, size):
@@ -58,3 +65,17 @@ def test_vector_width_read_from_cpuinfo(tmp_path):
     info.write_text("processor\t: 0\nFeatures\t: fp asimd evtstrm\n")
     assert host_fact("vector_bits", cpuinfo=info) == 128
     assert host_fact("vector_bits", cpuinfo=tmp_path / "missing") == 0
+
+
+def test_cpu_model_names_the_generation(tmp_path):
+    """Two VMs may both call their CPU "AMD EPYC" (a Zen 4 and a Zen 5 here): the x86 family
+    and model numbers go with the name, so the tuning database and the results files tell
+    them apart. The first processor's block is read; a name without numbers stays as it is."""
+    info = tmp_path / "cpuinfo"
+    block = "processor\t: {i}\ncpu family\t: {f}\nmodel\t\t: {m}\nmodel name\t: AMD EPYC\n"
+    info.write_text(block.format(i=0, f=26, m=2) + "\n" + block.format(i=1, f=25, m=17))
+    assert cpu_model(info) == "AMD EPYC (family 26, model 2)"
+    info.write_text(block.format(i=0, f=25, m=17))
+    assert cpu_model(info) == "AMD EPYC (family 25, model 17)"
+    info.write_text("processor\t: 0\nBogoMIPS\t: 108.00\n\nModel\t\t: Raspberry Pi 4 Model B\n")
+    assert cpu_model(info) == "Raspberry Pi 4 Model B"
