@@ -89,6 +89,33 @@ def test_one_conv_measured_both_ways_recorded_and_applied(tmp_path):
     assert "xgen-winograd-convs" not in off.report.rewrites and not off.report.offload
 
 
+def test_the_prior_is_what_a_tune_compares_against_and_falls_back_to(tmp_path):
+    """Under bf16 an unmeasured KxK conv starts in oneDNN (the prior). A tune that measures
+    the same choice does not count it as a change (the model compiled before had it), and a
+    record rejected in the model gives the conv back to its prior, not to IREE's direct conv
+    (a bf16 ResNet-18 went 5.8 -> 15.0 ms that way on a Zen 5 host). A real measurement that
+    the direct conv is faster still overrides the prior."""
+    from xgen_mlir.tuning import choices as ch
+
+    model, x = _model()
+    db = tmp_path / "t.db"
+    (choice,) = measure_choices(
+        model, (x,), db=db, settings=FAST, progress=False, max_convs=0, precision="bf16"
+    )
+    assert not choice.new and not choice.measured
+    prior = "onednn (bf16)" if wc._bf16_primitives() else "direct"
+    assert choice.prior == prior and choice.algorithm == prior
+    (fp32,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False, max_convs=0)
+    assert fp32.prior == "direct"  # 16 channels on 20-pixel rows: IREE's tiles fit
+    allowed = wc.allowed_variants("tuned", "tuned", "bf16")
+    faster = Record(choice.signature, wc.offload_config("onednn", "bf16"), "ok", 0.5e-3, 1e-3)
+    assert ch._decision(replace(choice, measured=[faster]), allowed)[0] == "onednn (bf16)"
+    rejected = replace(faster, detail=f"{wc.REJECTED_IN_MODEL} (6.6 -> 6.9 ms)")
+    assert ch._decision(replace(choice, measured=[rejected]), allowed)[0] == prior
+    slower = replace(faster, seconds=2e-3)
+    assert ch._decision(replace(choice, measured=[slower]), allowed)[0] == "direct"
+
+
 def test_tuned_winograd_model_matches_pytorch(tmp_path):
     """A record that says F(4x4) wins makes compile() rewrite the conv; the model still
     matches PyTorch (Winograd's rounding: within 1e-4 of the output's scale here)."""

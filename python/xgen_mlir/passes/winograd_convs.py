@@ -738,11 +738,8 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 sig, desc = conv_signature(op)
                 records = choices.records.get(sig, [])
                 config, why = decide_algorithm(records, allowed)
-                if config is None and tuned_offload and not any(allowed(r.config) for r in records):
-                    if is_integer(op):
-                        config, why = _integer_conv_prior(why)
-                    elif (prior := _float_prior_applies(op, opts)) is not None:
-                        config, why = _float_conv_prior(why, *prior)
+                if config is None and tuned_offload and not live_records(records, allowed):
+                    config, why = conv_prior(op, opts, why)
                 algorithm = None if config is None else config.get("algorithm")
                 if config is not None and algorithm != "winograd":
                     _mark(op, config)
@@ -796,6 +793,29 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
 # faster in the library: with it in IREE the model went 11.1-11.2 -> 11.4-11.6 ms (bf16,
 # in-process, AMD EPYC Zen 4, 2 threads).
 BF16_MIN_REDUCTION = 32
+
+
+def live_records(records: list[Record], allowed: Any) -> bool:
+    """Whether ``records`` hold a verdict on a conv that overrides its prior: an allowed
+    variant measured (faster or slower than the direct conv, or failed). Records a tune
+    rejected in the model do not: the model they lost to was compiled with the prior, so
+    the prior is what the tune kept."""
+    return any(allowed(r.config) and not r.detail.startswith(REJECTED_IN_MODEL) for r in records)
+
+
+def conv_prior(
+    op: ir.Operation, opts: WinogradOptions, why: str = ""
+) -> tuple[dict[str, Any] | None, str]:
+    """What ``offload=tuned`` does with conv ``op`` before any measurement: the library's
+    primitive (the config of its record) for an integer conv and for the f32 convs
+    ``_float_prior_applies`` names, else None (IREE's direct conv; a linear layer's too); and
+    why (``why`` when no prior applies)."""
+    if op.name not in _CONVS:
+        return None, why
+    if is_integer(op):
+        return _integer_conv_prior(why)
+    prior = _float_prior_applies(op, opts)
+    return (None, why) if prior is None else _float_conv_prior(why, *prior)
 
 
 def _integer_conv_prior(why: str) -> tuple[dict[str, Any] | None, str]:

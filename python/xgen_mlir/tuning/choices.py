@@ -44,7 +44,7 @@ import numpy as np
 from .._mlir import ir
 from ..analysis.flops import op_flops
 from ..byoc import ONEDNN
-from ..compiler import CompileOptions, CompileReport, _import, _int8_source
+from ..compiler import CompileOptions, CompileReport, _import, _int8_source, _target_options
 from ..compiler import compile as compile_model
 from ..fusion.tunable import captured_values, clone_remapped
 from ..irutil import np_dtype
@@ -53,15 +53,19 @@ from ..passes.attention_kernels import candidates as attention_candidates
 from ..passes.attention_kernels import decide as decide_attention
 from ..passes.byoc_offload import is_integer
 from ..passes.gemm_kernels import GemmKernelOptions
+from ..passes.registry import get_pass
 from ..passes.runner import run_steps
 from ..passes.winograd_convs import (
     TRANSFORMS,
     Candidate,
+    WinogradOptions,
     allowed_variants,
     candidates,
+    conv_prior,
     decide_algorithm,
     epilogue,
     gemm_config,
+    live_records,
     offload_config,
     rewrite_conv,
     variant_name,
@@ -526,6 +530,7 @@ def measure_choices(
     with TuningDB(db_path) as tdb:
         tdb.add_host(host)
         known = tdb.choices(host)
+    step = _step_options(target, compile_options)
     out = [
         ConvChoice(
             sig,
@@ -533,7 +538,7 @@ def measure_choices(
             len(cs),
             _flops(cs[0], cores.get(sig)),
             _weight_bytes(cs[0].op) if sig not in cores else 0,
-            prior=ATTENTION_TEXT if sig in cores else "direct",
+            prior=ATTENTION_TEXT if sig in cores else _prior(cs[0], step),
         )
         for sig, cs in by_sig.items()
     ]
@@ -587,12 +592,38 @@ ATTENTION_TEXT = "xgen_attention (f32)"
 
 
 def _decision(choice: ConvChoice, allowed: Any) -> tuple[str, str]:
-    """What compile() does with the op(s) of ``choice`` given its records, and why."""
+    """What compile() does with the op(s) of ``choice`` given its records, and why: as
+    xgen-winograd-convs decides, its prior where no record overrides it."""
     if choice.prior == ATTENTION_TEXT:
         use, why = decide_attention(choice.measured)
         return (ATTENTION_TEXT if use else "direct"), why
     config, why = decide_algorithm(choice.measured, allowed)
+    if config is None and not live_records(choice.measured, allowed):
+        return choice.prior, why
     return ("direct" if config is None else _algorithm_text(config)), why
+
+
+def _step_options(target: str, compile_options: dict[str, Any]) -> WinogradOptions | None:
+    """The options of the target's xgen-winograd-convs step in a compile with these options
+    (None: the target has no such step)."""
+    opts = CompileOptions.from_kwargs(compile_options)
+    pipeline = load_pipeline(target)
+    steps = pipeline.with_options(_target_options(pipeline, opts)).pass_steps(opts.entry)
+    step = next((s for s in steps if s.startswith(STEP)), None)
+    if step is None:
+        return None
+    text = step[len(STEP) :].strip().removeprefix("{").removesuffix("}")
+    parsed = get_pass(STEP).parse_options(text)
+    return parsed if isinstance(parsed, WinogradOptions) else None
+
+
+def _prior(cand: Candidate, step: WinogradOptions | None) -> str:
+    """What compile() does with ``cand`` before any measurement (``conv_prior``): a kernel
+    library where the prior sends it there, else the direct conv."""
+    if step is None or step.offload != "tuned":
+        return "direct"
+    config, _ = conv_prior(cand.op, step)
+    return "direct" if config is None else _algorithm_text(config)
 
 
 def _flops(cand: Candidate, core: Found | None) -> int:

@@ -92,6 +92,9 @@
 // AVX512-LABEL: func.func @no_record_4_channels
 // AVX512-NOT: xgen_onednn
 // AVX512: linalg.conv_2d_nchw_fchw
+// AVX512-LABEL: func.func @rejected_in_model
+// AVX512-NOT: xgen_onednn
+// AVX512: linalg.conv_2d_nchw_fchw
 // WHY512: conv3x3 2->6 8x8 nchw pad: onednn, no measurement on this host: an f32 KxK conv starts in oneDNN where IREE's vector tiles do not divide it: 6 output channels are not a multiple of the 16-float vector
 // WHY512: conv3x3 2->7 8x8 nchw pad: direct, measured onednn f32 1.200 ms
 // WHY512: conv3x3 2->9 8x8 nchw pad: onednn, no measurement on this host
@@ -112,6 +115,11 @@
 // BFP-NOT: xgen_onednn
 // BFP-LABEL: func.func @no_record_4_channels
 // BFP: call @xgen_onednn_conv_{{[0-9]+}}_call
+// A conv whose only record (oneDNN bf16, faster alone) a tune rejected in the model: the
+// model it lost to had the prior, so the prior stays (oneDNN), not IREE's direct conv.
+// BFP-LABEL: func.func @rejected_in_model
+// BFP: call @xgen_onednn_conv_{{[0-9]+}}_call
+// BFP-NOT: linalg.conv_2d
 // NOBFP-NOT: xgen_onednn
 
 // offload=none: nothing marked, nothing offloaded (Winograd still chosen where it won).
@@ -255,4 +263,17 @@ func.func @no_record_4_channels(%arg0: tensor<1x4x8x8xf32>) -> tensor<1x16x8x8xf
   %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
   %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x4x10x10xf32>, tensor<16x4x3x3xf32>) outs(%1 : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
   return %2 : tensor<1x16x8x8xf32>
+}
+
+func.func @rejected_in_model(%arg0: tensor<1x4x8x8xf32>) -> tensor<1x32x8x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<32x4x3x3xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %cst : f32
+  } : tensor<1x4x8x8xf32> to tensor<1x4x10x10xf32>
+  %0 = tensor.empty() : tensor<1x32x8x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x32x8x8xf32>) -> tensor<1x32x8x8xf32>
+  %2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %w : tensor<1x4x10x10xf32>, tensor<32x4x3x3xf32>) outs(%1 : tensor<1x32x8x8xf32>) -> tensor<1x32x8x8xf32>
+  return %2 : tensor<1x32x8x8xf32>
 }
