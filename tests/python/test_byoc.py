@@ -170,6 +170,32 @@ def test_the_plugin_itself_refuses_s8_without_vnni(capfd):
     assert lib.xgen_dnnl_can_build(b"xgen_dnnl_matmul_f32_none_nb_4_2_3_p2") == 1
 
 
+def test_the_plugin_splits_an_op_into_at_most_its_rows():
+    """An import name's _pP: P parts along the output rows, each a primitive of its own;
+    never more parts than rows (a workgroup with nothing to do is a compiler bug, refused at
+    load). A name without parts (a module saved before operations were split) still loads:
+    the op runs whole on the calling worker."""
+    lib = onednn._library(str(ONEDNN.plugin()))
+    for parts, ok in ((1, 1), (3, 1), (4, 1), (5, 0)):
+        assert lib.xgen_dnnl_can_build(f"xgen_dnnl_matmul_f32_none_b_4_2_3_p{parts}".encode()) == ok
+    conv = "xgen_dnnl_conv_f32_relu_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1"
+    assert lib.xgen_dnnl_can_build(f"{conv}_p8".encode()) == 1
+    assert lib.xgen_dnnl_can_build(f"{conv}_p9".encode()) == 0
+    assert lib.xgen_dnnl_can_build(conv.encode()) == 1  # no parts: an older module's name
+
+
+def test_a_batch_is_split_by_images(cnn):
+    """At batch > 1 an offloaded conv's parts are whole images (here 3 images over the
+    host's workers: uneven parts on two or more threads); the numbers are PyTorch's."""
+    model, _, _ = cnn
+    x = torch.randn(3, 3, 16, 16)
+    with torch.no_grad():
+        want = model(x).numpy()
+    m = xgen_mlir.compile(model, (x,), target_options=OFFLOAD)
+    assert _offloaded(m.report.offload) == 5
+    assert max_abs_err(np.asarray(m(x)), want) <= 1e-4 * _scale(want)
+
+
 def test_calls_from_threads_agree(fp32_module, cnn):
     """One module called from several threads at once: each call's primitive runs with its
     own stream; the weights were reordered once."""

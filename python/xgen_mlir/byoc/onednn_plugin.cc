@@ -367,6 +367,7 @@ struct Split {
   WeightsCache weights;
   std::map<std::vector<memory::dim>, std::unique_ptr<Op>> ops;  // by the part's sizes
   std::vector<Part> parts;
+  bool whole = false;  // a name without _pP: one call with no workgroup id (older modules)
 
   // The primitive of a part of sizes ``key`` (made once), or null if oneDNN has none.
   Op* op_for(const std::vector<memory::dim>& key, const std::function<std::unique_ptr<Op>()>& make) {
@@ -475,7 +476,7 @@ int call_part(void* params, void* context, void* /*reserved*/) {
     const void* zp = shape->runtime_zero_point ? p[i++] : nullptr;
     char* dst = static_cast<char*>(p[i]);
     int64_t id = 0;
-    std::memcpy(&id, &p[i + 1], sizeof(id));
+    if (!split->whole) std::memcpy(&id, &p[i + 1], sizeof(id));
     if (id < 0 || static_cast<size_t>(id) >= split->parts.size()) {
       std::fprintf(stderr, "xgen_mlir oneDNN plugin: workgroup %lld of %zu parts\n",
                    (long long)id, split->parts.size());
@@ -524,16 +525,12 @@ Split* make_op(const char* symbol) {
     return nullptr;
   }
   try {
-    if (f.size() < 5 || f.back().size() < 2 || f.back()[0] != 'p') {
-      std::fprintf(stderr,
-                   "xgen_mlir oneDNN plugin: %s names no parts (_pN): a module compiled by an "
-                   "older xgen_mlir; compile it again (or load it with the plugin it was "
-                   "saved with: save_bundle carries it)\n",
-                   symbol);
-      return nullptr;
-    }
-    memory::dim parts = std::stoll(f.back().substr(1));
-    f.pop_back();
+    if (f.size() < 5) return nullptr;
+    // A name without parts is a module compiled before operations were split: one
+    // workgroup, no id passed; it runs whole, on the calling worker alone.
+    const bool whole = f.back().size() < 2 || f.back()[0] != 'p';
+    memory::dim parts = whole ? 1 : std::stoll(f.back().substr(1));
+    if (!whole) f.pop_back();
     Head h{compute_type(f[1]), f[2], f[3] == "b", ""};
     const bool s8 = h.ct == memory::data_type::s8;
     if (s8) {
@@ -546,6 +543,7 @@ Split* make_op(const char* symbol) {
     if (parts < 1) return nullptr;
     OneThread one_thread;  // each part runs on one IREE worker
     auto made = std::make_unique<Split>();
+    made->whole = whole;
     bool ok = false;
     if (f[0] == "conv" && sizes.size() == 18) ok = split_conv(h, sizes, parts, made.get());
     if (f[0] == "matmul" && sizes.size() == 3) {
