@@ -276,3 +276,58 @@ def test_measurement_order_weighs_the_layer_by_its_measuring_cost():
     conv3 = ConvChoice("c", "3x3", 1, 224_000_000, 3 * 3 * 128 * 128 * 4)
     small = ConvChoice("p", "1x1", 2, 2_000_000, 16 * 32 * 4)
     assert measure_priority(conv3) > measure_priority(small)
+
+
+def test_a_choice_slower_in_the_model_does_not_sink_the_others(tmp_path, monkeypatch):
+    """Two convs each measured 2x faster in oneDNN alone; in the model (a stubbed timer) the
+    first one's offload makes it slower, the second's faster. The set is split: the second
+    is kept, the first rejected and back to its prior (the direct conv)."""
+    import time
+
+    from xgen_mlir.tuning import choices as ch
+    from xgen_mlir.tuning import search
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, padding=1)
+    ).eval()
+    x = torch.randn(1, 3, 12, 12)
+    db = tmp_path / "t.db"
+    host = HostIdentity.current(threads=FAST.threads)
+    measure = ch.measure_choices
+    onednn = wc.offload_config("onednn", "f32")
+
+    def fake_measure(model, example_inputs, target="cpu", *, db, **kw):
+        found = measure(model, example_inputs, target, db=db, max_convs=0, progress=False)
+        with TuningDB(db) as tdb:
+            for c in found:
+                tdb.add(Record(c.signature, onednn, "ok", 0.5e-3, 1e-3, c.description), host)
+        found = measure(model, example_inputs, target, db=db, max_convs=0, progress=False)
+        return [replace(c, new=True) for c in found]
+
+    def offloaded(module) -> set[str]:
+        return {
+            d.split(" 8")[0]
+            for d, algorithm, _ in module.report.tuning.choices
+            if "onednn" in algorithm
+        }
+
+    def fake_time(current, candidate, inputs):
+        slower = any("3->16" in d for d in offloaded(candidate))
+        return 1.0, (1.5 if slower else 0.5)
+
+    monkeypatch.setattr(ch, "measure_choices", fake_measure)
+    monkeypatch.setattr(search, "time_models", fake_time)
+    untuned = xgen_mlir.compile(model, (x,), tuning_db=False)
+    choices, best = ch.tune_choices(
+        untuned, model, (x,), (x,), "cpu", db, FAST, time.perf_counter() + 600, False, {}
+    )
+    by_conv = {c.description.split(" 12x12")[0]: c for c in choices}
+    assert by_conv["conv3x3 3->16"].algorithm == "direct", by_conv
+    assert "slower in the model" in by_conv["conv3x3 3->16"].why
+    assert by_conv["conv3x3 16->32"].algorithm == "onednn (f32)"
+    final = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=FAST.threads)
+    assert offloaded(final) == offloaded(best) and len(offloaded(final)) == 1
+    with torch.no_grad():
+        want = model(x).numpy()
+    assert np.abs(np.asarray(final(x)) - want).max() <= 1e-4 * np.abs(want).max()

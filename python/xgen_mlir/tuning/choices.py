@@ -31,10 +31,11 @@ as their baseline; ``compile()`` under ``winograd=tuned`` rewrites a conv where 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -731,9 +732,10 @@ def tune_choices(
     """``tune()``'s step for algorithm choices, before its contraction search: measure the
     model's convs and Linear layers (until ``deadline``); when that changes a layer's
     algorithm, compile the model again and keep it only if it is faster than ``current``
-    (the untuned module; interleaved); if not, the new choices are marked
-    ``REJECTED_IN_MODEL`` and not applied. Returns the choices and the model module to go
-    on from."""
+    (the untuned module; interleaved); if not, split the changed choices in halves and check
+    each (while the deadline allows, else they stay out), so that one loser does not sink the
+    winners; a single choice that loses is marked ``REJECTED_IN_MODEL`` and not applied.
+    Returns the choices and the model module to go on from."""
     from .search import time_models
 
     options = compile_options.get("target_options") or {}
@@ -772,17 +774,58 @@ def tune_choices(
     if not changed:
         return choices, current
     options = {**compile_options, "tuning_db": db_path, "tuning_threads": settings.threads}
-    candidate = compile_model(model, example_inputs, target, **options)
-    old_ms, new_ms = time_models(current, candidate, inputs)
-    if new_ms * MIN_GAIN <= old_ms:
-        return choices, candidate
-    with TuningDB(db_path) as tdb:
-        for c in changed:
-            for r in c.measured:
-                why = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)"
-                tdb.reject(host, c.signature, r.config, why)
-            c.algorithm, c.why = (
-                c.prior,
-                f"the measured choices slower in the model: {old_ms:.3f} -> {new_ms:.3f} ms",
-            )
+    # the changed choices, checked in the model together; a set that makes the model slower
+    # is split in halves (the winners among them are kept), down to single choices, which
+    # are rejected; at least one check, then as many as the deadline allows
+    queue: list[list[ConvChoice]] = [changed]
+    kept: list[ConvChoice] = []
+    checks = 0
+    while queue:
+        group = queue.pop(0)
+        if checks and time.perf_counter() > deadline:
+            out_of_time = f"{REJECTED_IN_MODEL} (not checked in the model: the budget ran out)"
+            _reject(db_path, host, [c for g in [group, *queue] for c in g], out_of_time)
+            break
+        held = [c for c in changed if c not in kept and c not in group]
+        with _held_back(db_path, host, held):  # the others' records out of this compile
+            candidate = compile_model(model, example_inputs, target, **options)
+        checks += 1
+        old_ms, new_ms = time_models(current, candidate, inputs)
+        if new_ms * MIN_GAIN <= old_ms:
+            current, kept = candidate, kept + group
+        elif len(group) > 1:
+            queue[:0] = [group[: len(group) // 2], group[len(group) // 2 :]]
+        else:
+            _reject(db_path, host, group, f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)")
     return choices, current
+
+
+def _reject(db_path: Path, host: HostIdentity, group: list[ConvChoice], why: str) -> None:
+    """Mark every record of ``group``'s choices rejected in the model (kept, never applied):
+    their ops go back to their priors, which the model they lost to had."""
+    with TuningDB(db_path) as tdb:
+        for c in group:
+            for r in c.measured:
+                tdb.reject(host, c.signature, r.config, why)
+            c.algorithm, c.why = c.prior, f"the measured choice slower in the model: {why}"
+
+
+@contextlib.contextmanager
+def _held_back(db_path: Path, host: HostIdentity, group: list[ConvChoice]) -> Iterator[None]:
+    """While the block runs, ``group``'s records are marked rejected, so a compile leaves
+    their ops as they were before the tune; their details are restored after (each in its
+    own transaction: a crash in between leaves them rejected, which applies nothing)."""
+    with TuningDB(db_path) as tdb:  # their details as they are now (some rejected already)
+        held = [
+            (r.signature, r.config, r.detail)
+            for c in group
+            for r in tdb.records(host.key, c.signature)
+        ]
+        for sig, config, _ in held:
+            tdb.reject(host, sig, config, f"{REJECTED_IN_MODEL} (held back for a check)")
+    try:
+        yield
+    finally:
+        with TuningDB(db_path) as tdb:
+            for sig, config, detail in held:
+                tdb.reject(host, sig, config, detail)
