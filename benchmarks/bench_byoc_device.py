@@ -166,9 +166,12 @@ def _describe(name: str, layers: int) -> Any:
     return "resnet18 (224x224, batch 1)"
 
 
-def compile_variant(out: Path, name: str, layers: int, label: str, cpu: str) -> None:
+def compile_variant(
+    out: Path, name: str, layers: int, label: str, cpu: str, threads: int = 2
+) -> None:
     """One variant, in a process of its own: constant names count up per process, so two
-    variants compiled in one process would name the same weights differently."""
+    variants compiled in one process would name the same weights differently. ``threads``:
+    the other machine's (a target fact: each offloaded op is split into that many parts)."""
     import xgen_mlir
 
     precision, offload = VARIANTS[name][label]
@@ -177,7 +180,7 @@ def compile_variant(out: Path, name: str, layers: int, label: str, cpu: str) -> 
     m = xgen_mlir.compile(
         source,
         inputs,
-        target_options={"offload": offload},
+        target_options={"offload": offload, "threads": str(threads)},
         precision=precision,
         precision_check=False,
         external_weights=True,
@@ -224,7 +227,13 @@ def _size(d: Path) -> int:
 
 
 def prepare(
-    out: Path, name: str, layers: int, site: Path | None, cpu: str, only: list[str] | None = None
+    out: Path,
+    name: str,
+    layers: int,
+    site: Path | None,
+    cpu: str,
+    only: list[str] | None = None,
+    threads: int = 2,
 ) -> None:
     import subprocess
 
@@ -245,7 +254,8 @@ def prepare(
     variants: dict[str, dict] = {}
     for label, (precision, offload) in chosen.items():
         cmd = [sys.executable, __file__, "compile", str(out), label, "--model", name]
-        subprocess.run([*cmd, "--layers", str(layers), "--cpu", cpu], check=True)
+        more = ["--layers", str(layers), "--cpu", cpu, "--threads", str(threads)]
+        subprocess.run([*cmd, *more], check=True)
         stem = label.replace(" ", "_")
         irpa = out / f"{stem}.irpa"
         archive = None
@@ -322,8 +332,7 @@ def run(d: Path, name: str, out: Path, threads: int, rounds: int) -> None:
     _unpack(d)
     if (d / "site").exists():
         sys.path.insert(0, str(d / "site"))
-    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))  # PyTorch's threads
     import iree.runtime as rt
     import torch
 
@@ -457,12 +466,19 @@ def main(argv: list[str] | None = None) -> int:
         q.add_argument(
             "--layers", type=int, default=ENCODER_LAYERS, help="encoder layers (--model encoder)"
         )
+        q.add_argument(
+            "--threads",
+            type=int,
+            default=2,
+            help="the threads the modules will run with there (each offloaded op is split into "
+            "that many parts)",
+        )
     a = p.parse_args(argv)
     if a.cmd == "prepare":
         site = Path(a.site) if a.site else None
-        prepare(Path(a.dir), a.model, a.layers, site, a.cpu, a.variants)
+        prepare(Path(a.dir), a.model, a.layers, site, a.cpu, a.variants, a.threads)
     elif a.cmd == "compile":
-        compile_variant(Path(a.dir), a.model, a.layers, a.label, a.cpu)
+        compile_variant(Path(a.dir), a.model, a.layers, a.label, a.cpu, a.threads)
     else:
         run(Path(a.dir), a.model, Path(a.out), a.threads, a.rounds)
     return 0
