@@ -806,26 +806,32 @@ def live_records(records: list[Record], allowed: Any) -> bool:
 def conv_prior(
     op: ir.Operation, opts: WinogradOptions, why: str = ""
 ) -> tuple[dict[str, Any] | None, str]:
-    """What ``offload=tuned`` does with conv ``op`` before any measurement: the library's
-    primitive (the config of its record) for an integer conv and for the f32 convs
-    ``_float_prior_applies`` names, else None (IREE's direct conv; a linear layer's too); and
-    why (``why`` when no prior applies)."""
+    """What ``offload=tuned`` does with conv or linear layer ``op`` before any measurement:
+    the library's primitive (the config of its record) for an integer conv or linear layer
+    and for the f32 convs ``_float_prior_applies`` names, else None (IREE's code); and why
+    (``why`` when no prior applies)."""
+    if is_integer(op):
+        return _integer_prior(
+            why, "an integer conv" if op.name in _CONVS else "an integer Linear layer"
+        )
     if op.name not in _CONVS:
         return None, why
-    if is_integer(op):
-        return _integer_conv_prior(why)
     prior = _float_prior_applies(op, opts)
     return (None, why) if prior is None else _float_conv_prior(why, *prior)
 
 
-def _integer_conv_prior(why: str) -> tuple[dict[str, Any] | None, str]:
-    """An integer conv with no measurement on this host: the library's s8 primitive, the
-    tuner's first candidate. IREE has no fast path for integer KxK convs on x86 (no ukernel:
-    ResNet-18 int8 ran 2285 ms against 79 ms in fp32 on the AMD host, docs/precision.md),
-    where oneDNN's reach VNNI and AMX; a tune replaces the prior by measurements."""
+def _integer_prior(why: str, what: str) -> tuple[dict[str, Any] | None, str]:
+    """An integer conv or Linear layer with no measurement on this host: the library's s8
+    primitive, the tuner's first candidate (on a CPU without VNNI the offload pass then keeps
+    it with IREE, saying why: the plugin makes no s8 primitive there). IREE has no fast path
+    for integer KxK convs on x86 (no ukernel: ResNet-18 int8 ran 2285 ms against 79 ms in
+    fp32 on the AMD Zen 4, docs/precision.md), where oneDNN's reach VNNI and AMX; and its i8
+    matmuls lost to oneDNN's on both AMD hosts measured (dynamic int8 BERT-base: Zen 4 74.8
+    against 48.8 ms, Zen 5 65.3 against 23.0; MiniLM 16.6 against 15.6 and 10.7 against 4.6).
+    A tune replaces the prior by measurements."""
     if ONEDNN.unavailable() is not None:
         return None, why
-    prior = "no measurement on this host: an integer conv starts in oneDNN (xgen_mlir.tune decides)"
+    prior = f"no measurement on this host: {what} starts in oneDNN (xgen_mlir.tune decides)"
     return offload_config(ONEDNN.name, "s8"), prior
 
 
@@ -943,7 +949,11 @@ def _mark_linear_layers(
         elif choices is None:
             continue
         else:
-            config, why = decide_algorithm(choices.records.get(sig, []), allowed)
+            records = choices.records.get(sig, [])
+            config, why = decide_algorithm(records, allowed)
+            offload = allowed(offload_config(ONEDNN.name, "s8"))  # offload=tuned
+            if config is None and offload and not live_records(records, allowed):
+                config, why = conv_prior(op, WinogradOptions(), why)
         if config is None:
             if choices is None:
                 continue

@@ -30,6 +30,7 @@ PLAN = {
     # integer contractions (offload-tuned-int8.mlir)
     "int8_conv_onednn_wins": [(S8, 0.5, 1.0)],
     "int8_conv_onednn_slower": [(S8, 1.5, 1.0)],
+    "int8_matmul_onednn_slower": [(S8, 1.5, 1.0)],
 }
 
 src, out = sys.argv[1], sys.argv[2]
