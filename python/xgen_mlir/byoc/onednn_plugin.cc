@@ -272,7 +272,7 @@ bool post_ops(const std::string& post, const memory::desc& dst, dnnl::post_ops* 
 }
 
 // The fields every import name starts with: <kind>_<type>_<post>_<bias>, and an s8 name's
-// source zero point (its last field).
+// source zero point (after the sizes, before the parts).
 struct Head {
   memory::data_type ct;
   std::string post;
@@ -280,10 +280,10 @@ struct Head {
   std::string zero_point;  // s8 only
 };
 
-// "conv_<type>_<post>_<bias>_N_IH_IW_IC_OH_OW_OC_KH_KW_SH_SW_PT_PL_PB_PR_DH_DW_G[_ZP]": an
+// "conv_<type>_<post>_<bias>_N_IH_IW_IC_OH_OW_OC_KH_KW_SH_SW_PT_PL_PB_PR_DH_DW_G[_ZP]_pP": an
 // NHWC convolution with HWIO (HWCF) weights; <type> the compute type, <post> as post_ops()
 // reads it, <bias> b (a per-channel f32 bias) or nb. f32 and bf16: f32 in and out. s8: int8
-// source and weights, int32 out, no bias or post-op, the source's zero point ZP last (a
+// source and weights, int32 out, no bias or post-op, the source's zero point ZP (a
 // linalg.conv_2d_nhwc_hwcf_q with a weights zero point of 0). ``v``: the 18 sizes.
 std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v) {
   memory::dim n = v[0], ih = v[1], iw = v[2], ic = v[3], oh = v[4], ow = v[5], oc = v[6],
@@ -324,7 +324,7 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v) 
   return op;
 }
 
-// "matmul_<type>_<post>_<bias>_M_K_N[_ZP]": row-major [M,K] x constant [K,N] (+ bias [N]);
+// "matmul_<type>_<post>_<bias>_M_K_N[_ZP]_pP": row-major [M,K] x constant [K,N] (+ bias [N]);
 // f32 in and out, or for s8 as for conv (a linalg.quantized_matmul).
 std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, memory::dim n) {
   using tag = memory::format_tag;
@@ -382,7 +382,7 @@ struct Split {
 
 size_t element_bytes(memory::data_type t) { return t == memory::data_type::s8 ? 1 : 4; }
 
-// Part i of P of ``total`` rows: [begin, end), the first total % P parts one row longer.
+// Part i of P of ``total`` rows: [begin, end); sizes differ by at most one row.
 std::pair<memory::dim, memory::dim> part_rows(memory::dim total, memory::dim i, memory::dim p) {
   return {total * i / p, total * (i + 1) / p};
 }

@@ -705,7 +705,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
     with module_op.context:
         ev = ConstEval(module_op, WEIGHT_ELEMENTS)
         if every_gemm or ((tuned_offload or tuned_gemm) and choices is not None):
-            _mark_linear_layers(module_op, ev, choices, allowed, counts, opts.verbose, every_gemm)
+            _mark_linear_layers(module_op, ev, choices, allowed, counts, opts, every_gemm)
         # the convs are this pass's only when Winograd or a tuned offload may take them
         gemm = tuned_gemm or every_gemm
         any_conv = mode != "false" or tuned_offload
@@ -739,7 +739,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 records = choices.records.get(sig, [])
                 config, why = decide_algorithm(records, allowed)
                 if config is None and tuned_offload and not live_records(records, allowed):
-                    config, why = conv_prior(op, opts, why)
+                    config, why = offload_prior(op, opts, why)
                 algorithm = None if config is None else config.get("algorithm")
                 if config is not None and algorithm != "winograd":
                     _mark(op, config)
@@ -803,7 +803,7 @@ def live_records(records: list[Record], allowed: Any) -> bool:
     return any(allowed(r.config) and not r.detail.startswith(REJECTED_IN_MODEL) for r in records)
 
 
-def conv_prior(
+def offload_prior(
     op: ir.Operation, opts: WinogradOptions, why: str = ""
 ) -> tuple[dict[str, Any] | None, str]:
     """What ``offload=tuned`` does with conv or linear layer ``op`` before any measurement:
@@ -932,7 +932,7 @@ def _mark_linear_layers(
     choices: TunedChoices | None,
     allowed: Any,
     counts: Counter,
-    verbose: bool,
+    opts: WinogradOptions,
     every_gemm: bool = False,
 ) -> None:
     """Mark the linear layers whose measured best on this host is a kernel library
@@ -951,9 +951,9 @@ def _mark_linear_layers(
         else:
             records = choices.records.get(sig, [])
             config, why = decide_algorithm(records, allowed)
-            offload = allowed(offload_config(ONEDNN.name, "s8"))  # offload=tuned
-            if config is None and offload and not live_records(records, allowed):
-                config, why = conv_prior(op, WinogradOptions(), why)
+            tuned = opts.offload == "tuned"
+            if config is None and tuned and not live_records(records, allowed):
+                config, why = offload_prior(op, opts, why)
         if config is None:
             if choices is None:
                 continue
@@ -967,7 +967,7 @@ def _mark_linear_layers(
             if choices is not None:
                 choices.log.append((desc, decision, why))
             counts[f"{op.name} marked for {algorithm} (tuned)"] += 1
-        if verbose:
+        if opts.verbose:
             where = format_location(op.location)
             print(f"xgen-winograd-convs: {where}: {desc}: {decision}, {why}", file=sys.stderr)
 

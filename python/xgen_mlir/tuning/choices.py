@@ -62,12 +62,12 @@ from ..passes.winograd_convs import (
     WinogradOptions,
     allowed_variants,
     candidates,
-    conv_prior,
     decide_algorithm,
     epilogue,
     gemm_config,
     live_records,
     offload_config,
+    offload_prior,
     rewrite_conv,
     variant_name,
     winograd_config,
@@ -619,11 +619,11 @@ def _step_options(target: str, compile_options: dict[str, Any]) -> WinogradOptio
 
 
 def _prior(cand: Candidate, step: WinogradOptions | None) -> str:
-    """What compile() does with ``cand`` before any measurement (``conv_prior``): a kernel
+    """What compile() does with ``cand`` before any measurement (``offload_prior``): a kernel
     library where the prior sends it there, else the direct conv."""
     if step is None or step.offload != "tuned":
         return "direct"
-    config, _ = conv_prior(cand.op, step)
+    config, _ = offload_prior(cand.op, step)
     return "direct" if config is None else _algorithm_text(config)
 
 
@@ -828,4 +828,4 @@ def _held_back(db_path: Path, host: HostIdentity, group: list[ConvChoice]) -> It
     finally:
         with TuningDB(db_path) as tdb:
             for sig, config, detail in held:
-                tdb.reject(host, sig, config, detail)
+                tdb.reject(host, sig, config, detail)  # (sets the detail back as it was)
