@@ -6,7 +6,10 @@ deadline (one period), ResNet-18 at 10/s with a 100 ms deadline, BERT-base (seq 
 background batch work: one request always outstanding, no deadline. Arrivals are periodic (open
 loop): a late system builds a queue, it does not slow the arrivals. Latency is arrival to
 result. "xgen-edf-drop" is EDF with drop_late=True: a request whose deadline passed before it
-started is not run (counted as a miss, and in "failed"). The baseline "alone" is MobileNetV2 at
+started is not run (counted as a miss, and in "failed"). Variants name their
+changes after the policy: "-nice19" runs the lowest band at nice 19 instead of SCHED_IDLE
+(Scheduler(idle_band=False)), "-unpinned" leaves the workers unpinned (pin=False), and
+"-nice19-unpinned" is the scheduler as it was before either. The baseline "alone" is MobileNetV2 at
 30/s with nothing else, through the same scheduler. Every system gets the same arrival times;
 each runs for --duration seconds, then finishes what it was given.
 
@@ -199,8 +202,10 @@ class SchedSystem:
         models: list[str],
         drop_late: bool = False,
         auto: str | None = None,
+        idle_band: bool = True,
+        pin: bool = True,
     ) -> None:
-        self.sched = Scheduler(policy, drop_late=drop_late)
+        self.sched = Scheduler(policy, drop_late=drop_late, idle_band=idle_band, pin=pin)
         for name in models:
             prio, _, deadline = MODELS[name]
             source: Any = data[name]["vmfb"]
@@ -367,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             "alone",
             "xgen-priority",
             "xgen-edf",
+            "xgen-priority-nice19",
             "naive-threads",
             "ort-threads",
             "xgen-edf-drop",
@@ -429,11 +435,20 @@ def main(argv: list[str] | None = None) -> int:
             models = ["mobilenet_v2"]
         elif system_name.startswith("xgen-"):
             policy = system_name.split("-")[1]
-            drop = system_name.endswith("-drop")
-            auto = args.auto_model if system_name.endswith("-auto") else None
-            if system_name.endswith("-auto") and not auto:
+            variants = set(system_name.split("-")[2:])
+            drop = "drop" in variants
+            auto = args.auto_model if "auto" in variants else None
+            if "auto" in variants and not auto:
                 raise SystemExit(f"{system_name}: give --auto-model")
-            sys_ = SchedSystem(policy, data, everything, drop_late=drop, auto=auto)
+            sys_ = SchedSystem(
+                policy,
+                data,
+                everything,
+                drop_late=drop,
+                auto=auto,
+                idle_band="nice19" not in variants,
+                pin="unpinned" not in variants,
+            )
             models = everything
         elif system_name == "naive-threads":
             mods = {n: xgen_mlir.load(data[n]["vmfb"]) for n in everything}

@@ -194,6 +194,69 @@ def test_lower_nice_executors_and_worker_caps():
         s.shutdown()
 
 
+def test_lowest_band_runs_idle_and_a_call_thread_takes_its_band():
+    """Three priority levels: band 1 niced, band 2 (the lowest) SCHED_IDLE; a thread that
+    waits for a call takes its executor's nice. idle_band=False keeps nice 19 only."""
+    import os
+
+    from xgen_mlir.runtime.scheduling.executors import take_priority_of
+
+    for idle_band in (True, False):
+        s = Scheduler("priority", workers=2, idle_band=idle_band)
+        try:
+            for p in (2, 1, 0):
+                s.add_model(f"p{p}", lambda: 0, priority=p)
+            top, mid, low = (s._pool.get(1, b) for b in (0, 1, 2))
+            policies = {os.sched_getscheduler(t) for t in low.thread_ids}
+            assert low.idle is idle_band
+            assert policies == ({os.SCHED_IDLE} if idle_band else {os.SCHED_OTHER})
+            assert not mid.idle and not top.idle
+            assert {os.sched_getscheduler(t) for t in mid.thread_ids} == {os.SCHED_OTHER}
+            assert [e["idle"] for e in s._pool.describe()] == [False, False, idle_band]
+            seen = []
+
+            def call_thread(ex=mid, seen=seen):
+                take_priority_of(ex)
+                seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+            t = threading.Thread(target=call_thread)
+            t.start()
+            t.join()
+            assert mid.nice is not None and seen == [mid.nice]
+            assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < mid.nice
+        finally:
+            s.shutdown()
+
+
+def test_requests_at_once_get_their_own_executors_and_cores(mlp):
+    """Two requests of one (workers, band) running at once never share an executor's threads,
+    and each request's workers are pinned to cores of their own, within this process's
+    affinity mask."""
+    import os
+
+    _, x, _, module = mlp
+    s = Scheduler("priority", workers=2)
+    try:
+        s.add_model("m", module, max_workers=1)
+        k1, a = s._pool.acquire(1, 0)
+        k2, b = s._pool.acquire(1, 0)
+        assert k1 != k2 and a is not b
+        s._pool.release(k1)
+        assert s._pool.acquire(1, 0) == (k1, a)  # a free one is reused
+        s._pool.release(k1)
+        s._pool.release(k2)
+        futs = [s.submit("m", x) for _ in range(4)]
+        for f in futs:
+            f.result(60)
+    finally:
+        s.shutdown()
+    cores = [e["cores"] for e in _started(s, "m")]
+    mask = sorted(os.sched_getaffinity(0))
+    assert all(c is not None and len(c) == 1 and c[0] in mask[:2] for c in cores)
+    pinned = {tuple(ex["cores"]) for ex in s._pool.describe() if ex["cores"] is not None}
+    assert pinned <= {(c,) for c in mask[:2]}
+
+
 def test_aging_orders_an_old_low_request_first(mlp):
     _, x, _, module = mlp
     orders = {}

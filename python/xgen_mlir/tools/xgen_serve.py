@@ -10,6 +10,8 @@ deadline; requests carry random inputs of the module's signature:
     # workers = 2            # CPU workers to hand out (default: this process's cores)
     # aging_rate = 1.0       # priority levels gained per second of waiting
     # drop_late = false      # true: a request not started by its deadline is not run
+    # idle_band = true       # the lowest priority band runs SCHED_IDLE (false: nice 19)
+    # pin = true             # pin each request's workers to the cores it was given
     # default_slack_ms = 10000  # edf: a request without a deadline is ordered as if due
     #                           # this long after its arrival (so it always finishes)
 
@@ -51,6 +53,8 @@ _TOP = {
     "workers",
     "aging_rate",
     "drop_late",
+    "idle_band",
+    "pin",
     "default_slack_ms",
     "models",
     "seed",
@@ -133,6 +137,8 @@ def run(
         workers=scenario.get("workers"),
         aging_rate=scenario.get("aging_rate"),
         drop_late=bool(scenario.get("drop_late", False)),
+        idle_band=bool(scenario.get("idle_band", True)),
+        pin=bool(scenario.get("pin", True)),
         default_slack=None if slack is None else slack / 1e3,
     )
     try:

@@ -9,6 +9,7 @@ with the GIL released. See docs/scheduler.md for the design and its limits.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import threading
 import time
@@ -19,7 +20,7 @@ from typing import Any
 
 from ...errors import UnknownNameError, XGenError
 from ..waiting import yielding_to_workers
-from .executors import ExecutorPool, cpu_count
+from .executors import ExecutorPool, cpu_count, take_priority_of, usable_cores
 from .models import SchedModel
 from .observe import Event, Recorder, render_text, write_json, write_timeline
 from .policies import Policy, make_policy
@@ -32,6 +33,28 @@ class SchedulerClosedError(XGenError):
 class DeadlineMissedError(XGenError):
     """With ``drop_late=True``: the request's deadline passed before it could start, so it
     was not run."""
+
+
+_GC_LOCK = threading.Lock()
+_GC_FREEZERS = 0  # schedulers whose warm_up froze the collector and that still run
+
+
+def _freeze_gc() -> None:
+    global _GC_FREEZERS
+    with _GC_LOCK:
+        _GC_FREEZERS += 1
+        gc.collect()
+        gc.freeze()
+
+
+def _unfreeze_gc() -> None:
+    """The last freezing scheduler is gone: frozen objects may be collected again (without
+    this, objects kept by the runtime's bindings outlive the interpreter's teardown)."""
+    global _GC_FREEZERS
+    with _GC_LOCK:
+        _GC_FREEZERS -= 1
+        if _GC_FREEZERS == 0:
+            gc.unfreeze()
 
 
 @dataclass(eq=False)
@@ -50,6 +73,7 @@ class Request:
     graph: str | None = None
     started: float | None = None
     workers: int = 0
+    cores: tuple[int, ...] | None = None  # the cores its workers are pinned to
     band: int = 0
     nice: int | None = None
     preempted: list[int] = field(default_factory=list)
@@ -65,13 +89,16 @@ class Scheduler:
     deadline first, preemptive with deadline-monotonic bands) or ``"fair"`` (weighted fair
     share, not preemptive). ``workers``: CPU workers to hand out (default: the cores this
     process may use). ``nice_step``: the nice value added per priority band below the top one
-    (capped at 19). ``gpu_slots``: requests run at once on the Vulkan device. ``drop_late``:
-    a request whose deadline passes before it starts is not run; its future gets a
-    DeadlineMissedError (load shedding: under overload, fresh requests stay on time instead
-    of every request queueing behind a backlog). ``default_slack`` (``edf``): seconds after
-    its arrival that a request without a deadline is ordered as if due (aging for background
-    work; a model's own ``slack`` wins). ``ewma_alpha``: the weight of a new measurement in
-    each (model, device) latency estimate that ``auto`` placement uses.
+    (capped at 19). ``idle_band``: the lowest of several bands runs ``SCHED_IDLE`` (only on
+    cycles nobody else wants; preempted at once when a better band's worker wakes). ``pin``: a
+    request's workers are pinned one per core to the cores it was given (the first ``workers``
+    cores of this process's affinity mask are handed out). ``gpu_slots``: requests run at once
+    on the Vulkan device. ``drop_late``: a request whose deadline passes before it starts is not
+    run; its future gets a DeadlineMissedError (load shedding: under overload, fresh requests
+    stay on time instead of every request queueing behind a backlog). ``default_slack``
+    (``edf``): seconds after its arrival that a request without a deadline is ordered as if due
+    (aging for background work; a model's own ``slack`` wins). ``ewma_alpha``: the weight of a
+    new measurement in each (model, device) latency estimate that ``auto`` placement uses.
     """
 
     def __init__(
@@ -81,6 +108,8 @@ class Scheduler:
         workers: int | None = None,
         aging_rate: float | None = None,
         nice_step: int = 10,
+        idle_band: bool = True,
+        pin: bool = True,
         gpu_slots: int = 1,
         drop_late: bool = False,
         default_slack: float | None = None,
@@ -93,6 +122,11 @@ class Scheduler:
         self.workers = workers or cpu_count()
         if self.workers < 1 or gpu_slots < 1:
             raise XGenError("workers and gpu_slots must be >= 1")
+        # The cores the workers are pinned to, one each (none when there are more workers
+        # than cores this process may use).
+        self._cores = usable_cores()[: self.workers] if pin else []
+        if len(self._cores) < self.workers:
+            self._cores = []
         if not 0 < ewma_alpha <= 1:
             raise XGenError(f"ewma_alpha must be in (0, 1], got {ewma_alpha}")
         self.ewma_alpha = ewma_alpha
@@ -106,13 +140,14 @@ class Scheduler:
         self._instance = rt.VmInstance()
         self._models: dict[str, SchedModel] = {}
         self._levels: list[float] = [0.0]
-        self._pool = ExecutorPool([0])
+        self._pool = ExecutorPool([0], idle_lowest=idle_band)
         self._cond = threading.Condition(threading.RLock())
         self._queue: list[Request] = []
         self._running: list[Request] = []
         self._ids = itertools.count()
         self._accepting = True
         self._stopping = False
+        self._froze_gc = False
         self._t0 = time.monotonic()
         self.recorder = Recorder()
         self._dispatcher = threading.Thread(target=self._loop, name="xgen-scheduler", daemon=True)
@@ -176,10 +211,19 @@ class Scheduler:
             raise UnknownNameError("model", name, list(self._models))
         return self._models[name].module
 
-    def warm_up(self) -> None:
+    def warm_up(self, freeze_gc: bool = True) -> None:
         """Create every executor and VM context a request could use, and run each once, so the
         first measured requests do not pay for them; then time one more run per device (all
-        of the model's workers, top band) to seed its latency estimate where none is set."""
+        of the model's workers, top band) to seed its latency estimate where none is set.
+
+        ``freeze_gc``: then move every object alive (models, runtimes, imported libraries) to
+        the garbage collector's permanent generation (``gc.freeze``), process-wide. A full
+        collection stops every Python thread: the dispatcher cannot start a request and no
+        call can return. Measured in the mixed workload of docs/scheduler.md: 118-348 ms
+        pauses that every model's requests waited out, and the deadline misses of a run
+        otherwise on time. Frozen objects are never collected, so cycles among them that die
+        later stay in memory: pass False in a process that keeps building and dropping
+        large object graphs."""
         for m in list(self._models.values()):
             if m.module is None:
                 continue
@@ -192,18 +236,22 @@ class Scheduler:
                 for k in range(1, top + 1):
                     for band in range(len(self._levels)):
                         ex = self._pool.get(k, band)
-                        m.run((k, band), ex.device, arrays, False)
+                        ex.pin(tuple(self._cores[:k]) or None)
+                        m.run((k, band, 0), ex.device, arrays, False)
             for lane in m.lanes:
                 key: Any
                 if lane == "vulkan":
                     key, device = "vulkan", self._pool.vulkan()
                 else:
-                    key, device = (top, 0), self._pool.get(top, 0).device
+                    key, device = (top, 0, 0), self._pool.get(top, 0).device
                 t = time.perf_counter()
                 m.run(key, device, arrays, False)
                 seconds = time.perf_counter() - t
                 with self._cond:
                     self._estimates.setdefault((m.name, lane), seconds)
+        if freeze_gc and not self._froze_gc:
+            self._froze_gc = True
+            _freeze_gc()
 
     # -- latency estimates (auto placement) ------------------------------------------------
     def estimates(self) -> dict[str, dict[str, float]]:
@@ -454,6 +502,11 @@ class Scheduler:
         if not self._claim(req, now):
             return True
         req.workers, req.band, req.started = min(free, want), band, now
+        if self._cores:  # free cores first, then the ones lent by the requests it preempts
+            held = {c for r in cpu if r.preempted_by is None for c in (r.cores or ())}
+            lent = [c for v in victims for c in (v.cores or ())]
+            order = [c for c in self._cores if c not in held] + lent
+            req.cores = tuple(order[: req.workers])
         for v in victims:
             v.preempted_by = req.id
             req.preempted.append(v.id)
@@ -485,10 +538,15 @@ class Scheduler:
             elif req.lane == "vulkan":
                 out = m.run("vulkan", self._pool.vulkan(), req.arrays, req.as_torch)
             else:
-                ex = self._pool.get(req.workers, req.band)
-                req.nice = ex.nice
-                with yielding_to_workers(True):
-                    out = m.run((req.workers, req.band), ex.device, req.arrays, req.as_torch)
+                key, ex = self._pool.acquire(req.workers, req.band)
+                try:
+                    req.nice = ex.nice
+                    ex.pin(req.cores)
+                    take_priority_of(ex)  # this thread is the request's: it ends with it
+                    with yielding_to_workers(True):
+                        out = m.run(key, ex.device, req.arrays, req.as_torch)
+                finally:
+                    self._pool.release(key)
         except BaseException as e:  # the model's error goes to its future; others go on
             error = e
         finished = self.now()
@@ -529,6 +587,7 @@ class Scheduler:
                 list(req.preempted),
                 req.graph,
                 None if req.costs is None else {k: round(v, 6) for k, v in req.costs.items()},
+                None if req.cores is None else list(req.cores),
             )
         )
 
@@ -607,6 +666,9 @@ class Scheduler:
         for m in list(self._models.values()):
             m.release("vulkan")
         self._pool.release_vulkan()
+        if self._froze_gc:
+            self._froze_gc = False
+            _unfreeze_gc()
         return True
 
     def __enter__(self) -> Scheduler:

@@ -33,6 +33,7 @@ class Event:
     preempted: list[int]
     graph: str | None = None
     costs: dict[str, float] | None = None  # auto placement: estimated seconds per device
+    cores: list[int] | None = None  # the cores its CPU workers were pinned to
 
     @property
     def latency(self) -> float:
@@ -260,7 +261,8 @@ def timeline_html(
             x1 = left + e["finished"] * scale
             tip = (
                 f"{m} #{e['id']} {e['status']} workers={e['workers']} band={e['band']} "
-                f"nice={e['nice']} lane={e['lane']} wait={(start - e['submitted']) * 1e3:.1f}ms "
+                f"nice={e['nice']} cores={e.get('cores')} lane={e['lane']} "
+                f"wait={(start - e['submitted']) * 1e3:.1f}ms "
                 f"run={(e['finished'] - start) * 1e3:.1f}ms"
                 + (f" deadline={e['deadline'] * 1e3:.1f}ms" if e["deadline"] is not None else "")
                 + (f" preempted={e['preempted']}" if e["preempted"] else "")
