@@ -4,6 +4,9 @@
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned precision=bf16 db=%t.db},xgen-byoc-offload{backend=tuned precision=bf16}' | FileCheck %s --check-prefix=%if onednn-bf16 %{BF16%} %else %{NOBF16%}
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=none db=%t.db},xgen-byoc-offload{backend=none}' | FileCheck %s --check-prefix=OFF
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=false offload=tuned db=%t.db},xgen-byoc-offload{backend=tuned}' | FileCheck %s --check-prefix=NOWINO
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db vector-bits=512 verbose=true},xgen-byoc-offload{backend=tuned}' 2>%t.512.err | FileCheck %s --check-prefix=P512
+// RUN: FileCheck %s --check-prefix=WHY512 < %t.512.err
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned precision=bf16 db=%t.db vector-bits=512},xgen-byoc-offload{backend=tuned precision=bf16}' | FileCheck %s --check-prefix=P512BF16
 
 // offload=tuned for linear layers: a matmul with constant weights is offloaded to oneDNN
 // exactly where this host's record (Inputs/offload_choices_db.py, per function) says oneDNN
@@ -48,6 +51,33 @@
 // offload=none: nothing marked, nothing offloaded.
 // OFF-NOT: xgen.offload
 // OFF-NOT: xgen_onednn
+
+// The prior (an AVX-512 target, fp32): an f32 Linear layer with no record, of at least 16
+// rows and 256 inputs and outputs, starts in oneDNN. Must not fire: 8 rows; 128 inputs; the
+// 4-row layers above; a record that says oneDNN is slower; a bf16 compile (IREE's bf16
+// matmuls keep them).
+// P512-LABEL: func.func @linear_onednn_wins
+// P512: call @xgen_onednn_matmul_{{[0-9]+}}_call
+// P512-LABEL: func.func @linear_onednn_slower
+// P512-NOT: xgen_onednn
+// P512-LABEL: func.func @linear_no_record
+// P512-NOT: xgen_onednn
+// P512: linalg.matmul
+// P512-LABEL: func.func @linear_prior
+// P512: call @xgen_onednn_matmul_{{[0-9]+}}_call
+// P512-NOT: linalg.matmul
+// P512-LABEL: func.func @linear_prior_few_rows
+// P512-NOT: xgen_onednn
+// P512: linalg.matmul
+// P512-LABEL: func.func @linear_prior_narrow
+// P512-NOT: xgen_onednn
+// P512: linalg.matmul
+// WHY512: matmul 16x256 * 256x256 +addf: onednn f32, no measurement on this host: an f32 Linear layer starts in oneDNN
+// WHY512: matmul 8x256 * 256x256 +addf: IREE, no measurement on this host
+// WHY512: matmul 16x128 * 128x256 +addf: IREE, no measurement on this host
+// P512BF16-LABEL: func.func @linear_prior
+// P512BF16-NOT: xgen_onednn
+// P512BF16: linalg.matmul
 
 // winograd=false does not turn off the measured offload of linear layers.
 // NOWINO-LABEL: func.func @linear_onednn_wins
@@ -119,4 +149,49 @@ func.func @two_activations(%x: tensor<4x2xf32>, %w: tensor<2x8xf32>) -> tensor<4
   %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
   %y = linalg.matmul ins(%x, %w : tensor<4x2xf32>, tensor<2x8xf32>) outs(%i : tensor<4x8xf32>) -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
+}
+
+func.func @linear_prior(%x: tensor<16x256xf32>) -> tensor<16x256xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<256x256xf32>
+  %b = arith.constant dense<0.25> : tensor<256xf32>
+  %e = tensor.empty() : tensor<16x256xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<16x256xf32>) -> tensor<16x256xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<16x256xf32>, tensor<256x256xf32>) outs(%i : tensor<16x256xf32>) -> tensor<16x256xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%y, %b : tensor<16x256xf32>, tensor<256xf32>) outs(%e : tensor<16x256xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in, %in_1 : f32
+    linalg.yield %s : f32
+  } -> tensor<16x256xf32>
+  return %z : tensor<16x256xf32>
+}
+
+func.func @linear_prior_few_rows(%x: tensor<8x256xf32>) -> tensor<8x256xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<256x256xf32>
+  %b = arith.constant dense<0.25> : tensor<256xf32>
+  %e = tensor.empty() : tensor<8x256xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<8x256xf32>) -> tensor<8x256xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<8x256xf32>, tensor<256x256xf32>) outs(%i : tensor<8x256xf32>) -> tensor<8x256xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%y, %b : tensor<8x256xf32>, tensor<256xf32>) outs(%e : tensor<8x256xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in, %in_1 : f32
+    linalg.yield %s : f32
+  } -> tensor<8x256xf32>
+  return %z : tensor<8x256xf32>
+}
+
+func.func @linear_prior_narrow(%x: tensor<16x128xf32>) -> tensor<16x256xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<128x256xf32>
+  %b = arith.constant dense<0.25> : tensor<256xf32>
+  %e = tensor.empty() : tensor<16x256xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<16x256xf32>) -> tensor<16x256xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<16x128xf32>, tensor<128x256xf32>) outs(%i : tensor<16x256xf32>) -> tensor<16x256xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%y, %b : tensor<16x256xf32>, tensor<256xf32>) outs(%e : tensor<16x256xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in, %in_1 : f32
+    linalg.yield %s : f32
+  } -> tensor<16x256xf32>
+  return %z : tensor<16x256xf32>
 }
