@@ -36,7 +36,7 @@ from ..codegen.attention import SCORE_BYTES, STACK_BYTES, AttentionSpec, Strided
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
 from ..irutil import function_of, ops_named
-from ..target import gemm_tile
+from ..target import gemm_tile, host_threads
 from ..tunedb import (
     ALGORITHM,
     MIN_GAIN,
@@ -77,7 +77,9 @@ class AttentionKernelOptions(ToolchainOptions):
     enable: str = "true"
     functions: str = ""  # comma-separated function names to look in; empty: all
     db: str = ""  # "tuned" outside compile(): the tuning database ("": the default one)
-    threads: int = 0  # "tuned": the thread count the records were measured with (0: this host's)
+    # the threads the module runs on (0: this host's): the records measured with that many
+    # (enable=tuned), and the workgroups per core (two per thread)
+    threads: int = 0
     vector_bits: int = 512  # the target's vector width (the kernel's register tile)
     verbose: bool = False
 
@@ -429,6 +431,7 @@ def _match(
     )  # fmt: skip
     last = out_views[-1] if out_views else pv
     spec.out_size = int(np.prod(_shape(last.results[0])))
+    spec.for_workers(opts.threads or host_threads())
     spec.place()
     if spec.stack_bytes > STACK_BYTES:  # V rows of partial vectors are packed on the stack
         raise NoMatch(f"V's {d}-feature rows, padded to whole vectors, pass the stack budget")

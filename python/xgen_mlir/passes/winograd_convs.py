@@ -853,8 +853,7 @@ def _float_linear_prior(
     if rows < LINEAR_PRIOR_MIN_ROWS or min(lhs[-1], out[-1]) < LINEAR_PRIOR_MIN_WIDTH:
         return None, why
     prior = (
-        "no measurement on this host: an f32 Linear layer starts in oneDNN "
-        "(xgen_mlir.tune decides)"
+        "no measurement on this host: an f32 Linear layer starts in oneDNN (xgen_mlir.tune decides)"
     )
     return offload_config(ONEDNN.name, "f32"), prior
 
