@@ -257,6 +257,25 @@ def test_requests_at_once_get_their_own_executors_and_cores(mlp):
     assert pinned <= {(c,) for c in mask[:2]}
 
 
+def test_warm_up_freezes_the_collector_until_shutdown(mlp):
+    """A full collection would stop every request: warm_up freezes what is alive, shutdown
+    lets it be collected again; freeze_gc=False leaves the collector alone."""
+    import gc
+
+    _, x, _, module = mlp
+    assert gc.get_freeze_count() == 0
+    with Scheduler("priority", workers=1) as s:
+        s.add_model("m", module)
+        s.warm_up()
+        assert gc.get_freeze_count() > 0
+        s.submit("m", x).result(60)
+    assert gc.get_freeze_count() == 0
+    with Scheduler("priority", workers=1) as s:
+        s.add_model("m", module)
+        s.warm_up(freeze_gc=False)
+        assert gc.get_freeze_count() == 0
+
+
 def test_aging_orders_an_old_low_request_first(mlp):
     _, x, _, module = mlp
     orders = {}

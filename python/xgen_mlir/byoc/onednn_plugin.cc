@@ -259,16 +259,20 @@ memory Op::prepared_weights(const void* user) {
 }
 
 // The post-ops a name's <post> field asks for, after the primitive's sum and bias: none, relu,
-// add (+ a tensor shaped like the output: a residual), addrelu (add, then relu). False: an
-// unknown field.
+// add (+ a tensor shaped like the output: a residual), addrelu (add, then relu), gelu
+// (x * (1 + erf(x / sqrt 2)) / 2), gelut (GELU's tanh form). False: an unknown field.
 bool post_ops(const std::string& post, const memory::desc& dst, dnnl::post_ops* ops,
               bool* residual) {
   *residual = post == "add" || post == "addrelu";
   if (*residual) ops->append_binary(dnnl::algorithm::binary_add, dst);
   if (post == "relu" || post == "addrelu") {
     ops->append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  } else if (post == "gelu") {
+    ops->append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+  } else if (post == "gelut") {
+    ops->append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
   }
-  return post == "none" || post == "relu" || *residual;
+  return post == "none" || post == "relu" || post == "gelu" || post == "gelut" || *residual;
 }
 
 // The fields every import name starts with: <kind>_<type>_<post>_<bias>, and an s8 name's

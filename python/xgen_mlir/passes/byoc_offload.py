@@ -41,6 +41,7 @@ s8 exact (integer sums).
 
 from __future__ import annotations
 
+import math
 import sys
 from collections import Counter
 from contextvars import ContextVar
@@ -181,6 +182,48 @@ def quantized_operands(op: ir.Operation, ev: ConstEval) -> tuple[np.ndarray, int
     if init is None or init.any():
         return "kept: accumulator init not zero"
     return weight, op.operands[2] if izp is None else int(izp)
+
+
+# x where a GELU-shaped body is compared with oneDNN's GELU: both signs, the curve's bend,
+# its tails; and the tolerance (a few f32 rounding steps: the tanh form differs from the erf
+# form by up to 5e-4 of the input, a sigmoid approximation by 2e-2)
+_GELU_PROBE = np.concatenate([np.linspace(-6.0, 6.0, 97), [-30.0, -12.0, 12.0, 30.0]])
+_GELU_RTOL = 2e-6
+
+
+def _gelu_reference(x: np.ndarray, form: str) -> np.ndarray:
+    if form == "gelu":
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+        return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+    inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)
+    return 0.5 * x * (1.0 + np.tanh(inner))
+
+
+def _gelu_after(value: ir.Value, ev: ConstEval) -> tuple[ir.Operation, str] | None:
+    """The single user of ``value`` if it is a GELU of it, and which form (``gelu``: erf,
+    ``gelut``: tanh), as oneDNN's GELU post-ops compute them. How torch-mlir writes the
+    body depends on the model's code (a division or a product by 1/sqrt 2, ``fpowi`` or
+    ``powf``, the factors in any order), so the body is evaluated (``ConstEval.eval_body``)
+    on probe values in f32 and compared with each form; only arithmetic of its one input and
+    scalar constants is evaluated, anything else is not a GELU."""
+    if num_uses(value) != 1:
+        return None
+    user = next(iter(value.uses)).owner.operation
+    if user.name != "linalg.generic" or not is_elementwise(user) or num_inputs(user) != 1:
+        return None
+    if user.results[0].type != value.type or not is_identity(indexing_maps(user)[0]):
+        return None
+    names = {o.name for o in body_ops(user)}
+    if not names & {"math.erf", "math.tanh"}:
+        return None
+    got = ev.eval_body(user, [_GELU_PROBE.astype(np.float32)])
+    if got is None or got.shape != _GELU_PROBE.shape:
+        return None
+    for form in ("gelu", "gelut"):
+        want = _gelu_reference(_GELU_PROBE, form)
+        if np.allclose(got.astype(np.float64), want, rtol=_GELU_RTOL, atol=1e-6):
+            return user, form
+    return None
 
 
 def _relu_after(value: ir.Value) -> ir.Operation | None:
@@ -477,15 +520,18 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
     if added is not None:
         end, bias = added[0], bias + added[1]
     relu = _relu_after(end.results[0])
+    gelu = None if relu is not None else _gelu_after(end.results[0], ev)
     if relu is not None:
         end, post = relu, "relu"
+    elif gelu is not None:
+        end, post = gelu
     parts = matmul_parts(m, opts.threads)
     symbol = matmul_symbol(_compute(opts), post, m, k, n, parts=parts)
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
     inputs: list = [op.operands[0], np.ascontiguousarray(weight).ravel(), bias.astype(np.float32)]
     _install(module_op, backend, "matmul", symbol, inputs, op, end, parts)
-    fused = ("+bias" if added is not None else "") + ("+relu" if relu is not None else "")
+    fused = ("+bias" if added is not None else "") + ("" if post == "none" else f"+{post}")
     return f"-> {backend.name}" + (f" ({fused})" if fused else "")
 
 

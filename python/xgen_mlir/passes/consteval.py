@@ -14,6 +14,7 @@ caller must then leave the IR alone. ``cf.assert`` in a body is checked, never i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +43,13 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "math.rsqrt": lambda x: (1 / np.sqrt(x)).astype(x.dtype),
     "math.exp": np.exp,
     "math.absf": np.abs,
+    "math.tanh": np.tanh,
+    "math.erf": lambda x: np.vectorize(math.erf, otypes=[np.float64])(x).astype(
+        np.asarray(x).dtype
+    ),
 }
+_BINARY["math.powf"] = np.power
+_BINARY["math.fpowi"] = lambda x, n: np.power(x, np.asarray(n).astype(np.int64))
 _INDEX: dict[str, Callable[[Any, Any], Any]] = {  # index arithmetic of a gather's body
     "arith.addi": np.add,
     "arith.subi": np.subtract,
@@ -152,6 +159,23 @@ class ConstEval:
         if arr is None:
             raise NotConstant
         return arr
+
+    def eval_body(self, op: ir.Operation, args: list[np.ndarray]) -> np.ndarray | None:
+        """The elementwise generic ``op``'s body applied to ``args`` (one array per input,
+        broadcast together), with the scalar constants it captures; None where the body
+        holds anything this evaluator does not compute."""
+        blk_args = list(op.regions[0].blocks[0].arguments)
+        env: dict[ir.Value, np.ndarray] = dict(zip(blk_args[: len(args)], args, strict=True))
+        try:
+            for inner in body_ops(op):
+                if inner.name == "linalg.yield":
+                    return np.asarray(env_get(env, inner.operands[0], self))
+                if inner.name in ("linalg.index", "tensor.extract"):
+                    return None
+                self._step(inner, env)
+        except NotConstant:
+            return None
+        return None
 
     def _eval_generic(self, op: ir.Operation) -> np.ndarray:
         out_ty = ir.RankedTensorType(op.results[0].type)

@@ -1,6 +1,6 @@
 // Matmuls with constant weights (Linear layers, as torch-mlir imports them) become calls of
 // oneDNN matmul primitives in the call phase; a bias add after the matmul becomes the
-// primitive's bias, a ReLU its post-op. Matmuls of two activations stay with IREE.
+// primitive's bias, a ReLU or a GELU its post-op. Matmuls of two activations stay with IREE.
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn}' | FileCheck %s
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn verbose=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=WHY
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn precision=bf16}' | FileCheck %s --check-prefix=%if onednn-bf16 %{BF16%} %else %{NOBF16%}
@@ -201,4 +201,154 @@ func.func @half(%x: tensor<4x8xf16>) -> tensor<4x6xf16> {
   %i = linalg.fill ins(%zero : f16) outs(%e : tensor<4x6xf16>) -> tensor<4x6xf16>
   %y = linalg.matmul ins(%x, %w : tensor<4x8xf16>, tensor<8x6xf16>) outs(%i : tensor<4x6xf16>) -> tensor<4x6xf16>
   return %y : tensor<4x6xf16>
+}
+
+// -----
+
+// GELU after the bias add is the primitive's post-op, in either form, whatever the order of
+// its factors: found by evaluating the body (erf form: gelu; tanh form with sqrt(2/pi):
+// gelut). Must not fire: the tanh form with another constant (torch-mlir writes 0.797724 for
+// approximate="tanh", not sqrt(2/pi) = 0.7978846, and oneDNN's GELU would change the numbers);
+// x * sigmoid(1.702 x) (a different curve, here with a tanh in its body).
+// CHECK: @xgen_dnnl_matmul_f32_gelu_b_4_8_5_p1(
+// CHECK-LABEL: func.func @gelu_erf
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// WHY: linalg.matmul -> onednn (+bias+gelu)
+func.func @gelu_erf(%x: tensor<4x8xf32>) -> tensor<4x5xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.125> : tensor<8x5xf32>
+  %b = arith.constant dense<0.5> : tensor<5xf32>
+  %e = tensor.empty() : tensor<4x5xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x5xf32>) outs(%i : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %y : tensor<5xf32>, tensor<4x5xf32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in_1, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%z : tensor<4x5xf32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %c2 = arith.constant 1.41421354 : f32
+    %one = arith.constant 1.000000e+00 : f32
+    %half = arith.constant 5.000000e-01 : f32
+    %0 = arith.divf %in, %c2 : f32
+    %1 = math.erf %0 : f32
+    %2 = arith.addf %1, %one : f32
+    %3 = arith.mulf %2, %half : f32
+    %4 = arith.mulf %in, %3 : f32
+    linalg.yield %4 : f32
+  } -> tensor<4x5xf32>
+  return %r : tensor<4x5xf32>
+}
+
+// -----
+
+// CHECK: @xgen_dnnl_matmul_f32_gelut_b_4_8_6_p1(
+// CHECK-LABEL: func.func @gelu_tanh
+// CHECK-NOT: linalg.generic
+// WHY: linalg.matmul -> onednn (+bias+gelut)
+func.func @gelu_tanh(%x: tensor<4x8xf32>) -> tensor<4x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.125> : tensor<8x6xf32>
+  %b = arith.constant dense<0.5> : tensor<6xf32>
+  %e = tensor.empty() : tensor<4x6xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x6xf32>) outs(%i : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %y : tensor<6xf32>, tensor<4x6xf32>) outs(%e : tensor<4x6xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in_1, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<4x6xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%z : tensor<4x6xf32>) outs(%e : tensor<4x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %c3 = arith.constant 3 : i64
+    %a = arith.constant 4.471500e-02 : f32
+    %k = arith.constant 0.797884583 : f32
+    %one = arith.constant 1.000000e+00 : f32
+    %half = arith.constant 5.000000e-01 : f32
+    %0 = math.fpowi %in, %c3 : f32, i64
+    %1 = arith.mulf %0, %a : f32
+    %2 = arith.addf %in, %1 : f32
+    %3 = arith.mulf %2, %k : f32
+    %4 = math.tanh %3 : f32
+    %5 = arith.addf %4, %one : f32
+    %6 = arith.mulf %5, %half : f32
+    %7 = arith.mulf %in, %6 : f32
+    linalg.yield %7 : f32
+  } -> tensor<4x6xf32>
+  return %r : tensor<4x6xf32>
+}
+
+// -----
+
+// CHECK: @xgen_dnnl_matmul_f32_none_b_4_8_7_p1(
+// CHECK-LABEL: func.func @gelu_tanh_other_constant
+// CHECK: math.tanh
+// WHY: linalg.matmul -> onednn (+bias)
+func.func @gelu_tanh_other_constant(%x: tensor<4x8xf32>) -> tensor<4x7xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.125> : tensor<8x7xf32>
+  %b = arith.constant dense<0.5> : tensor<7xf32>
+  %e = tensor.empty() : tensor<4x7xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x7xf32>) -> tensor<4x7xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x7xf32>) outs(%i : tensor<4x7xf32>) -> tensor<4x7xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %y : tensor<7xf32>, tensor<4x7xf32>) outs(%e : tensor<4x7xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in_1, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<4x7xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%z : tensor<4x7xf32>) outs(%e : tensor<4x7xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %c3 = arith.constant 3 : i64
+    %a = arith.constant 4.471500e-02 : f32
+    %k = arith.constant 0.797724 : f32
+    %one = arith.constant 1.000000e+00 : f32
+    %half = arith.constant 5.000000e-01 : f32
+    %0 = math.fpowi %in, %c3 : f32, i64
+    %1 = arith.mulf %0, %a : f32
+    %2 = arith.addf %in, %1 : f32
+    %3 = arith.mulf %2, %k : f32
+    %4 = math.tanh %3 : f32
+    %5 = arith.addf %4, %one : f32
+    %6 = arith.mulf %5, %half : f32
+    %7 = arith.mulf %in, %6 : f32
+    linalg.yield %7 : f32
+  } -> tensor<4x7xf32>
+  return %r : tensor<4x7xf32>
+}
+
+// -----
+
+// CHECK: @xgen_dnnl_matmul_f32_none_b_4_8_9_p1(
+// CHECK-LABEL: func.func @sigmoid_gelu
+// CHECK: math.exp
+// WHY: linalg.matmul -> onednn (+bias)
+func.func @sigmoid_gelu(%x: tensor<4x8xf32>) -> tensor<4x9xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.125> : tensor<8x9xf32>
+  %b = arith.constant dense<0.5> : tensor<9xf32>
+  %e = tensor.empty() : tensor<4x9xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x9xf32>) -> tensor<4x9xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x9xf32>) outs(%i : tensor<4x9xf32>) -> tensor<4x9xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b, %y : tensor<9xf32>, tensor<4x9xf32>) outs(%e : tensor<4x9xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in_1, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<4x9xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%z : tensor<4x9xf32>) outs(%e : tensor<4x9xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %c = arith.constant 1.702000e+00 : f32
+    %one = arith.constant 1.000000e+00 : f32
+    %0 = arith.mulf %in, %c : f32
+    %1 = arith.negf %0 : f32
+    %2 = math.exp %1 : f32
+    %3 = arith.addf %2, %one : f32
+    %4 = arith.divf %in, %3 : f32
+    %t = math.tanh %4 : f32
+    %5 = arith.subf %t, %t : f32
+    %6 = arith.addf %4, %5 : f32
+    linalg.yield %6 : f32
+  } -> tensor<4x9xf32>
+  return %r : tensor<4x9xf32>
 }
