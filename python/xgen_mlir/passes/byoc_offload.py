@@ -199,6 +199,19 @@ def _gelu_reference(x: np.ndarray, form: str) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(inner))
 
 
+def _activation_of(value: ir.Value) -> ir.Operation | None:
+    """The single user of ``value`` if it is an elementwise generic of ``value`` alone, in its
+    shape (what a primitive's eltwise post-op can take)."""
+    if num_uses(value) != 1:
+        return None
+    user = next(iter(value.uses)).owner.operation
+    if user.name != "linalg.generic" or not is_elementwise(user) or num_inputs(user) != 1:
+        return None
+    if user.results[0].type != value.type or not is_identity(indexing_maps(user)[0]):
+        return None
+    return user
+
+
 def _gelu_after(value: ir.Value, ev: ConstEval) -> tuple[ir.Operation, str] | None:
     """The single user of ``value`` if it is a GELU of it, and which form (``gelu``: erf,
     ``gelut``: tanh), as oneDNN's GELU post-ops compute them. How torch-mlir writes the
@@ -206,12 +219,8 @@ def _gelu_after(value: ir.Value, ev: ConstEval) -> tuple[ir.Operation, str] | No
     ``powf``, the factors in any order), so the body is evaluated (``ConstEval.eval_body``)
     on probe values in f32 and compared with each form; only arithmetic of its one input and
     scalar constants is evaluated, anything else is not a GELU."""
-    if num_uses(value) != 1:
-        return None
-    user = next(iter(value.uses)).owner.operation
-    if user.name != "linalg.generic" or not is_elementwise(user) or num_inputs(user) != 1:
-        return None
-    if user.results[0].type != value.type or not is_identity(indexing_maps(user)[0]):
+    user = _activation_of(value)
+    if user is None:
         return None
     names = {o.name for o in body_ops(user)}
     if not names & {"math.erf", "math.tanh"}:
@@ -229,12 +238,8 @@ def _gelu_after(value: ir.Value, ev: ConstEval) -> tuple[ir.Operation, str] | No
 def _relu_after(value: ir.Value) -> ir.Operation | None:
     """The single user of ``value`` if it is a ReLU of it that keeps NaN, as oneDNN's does:
     torch-mlir's ``select(cmpf ugt(x, 0), x, 0)``, or ``maximumf(x, 0)``."""
-    if num_uses(value) != 1:
-        return None
-    user = next(iter(value.uses)).owner.operation
-    if user.name != "linalg.generic" or not is_elementwise(user) or num_inputs(user) != 1:
-        return None
-    if user.results[0].type != value.type or not is_identity(indexing_maps(user)[0]):
+    user = _activation_of(value)
+    if user is None:
         return None
     x = body(user).arguments[0]
     ops = body_ops(user)
