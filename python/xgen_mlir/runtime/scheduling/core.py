@@ -219,9 +219,9 @@ class Scheduler:
         ``freeze_gc``: then move every object alive (models, runtimes, imported libraries) to
         the garbage collector's permanent generation (``gc.freeze``), process-wide. A full
         collection stops every Python thread: the dispatcher cannot start a request and no
-        call can return. Measured in the mixed workload of docs/scheduler.md: 118-348 ms
-        pauses that every model's requests waited out, and the deadline misses of a run
-        otherwise on time. Frozen objects are never collected, so cycles among them that die
+        call can return. Measured in the mixed workload of docs/scheduler.md: a 118 ms pause
+        in a run (237-348 ms ones between runs) that every model's requests waited out, and
+        the deadline misses of a run otherwise on time. Frozen objects are never collected, so cycles among them that die
         later stay in memory: pass False in a process that keeps building and dropping
         large object graphs."""
         for m in list(self._models.values()):
