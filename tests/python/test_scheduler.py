@@ -252,6 +252,9 @@ def test_requests_at_once_get_their_own_executors_and_cores(mlp):
         s.shutdown()
     cores = [e["cores"] for e in _started(s, "m")]
     mask = sorted(os.sched_getaffinity(0))
+    if len(mask) < 2:  # fewer cores than workers: nothing is pinned
+        assert all(c is None for c in cores)
+        return
     assert all(c is not None and len(c) == 1 and c[0] in mask[:2] for c in cores)
     pinned = {tuple(ex["cores"]) for ex in s._pool.describe() if ex["cores"] is not None}
     assert pinned <= {(c,) for c in mask[:2]}
