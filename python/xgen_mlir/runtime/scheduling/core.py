@@ -221,9 +221,9 @@ class Scheduler:
         collection stops every Python thread: the dispatcher cannot start a request and no
         call can return. Measured in the mixed workload of docs/scheduler.md: a 118 ms pause
         in a run (237-348 ms ones between runs) that every model's requests waited out, and
-        the deadline misses of a run otherwise on time. Frozen objects are never collected, so cycles among them that die
-        later stay in memory: pass False in a process that keeps building and dropping
-        large object graphs."""
+        the deadline misses of a run otherwise on time. Frozen objects are never collected,
+        so cycles among them that die later stay in memory: pass False in a process that
+        keeps building and dropping large object graphs."""
         for m in list(self._models.values()):
             if m.module is None:
                 continue
