@@ -469,7 +469,9 @@ def onednn_sha(path: Path) -> str:
 
 class MLP(torch.nn.Module):
     """Three Linear layers on a 3-D input (torch-mlir collapses it to rows): one with a ReLU
-    after it (fused as the primitive's post-op), one with a GELU (not fused), one bare."""
+    after it and one with GELU's erf form (each fused as the primitive's post-op), one with
+    GELU's tanh form after it, which the frontend decomposes into its formula (several
+    generics when the offload runs: not a post-op)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -480,7 +482,7 @@ class MLP(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = torch.relu(self.a(x))
         x = torch.nn.functional.gelu(self.b(x))
-        return self.c(x)
+        return torch.nn.functional.gelu(self.c(x), approximate="tanh")
 
 
 class Block(torch.nn.Module):
@@ -522,25 +524,28 @@ def _linear_case(name: str) -> tuple[torch.nn.Module, torch.Tensor, np.ndarray]:
     return model, x, want
 
 
-# name -> (Linear layers offloaded, of them with a fused ReLU, attention matmuls kept)
-LINEAR_CASES = {"mlp": (3, 1, 0), "block": (6, 1, 2)}
+# name -> (Linear layers offloaded, of them with a fused ReLU, with a fused GELU (erf form),
+# attention matmuls kept)
+LINEAR_CASES = {"mlp": (3, 1, 1, 0), "block": (6, 1, 0, 2)}
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 @pytest.mark.parametrize("name", list(LINEAR_CASES))
 def test_linear_layers_offloaded(name, precision):
     """Every Linear (matmul of constant weights + bias) becomes a oneDNN matmul with its bias
-    (and a ReLU after it) fused; attention's matmuls of two activations stay with IREE, counted
-    with their reason; the numbers match PyTorch (f32: reassociation only; bf16: rounded
-    operands, f32 accumulation)."""
+    (and a ReLU or GELU after it) fused; attention's matmuls of two activations stay with
+    IREE, counted with their reason; the numbers match PyTorch (f32: reassociation only;
+    bf16: rounded operands, f32 accumulation)."""
     model, x, want = _linear_case(name)
     m = xgen_mlir.compile(model, (x,), target_options=OFFLOAD, precision=precision)
     offload = m.report.offload
-    linears, relus, attention = LINEAR_CASES[name]
+    linears, relus, gelus, attention = LINEAR_CASES[name]
     matmuls = {what: n for what, n in offload.items() if "matmul -> onednn" in what}
     assert sum(matmuls.values()) == linears, offload
     assert all("+bias" in what for what in matmuls), offload
     assert sum(n for what, n in matmuls.items() if "+relu" in what) == relus, offload
+    assert sum(n for what, n in matmuls.items() if "+gelu)" in what) == gelus, offload
+    assert not any("+gelut" in what for what in matmuls), offload  # the tanh form stays
     kept = {what: n for what, n in offload.items() if "kept" in what}
     assert kept == (
         {"linalg.batch_matmul kept: right operand not a constant": attention} if attention else {}
@@ -551,40 +556,6 @@ def test_linear_layers_offloaded(name, precision):
         assert err < 1e-5, f"fp32 matmul offload: relative error {err:.2e}"
     else:
         _check_bf16(m, err, "bf16 matmul offload")
-
-
-class GeluMLP(torch.nn.Module):
-    """Linear layers followed by GELU: erf (F.gelu, one generic after import), and
-    F.gelu(approximate="tanh"), which the frontend decomposes into its formula (several
-    generics when the offload runs: not a post-op)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.a = torch.nn.Linear(16, 24)
-        self.b = torch.nn.Linear(24, 20)
-        self.c = torch.nn.Linear(20, 8)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.nn.functional.gelu(self.a(x))
-        return self.c(torch.nn.functional.gelu(self.b(y), approximate="tanh"))
-
-
-def test_gelu_is_the_linear_layers_post_op():
-    """A GELU after a Linear's bias runs inside oneDNN's primitive where the body computes
-    the GELU oneDNN does (the erf form here); the decomposed tanh form stays with IREE; the
-    numbers match PyTorch."""
-    torch.manual_seed(4)
-    model, x = GeluMLP().eval(), torch.randn(12, 16) * 3
-    with torch.no_grad():
-        want = model(x).numpy()
-    m = xgen_mlir.compile(model, (x,), target_options=OFFLOAD)
-    offload = m.report.offload
-    assert offload == {
-        "linalg.matmul -> onednn (+bias+gelu)": 1,
-        "linalg.matmul -> onednn (+bias)": 2,
-    }, offload
-    err = max_abs_err(m(x).numpy(), want) / _scale(want)
-    assert err < 1e-5, f"GELU post-ops: relative error {err:.2e}"
 
 
 class DynamicLinear(torch.nn.Module):

@@ -62,7 +62,7 @@ from ..codegen.dispatch import import_executable_text
 from ..diagnostics import location_matches, location_text, warn_fallback
 from ..errors import BackendCompileError
 from ..irutil import function_of, ops_named
-from .consteval import WEIGHT_ELEMENTS, ConstEval
+from .consteval import WEIGHT_ELEMENTS, ConstEval, erf
 from .fold_batchnorm import fold_one
 from .generic_util import (
     body,
@@ -193,7 +193,6 @@ _GELU_RTOL = 2e-6
 
 def _gelu_reference(x: np.ndarray, form: str) -> np.ndarray:
     if form == "gelu":
-        erf = np.vectorize(math.erf, otypes=[np.float64])
         return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
     inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)
     return 0.5 * x * (1.0 + np.tanh(inner))

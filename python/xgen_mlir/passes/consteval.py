@@ -37,6 +37,13 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "arith.maximumf": np.maximum,
     "arith.minimumf": np.minimum,
 }
+
+
+def erf(x: Any) -> np.ndarray:
+    """The error function elementwise, in float64 (numpy has none; ``math.erf`` per element)."""
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
 _UNARY: dict[str, Callable[[Any], Any]] = {
     "arith.negf": np.negative,
     "math.sqrt": np.sqrt,
@@ -44,9 +51,7 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "math.exp": np.exp,
     "math.absf": np.abs,
     "math.tanh": np.tanh,
-    "math.erf": lambda x: np.vectorize(math.erf, otypes=[np.float64])(x).astype(
-        np.asarray(x).dtype
-    ),
+    "math.erf": lambda x: erf(x).astype(np.asarray(x).dtype),
 }
 _BINARY["math.powf"] = np.power
 _BINARY["math.fpowi"] = lambda x, n: np.power(x, np.asarray(n).astype(np.int64))

@@ -33,20 +33,18 @@ from ...errors import ModuleLoadError
 from ..plugins import FLAG_LOCK
 
 
-def cpu_count() -> int:
-    """The cores this process may use (its affinity mask), not the machine's total."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def usable_cores() -> list[int]:
-    """The ids of the cores this process may use, in order (empty where unknown)."""
+    """The ids of the cores this process may use (its affinity mask), in order (empty where
+    unknown)."""
     try:
         return sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return []
+
+
+def cpu_count() -> int:
+    """The cores this process may use, not the machine's total."""
+    return len(usable_cores()) or max(1, os.cpu_count() or 1)
 
 
 def _threads() -> set[int]:
@@ -135,11 +133,7 @@ class CpuExecutor:
     nice: int | None = None
     idle: bool = False
     pinned: tuple[int, ...] | None = None
-
-    @property
-    def worker_ids(self) -> list[int]:
-        """The executor's worker threads (not the device's poller)."""
-        return [t for t in self.thread_ids if _comm(t).startswith("iree-worker")]
+    worker_ids: list[int] = field(default_factory=list)  # thread_ids less the device's poller
 
     def pin(self, cores: tuple[int, ...] | None) -> None:
         """Pin worker ``i`` to ``cores[i]`` (no-op when already there, or ``cores`` is None).
@@ -178,6 +172,7 @@ class CpuExecutor:
             device = driver.create_default_device()
             new = _new_iree_threads(before)
         ex = cls(workers, nice_offset, driver, device, new)
+        ex.worker_ids = [t for t in new if _comm(t).startswith("iree-worker")]
         ex.nice = renice(new, nice_offset)
         ex.idle = idle and make_idle(new)
         return ex
