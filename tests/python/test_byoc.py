@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import threading
 from pathlib import Path
@@ -173,14 +174,18 @@ def test_the_plugin_itself_refuses_s8_without_vnni(capfd):
 def test_the_plugin_splits_an_op_into_at_most_its_rows():
     """An import name's _pP: P parts along the output rows, each a primitive of its own;
     never more parts than rows (a workgroup with nothing to do is a compiler bug, refused at
-    load). A name without parts (a module saved before operations were split) still loads:
-    the op runs whole on the calling worker."""
+    load); a matmul's _cP: P parts along its columns, never more than there are. A conv has
+    no column split. A name without parts (a module saved before operations were split)
+    still loads: the op runs whole on the calling worker."""
     lib = onednn._library(str(ONEDNN.plugin()))
     for parts, ok in ((1, 1), (3, 1), (4, 1), (5, 0)):
         assert lib.xgen_dnnl_can_build(f"xgen_dnnl_matmul_f32_none_b_4_2_3_p{parts}".encode()) == ok
+    for parts, ok in ((2, 1), (3, 1), (4, 0)):
+        assert lib.xgen_dnnl_can_build(f"xgen_dnnl_matmul_f32_add_b_4_2_3_c{parts}".encode()) == ok
     conv = "xgen_dnnl_conv_f32_relu_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1"
     assert lib.xgen_dnnl_can_build(f"{conv}_p8".encode()) == 1
     assert lib.xgen_dnnl_can_build(f"{conv}_p9".encode()) == 0
+    assert lib.xgen_dnnl_can_build(f"{conv}_c2".encode()) == 0
     assert lib.xgen_dnnl_can_build(conv.encode()) == 1  # no parts: an older module's name
 
 
@@ -570,6 +575,56 @@ class DynamicLinear(torch.nn.Module):
 class WeightInputLinear(torch.nn.Module):
     def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         return x @ w
+
+
+class WideLinears(torch.nn.Module):
+    """Linear layers with more columns than rows (6 rows, 96 or 48 columns): with GELU, with
+    ReLU, and two without a post-op, one of them 48 columns wide."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(24, 96)
+        self.b = torch.nn.Linear(96, 96)
+        self.c = torch.nn.Linear(96, 96)
+        self.d = torch.nn.Linear(96, 48)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.nn.functional.gelu(self.a(x))
+        y = torch.relu(self.b(y))
+        return self.d(y + self.c(y))
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_wide_matmuls_split_along_columns(threads, precision, tmp_path):
+    """A matmul with more columns than rows is split among the workers along its columns
+    (each part reads 1/P of the weights, not all of them) when each share is a whole number
+    of 16 columns: the parts' offsets into the weights, the bias and the output come out
+    right, at 2 and 3 parts, against PyTorch."""
+    torch.manual_seed(5)
+    model, x = WideLinears().eval(), torch.randn(6, 24)
+    with torch.no_grad():
+        want = model(x).numpy()
+    options = {**OFFLOAD, "threads": str(threads)}
+    m = xgen_mlir.compile(
+        model, (x,), target_options=options, precision=precision, dump_ir=tmp_path
+    )
+    final = sorted(tmp_path.glob("*.mlir"))[-1].read_text()
+    compute = "f32" if precision == "fp32" else "bf16"
+    symbols = set(re.findall(r"xgen_dnnl_matmul_\w+", final))
+    # 48 columns make 3 shares of 16, not 2 of 24: the rows then
+    d = f"xgen_dnnl_matmul_{compute}_none_b_6_96_48_" + ("c3" if threads == 3 else "p2")
+    assert symbols == {
+        f"xgen_dnnl_matmul_{compute}_gelu_b_6_24_96_c{threads}",
+        f"xgen_dnnl_matmul_{compute}_relu_b_6_96_96_c{threads}",
+        f"xgen_dnnl_matmul_{compute}_none_b_6_96_96_c{threads}",
+        d,
+    }, symbols
+    err = max_abs_err(m(x).numpy(), want) / _scale(want)
+    if precision == "fp32":
+        assert err < 1e-5, f"column-split matmuls: relative error {err:.2e}"
+    else:
+        _check_bf16(m, err, "column-split bf16 matmuls")
 
 
 def _kept_linear(name: str):

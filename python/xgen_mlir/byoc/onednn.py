@@ -134,9 +134,10 @@ def matmul_symbol(
     n: int,
     zero_point: int | str | None = None,
     parts: int = 1,
+    columns: bool = False,
 ) -> str:
-    """``parts``: see ``matmul_parts``."""
-    return _name("matmul", compute, post, [m, k, n], zero_point, parts)
+    """``parts``, ``columns``: see ``matmul_split``."""
+    return _name("matmul", compute, post, [m, k, n], zero_point, parts, columns)
 
 
 def conv_parts(n: int, oh: int, threads: int) -> int:
@@ -146,9 +147,16 @@ def conv_parts(n: int, oh: int, threads: int) -> int:
     return max(1, min(threads, oh if n == 1 else n))
 
 
-def matmul_parts(m: int, threads: int) -> int:
-    """As ``conv_parts``, along a matmul's rows."""
-    return max(1, min(threads, m))
+def matmul_split(m: int, n: int, threads: int) -> tuple[int, bool]:
+    """How many workgroups run an [M,K] x [K,N] matmul, and whether along its columns
+    (else its rows). Along the rows every part reads all the weights, along the columns all
+    the source: the parts together read P*K*N + M*K elements or P*M*K + K*N, so the columns
+    win exactly when N > M (a transformer's Linear layers at small batch, whose weights
+    stream from memory on every call). A column share stays a whole number of 16 columns
+    (an AVX-512 register of f32); otherwise the rows, never more parts than rows."""
+    if threads > 1 and n > m and n % (16 * threads) == 0:
+        return threads, True
+    return max(1, min(threads, m)), False
 
 
 def _name(
@@ -158,21 +166,24 @@ def _name(
     fields: list,
     zero_point: int | str | None,
     parts: int,
+    columns: bool = False,
 ) -> str:
     """f32/bf16 ops have a bias (``b``); s8 ones none (``nb``) and the source's zero point
     after the sizes, a negative one spelled ``m128`` (the name stays a plain identifier), one
-    given at run time ``r``; last ``p`` and the number of parts (workgroups)."""
+    given at run time ``r``; last the number of parts (workgroups) after ``p`` (along the
+    output's rows) or ``c`` (a matmul's columns)."""
     if parts < 1:
         raise ValueError(f"{parts} parts: at least one")
     if (compute == "s8") != (zero_point is not None):
         raise ValueError(f"a zero point goes with compute type s8, not {compute}")
     text = "_".join(str(int(f)) for f in fields)
+    split = f"{'c' if columns else 'p'}{parts}"
     if zero_point is None:
-        return f"{PREFIX}{kind}_{compute}_{post}_b_{text}_p{parts}"
+        return f"{PREFIX}{kind}_{compute}_{post}_b_{text}_{split}"
     if isinstance(zero_point, str):
         if zero_point != RUNTIME_ZERO_POINT:
             raise ValueError(f"zero point {zero_point!r}: an int or {RUNTIME_ZERO_POINT!r}")
         zp = zero_point
     else:
         zp = f"m{-zero_point}" if zero_point < 0 else str(zero_point)
-    return f"{PREFIX}{kind}_{compute}_{post}_nb_{text}_{zp}_p{parts}"
+    return f"{PREFIX}{kind}_{compute}_{post}_nb_{text}_{zp}_{split}"

@@ -15,8 +15,9 @@
 // success.
 //
 // Threads: a name ending in _pP is an operation split into P parts along its output's outer
-// rows (a conv's output rows at batch 1, else its images; a matmul's rows), called from a
-// dispatch of P workgroups: workgroup i runs part i as a single-threaded primitive on the
+// rows (a conv's output rows at batch 1, else its images; a matmul's rows), _cP a matmul
+// split along its columns (the compiler's choice: byoc/onednn.py, matmul_split), called
+// from a dispatch of P workgroups: workgroup i runs part i as a single-threaded primitive on the
 // IREE worker that runs it. IREE's workers are the only threads: no OpenMP team to wake for
 // each primitive, none spinning beside IREE's next dispatch, none placed on a core an IREE
 // worker is pinned to (ResNet-18 in bf16, every conv offloaded, 2 cores: 5.3-10.5 ms from
@@ -330,16 +331,20 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v) 
 
 // "matmul_<type>_<post>_<bias>_M_K_N[_ZP]_pP": row-major [M,K] x constant [K,N] (+ bias [N]);
 // f32 in and out, or for s8 as for conv (a linalg.quantized_matmul).
-std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, memory::dim n) {
+// ``ld``: the row length of the whole weights, output and residual when this is a part of
+// a matmul split along its columns (else n).
+std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, memory::dim n,
+                                memory::dim ld) {
   using tag = memory::format_tag;
   auto f32 = memory::data_type::f32;
   memory::data_type ct = h.ct;
   UserTypes user = user_types(ct);
   auto op = std::make_unique<Op>();
+  const memory::dims rows_of_ld{ld, 1};
   op->src_user = memory::desc({m, k}, user.src, tag::ab);
   op->src_prim = memory::desc({m, k}, ct, tag::ab);
-  op->dst_desc = memory::desc({m, n}, user.dst, tag::ab);
-  op->wei_user = memory::desc({k, n}, user.wei, tag::ab);
+  op->dst_desc = memory::desc({m, n}, user.dst, rows_of_ld);
+  op->wei_user = memory::desc({k, n}, user.wei, rows_of_ld);
   memory::desc wei_any({k, n}, ct, tag::any);
   op->has_bias = h.bias;
   op->bias_desc = memory::desc({1, n}, f32, tag::ab);
@@ -358,11 +363,11 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
   return op;
 }
 
-// One part of a split operation: its primitive and where its rows start in the source and in
-// the output (a residual is laid out like the output), in bytes.
+// One part of a split operation: its primitive and where its share starts in the source, the
+// weights, the bias and the output (a residual is laid out like the output), in bytes.
 struct Part {
   Op* op;
-  size_t src_offset, dst_offset;
+  size_t src_offset, dst_offset, wei_offset = 0, bias_offset = 0;
 };
 
 // An import: its parts (workgroup i runs part i) and the distinct primitives they use (the
@@ -427,15 +432,25 @@ bool split_conv(const Head& h, const std::vector<memory::dim>& v, memory::dim p,
   return true;
 }
 
-// A matmul in P parts along its rows.
+// A matmul in P parts along its rows, or along its columns (each part then reads all of the
+// source, its share of the weights' columns, and writes its columns of the output).
 bool split_matmul(const Head& h, memory::dim m, memory::dim k, memory::dim n, memory::dim p,
-                  Split* split) {
+                  bool columns, Split* split) {
   UserTypes user = user_types(h.ct);
-  if (p > m) return false;
+  if (p > (columns ? n : m)) return false;
   for (memory::dim i = 0; i < p; ++i) {
+    if (columns) {
+      auto [n0, n1] = part_rows(n, i, p);
+      memory::dim cols = n1 - n0;
+      Op* op = split->op_for({-cols}, [&] { return make_matmul(h, m, k, cols, n); });
+      if (!op) return false;
+      split->parts.push_back({op, 0, n0 * element_bytes(user.dst), n0 * element_bytes(user.wei),
+                              n0 * sizeof(float)});
+      continue;
+    }
     auto [m0, m1] = part_rows(m, i, p);
     memory::dim rows = m1 - m0;
-    Op* op = split->op_for({rows}, [&] { return make_matmul(h, rows, k, n); });
+    Op* op = split->op_for({rows}, [&] { return make_matmul(h, rows, k, n, n); });
     if (!op) return false;
     split->parts.push_back({op, m0 * k * element_bytes(user.src), m0 * n * element_bytes(user.dst)});
   }
@@ -488,7 +503,9 @@ int call_part(void* params, void* context, void* /*reserved*/) {
     }
     const Part& part = split->parts[id];
     const char* src = static_cast<const char*>(p[0]) + part.src_offset;
-    return part.op->run(src, p[1], bias, residual ? residual + part.dst_offset : nullptr, zp,
+    const char* wei = static_cast<const char*>(p[1]) + part.wei_offset;
+    return part.op->run(src, wei, bias ? bias + part.bias_offset : nullptr,
+                        residual ? residual + part.dst_offset : nullptr, zp,
                         dst + part.dst_offset);
   } catch (const dnnl::error& e) {
     std::fprintf(stderr, "xgen_mlir oneDNN plugin: %s (status %d)\n", e.what(), (int)e.status);
@@ -532,7 +549,8 @@ Split* make_op(const char* symbol) {
     if (f.size() < 5) return nullptr;
     // A name without parts is a module compiled before operations were split: one
     // workgroup, no id passed; it runs whole, on the calling worker alone.
-    const bool whole = f.back().size() < 2 || f.back()[0] != 'p';
+    const char along = f.back().size() < 2 ? 0 : f.back()[0];
+    const bool whole = along != 'p' && along != 'c';
     memory::dim parts = whole ? 1 : std::stoll(f.back().substr(1));
     if (!whole) f.pop_back();
     Head h{compute_type(f[1]), f[2], f[3] == "b", ""};
@@ -549,9 +567,11 @@ Split* make_op(const char* symbol) {
     auto made = std::make_unique<Split>();
     made->whole = whole;
     bool ok = false;
-    if (f[0] == "conv" && sizes.size() == 18) ok = split_conv(h, sizes, parts, made.get());
+    if (f[0] == "conv" && sizes.size() == 18 && along != 'c') {
+      ok = split_conv(h, sizes, parts, made.get());
+    }
     if (f[0] == "matmul" && sizes.size() == 3) {
-      ok = split_matmul(h, sizes[0], sizes[1], sizes[2], parts, made.get());
+      ok = split_matmul(h, sizes[0], sizes[1], sizes[2], parts, along == 'c', made.get());
     }
     return ok ? made.release() : nullptr;
   } catch (const std::exception& e) {

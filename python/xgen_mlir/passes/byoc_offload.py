@@ -55,7 +55,7 @@ from ..byoc.onednn import (
     RUNTIME_ZERO_POINT,
     conv_parts,
     conv_symbol,
-    matmul_parts,
+    matmul_split,
     matmul_symbol,
 )
 from ..codegen.dispatch import import_executable_text
@@ -372,8 +372,10 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
         x = op.operands[0]
         shape = ir.RankedTensorType(x.type).shape
         m, k, n = int(np.prod(shape[:-1])), shape[-1], weight.shape[1]
-        parts = matmul_parts(m, opts.threads)
-        symbol = matmul_symbol("s8", "none", m, k, n, zero_point=constant_zp, parts=parts)
+        parts, columns = matmul_split(m, n, opts.threads)
+        symbol = matmul_symbol(
+            "s8", "none", m, k, n, zero_point=constant_zp, parts=parts, columns=columns
+        )
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
     inputs: list = [x, np.ascontiguousarray(weight).ravel()]
@@ -529,8 +531,8 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
         end, post = relu, "relu"
     elif gelu is not None:
         end, post = gelu
-    parts = matmul_parts(m, opts.threads)
-    symbol = matmul_symbol(_compute(opts), post, m, k, n, parts=parts)
+    parts, columns = matmul_split(m, n, opts.threads)
+    symbol = matmul_symbol(_compute(opts), post, m, k, n, parts=parts, columns=columns)
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
     inputs: list = [op.operands[0], np.ascontiguousarray(weight).ravel(), bias.astype(np.float32)]
