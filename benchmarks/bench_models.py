@@ -41,6 +41,7 @@ from xgen_mlir.runtime import CompiledModule
 
 HOST = ["--iree-llvmcpu-target-cpu=host"]
 IREE_BEST = HOST + [
+    "--iree-llvmcpu-reassociate-fp-reductions",
     "--iree-opt-data-tiling",
     "--iree-preprocessing-pass-pipeline=builtin.module(util.func("
     "iree-preprocessing-convert-conv-to-channels-last))",
