@@ -147,14 +147,16 @@ def conv_parts(n: int, oh: int, threads: int) -> int:
     return max(1, min(threads, oh if n == 1 else n))
 
 
-def matmul_split(m: int, n: int, threads: int) -> tuple[int, bool]:
-    """How many workgroups run an [M,K] x [K,N] matmul, and whether along its columns
-    (else its rows). Along the rows every part reads all the weights, along the columns all
-    the source: the parts together read P*K*N + M*K elements or P*M*K + K*N, so the columns
-    win exactly when N > M (a transformer's Linear layers at small batch, whose weights
-    stream from memory on every call). A column share stays a whole number of 16 columns
-    (an AVX-512 register of f32); otherwise the rows, never more parts than rows."""
-    if threads > 1 and n > m and n % (16 * threads) == 0:
+def matmul_split(m: int, n: int, threads: int, compute: str = "f32") -> tuple[int, bool]:
+    """How many workgroups run an [M,K] x [K,N] matmul computing in ``compute``, and whether
+    along its columns (else its rows). Along the rows every part reads all the weights,
+    along the columns all the source: the parts together read P*K*N + M*K elements or
+    P*M*K + K*N, so the columns read less exactly when N > M (a transformer's Linear layers
+    at small batch, whose weights stream from memory on every call). A column share stays a
+    whole number of 16 columns (an AVX-512 register of f32); otherwise the rows, never more
+    parts than rows. Only for f32: oneDNN's bf16 and s8 kernels ran slower on a column
+    share than on a row share of the same GEMM (docs/byoc.md, "Rows or columns")."""
+    if compute == "f32" and threads > 1 and n > m and n % (16 * threads) == 0:
         return threads, True
     return max(1, min(threads, m)), False
 

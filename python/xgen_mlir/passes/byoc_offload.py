@@ -372,7 +372,7 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
         x = op.operands[0]
         shape = ir.RankedTensorType(x.type).shape
         m, k, n = int(np.prod(shape[:-1])), shape[-1], weight.shape[1]
-        parts, columns = matmul_split(m, n, opts.threads)
+        parts, columns = matmul_split(m, n, opts.threads, "s8")
         symbol = matmul_symbol(
             "s8", "none", m, k, n, zero_point=constant_zp, parts=parts, columns=columns
         )
@@ -531,7 +531,7 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
         end, post = relu, "relu"
     elif gelu is not None:
         end, post = gelu
-    parts, columns = matmul_split(m, n, opts.threads)
+    parts, columns = matmul_split(m, n, opts.threads, _compute(opts))
     symbol = matmul_symbol(_compute(opts), post, m, k, n, parts=parts, columns=columns)
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
