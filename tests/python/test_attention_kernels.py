@@ -6,6 +6,8 @@ off."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -129,6 +131,54 @@ def test_bert_layers_through_the_kernel_match_pytorch():
     with torch.no_grad():
         want = model(*inputs).numpy()
     check_close(np.asarray(m(*inputs)), want, atol=2e-5, rtol=1e-4, what="bert hidden")
+
+
+class _Core(nn.Module):
+    """The attention core alone (Q, K, V and the mask are inputs): no other product whose
+    rounding could show."""
+
+    def forward(self, q, k, v, mask):
+        s = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5 + mask
+        return torch.softmax(s, dim=-1) @ v
+
+
+def test_bf16_attention_rounds_its_products():
+    """precision=bf16 on a CPU with bf16 dot products: the kernel's Q K^T and P V multiply
+    bf16 pairs (15 features: a zero half in each Q/K row's last pair; 13 keys: a zero key in
+    V's last pair), so its error against PyTorch's f32 shows bf16 rounding, and no more; a
+    fully masked row is NaN and a NaN in K spreads, as in f32. Elsewhere compile() falls back
+    to fp32 (the f32 kernel)."""
+    from xgen_mlir.errors import FallbackWarning
+    from xgen_mlir.target import NATIVE_BF16_FLAGS, has_any
+
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(1, 3, 13, 15) for _ in range(3))
+    mask = torch.zeros(1, 1, 13, 13)
+    mask[..., -3:] = float("-inf")
+    mask[..., 6, :] = float("-inf")
+    model = _Core().eval()
+    with torch.no_grad():
+        want = model(q, k, v, mask).numpy()
+    bf16 = has_any(NATIVE_BF16_FLAGS)
+    fallback = pytest.warns(FallbackWarning, match="precision=fp32")
+    with contextlib.nullcontext() if bf16 else fallback:
+        m = xgen_mlir.compile(model, (q, k, v, mask), precision="bf16")
+    counts = m.report.rewrites.get("xgen-attention-kernels", {})
+    assert counts.get("attention kernels") == 1, m.report.rewrites
+    assert counts.get("with bf16 products", 0) == (1 if bf16 else 0), counts
+    got = np.asarray(m(q, k, v, mask))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    err = float(np.abs(got[ok] - want[ok]).max() / np.abs(want[ok]).max())
+    if bf16:
+        assert 1e-4 < err < 2e-2, f"bf16 attention: relative error {err:.2e}"
+    else:
+        assert err < 1e-5, f"f32 attention: relative error {err:.2e}"
+    k2 = k.clone()
+    k2[0, 1, 4, 9] = float("nan")  # head 1's key 4: each of its unmasked rows becomes NaN
+    with torch.no_grad():
+        want2 = model(q, k2, v, mask).numpy()
+    np.testing.assert_array_equal(np.isnan(np.asarray(m(q, k2, v, mask))), np.isnan(want2))
 
 
 def test_tuned_attention_measured_on_this_host_recorded_and_applied(tmp_path):

@@ -28,12 +28,19 @@ products with V, then moves on, so a score never leaves the stack.
 
 Every product is computed (no online softmax: the whole key row is on the stack, which caps
 ``(D + MR) x TKP`` floats; longer sequences stay with IREE).
+
+bf16 (``AttentionSpec.bf16``, a ``precision=bf16`` compile for a CPU with AVX512-BF16): both
+products are ``vdpbf16ps`` dot products of bf16 pairs with f32 sums, as IREE's demoted batch
+matmuls would compute them: ``K^T`` packed as pairs of features per key, ``V`` as pairs of
+keys per feature, each tile's ``Q`` rows and its ``exp(s - max)`` rows rounded to pairs
+(nearest even) as they are used. The scores, the softmax and its sum stay f32.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .bf16 import TO_BF16, header
 from .block_sparse import math_c
 
 # stack bytes the packed K^T (and V) and one tile's score rows may take (IREE's worker
@@ -92,6 +99,7 @@ class AttentionSpec:
     pack_v: bool = True  # V of the head copied to the stack, [TK][D]
     kt_scratch: bool = False  # K^T in scratch past the result, not on the stack
     out_size: int = 0  # the result's floats (where the scratch starts)
+    bf16: bool = False  # bf16 products (vdpbf16ps), f32 sums: 16 lanes, K^T and V on the stack
 
     @property
     def tkp(self) -> int:
@@ -107,7 +115,15 @@ class AttentionSpec:
         return 4 * self.rows * self.tkp
 
     @property
+    def dp(self) -> int:
+        """Pairs of features (bf16: Q K^T's reduction in pairs)."""
+        return -(-self.d // 2)
+
+    @property
     def stack_bytes(self) -> int:
+        if self.bf16:  # K^T and V in pairs, each tile's P and Q rows in pairs
+            words = self.dp * self.tkp + -(-self.tk // 2) * self.dv
+            return self.score_bytes + 4 * (words + self.rows * (self.tkp // 2 + self.dp))
         kt = 0 if self.kt_scratch else self.d * self.tkp
         return self.score_bytes + 4 * (kt + (self.tk * self.dv if self.pack_v else 0))
 
@@ -115,6 +131,8 @@ class AttentionSpec:
         """K^T and V on the stack where they fit, else V read in place (only where its rows
         are whole vectors), then K^T in scratch."""
         self.pack_v, self.kt_scratch = True, False
+        if self.bf16:
+            return  # both packed on the stack, or the kernel is not taken (stack_bytes)
         if self.stack_bytes > STACK_BYTES and self.d == self.dv:
             self.pack_v = False
         if self.stack_bytes > STACK_BYTES:
@@ -151,6 +169,135 @@ class AttentionSpec:
     @property
     def grid(self) -> tuple[int, int, int]:
         return (self.heads, -(-self.tq // self.q_block), 1)
+
+
+def _f32_parts(spec: AttentionSpec, vrow: str, vpack: str, kt_decl: str) -> dict[str, str]:
+    """The f32 kernel's products: broadcast-multiply-adds of f32."""
+    pv = "\n".join(
+        f"""    {cond} {{
+      for (int j = 0; j < TK; ++j) {{
+        v16 b[NV];
+        #pragma GCC unroll 4
+        for (int n = 0; n < {nvx}; ++n) b[n] = *(const vfu*)(v + {vrow} + VL * (fv + n));
+        #pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {{
+          const float p = s[(size_t)r * TKP + j];
+          #pragma GCC unroll 4
+          for (int n = 0; n < {nvx}; ++n) acc[r][n] += p * b[n];
+        }}
+      }}
+    }}"""
+        for cond, nvx in (("if (nf == NV)", "NV"), ("else", "1"))
+    )
+    return {
+        "head": "",
+        "kt_t": "float",
+        "qk_params": "",
+        "qk_args": "",
+        "qk_loop": f"""  for (int f = 0; f < D; ++f) {{
+    v16 b[NV];
+    #pragma GCC unroll 4
+    for (int n = 0; n < NVT; ++n) b[n] = *(const vfu*)(kt + (size_t)f * TKP + VL * (jv + n));
+    #pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {{
+      const float a = q[{spec.q.c("h", "i + r", "f")}];
+      #pragma GCC unroll 4
+      for (int n = 0; n < NVT; ++n) acc[r][n] += a * b[n];
+    }}
+  }}""",
+        "q_pack": "",
+        "p_pack": "",
+        "pv_loop": pv,
+        "pack": f"""{kt_decl}
+{"  float vp[TK * DV] __attribute__((aligned(64)));" if spec.pack_v else ""}
+  float s[MR * TKP] __attribute__((aligned(64)));
+  for (int j = 0; j < TKP; ++j)
+    for (int f = 0; f < D; ++f)
+      kt[(size_t)f * TKP + j] = j < TK ? k[{spec.k.c("h", "j", "f")}] : 0.0f;
+{vpack}""",
+        "vbuf": "vp" if spec.pack_v else "v",
+    }
+
+
+# f32 to bf16 bits, rounded to nearest even (a NaN stays a quiet NaN), and two of them as
+# one word of a pair (the first in the low half: vdpbf16ps's order)
+_PAIR_C = """static inline uint32_t bf16_bits(float x) {
+  uint32_t u;
+  __builtin_memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+static inline uint32_t pair(float lo, float hi) { return bf16_bits(lo) | (bf16_bits(hi) << 16); }
+"""
+
+
+def _bf16_parts(spec: AttentionSpec) -> dict[str, str]:
+    """The bf16 kernel's products: ``vdpbf16ps`` over pairs of features (Q K^T) and of keys
+    (P V), f32 sums."""
+    dot = "(v16)_mm512_dpbf16_ps((__m512)acc[r][n], a, b[n])"
+    pv = "\n".join(
+        f"""    {cond} {{
+      for (int jp = 0; jp < JP; ++jp) {{
+        __m512bh b[NV];
+        #pragma GCC unroll 4
+        for (int n = 0; n < {nvx}; ++n)
+          b[n] = (__m512bh)_mm512_load_si512((const void*)(v + (size_t)jp * DV + VL * (fv + n)));
+        #pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {{
+          const __m512bh a = (__m512bh)_mm512_set1_epi32((int)pb[r][jp]);
+          #pragma GCC unroll 4
+          for (int n = 0; n < {nvx}; ++n) acc[r][n] = {dot};
+        }}
+      }}
+    }}"""
+        for cond, nvx in (("if (nf == NV)", "NV"), ("else", "1"))
+    )
+    second = "2 * fp + 1 < D ? {} : 0.0f"
+    q2 = second.format(f"q[{spec.q.c('h', 'i + r', '2 * fp + 1')}]")
+    k2 = second.format(f"k[{spec.k.c('h', 'j', '2 * fp + 1')}]")
+    v2 = f"2 * jp + 1 < TK ? v[{spec.v.c('h', '2 * jp + 1', 'f')}] : 0.0f"
+    return {
+        "head": header("attention")
+        + TO_BF16
+        + _PAIR_C
+        + "#define DP "
+        + str(spec.dp)
+        + "\n#define JP ((TK + 1) / 2)\n",
+        "kt_t": "uint32_t",
+        "qk_params": ", const uint32_t (*restrict qb)[DP]",
+        "qk_args": ", qb",
+        "qk_loop": f"""  for (int fp = 0; fp < DP; ++fp) {{
+    __m512bh b[NV];
+    #pragma GCC unroll 4
+    for (int n = 0; n < NVT; ++n)
+      b[n] = (__m512bh)_mm512_load_si512((const void*)(kt + (size_t)fp * TKP + VL * (jv + n)));
+    #pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {{
+      const __m512bh a = (__m512bh)_mm512_set1_epi32((int)qb[r][fp]);
+      #pragma GCC unroll 4
+      for (int n = 0; n < NVT; ++n) acc[r][n] = {dot};
+    }}
+  }}""",
+        "q_pack": f"""  uint32_t qb[MR][DP] __attribute__((aligned(64)));
+  for (int r = 0; r < R; ++r)
+    for (int fp = 0; fp < DP; ++fp)
+      qb[r][fp] = pair(q[{spec.q.c("h", "i + r", "2 * fp")}], {q2});
+""",
+        "p_pack": """  uint32_t pb[MR][TKP / 2] __attribute__((aligned(64)));
+  for (int r = 0; r < R; ++r) to_bf16(s + (size_t)r * TKP, pb[r], TK);
+""",
+        "pv_loop": pv,
+        "pack": f"""  uint32_t kt[DP * TKP] __attribute__((aligned(64)));
+  uint32_t vp[JP * DV] __attribute__((aligned(64)));
+  float s[MR * TKP] __attribute__((aligned(64)));
+  for (int j = 0; j < TKP; ++j)
+    for (int fp = 0; fp < DP; ++fp)
+      kt[(size_t)fp * TKP + j] = j < TK ? pair(k[{spec.k.c("h", "j", "2 * fp")}], {k2}) : 0u;
+  for (int jp = 0; jp < JP; ++jp)
+    for (int f = 0; f < DV; ++f)
+      vp[(size_t)jp * DV + f] = f < D ? pair(v[{spec.v.c("h", "2 * jp", "f")}], {v2}) : 0u;""",
+        "vbuf": "vp",
+    }
 
 
 def generate(spec: AttentionSpec) -> str:
@@ -191,7 +338,7 @@ def generate(spec: AttentionSpec) -> str:
         if spec.kt_scratch
         else "  float kt[D * TKP] __attribute__((aligned(64)));"
     )
-    vbuf = "vp" if spec.pack_v else "v"
+    vbuf = "vp" if spec.pack_v or spec.bf16 else "v"
     cases = "\n".join(
         f"      case {r}: row_tile(q, kt, {vbuf}, o, s{targs}, h, i, {r}); break;"
         for r in range(1, spec.rows)
@@ -199,10 +346,12 @@ def generate(spec: AttentionSpec) -> str:
     head = (
         f"{spec.heads} heads, {spec.tq} x {spec.tk} keys, d {spec.d}, tile {spec.rows}x"
         f"{spec.n_vectors * spec.lanes}, {spec.q_block} query rows per workgroup"
+        + (", bf16 products" if spec.bf16 else "")
     )
+    b = _bf16_parts(spec) if spec.bf16 else _f32_parts(spec, vrow, vpack, kt_decl)
     return f"""/* generated by xgen_mlir for {spec.symbol}: attention, {head} */
 #include <stddef.h>
-typedef float v16 __attribute__((vector_size({4 * spec.lanes})));
+{b["head"]}typedef float v16 __attribute__((vector_size({4 * spec.lanes})));
 typedef float vfu __attribute__((vector_size({4 * spec.lanes}), aligned(4)));
 typedef int vi16 __attribute__((vector_size({4 * spec.lanes})));
 #define SEL(m, a, b) ((v16)(((m) & (vi16)(a)) | (~(m) & (vi16)(b))))
@@ -235,24 +384,14 @@ static inline v16 score(v16 v{params}) {{
 
 /* score rows i..i+R-1, keys VL*jv .. VL*(jv+NVT)-1, into s */
 static inline __attribute__((always_inline)) void qk_tile(
-    const float* restrict q, const float* restrict kt, float* restrict s{tparams},
-    const int h, const int i, const int R, const int jv, const int NVT) {{
+    const float* restrict q, const {b["kt_t"]}* restrict kt, float* restrict s{tparams},
+    const int h, const int i, const int R, const int jv, const int NVT{b["qk_params"]}) {{
   v16 acc[MR][NV];
   #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
     #pragma GCC unroll 4
     for (int n = 0; n < NVT; ++n) acc[r][n] = SPLAT(0.0f);
-  for (int f = 0; f < D; ++f) {{
-    v16 b[NV];
-    #pragma GCC unroll 4
-    for (int n = 0; n < NVT; ++n) b[n] = *(const vfu*)(kt + (size_t)f * TKP + VL * (jv + n));
-    #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {{
-      const float a = q[{spec.q.c("h", "i + r", "f")}];
-      #pragma GCC unroll 4
-      for (int n = 0; n < NVT; ++n) acc[r][n] += a * b[n];
-    }}
-  }}
+{b["qk_loop"]}
   #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
     #pragma GCC unroll 4
@@ -262,11 +401,11 @@ static inline __attribute__((always_inline)) void qk_tile(
 
 /* R query rows of one head: scores, softmax, P V into o */
 static inline __attribute__((always_inline)) void row_tile(
-    const float* restrict q, const float* restrict kt, const float* restrict v,
+    const float* restrict q, const {b["kt_t"]}* restrict kt, const {b["kt_t"]}* restrict v,
     float* restrict o, float* restrict s{tparams}, const int h, const int i, const int R) {{
-  int jv = 0;
-  for (; jv + NV <= JV; jv += NV) qk_tile(q, kt, s{targs}, h, i, R, jv, NV);
-  for (; jv < JV; ++jv) qk_tile(q, kt, s{targs}, h, i, R, jv, 1);
+{b["q_pack"]}  int jv = 0;
+  for (; jv + NV <= JV; jv += NV) qk_tile(q, kt, s{targs}, h, i, R, jv, NV{b["qk_args"]});
+  for (; jv < JV; ++jv) qk_tile(q, kt, s{targs}, h, i, R, jv, 1{b["qk_args"]});
   vi16 lane;
   for (int c = 0; c < VL; ++c) lane[c] = c;
   v16 inv[MR]; /* 1 / each row's sum: P V is scaled once per output, not each probability */
@@ -297,32 +436,14 @@ static inline __attribute__((always_inline)) void row_tile(
     for (int c = 0; c < VL; ++c) total += sum[c];
     inv[r] = SPLAT(1.0f) / SPLAT(total);
   }}
-  for (int fv = 0; fv < DV / VL; fv += NV) {{
+{b["p_pack"]}  for (int fv = 0; fv < DV / VL; fv += NV) {{
     const int nf = DV / VL - fv < NV ? DV / VL - fv : NV;
     v16 acc[MR][NV];
     #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
       #pragma GCC unroll 4
       for (int n = 0; n < NV; ++n) acc[r][n] = SPLAT(0.0f);
-    if (nf == NV) {{
-      for (int j = 0; j < TK; ++j) {{
-        v16 b[NV];
-        #pragma GCC unroll 4
-        for (int n = 0; n < NV; ++n) b[n] = *(const vfu*)(v + {vrow} + VL * (fv + n));
-        #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {{
-          const float p = s[(size_t)r * TKP + j];
-          #pragma GCC unroll 4
-          for (int n = 0; n < NV; ++n) acc[r][n] += p * b[n];
-        }}
-      }}
-    }} else {{
-      for (int j = 0; j < TK; ++j) {{
-        const v16 b = *(const vfu*)(v + {vrow} + VL * fv);
-        #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) acc[r][0] += s[(size_t)r * TKP + j] * b;
-      }}
-    }}
+{b["pv_loop"]}
     #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
       for (int n = 0; n < nf; ++n) {{
@@ -338,15 +459,9 @@ void {spec.symbol}_impl({ins}{tens}MEMREF(float, om), size_t gx, size_t gy) {{
   const int h = (int)gx;
   const int i0 = (int)gy * QB;
   const int i1 = i0 + QB < TQ ? i0 + QB : TQ;
-{kt_decl}
-{"  float vp[TK * DV] __attribute__((aligned(64)));" if spec.pack_v else ""}
-  float s[MR * TKP] __attribute__((aligned(64)));
-  for (int j = 0; j < TKP; ++j)
-    for (int f = 0; f < D; ++f)
-      kt[(size_t)f * TKP + j] = j < TK ? k[{spec.k.c("h", "j", "f")}] : 0.0f;
-{vpack}
+{b["pack"]}
   int i = i0;
-  for (; i + MR <= i1; i += MR) row_tile(q, kt, {vbuf}, o, s{targs}, h, i, MR);
+  for (; i + MR <= i1; i += MR) row_tile(q, kt, {b["vbuf"]}, o, s{targs}, h, i, MR);
   if (i < i1) {{
     switch (i1 - i) {{
 {cases}

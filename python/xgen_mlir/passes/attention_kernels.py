@@ -17,7 +17,9 @@ pass finds the chain and replaces it by one dispatch of ``codegen/attention.py``
   broadcast over heads: the mask); anything it cannot translate leaves the chain to IREE.
 
 Only f32, static shapes, Q K^T's feature count equal to V's, and key rows that fit the
-kernel's stack tile; the rest stays with IREE, counted with the reason.
+kernel's stack tile; the rest stays with IREE, counted with the reason. In a bf16 compile
+(``precision=bf16``) on a 512-bit target the kernel's two products are bf16 dot products with
+f32 sums, where K^T and V paired fit its stack (else the f32 kernel).
 """
 
 from __future__ import annotations
@@ -81,6 +83,10 @@ class AttentionKernelOptions(ToolchainOptions):
     # (enable=tuned), and the workgroups per core (two per thread)
     threads: int = 0
     vector_bits: int = 512  # the target's vector width (the kernel's register tile)
+    # bf16: the kernel's two products in bf16 (vdpbf16ps, f32 sums) on a 512-bit target, as
+    # IREE's demoted batch matmuls would compute them (the pipeline allows bf16 only on a CPU
+    # with bf16 dot products or AMX)
+    precision: str = "fp32"
     verbose: bool = False
 
 
@@ -432,6 +438,9 @@ def _match(
     last = out_views[-1] if out_views else pv
     spec.out_size = int(np.prod(_shape(last.results[0])))
     spec.for_workers(opts.threads or host_threads())
+    spec.bf16 = opts.precision == "bf16" and opts.vector_bits == 512
+    if spec.bf16 and spec.stack_bytes > STACK_BYTES:
+        spec.bf16 = False  # K^T and V in pairs must both fit the stack: the f32 kernel then
     spec.place()
     if spec.stack_bytes > STACK_BYTES:  # V rows of partial vectors are packed on the stack
         raise NoMatch(f"V's {d}-feature rows, padded to whole vectors, pass the stack budget")
@@ -559,6 +568,8 @@ def attention_kernels(module_op: ir.Operation, opts: AttentionKernelOptions | No
             counts["attention kernels"] += 1
             if found.spec.score:
                 counts["with their score ops"] += 1
+            if found.spec.bf16:
+                counts["with bf16 products"] += 1
             if opts.verbose:
                 print(f"xgen-attention-kernels: {where}: generated kernel", file=sys.stderr)
     return counts
