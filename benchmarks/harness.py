@@ -5,11 +5,14 @@ system, then for several rounds time a block of calls of each system, rotating w
 goes first, and report the median over all timed calls (and the spread: p10/p90, and the
 calling thread's CPU time per call, which shows a caller that spins while it waits).
 
-Between blocks the harness sleeps ``settle_s`` (10 ms): ONNX Runtime's intra-op threads spin
-after a run before they sleep, and measured on this VM (2026-11-22) the first MobileNetV2 call
-of xgen_mlir straight after a block of ONNX Runtime calls took 7.2 ms against 5.6 for the
-next ones; 1 ms of idle was enough to remove that. Without the pause, whichever system follows
-ONNX Runtime in the rotation pays for its spinning.
+Between blocks the harness sleeps ``settle_s`` (50 ms): ONNX Runtime's intra-op threads spin
+after a run before they sleep, and whichever system follows it in the rotation pays for that
+spinning. Measured on the 2-core VM (2026-11-22, Zen 4) the first MobileNetV2 call of xgen_mlir
+straight after a block of ONNX Runtime calls took 7.2 ms against 5.6 for the next ones, and
+1 ms of idle removed it; on a Zen 5 host (2026-11-28) 10 ms did not: MiniLM through xgen_mlir
+alternating with ONNX Runtime ran 8.1-8.7 ms median, p90 13.5-14.3, against 7.9 / 8.1 alone
+(with ONNX Runtime's spinning turned off, 7.7-7.9 / 8.1-8.2). With 50 ms: 7.8 / 8.1, ONNX
+Runtime itself unchanged (9.6); 200-500 ms made both slower (the cores clock down).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def time_blocks(
     block: int = 10,
     warmup: int = 3,
     progress: Callable[[str], None] | None = None,
-    settle_s: float = 0.01,
+    settle_s: float = 0.05,
 ) -> dict[str, dict[str, float]]:
     """Median/min/mean/p10/p90 latency in ms of each system's zero-argument callable, and the
     caller's CPU ms per call."""
