@@ -19,6 +19,10 @@ from xgen_mlir.tuning.choices import measure_choices
 from xgen_mlir.tuning.measure import MeasureSettings
 
 FAST = MeasureSettings(threads=2, rounds=3, min_block_s=0.002)
+# An unmeasured f32 conv's prior depends on the vector width (oneDNN on a target narrower than
+# the one xgen_mlir's tiles were made for): tests of what happens around an IREE prior plan
+# for that width on any host.
+WIDE = {"target_options": {"vector_bits": str(wc.TILED_FOR_VECTOR_BITS)}}
 
 
 class _ConvBnRelu(nn.Module):
@@ -102,10 +106,13 @@ def test_the_prior_is_what_a_tune_compares_against_and_falls_back_to(tmp_path):
     (choice,) = measure_choices(
         model, (x,), db=db, settings=FAST, progress=False, max_convs=0, precision="bf16"
     )
+
     assert not choice.new and not choice.measured
     prior = "onednn (bf16)" if wc._bf16_primitives() else "direct"
     assert choice.prior == prior and choice.algorithm == prior
-    (fp32,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False, max_convs=0)
+    (fp32,) = measure_choices(
+        model, (x,), db=db, settings=FAST, progress=False, max_convs=0, **WIDE
+    )
     assert fp32.prior == "direct"  # 16 channels on 20-pixel rows: IREE's tiles fit
     allowed = wc.allowed_variants("tuned", "tuned", "bf16")
     faster = Record(choice.signature, wc.offload_config("onednn", "bf16"), "ok", 0.5e-3, 1e-3)
@@ -298,11 +305,12 @@ def test_a_choice_slower_in_the_model_does_not_sink_the_others(tmp_path, monkeyp
     onednn = wc.offload_config("onednn", "f32")
 
     def fake_measure(model, example_inputs, target="cpu", *, db, **kw):
-        found = measure(model, example_inputs, target, db=db, max_convs=0, progress=False)
+        kw = {k: v for k, v in kw.items() if k == "target_options"}
+        found = measure(model, example_inputs, target, db=db, max_convs=0, progress=False, **kw)
         with TuningDB(db) as tdb:
             for c in found:
                 tdb.add(Record(c.signature, onednn, "ok", 0.5e-3, 1e-3, c.description), host)
-        found = measure(model, example_inputs, target, db=db, max_convs=0, progress=False)
+        found = measure(model, example_inputs, target, db=db, max_convs=0, progress=False, **kw)
         return [replace(c, new=True) for c in found]
 
     def offloaded(module) -> set[str]:
@@ -318,15 +326,15 @@ def test_a_choice_slower_in_the_model_does_not_sink_the_others(tmp_path, monkeyp
 
     monkeypatch.setattr(ch, "measure_choices", fake_measure)
     monkeypatch.setattr(search, "time_models", fake_time)
-    untuned = xgen_mlir.compile(model, (x,), tuning_db=False)
+    untuned = xgen_mlir.compile(model, (x,), tuning_db=False, **WIDE)
     choices, best = ch.tune_choices(
-        untuned, model, (x,), (x,), "cpu", db, FAST, time.perf_counter() + 600, False, {}
+        untuned, model, (x,), (x,), "cpu", db, FAST, time.perf_counter() + 600, False, WIDE
     )
     by_conv = {c.description.split(" 12x12")[0]: c for c in choices}
     assert by_conv["conv3x3 3->16"].algorithm == "direct", by_conv
     assert "slower in the model" in by_conv["conv3x3 3->16"].why
     assert by_conv["conv3x3 16->32"].algorithm == "onednn (f32)"
-    final = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=FAST.threads)
+    final = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=FAST.threads, **WIDE)
     assert offloaded(final) == offloaded(best) and len(offloaded(final)) == 1
     with torch.no_grad():
         want = model(x).numpy()
