@@ -189,6 +189,38 @@ def test_tuned_follows_the_database(tmp_path):
     check_close(np.asarray(m(x)), want, atol=1e-5, rtol=1e-4, what="tuned")
 
 
+def test_unmeasured_linear_layers_start_in_the_kernel_on_a_narrower_target(tmp_path):
+    """The prior on a target narrower than AVX-512 (planned for AVX2 here on any host): with
+    no record, an f32 Linear layer of at least 16 rows runs the kernel, and the report says
+    it is the prior; fewer rows, an AVX-512 target without oneDNN, or gemm_kernels=false keep
+    IREE's code. A record that IREE's code is faster replaces the prior."""
+    torch.manual_seed(1)
+    model = _Mlp().eval()
+    x = torch.randn(20, 600)
+    db = tmp_path / "t.db"
+    TuningDB(db).close()  # an empty database: no measurement on this host
+    avx2 = {"vector_bits": "256"}
+    m = xgen_mlir.compile(model, (x,), tuning_db=db, target_options=avx2)
+    assert _kernels(m) == 3, m.report.rewrites
+    whys = [why for _, decision, why in m.report.tuning.choices if decision == "xgen_gemm f32"]
+    assert len(whys) == 3 and all("starts in xgen_mlir's GEMM kernel" in w for w in whys), whys
+    with torch.no_grad():
+        want = model(x).numpy()
+    check_close(np.asarray(m(x)), want, atol=1e-5 * np.abs(want).max(), rtol=1e-4, what="prior")
+    wide = {"vector_bits": "512", "offload": "none"}
+    off = {**avx2, "gemm_kernels": "false"}
+    for opts, rows in ((avx2, 8), (wide, 20), (off, 20)):
+        other = xgen_mlir.compile(model, (x[:rows],), tuning_db=db, target_options=opts)
+        assert _kernels(other) == 0, (opts, rows, other.report.rewrites)
+    module = _graph_module(model, (x,), "cpu", {"target_options": avx2})
+    first = wc.candidates(module.operation, offload=True)[0]
+    with TuningDB(db) as tdb:
+        slower = Record(first.signature, wc.gemm_config(), "ok", 2e-3, 1e-3, description="t")
+        tdb.add(slower, HostIdentity.current())
+    measured = xgen_mlir.compile(model, (x,), tuning_db=db, target_options=avx2)
+    assert _kernels(measured) == 2, measured.report.rewrites
+
+
 def test_packing_and_tiles():
     """Panels of the tile's width with zero columns past N, then the bias; the register tile
     fills AVX2's 16 and AVX-512's 32 registers without spilling."""

@@ -81,7 +81,7 @@ from ..tunedb import (
 )
 from .byoc_offload import is_integer, linear_weights, not_static_int8, quantized_operands
 from .consteval import WEIGHT_ELEMENTS, ConstEval
-from .gemm_kernels import GEMM, GROUP_ATTR, KERNEL_ATTR, gemm_parts
+from .gemm_kernels import GEMM, GROUP_ATTR, KERNEL_ATTR, GemmKernelOptions, gemm_parts
 from .generic_util import (
     channel_init,
     empty,
@@ -739,7 +739,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 records = choices.records.get(sig, [])
                 config, why = decide_algorithm(records, allowed)
                 if config is None and tuned_offload and not live_records(records, allowed):
-                    config, why = offload_prior(op, opts, why)
+                    config, why = unmeasured_prior(op, opts, why)
                 algorithm = None if config is None else config.get("algorithm")
                 if config is not None and algorithm != "winograd":
                     _mark(op, config)
@@ -803,19 +803,22 @@ def live_records(records: list[Record], allowed: Any) -> bool:
     return any(allowed(r.config) and not r.detail.startswith(REJECTED_IN_MODEL) for r in records)
 
 
-def offload_prior(
+def unmeasured_prior(
     op: ir.Operation, opts: WinogradOptions, why: str = ""
 ) -> tuple[dict[str, Any] | None, str]:
-    """What ``offload=tuned`` does with conv or linear layer ``op`` before any measurement:
-    the library's primitive (the config of its record) for an integer conv or linear layer
-    and for the f32 convs ``_float_prior_applies`` names, else None (IREE's code); and why
-    (``why`` when no prior applies)."""
+    """What the ``tuned`` options do with conv or linear layer ``op`` before any measurement
+    on this host: with ``offload=tuned`` the library's primitive (the config of its record)
+    for an integer conv or linear layer and for the f32 convs ``_float_prior_applies`` names;
+    for an f32 linear layer the variant ``_float_linear_prior`` names; else None (IREE's
+    code); and why (``why`` when no prior applies)."""
+    if op.name not in _CONVS and not is_integer(op):
+        return _float_linear_prior(op, opts, why)
+    if opts.offload != "tuned":
+        return None, why
     if is_integer(op):
         return _integer_prior(
             why, "an integer conv" if op.name in _CONVS else "an integer Linear layer"
         )
-    if op.name not in _CONVS:
-        return _float_linear_prior(op, opts, why)
     prior = _float_prior_applies(op, opts)
     return (None, why) if prior is None else _float_conv_prior(why, *prior)
 
@@ -827,35 +830,62 @@ LINEAR_PRIOR_MIN_WIDTH = 256
 def _float_linear_prior(
     op: ir.Operation, opts: WinogradOptions, why: str
 ) -> tuple[dict[str, Any] | None, str]:
-    """An f32 Linear layer (constant weights) of at least ``LINEAR_PRIOR_MIN_ROWS`` rows and
-    ``LINEAR_PRIOR_MIN_WIDTH`` inputs and outputs, in an fp32 compile for an AVX-512 target,
-    with no measurement on this host: oneDNN's f32 matmul, the tuner's first candidate.
-    Measured in the model, the zoo's BERT-style transformers ran faster with their Linear
-    layers in oneDNN (split over IREE's workers) than in IREE's data-tiled matmuls: on an AMD
-    Zen 5, MiniLM 9.91 -> 8.87 ms, DistilBERT 30.32 -> 28.66, BERT-base 61.58 -> 57.15, GPT-2
-    86.20 -> 82.23 (2 threads); on an Intel Xeon with AMX a MiniLM-shaped encoder 13.25 ->
-    9.26 (docs/byoc.md). MobileBERT's 128-wide layers ran slower there (128x128x128 0.011 ms
-    in IREE, 0.035 in oneDNN; the model 15.2 -> 16.8 ms), and a classifier's one row is
-    reading the weights once: both stay with IREE. bf16 Linear layers stay with IREE, whose
-    bf16 matmuls were level in the model (docs/precision.md). A tune replaces the prior by
-    measurements."""
+    """An f32 Linear layer (constant weights) of at least ``LINEAR_PRIOR_MIN_ROWS`` rows in
+    an fp32 compile for a target of known vector width, with no measurement on this host:
+    the tuner's first candidate, by the width.
+
+    - AVX-512 (``offload=tuned``; inputs and outputs at least ``LINEAR_PRIOR_MIN_WIDTH``):
+      oneDNN's f32 matmul. Measured in the model, the zoo's BERT-style transformers ran
+      faster with their Linear layers in oneDNN (split over IREE's workers) than in IREE's
+      data-tiled matmuls: on an AMD Zen 5, MiniLM 9.91 -> 8.87 ms, DistilBERT 30.32 ->
+      28.66, BERT-base 61.58 -> 57.15, GPT-2 86.20 -> 82.23 (2 threads); on an Intel Xeon
+      with AMX a MiniLM-shaped encoder 13.25 -> 9.26 (docs/byoc.md). MobileBERT's 128-wide
+      layers ran slower there (128x128x128 0.011 ms in IREE, 0.035 in oneDNN; the model
+      15.2 -> 16.8 ms).
+    - Narrower vectors (AVX2; ``gemm_kernels=tuned`` and a C compiler here): xgen_mlir's
+      generated GEMM kernel, whose 6x16 register tile IREE's 8x8 AVX2 tile does not reach
+      (its loads bound it): tuned on an AMD Zen 3 it won every Linear signature of MiniLM,
+      DistilBERT, MobileBERT and GPT-2 over IREE's code (1.07-2.0x, 128-wide ones included)
+      and all but one over oneDNN's (docs/measurements.md).
+
+    A classifier's one row is reading the weights once: it stays with IREE, as do bf16
+    Linear layers (IREE's bf16 matmuls were level in the model, docs/precision.md). A tune
+    replaces the prior by measurements."""
     if (
         opts.precision != "fp32"
-        or opts.vector_bits != TILED_FOR_VECTOR_BITS
+        or opts.vector_bits == 0
         or op.name not in ("linalg.matmul", "linalg.batch_matmul")
         or not _static_f32(op)
-        or ONEDNN.unavailable() is not None
     ):
         return None, why
     lhs = ir.RankedTensorType(op.operands[0].type).shape
     out = ir.RankedTensorType(op.results[0].type).shape
     rows = lhs[0] if op.name == "linalg.matmul" else lhs[0] * lhs[1]
-    if rows < LINEAR_PRIOR_MIN_ROWS or min(lhs[-1], out[-1]) < LINEAR_PRIOR_MIN_WIDTH:
+    if rows < LINEAR_PRIOR_MIN_ROWS:
+        return None, why
+    if opts.vector_bits != TILED_FOR_VECTOR_BITS:
+        if opts.gemm != "tuned" or op.name != "linalg.matmul" or not _gemm_toolchain():
+            return None, why
+        return gemm_config(), (
+            "no measurement on this host: an f32 Linear layer starts in xgen_mlir's GEMM kernel"
+            " (xgen_mlir.tune decides)"
+        )
+    if (
+        opts.offload != "tuned"
+        or min(lhs[-1], out[-1]) < LINEAR_PRIOR_MIN_WIDTH
+        or ONEDNN.unavailable() is not None
+    ):
         return None, why
     prior = (
         "no measurement on this host: an f32 Linear layer starts in oneDNN (xgen_mlir.tune decides)"
     )
     return offload_config(ONEDNN.name, "f32"), prior
+
+
+@functools.cache
+def _gemm_toolchain() -> bool:
+    """Whether the GEMM kernel's C compiler (its default) is here."""
+    return GemmKernelOptions().toolchain().available()
 
 
 def _integer_prior(why: str, what: str) -> tuple[dict[str, Any] | None, str]:
@@ -989,9 +1019,8 @@ def _mark_linear_layers(
         else:
             records = choices.records.get(sig, [])
             config, why = decide_algorithm(records, allowed)
-            tuned = opts.offload == "tuned"
-            if config is None and tuned and not live_records(records, allowed):
-                config, why = offload_prior(op, opts, why)
+            if config is None and not live_records(records, allowed):
+                config, why = unmeasured_prior(op, opts, why)
         if config is None:
             if choices is None:
                 continue

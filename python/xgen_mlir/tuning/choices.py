@@ -67,8 +67,8 @@ from ..passes.winograd_convs import (
     gemm_config,
     live_records,
     offload_config,
-    offload_prior,
     rewrite_conv,
+    unmeasured_prior,
     variant_name,
     winograd_config,
 )
@@ -619,11 +619,11 @@ def _step_options(target: str, compile_options: dict[str, Any]) -> WinogradOptio
 
 
 def _prior(cand: Candidate, step: WinogradOptions | None) -> str:
-    """What compile() does with ``cand`` before any measurement (``offload_prior``): a kernel
-    library where the prior sends it there, else the direct conv."""
-    if step is None or step.offload != "tuned":
+    """What compile() does with ``cand`` before any measurement (``unmeasured_prior``): a
+    kernel library or the GEMM kernel where the prior sends it there, else the direct conv."""
+    if step is None:
         return "direct"
-    config, _ = offload_prior(cand.op, step)
+    config, _ = unmeasured_prior(cand.op, step)
     return "direct" if config is None else _algorithm_text(config)
 
 

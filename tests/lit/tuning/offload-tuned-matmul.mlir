@@ -7,6 +7,10 @@
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db vector-bits=512 verbose=true},xgen-byoc-offload{backend=tuned}' 2>%t.512.err | FileCheck %s --check-prefix=P512
 // RUN: FileCheck %s --check-prefix=WHY512 < %t.512.err
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned precision=bf16 db=%t.db vector-bits=512},xgen-byoc-offload{backend=tuned precision=bf16}' | FileCheck %s --check-prefix=P512BF16
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned gemm=tuned db=%t.db vector-bits=256 verbose=true}' 2>%t.256.err | FileCheck %s --check-prefix=P256
+// RUN: FileCheck %s --check-prefix=WHY256 < %t.256.err
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned gemm=false db=%t.db vector-bits=256}' | FileCheck %s --check-prefix=P256OFF
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned gemm=tuned precision=bf16 db=%t.db vector-bits=256}' | FileCheck %s --check-prefix=P256OFF
 
 // offload=tuned for linear layers: a matmul with constant weights is offloaded to oneDNN
 // exactly where this host's record (Inputs/offload_choices_db.py, per function) says oneDNN
@@ -78,6 +82,25 @@
 // P512BF16-LABEL: func.func @linear_prior
 // P512BF16-NOT: xgen_onednn
 // P512BF16: linalg.matmul
+
+// The prior on a narrower target (AVX2, fp32, gemm=tuned): an f32 Linear layer with no record
+// and at least 16 rows starts in xgen_mlir's GEMM kernel, narrow ones too. Must not fire: 8
+// rows; the 4-row layers; a layer whose records name a winner (oneDNN); gemm=false; bf16.
+// P256-LABEL: func.func @linear_onednn_wins
+// P256-NOT: xgen.kernel
+// P256: linalg.matmul {{.*}}xgen.offload = "onednn"
+// P256-LABEL: func.func @linear_no_record
+// P256-NOT: xgen.kernel
+// P256-LABEL: func.func @linear_prior
+// P256: linalg.matmul {{.*}}xgen.kernel = "gemm"
+// P256-LABEL: func.func @linear_prior_few_rows
+// P256-NOT: xgen.kernel
+// P256-LABEL: func.func @linear_prior_narrow
+// P256: linalg.matmul {{.*}}xgen.kernel = "gemm"
+// WHY256: matmul 16x256 * 256x256 +addf: xgen_gemm f32, no measurement on this host: an f32 Linear layer starts in xgen_mlir's GEMM kernel
+// WHY256: matmul 8x256 * 256x256 +addf: IREE, no measurement on this host
+// WHY256: matmul 16x128 * 128x256 +addf: xgen_gemm f32, no measurement on this host
+// P256OFF-NOT: xgen.kernel
 
 // winograd=false does not turn off the measured offload of linear layers.
 // NOWINO-LABEL: func.func @linear_onednn_wins
