@@ -106,7 +106,6 @@ def test_the_prior_is_what_a_tune_compares_against_and_falls_back_to(tmp_path):
     (choice,) = measure_choices(
         model, (x,), db=db, settings=FAST, progress=False, max_convs=0, precision="bf16"
     )
-
     assert not choice.new and not choice.measured
     prior = "onednn (bf16)" if wc._bf16_primitives() else "direct"
     assert choice.prior == prior and choice.algorithm == prior

@@ -738,7 +738,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 sig, desc = conv_signature(op)
                 records = choices.records.get(sig, [])
                 config, why = decide_algorithm(records, allowed)
-                if config is None and tuned_offload and not live_records(records, allowed):
+                if config is None and not live_records(records, allowed):
                     config, why = unmeasured_prior(op, opts, why)
                 algorithm = None if config is None else config.get("algorithm")
                 if config is not None and algorithm != "winograd":
@@ -844,9 +844,10 @@ def _float_linear_prior(
       15.2 -> 16.8 ms).
     - Narrower vectors (AVX2; ``gemm_kernels=tuned`` and a C compiler here): xgen_mlir's
       generated GEMM kernel, whose 6x16 register tile IREE's 8x8 AVX2 tile does not reach
-      (its loads bound it): tuned on an AMD Zen 3 it won every Linear signature of MiniLM,
-      DistilBERT, MobileBERT and GPT-2 over IREE's code (1.07-2.0x, 128-wide ones included)
-      and all but one over oneDNN's (docs/measurements.md).
+      (its loads bound it). Every Linear layer of the model in each, on an AMD Zen 3 (2
+      threads): the kernel against IREE's code and oneDNN's, MiniLM 25.4 / 35.3 / 24.9 ms,
+      DistilBERT 88.5 / 85.2 / 84.4, MobileBERT (128-wide layers, where oneDNN lost) 45.8 /
+      52.2 / 51.4, GPT-2 269.7 / 323.4 / 270.3 (docs/measurements.md, 2026-11-29).
 
     A classifier's one row is reading the weights once: it stays with IREE, as do bf16
     Linear layers (IREE's bf16 matmuls were level in the model, docs/precision.md). A tune
@@ -864,7 +865,8 @@ def _float_linear_prior(
     if rows < LINEAR_PRIOR_MIN_ROWS:
         return None, why
     if opts.vector_bits != TILED_FOR_VECTOR_BITS:
-        if opts.gemm != "tuned" or op.name != "linalg.matmul" or not _gemm_toolchain():
+        toolchain = GemmKernelOptions().toolchain()
+        if opts.gemm != "tuned" or op.name != "linalg.matmul" or not toolchain.available():
             return None, why
         return gemm_config(), (
             "no measurement on this host: an f32 Linear layer starts in xgen_mlir's GEMM kernel"
@@ -880,12 +882,6 @@ def _float_linear_prior(
         "no measurement on this host: an f32 Linear layer starts in oneDNN (xgen_mlir.tune decides)"
     )
     return offload_config(ONEDNN.name, "f32"), prior
-
-
-@functools.cache
-def _gemm_toolchain() -> bool:
-    """Whether the GEMM kernel's C compiler (its default) is here."""
-    return GemmKernelOptions().toolchain().available()
 
 
 def _integer_prior(why: str, what: str) -> tuple[dict[str, Any] | None, str]:
