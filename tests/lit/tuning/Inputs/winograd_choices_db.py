@@ -1,5 +1,6 @@
-"""Write a tuning database of Winograd algorithm records for winograd-tuned.mlir: per function
-of that file (by name), what this host (or another one) measured for its conv.
+"""Write a tuning database of Winograd algorithm records for winograd-tuned.mlir and
+winograd-prior.mlir: per function of that file (by name), what this host (or another one)
+measured for its conv.
 
     python winograd_choices_db.py INPUT.mlir OUT.db
 """
@@ -19,6 +20,7 @@ PLAN = {
     "direct_wins": [(HERE, 4, "ok", 1.01, 1.0), (HERE, 2, "ok", 1.5, 1.0)],
     "wrong_numbers": [(HERE, 4, "wrong_numbers", None, None)],
     "other_host": [(OTHER, 4, "ok", 0.5, 1.0)],
+    "measured_direct": [(HERE, 4, "ok", 1.1, 1.0), (HERE, 2, "ok", 1.5, 1.0)],
     # "no_record": nothing
 }
 
