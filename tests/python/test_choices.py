@@ -50,8 +50,14 @@ def test_one_conv_measured_both_ways_recorded_and_applied(tmp_path):
     (choice,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False)
     assert choice.count == 1 and choice.new
     assert "conv3x3 16->16 20x20 nchw pad" in choice.description
-    by_m = {r.config["m"]: r for r in choice.measured if r.config["algorithm"] == "winograd"}
-    assert set(by_m) == {4, 2}  # 25 tiles of 4x4, 100 of 2x2: both variants measured
+    by_m = {
+        (r.config["m"], r.config.get("gemm")): r
+        for r in choice.measured
+        if r.config["algorithm"] == "winograd"
+    }
+    # 25 tiles of 4x4, 100 of 2x2: both tiles measured, each with its batched GEMM in IREE's
+    # code and in the generated kernel
+    assert set(by_m) == {(4, None), (4, "gemm"), (2, None), (2, "gemm")}
     # and the conv offloaded to oneDNN (BYOC: CI installs it), in the precision compiled for
     offload = [r for r in choice.measured if r.config["algorithm"] == "onednn"]
     assert [r.config["compute"] for r in offload] == ["f32"]
@@ -74,9 +80,10 @@ def test_one_conv_measured_both_ways_recorded_and_applied(tmp_path):
         assert algorithm == "onednn f32" and not any("F(" in k for k in rewrites)
         assert any("-> onednn" in k for k in compiled.report.offload)
     else:
-        m = int(choice.algorithm[-2])
-        assert algorithm == f"Winograd F({m}x{m}, 3x3)"
-        assert rewrites == {f"linalg.conv_2d_nchw_fchw as F({m}x{m}, 3x3)": 1}
+        m = int(choice.algorithm.split("F(")[1][0])
+        kernel = " (GEMM kernel)" if choice.algorithm.endswith("in the GEMM kernel") else ""
+        assert algorithm == f"Winograd F({m}x{m}, 3x3){kernel}"
+        assert rewrites == {f"linalg.conv_2d_nchw_fchw as F({m}x{m}, 3x3){kernel}": 1}
     with torch.no_grad():
         want = model(x).numpy()
     got = np.asarray(compiled(x))

@@ -1,6 +1,7 @@
 """Winograd F(4x4, 3x3) convolutions (xgen-winograd-convs), the cpu target's ``winograd``
-option: which convs it rewrites, numerics against PyTorch and against a float64 reference, and
-that the default (``tuned``) leaves convs alone without a measurement of this host."""
+option: which convs it rewrites, numerics against PyTorch and against a float64 reference,
+that the default (``tuned``) rewrites only its prior's wide convs without a measurement of this
+host, and the batched GEMM in xgen_mlir's generated kernel."""
 
 from __future__ import annotations
 
@@ -128,6 +129,57 @@ def test_tuned_by_default_rewrites_nothing_unmeasured_and_the_option_is_checked(
     )
     with pytest.raises(PipelineError, match="winograd='yes' is not one of false, true, tuned"):
         load_pipeline("cpu").with_options({"winograd": "yes"})
+
+
+class _WideBlock(nn.Module):
+    """Two 64-channel 3x3 convs (16x16, then 7x7 after a stride-2 conv): the Winograd prior's
+    shapes, F(4x4) and F(2x2); the stride-2 conv has no Winograd form."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(64, 64, 3, padding=1)
+        self.down = nn.Conv2d(64, 64, 3, stride=2, padding=0, bias=False)
+        self.b = nn.Conv2d(64, 64, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.down(torch.relu(self.a(x)))))
+
+
+def test_unmeasured_wide_convs_start_as_winograd_unless_forbidden():
+    """The prior: with no record, a 3x3 stride-1 conv of 64+ channels on a target of known
+    width runs as Winograd (the tile by its output tiles), numbers within 1e-5 of the scale;
+    ``winograd=false`` forbids it; the report says why."""
+    torch.manual_seed(0)
+    model, x = _WideBlock().eval(), torch.randn(1, 64, 16, 16)
+    opts = {"vector_bits": "256", "offload": "none"}
+    compiled = compile_and_check(
+        model, (x,), atol=1e-5, rtol=1e-4, tuning_db=False, target_options=opts
+    )
+    assert compiled.report.rewrites["xgen-winograd-convs"] == {
+        "linalg.conv_2d_nchw_fchw as F(4x4, 3x3)": 1,
+        "linalg.conv_2d_nchw_fchw as F(2x2, 3x3)": 1,
+    }
+    whys = [why for _, decision, why in compiled.report.tuning.choices if "Winograd" in decision]
+    assert len(whys) == 2 and all("starts as Winograd" in w for w in whys)
+    off = xgen_mlir.compile(
+        model, (x,), tuning_db=False, target_options={**opts, "winograd": "false"}
+    )
+    assert not any("F(" in k for k in off.report.rewrites.get("xgen-winograd-convs", {}))
+
+
+def test_batched_gemm_in_the_generated_kernel_matches_pytorch():
+    """``gemm_kernels=true`` with ``winograd=true``: each Winograd conv's batched GEMM
+    (36 or 16 independent GEMMs, one weight matrix each) is one dispatch of the generated
+    kernel over a third workgroup id; the numbers are Winograd's."""
+    torch.manual_seed(0)
+    model, x = _WideBlock().eval(), torch.randn(1, 64, 16, 16)
+    opts = {"winograd": "true", "gemm_kernels": "true", "offload": "none"}
+    compiled = compile_and_check(model, (x,), atol=1e-5, rtol=1e-4, target_options=opts)
+    assert compiled.report.rewrites["xgen-winograd-convs"] == {
+        "linalg.conv_2d_nchw_fchw as F(4x4, 3x3) (GEMM kernel)": 1,
+        "linalg.conv_2d_nchw_fchw as F(2x2, 3x3) (GEMM kernel)": 1,
+    }
+    assert compiled.report.rewrites["xgen-gemm-kernels"]["gemm kernels"] == 2
 
 
 def test_report_shows_the_variants_flops():

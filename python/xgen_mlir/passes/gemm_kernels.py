@@ -9,6 +9,10 @@ time, the bias and the elementwise ops after the layer that translate to C fused
 epilogue (``epilogue_c.py``: GELU in both of torch-mlir's forms, ReLU, scalar and
 per-channel scales and shifts, a residual add).
 
+A ``linalg.batch_matmul`` with a constant right-hand side of one matrix per batch (Winograd's
+GEMM, ``[a*a, tiles, C] x [a*a, C, F]``) becomes one dispatch of the same kernel over a third
+workgroup id, when marked (never under ``all``: that is for linear layers).
+
 Which layers: those ``xgen-winograd-convs`` marked (``KERNEL_ATTR = "gemm"``: measured faster
 than IREE's code on this host by ``xgen_mlir.tune``, or every one under the target option
 ``gemm_kernels=true``), or with ``all=true`` every match (the tuner's measurement slices,
@@ -35,7 +39,7 @@ from ..target import gemm_tile
 from .block_sparse import _conv_parts, _matmul_parts
 from .consteval import ConstEval
 from .epilogue_c import Epilogue, Operands, epilogue
-from .generic_util import transpose
+from .generic_util import has_default_maps, transpose
 from .kernel_call import free_symbol, install_kernel
 from .kernel_match import NoMatch
 from .registry import register_pass
@@ -47,6 +51,7 @@ GEMM = "gemm"
 GROUP_ATTR = "xgen.gemm_group"
 NCHW_CONV = "linalg.conv_2d_nchw_fchw"
 NHWC_CONV = "linalg.conv_2d_nhwc_hwcf"
+BATCH_MATMUL = "linalg.batch_matmul"
 
 
 @dataclass
@@ -67,7 +72,30 @@ def gemm_parts(op: ir.Operation, ev: ConstEval) -> dict[str, Any]:
         return _matmul_parts(op, ev)
     if op.name in (NHWC_CONV, NCHW_CONV):
         return _conv_parts(op, ev)
+    if op.name == BATCH_MATMUL:
+        return _batch_parts(op, ev)
     raise NoMatch(f"{op.name} is not a linear layer or a 1x1 conv")
+
+
+def _batch_parts(op: ir.Operation, ev: ConstEval) -> dict[str, Any]:
+    """A batched GEMM with one constant f32 matrix per batch on the right, [B, K, N], and a
+    zero accumulator: its input, weights [B, N, K] and a zero bias."""
+    ty = ir.RankedTensorType(op.results[0].type)
+    lhs = ir.RankedTensorType(op.operands[0].type)
+    if not (ty.has_static_shape and lhs.has_static_shape):
+        raise NoMatch("dynamic shape (the kernels take static shapes)")
+    if str(ty.element_type) != "f32" or str(lhs.element_type) != "f32":
+        raise NoMatch("not f32 (the kernels compute f32 only)")
+    if not has_default_maps(op):
+        raise NoMatch("a batched matmul with transposing or broadcasting maps")
+    rhs = ev.value(op.operands[1])
+    if rhs is None or rhs.dtype != np.float32 or rhs.ndim != 3:
+        raise NoMatch("the right-hand side is not a constant f32 matrix per batch")
+    init = ev.per_channel_init(op.operands[2], 2)
+    if init is None or init.any():
+        raise NoMatch("the accumulator is not zero")
+    w = np.ascontiguousarray(rhs.transpose(0, 2, 1))
+    return {"x": op.operands[0], "w": w, "bias": init, "end": op}
 
 
 def _lower(
@@ -78,22 +106,32 @@ def _lower(
     parts = gemm_parts(op, ev)
     end: ir.Operation = parts["end"]
     w, bias = parts["w"], parts["bias"]
-    n, k = w.shape
-    conv = op.name != "linalg.matmul"
+    batched = op.name == BATCH_MATMUL
+    batch = w.shape[0] if batched else 1
+    n, k = w.shape[-2:]
+    conv = op.name in (NCHW_CONV, NHWC_CONV)
     nchw = op.name == NCHW_CONV
     shape = list(ir.RankedTensorType(op.operands[0].type).shape)
-    m = int(np.prod(shape)) // k if conv else shape[0]
+    m = int(np.prod(shape)) // k if conv else shape[-2]
     # the kernel's columns are the output's channels: the last dim, but NCHW's dim 1
-    epi = epilogue(end.results[0], ev, Operands(op, column_dim=1 if nchw else -1))
+    epi = (
+        Epilogue()
+        if batched
+        else epilogue(end.results[0], ev, Operands(op, column_dim=1 if nchw else -1))
+    )
     rows, n_vectors, lanes = gemm_tile(opts.vector_bits or 128)
     symbol = free_symbol(module_op, "xgen_gemm", 1)
     l2 = opts.l2_bytes if opts.l2_bytes > 0 else 512 * 1024  # 0: not known
     group = ir.IntegerAttr(op.attributes[GROUP_ATTR]).value if GROUP_ATTR in op.attributes else 0
     spec = GemmSpec(
         symbol, m, n, k, lanes, rows, n_vectors, opts.kc, 0, group or opts.group, l2,
-        tuple(epi.lines), len(epi.columns), len(epi.tensors),
+        tuple(epi.lines), len(epi.columns), len(epi.tensors), batch,
     )  # fmt: skip
-    packed = pack_weights(w, bias, spec.nr, epi.columns)
+    packed = (
+        np.concatenate([pack_weights(wb, bias, spec.nr) for wb in w])
+        if batched
+        else pack_weights(w, bias, spec.nr, epi.columns)
+    )
     obj = compile_object(generate(spec), opts.toolchain(), symbol)
     last = epi.ops[-1] if epi.ops else end
     out_type = ir.RankedTensorType(last.results[0].type)
@@ -117,7 +155,7 @@ def _lower(
         last,
         perm,
         "xgen_gemm_weights",
-        ids=2,
+        ids=spec.ids,
     )
     return epi
 
@@ -134,8 +172,9 @@ def gemm_kernels(module_op: ir.Operation, opts: GemmKernelOptions | None) -> Cou
     counts: Counter[str] = Counter()
     ops = [
         op
-        for op in ops_named(module_op, "linalg.matmul", NCHW_CONV, NHWC_CONV)
-        if (opts.all or _marked(op)) and (not scope or function_of(op) in scope)
+        for op in ops_named(module_op, "linalg.matmul", NCHW_CONV, NHWC_CONV, BATCH_MATMUL)
+        if (_marked(op) or (opts.all and op.name != BATCH_MATMUL))
+        and (not scope or function_of(op) in scope)
     ]
     if not ops:
         return counts

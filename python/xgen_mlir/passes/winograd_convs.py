@@ -200,10 +200,17 @@ class TunedChoices:
 CHOICES: ContextVar[TunedChoices | None] = ContextVar("xgen_winograd_choices", default=None)
 
 
-def winograd_config(m: int) -> dict[str, Any]:
-    """The config of an ``algorithm`` record for Winograd F(m x m, 3x3); its baseline is the
+def winograd_config(m: int, kernel: bool = False) -> dict[str, Any]:
+    """The config of an ``algorithm`` record for Winograd F(m x m, 3x3), its batched GEMM in
+    IREE's code or (``kernel``) in xgen_mlir's generated GEMM kernel; its baseline is the
     direct conv."""
-    return {"kind": ALGORITHM, "algorithm": "winograd", "m": m}
+    config = {"kind": ALGORITHM, "algorithm": "winograd", "m": m}
+    return {**config, "gemm": GEMM} if kernel else config
+
+
+def _gemm_kernel(config: dict[str, Any]) -> bool:
+    """Whether a Winograd config runs its batched GEMM in the generated kernel."""
+    return config.get("gemm") == GEMM
 
 
 def offload_config(backend: str, compute: str) -> dict[str, Any]:
@@ -224,7 +231,7 @@ def gemm_config(group: int = 0) -> dict[str, Any]:
 def variant_name(config: dict[str, Any]) -> str:
     if config.get("algorithm") == "winograd":
         m = int(config.get("m", 0))
-        return f"F({m}x{m})"
+        return f"F({m}x{m})" + (" in the GEMM kernel" if _gemm_kernel(config) else "")
     group = f" group={config['group']}" if config.get("group") else ""
     return f"{config.get('algorithm')} {config.get('compute', '')}".strip() + group
 
@@ -258,13 +265,6 @@ def decide_algorithm(
     if best is None or best_speedup < MIN_GAIN:
         return None, f"{measured}: below the {MIN_GAIN:.2f}x needed"
     return best, measured
-
-
-def decide(records: list[Record]) -> tuple[int | None, str]:
-    """The Winograd tile to rewrite a conv with (None: direct) from its Winograd records, and
-    why (``decide_algorithm`` among Winograd variants only)."""
-    config, why = decide_algorithm(records)
-    return (None if config is None else int(config["m"])), why
 
 
 def filter_transform(weight_hwcf: np.ndarray, t: Transform = F4) -> np.ndarray:
@@ -343,9 +343,11 @@ def _winograd_nhwc(
     bias: np.ndarray,
     out_hw: tuple[int, int],
     f32: ir.Type,
+    kernel: bool = False,
 ) -> ir.Value:
     """The conv of the padded NHWC input ``x`` ([N, mTh+2, mTw+2, C]) as transforms and one
-    batched GEMM; returns [N, Ho, Wo, F] with ``bias`` added."""
+    batched GEMM (marked for xgen-gemm-kernels with ``kernel``); returns [N, Ho, Wo, F] with
+    ``bias`` added."""
     n, hp, wp, c = ir.RankedTensorType(x.type).shape
     m_out, a_in = t.m, t.a
     th, tw = (hp - 2) // m_out, (wp - 2) // m_out
@@ -376,6 +378,8 @@ def _winograd_nhwc(
     u_val = constant_op(u, "xgen_winograd_filter").result
     acc = fill(zero, empty([a_in * a_in, tiles, f], f32))
     m = linalg.batch_matmul(v, u_val, outs=[acc])
+    if kernel:
+        _mark(m.owner.operation, gemm_config())
     expanded = [a_in, a_in, n, th, tw, f]
     m = tensor.ExpandShapeOp(
         ir.RankedTensorType.get(expanded, f32), m, [[0, 1], [2, 3, 4], [5]], [], expanded
@@ -444,10 +448,11 @@ def _filter_mb(op: ir.Operation, t: Transform) -> float:
 
 
 def _rewrite(
-    op: ir.Operation, ev: ConstEval, t: Transform, max_filter_mb: int = 1024
+    op: ir.Operation, ev: ConstEval, t: Transform, max_filter_mb: int = 1024, kernel: bool = False
 ) -> int | str | None:
-    """Rewrite ``op`` (it passed ``_match``) with ``t``; returns the tile count, why a
-    matching conv was skipped, or None when its filter or init is not a constant."""
+    """Rewrite ``op`` (it passed ``_match``) with ``t``, its batched GEMM marked for the
+    generated kernel with ``kernel``; returns the tile count, why a matching conv was skipped,
+    or None when its filter or init is not a constant."""
     if _filter_mb(op, t) > max_filter_mb:
         return f"transformed filter > {max_filter_mb} MB"
     nchw = _CONVS[op.name]
@@ -463,7 +468,7 @@ def _rewrite(
     f32 = out_ty.element_type
     with ir.InsertionPoint(op), op.location:
         x = nhwc_input(op.operands[0], extra) if nchw else pad_high(op.operands[0], extra)
-        y = _winograd_nhwc(x, t, filter_transform(hwcf, t), bias, (ho, wo), f32)
+        y = _winograd_nhwc(x, t, filter_transform(hwcf, t), bias, (ho, wo), f32, kernel)
         if nchw:
             y = transpose(y, TO_NCHW)
     old = list(op.operands)
@@ -642,13 +647,26 @@ def candidates(module_op: ir.Operation, offload: bool = False) -> list[Candidate
 
 
 def rewrite_conv(
-    module_op: ir.Operation, op: ir.Operation, m: int, max_filter_mb: int = 1024
+    module_op: ir.Operation,
+    op: ir.Operation,
+    m: int,
+    max_filter_mb: int = 1024,
+    kernel: bool = False,
 ) -> int | str | None:
-    """Rewrite one conv of ``module_op`` as F(m x m, 3x3) (a variant to measure): its tile
-    count, or why not."""
+    """Rewrite one conv of ``module_op`` as F(m x m, 3x3) (a variant to measure), its batched
+    GEMM marked for the generated kernel with ``kernel``: its tile count, or why not."""
     t = next(t for t in TRANSFORMS if t.m == m)
     with module_op.context:
-        return _rewrite(op, ConstEval(module_op), t, max_filter_mb)
+        return _rewrite(op, ConstEval(module_op), t, max_filter_mb, kernel)
+
+
+def gemm_in_kernel(opts: WinogradOptions) -> bool:
+    """Whether ``enable=true`` runs Winograd's batched GEMMs in xgen_mlir's generated GEMM
+    kernel (``passes/gemm_kernels.py``) rather than IREE's batch_matmul: under ``gemm=true``
+    in an fp32 compile with a C compiler here. Under ``tuned`` each conv's record says."""
+    if opts.precision != "fp32" or opts.gemm != "true":
+        return False
+    return GemmKernelOptions().toolchain().available()
 
 
 def load_choices(db_option: str, threads: int) -> TunedChoices:
@@ -673,7 +691,8 @@ def allowed_variants(mode: str, offload: str, precision: str, gemm: str = "false
 
     def allowed(config: dict[str, Any]) -> bool:
         if config.get("algorithm") == "winograd":
-            return mode == "tuned"
+            in_kernel = _gemm_kernel(config)
+            return mode == "tuned" and (not in_kernel or (gemm != "false" and precision == "fp32"))
         if config.get("algorithm") == GEMM_ALGORITHM:
             return gemm == "tuned" and precision == "fp32"
         if config.get("algorithm") == ATTENTION_ALGORITHM:
@@ -702,6 +721,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
     if mode == "tuned" or tuned_offload or tuned_gemm:
         choices = CHOICES.get() or load_choices(opts.db, opts.threads)
     allowed = allowed_variants(mode, opts.offload, opts.precision, opts.gemm)
+    every_kernel = mode == "true" and gemm_in_kernel(opts)
     with module_op.context:
         ev = ConstEval(module_op, WEIGHT_ELEMENTS)
         if every_gemm or ((tuned_offload or tuned_gemm) and choices is not None):
@@ -727,9 +747,11 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 continue
             why, desc = "", name
             t = None
+            kernel = False
             if mode == "true" and tiles:
                 fits = [t for t in TRANSFORMS if tiles[t.m] >= opts.min_tiles]
                 t = fits[0] if fits else None
+                kernel = every_kernel
             if t is None and choices is not None:
                 if ev.value(op.operands[1]) is None:
                     continue  # not a candidate (not a constant filter): nothing to decide
@@ -760,9 +782,10 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                         )
                     continue
                 t = next(t for t in TRANSFORMS if t.m == int(config["m"]))
+                kernel = _gemm_kernel(config)
             if t is None:
                 continue
-            done = _rewrite(op, ev, t, opts.max_filter_mb)
+            done = _rewrite(op, ev, t, opts.max_filter_mb, kernel)
             if isinstance(done, str):
                 counts[f"{name} skipped: {done}"] += 1
                 if choices is not None:
@@ -772,9 +795,10 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                         f"xgen-winograd-convs: {where}: {name} left direct: {done}", file=sys.stderr
                     )
             elif done:
-                counts[f"{name} as F({t.m}x{t.m}, 3x3)"] += 1
+                gemm_note = " (GEMM kernel)" if kernel else ""
+                counts[f"{name} as F({t.m}x{t.m}, 3x3){gemm_note}"] += 1
                 if choices is not None:
-                    choices.log.append((desc, f"Winograd F({t.m}x{t.m}, 3x3)", why))
+                    choices.log.append((desc, f"Winograd F({t.m}x{t.m}, 3x3){gemm_note}", why))
                 if opts.verbose:
                     said = f" ({why})" if why else ""
                     what = desc if choices is not None else name

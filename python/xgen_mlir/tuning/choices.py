@@ -24,9 +24,10 @@ Which wins differs by host: on an AMD Zen 4, IREE's bf16 linear layers ran 1.3x 
 oneDNN's; on an Intel Xeon, oneDNN reaches the AMX tiles that IREE's code does not.
 
 Records are of kind ``tunedb.ALGORITHM`` (``{"kind": "algorithm", "algorithm":
-"winograd", "m": 4}``), keyed by the conv's signature and the host, the direct conv's time
+"winograd", "m": 4}``, plus ``"gemm": "gemm"`` where its batched GEMM ran in xgen_mlir's
+generated kernel), keyed by the conv's signature and the host, the direct conv's time
 as their baseline; ``compile()`` under ``winograd=tuned`` rewrites a conv where one is
-``tunedb.MIN_GAIN`` faster (``winograd_convs.decide``).
+``tunedb.MIN_GAIN`` faster (``winograd_convs.decide_algorithm``).
 """
 
 from __future__ import annotations
@@ -288,21 +289,29 @@ def variants_module(
     the model (NHWC, the residual add and ReLU fused, split over ``threads`` workgroups) if
     the library takes it; and the
     config of each ``c`` function, in order; with ``gemm_step`` (the target's
-    xgen-gemm-kernels step), a linear layer also as xgen_mlir's generated GEMM kernel. One
-    module: one compile and one child process measure every variant of the op."""
+    xgen-gemm-kernels step), a linear layer also as xgen_mlir's generated GEMM kernel, and
+    each Winograd tile also with its batched GEMM in that kernel. One module: one compile and
+    one child process measure every variant of the op."""
     cut = _Slice(cand)
     module = ir.Module.create(ir.Location.unknown(cand.op.context))
     cut.function(module, "base", order)
     configs: list[dict[str, Any]] = []
+    kernels = (False, True) if gemm_step is not None and precision == "fp32" else (False,)
     for t in TRANSFORMS if winograd else ():
         if cand.tiles.get(t.m, 0) < 1:
             continue
-        conv = cut.function(module, f"c{len(configs)}", order)
-        done = rewrite_conv(module.operation, conv, t.m)
-        if not isinstance(done, int):
-            module.body.operations[len(module.body.operations) - 1].erase()
-            continue
-        configs.append(winograd_config(t.m))
+        for kernel in kernels:
+            name = f"c{len(configs)}"
+            conv = cut.function(module, name, order)
+            done = rewrite_conv(module.operation, conv, t.m, kernel=kernel)
+            if isinstance(done, int) and kernel:  # the marked batched GEMM -> the kernel
+                step = _scoped(str(gemm_step), f"functions={name}")
+                counts = run_steps(module, [step], what=f"Winograd's GEMM for {cand.description}")
+                done = done if counts.get("xgen-gemm-kernels", {}).get("gemm kernels") else None
+            if not isinstance(done, int):
+                module.body.operations[len(module.body.operations) - 1].erase()
+                break
+            configs.append(winograd_config(t.m, kernel))
     if offload is not None:
         name = f"c{len(configs)}"
         cut.function(module, name, order)
@@ -324,9 +333,7 @@ def variants_module(
     for group in GEMM_GROUPS if gemm else ():
         name = f"c{len(configs)}"
         cut.function(module, name, order)
-        head, _, rest = str(gemm_step).partition("{")
-        options = f"all=true functions={name} group={group}"
-        step = f"{head}{{{options} {rest}" if rest else f"{head}{{{options}}}"
+        step = _scoped(str(gemm_step), f"all=true functions={name} group={group}")
         counts = run_steps(module, [step], what=f"generating a GEMM kernel for {cand.description}")
         if counts.get("xgen-gemm-kernels", {}).get("gemm kernels"):
             configs.append(gemm_config(group))
@@ -335,6 +342,12 @@ def variants_module(
             break
     module.operation.verify()
     return module, configs
+
+
+def _scoped(step: str, options: str) -> str:
+    """Pass step ``step`` (``name{opts}`` or ``name``) with ``options`` put first."""
+    head, _, rest = step.partition("{")
+    return f"{head}{{{options} {rest}" if rest else f"{head}{{{options}}}"
 
 
 def attention_module(
@@ -654,8 +667,7 @@ def _attention_step(target: str, compile_options: dict[str, Any]) -> tuple[str, 
 
 def _algorithm_text(config: dict[str, Any]) -> str:
     if config.get("algorithm") == "winograd":
-        m = int(config["m"])
-        return f"winograd F({m}x{m})"
+        return f"winograd {variant_name(config)}"
     return f"{config.get('algorithm')} ({config.get('compute')})"
 
 
