@@ -149,6 +149,28 @@ def host_threads() -> int:
         return os.cpu_count() or 1
 
 
+# IREE's task system hands a dispatch's workgroups to its workers in reservations of this
+# many (IREE_TASK_DISPATCH_MAX_TILES_PER_SHARD_RESERVATION, runtime/src/iree/task/tuning.h)
+# once there are at least this many per worker; below that, one at a time.
+IREE_TILES_PER_RESERVATION = 8
+
+
+def busy_share(workgroups: int, threads: int) -> float:
+    """The share of ``threads`` x the dispatch's span that ``workgroups`` equal workgroups
+    keep busy when IREE's workers take them in reservations (``IREE_TILES_PER_RESERVATION``),
+    each worker taking the next as it finishes. 24 workgroups on 2 threads are 3
+    reservations of 8: one worker runs 16, the other 8, so 0.75; 48 are 6, 1.0. Measured on
+    DistilBERT's 768-wide Linear layers in the generated GEMM kernel (AMD Zen 3, 2 threads):
+    24 workgroups busy 75% of the span, 48 workgroups 100% (4.61 -> 3.51 ms per layer)."""
+    if threads <= 1 or workgroups <= 0:
+        return 1.0
+    per = 1 if workgroups < threads * IREE_TILES_PER_RESERVATION else IREE_TILES_PER_RESERVATION
+    loads = [0] * threads
+    for start in range(0, workgroups, per):
+        loads[loads.index(min(loads))] += min(per, workgroups - start)
+    return workgroups / (threads * max(loads))
+
+
 def host_fact(name: str, cpuinfo: Path = _CPUINFO, caches: Path = _CACHES) -> int:
     """One fact read off the compiling machine (0 where it cannot be read)."""
     if name == "vector_bits":

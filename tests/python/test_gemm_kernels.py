@@ -14,7 +14,7 @@ from torch import nn
 import xgen_mlir
 from xgen_mlir.codegen.dense_gemm import GemmSpec, pack_weights
 from xgen_mlir.passes import winograd_convs as wc
-from xgen_mlir.target import gemm_tile
+from xgen_mlir.target import busy_share, gemm_tile
 from xgen_mlir.tunedb import HostIdentity, Record, TuningDB
 from xgen_mlir.tuning.choices import _graph_module
 
@@ -236,6 +236,24 @@ def test_packing_and_tiles():
         assert rows * nv + nv + 1 <= registers and lanes == bits // 32
     spec = GemmSpec("s", m=128, n=1536, k=384, lanes=8, rows=6, n_vectors=2)
     assert spec.grid == (48, 1, 1) and spec.m_block >= 128
+
+
+def test_workgroups_keep_the_workers_busy_under_irees_reservations():
+    """IREE hands out workgroups 8 at a time once there are 8 per worker: 24 on 2 threads
+    leave one worker idle a third of the time. The GEMM kernel's panels per workgroup avoid
+    that where the thread count is known; a batch (Winograd's GEMMs) counts as workgroups."""
+    assert busy_share(24, 2) == 0.75 and busy_share(72, 2) == 0.9
+    assert busy_share(48, 2) == busy_share(12, 2) == busy_share(7, 1) == 1.0
+    assert busy_share(15, 2) == 15 / 16  # one at a time below 16: 8 and 7
+    tile = {"lanes": 8, "rows": 6, "n_vectors": 2}
+    # DistilBERT's layers at 128 tokens: 48 panels of 768 outputs, 192 of 3072
+    assert GemmSpec("s", m=128, n=768, k=3072, **tile).group == 2  # threads unknown
+    assert GemmSpec("s", m=128, n=768, k=3072, workers=2, **tile).group == 1  # 48, not 24
+    assert GemmSpec("s", m=128, n=3072, k=768, workers=2, **tile).group == 2  # 96 balance
+    assert GemmSpec("s", m=128, n=2304, k=768, workers=2, **tile).group == 1  # 144, not 72
+    assert GemmSpec("s", m=128, n=768, k=768, workers=2, panels_per_group=2, **tile).group == 2
+    batched = GemmSpec("s", m=16, n=256, k=256, batch=36, workers=2, **tile)
+    assert batched.grid == (8, 1, 36) and batched.ids == 3  # 288 workgroups: 2 panels each
 
 
 def test_a_pointwise_conv_is_measured_as_the_kernel(tmp_path):

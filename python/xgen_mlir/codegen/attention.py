@@ -157,8 +157,9 @@ class AttentionSpec:
     def for_workers(self, workers: int) -> None:
         """Query blocks per head for ``workers`` threads: two workgroups per worker, and no
         more. Each workgroup packs its head's K^T (and V) again, so a head split in two
-        packs them twice: MiniLM's six cores (12 heads, 2 threads) took 0.90 ms in 24
-        workgroups, 0.66 in 12 (AMD Zen 5)."""
+        packs them twice, and 24 workgroups on 2 threads are 3 of IREE's reservations of 8
+        (``target.busy_share``: one worker idle a third of the time): MiniLM's six cores (12
+        heads, 2 threads) took 0.90 ms in 24 workgroups, 0.66 in 12 (AMD Zen 5)."""
         self.blocks = max(1, min(-(-2 * workers // self.heads), self.tq // self.rows))
 
     @property

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..target import busy_share
 from .block_sparse import math_c
 
 
@@ -51,6 +52,7 @@ class GemmSpec:
     columns: int = 0  # the epilogue's per-column constants (c0, c1, ...)
     tensors: int = 0  # the epilogue's tensors of y's shape (t0, t1, ...)
     batch: int = 1  # independent GEMMs, each with its own weights (the z workgroup id)
+    workers: int = 0  # threads the dispatch runs on (0: not known)
 
     @property
     def nr(self) -> int:
@@ -62,11 +64,19 @@ class GemmSpec:
 
     @property
     def group(self) -> int:
-        """Panels per workgroup: as given (the tuner measures 1 and 2 per layer), else 2, or 1
-        where that would leave under 8 workgroups."""
+        """Panels per workgroup: as given (the tuner measures 1 and 2 per layer), else 2 (two
+        panels share each x row read), or 1 where that would leave under 8 workgroups or keep
+        the ``workers`` less busy (``target.busy_share``: IREE hands out workgroups in
+        reservations of 8)."""
         if self.panels_per_group:
             return self.panels_per_group
-        return 2 if self.panels >= 16 else 1
+        if self.panels < 16:
+            return 1
+        if not self.workers:
+            return 2
+        rest = self.m_blocks * self.batch
+        shares = {g: busy_share(-(-self.panels // g) * rest, self.workers) for g in (2, 1)}
+        return 2 if shares[2] >= shares[1] else 1
 
     @property
     def groups(self) -> int:

@@ -35,7 +35,7 @@ from ..codegen.dense_gemm import GemmSpec, generate, pack_weights
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
 from ..irutil import function_of, ops_named
-from ..target import gemm_tile
+from ..target import gemm_tile, host_threads
 from .block_sparse import _conv_parts, _matmul_parts
 from .consteval import ConstEval
 from .epilogue_c import Epilogue, Operands, epilogue
@@ -60,6 +60,7 @@ class GemmKernelOptions(ToolchainOptions):
     l2_bytes: int = 512 * 1024  # per-core L2: the M block's x rows stay in half of it
     kc: int = 256  # k block
     group: int = 0  # panels per workgroup (0: GemmSpec.group's choice)
+    threads: int = 0  # the threads the module runs on (0: this host's)
     all: bool = False  # every matching layer, not only the marked ones
     functions: str = ""  # comma-separated function names to look in; empty: all
     verbose: bool = False
@@ -126,6 +127,7 @@ def _lower(
     spec = GemmSpec(
         symbol, m, n, k, lanes, rows, n_vectors, opts.kc, 0, group or opts.group, l2,
         tuple(epi.lines), len(epi.columns), len(epi.tensors), batch,
+        opts.threads or host_threads(),
     )  # fmt: skip
     packed = (
         np.concatenate([pack_weights(wb, bias, spec.nr) for wb in w])
