@@ -221,6 +221,27 @@ def test_unmeasured_linear_layers_start_in_the_kernel_on_a_narrower_target(tmp_p
     assert _kernels(measured) == 2, measured.report.rewrites
 
 
+def test_unmeasured_pointwise_convs_start_in_the_kernel_on_a_narrower_target(tmp_path):
+    """The same prior for 1x1 stride-1 convs: on a 256-bit target with no record both 1x1
+    convs run the kernel (the 3x3 never), with PyTorch's numbers; on the 512-bit target
+    (oneDNN aside) IREE's code keeps them."""
+    torch.manual_seed(3)
+    model = _Pointwise(True).eval()
+    x = torch.randn(2, 24, 7, 9)
+    db = tmp_path / "t.db"
+    TuningDB(db).close()
+    avx2 = {"vector_bits": "256"}
+    m = xgen_mlir.compile(model, (x,), tuning_db=db, target_options=avx2)
+    assert _kernels(m) == 2, m.report.rewrites
+    whys = [why for _, decision, why in m.report.tuning.choices if decision == "xgen_gemm f32"]
+    assert len(whys) == 2 and all("a 1x1 conv starts in" in w for w in whys), whys
+    with torch.no_grad():
+        want = model(x).numpy()
+    check_close(np.asarray(m(x)), want, atol=1e-5 * np.abs(want).max(), rtol=1e-4, what="1x1")
+    wide = {"vector_bits": "512", "offload": "none"}
+    assert _kernels(xgen_mlir.compile(model, (x,), tuning_db=db, target_options=wide)) == 0
+
+
 def test_packing_and_tiles():
     """Panels of the tile's width with zero columns past N, then the bias; the register tile
     fills AVX2's 16 and AVX-512's 32 registers without spilling."""
