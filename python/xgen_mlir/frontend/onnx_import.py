@@ -30,6 +30,7 @@ from onnx import shape_inference, version_converter
 from .._mlir import ir, passmanager
 from ..errors import FrontendError, UnsupportedOp, UnsupportedOpsError
 from .onnx_quant import rewrite_quantized_contrib_ops
+from .onnx_resize import rewrite_nearest_resizes
 from .onnx_rnn import rewrite_recurrent_ops
 
 TARGET_OPSET = 17
@@ -118,8 +119,9 @@ def import_onnx(
         warnings.warn(
             f"{label}: ONNX shape inference failed ({e}); importing without it", stacklevel=2
         )
-    else:  # the rewrite needs the sequence lengths shape inference found
+    else:  # the rewrites need the sequence lengths and sizes shape inference found
         proto = _unroll_recurrent(proto, nodes, label)
+        proto = _nearest_resizes(proto, nodes, label)
     ctx = context or ir.Context()
     torch_d.register_dialect(ctx)
     handler = ctx.attach_diagnostic_handler(lambda d: True)  # keep warnings off stderr
@@ -207,6 +209,28 @@ def _unroll_recurrent(proto: onnx.ModelProto, nodes: dict[str, str], label: str)
     except Exception as e:
         warnings.warn(
             f"{label}: unrolling its recurrent layers failed ({e}); importing them as loops",
+            stacklevel=3,
+        )
+        return proto
+    nodes.update({n.name: f"onnx.{n.op_type}" for n in work.graph.node if n.name not in nodes})
+    return work
+
+
+def _nearest_resizes(proto: onnx.ModelProto, nodes: dict[str, str], label: str) -> onnx.ModelProto:
+    """``proto`` with its nearest Resizes by integer factors as reshapes and a broadcast
+    (``onnx_resize``), shapes inferred again and the new nodes named in ``nodes``; if that
+    fails, ``proto`` as it was (torch-mlir's gather computes the same), with a warning."""
+    if not any(n.op_type == "Resize" for n in proto.graph.node):
+        return proto
+    work = onnx.ModelProto()
+    work.CopyFrom(proto)
+    try:
+        if not rewrite_nearest_resizes(work):
+            return proto
+        work = shape_inference.infer_shapes(work, data_prop=True)
+    except Exception as e:
+        warnings.warn(
+            f"{label}: rewriting its nearest Resizes failed ({e}); importing them as gathers",
             stacklevel=3,
         )
         return proto

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import sys
 from collections import Counter
 from contextvars import ContextVar
@@ -910,8 +911,8 @@ def _pointwise_conv(op: ir.Operation) -> bool:
 def _float_linear_prior(
     op: ir.Operation, opts: WinogradOptions, why: str
 ) -> tuple[dict[str, Any] | None, str]:
-    """An f32 Linear layer (constant weights) of at least ``LINEAR_PRIOR_MIN_ROWS`` rows, or
-    (narrower targets only) a 1x1 stride-1 conv, in an fp32 compile for a target of known
+    """An f32 Linear layer (constant weights), or (narrower targets only) a 1x1 stride-1 conv,
+    of at least ``LINEAR_PRIOR_MIN_ROWS`` rows (tokens, pixels) in an fp32 compile for a target of known
     vector width, with no measurement on this host: the tuner's first candidate, by the width.
 
     - AVX-512 (``offload=tuned``; inputs and outputs at least ``LINEAR_PRIOR_MIN_WIDTH``):
@@ -946,8 +947,11 @@ def _float_linear_prior(
         return None, why
     lhs = ir.RankedTensorType(op.operands[0].type).shape
     out = ir.RankedTensorType(op.results[0].type).shape
-    rows = lhs[0] if op.name == "linalg.matmul" else lhs[0] * lhs[1]
-    if rows < LINEAR_PRIOR_MIN_ROWS and not pointwise:
+    if pointwise:  # a GEMM over the pixels
+        rows = math.prod(out) // out[1 if _CONVS[op.name] else 3]
+    else:
+        rows = lhs[0] if op.name == "linalg.matmul" else lhs[0] * lhs[1]
+    if rows < LINEAR_PRIOR_MIN_ROWS:
         return None, why
     if opts.vector_bits != TILED_FOR_VECTOR_BITS:
         toolchain = GemmKernelOptions().toolchain()
