@@ -912,8 +912,9 @@ def _float_linear_prior(
     op: ir.Operation, opts: WinogradOptions, why: str
 ) -> tuple[dict[str, Any] | None, str]:
     """An f32 Linear layer (constant weights), or (narrower targets only) a 1x1 stride-1 conv,
-    of at least ``LINEAR_PRIOR_MIN_ROWS`` rows (tokens, pixels) in an fp32 compile for a target of known
-    vector width, with no measurement on this host: the tuner's first candidate, by the width.
+    of at least ``LINEAR_PRIOR_MIN_ROWS`` rows (tokens, pixels) in an fp32 compile for a
+    target of known vector width, with no measurement on this host: the tuner's first
+    candidate, by the width.
 
     - AVX-512 (``offload=tuned``; inputs and outputs at least ``LINEAR_PRIOR_MIN_WIDTH``):
       oneDNN's f32 matmul. Measured in the model, the zoo's BERT-style transformers ran
