@@ -140,3 +140,18 @@ def test_upsample_and_add_compiled_matches_onnxruntime(tmp_path):
     want = _run(proto, {"x": x, "y": y})
     got = xgen_mlir.compile(str(path), (x, y), tuning_db=False)(x, y)
     np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1e-6)
+
+
+def test_a_failed_rewrite_warns_and_imports_the_gather(monkeypatch):
+    """If the rewrite fails, the model imports as it was (torch-mlir's gather), with a
+    warning naming it, never a half-rewritten graph."""
+    from xgen_mlir.frontend import onnx_import
+
+    def broken(proto: onnx.ModelProto) -> int:
+        proto.graph.initializer.add().name = "half_written"
+        raise ValueError("simulated")
+
+    monkeypatch.setattr(onnx_import, "rewrite_nearest_resizes", broken)
+    with pytest.warns(UserWarning, match="rewriting its nearest Resizes failed.*simulated"):
+        module, _ = onnx_import.import_onnx(_model([1, 1, 2, 2]), input_shapes=[(1, 3, 5, 6)])
+    assert "half_written" not in str(module)

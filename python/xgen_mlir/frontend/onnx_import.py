@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,8 +120,7 @@ def import_onnx(
             f"{label}: ONNX shape inference failed ({e}); importing without it", stacklevel=2
         )
     else:  # the rewrites need the sequence lengths and sizes shape inference found
-        proto = _unroll_recurrent(proto, nodes, label)
-        proto = _nearest_resizes(proto, nodes, label)
+        proto = _shaped_rewrites(proto, nodes, label)
     ctx = context or ir.Context()
     torch_d.register_dialect(ctx)
     handler = ctx.attach_diagnostic_handler(lambda d: True)  # keep warnings off stderr
@@ -194,48 +193,39 @@ def _prepare(proto: onnx.ModelProto, label: str) -> onnx.ModelProto:
     return copy
 
 
-def _unroll_recurrent(proto: onnx.ModelProto, nodes: dict[str, str], label: str) -> onnx.ModelProto:
-    """``proto`` with its LSTM / GRU layers unrolled (``onnx_rnn``), shapes inferred again and
-    the new nodes named in ``nodes``; if that fails, ``proto`` as it was (the layers then
-    import as torch-mlir's loops), with a warning."""
-    if not any(n.op_type in ("LSTM", "GRU") for n in proto.graph.node):
-        return proto
-    work = onnx.ModelProto()
-    work.CopyFrom(proto)
-    try:
-        if not rewrite_recurrent_ops(work):
-            return proto
-        work = shape_inference.infer_shapes(work, data_prop=True)
-    except Exception as e:
-        warnings.warn(
-            f"{label}: unrolling its recurrent layers failed ({e}); importing them as loops",
-            stacklevel=3,
-        )
-        return proto
-    nodes.update({n.name: f"onnx.{n.op_type}" for n in work.graph.node if n.name not in nodes})
-    return work
-
-
-def _nearest_resizes(proto: onnx.ModelProto, nodes: dict[str, str], label: str) -> onnx.ModelProto:
-    """``proto`` with its nearest Resizes by integer factors as reshapes and a broadcast
-    (``onnx_resize``), shapes inferred again and the new nodes named in ``nodes``; if that
-    fails, ``proto`` as it was (torch-mlir's gather computes the same), with a warning."""
-    if not any(n.op_type == "Resize" for n in proto.graph.node):
-        return proto
-    work = onnx.ModelProto()
-    work.CopyFrom(proto)
-    try:
-        if not rewrite_nearest_resizes(work):
-            return proto
-        work = shape_inference.infer_shapes(work, data_prop=True)
-    except Exception as e:
-        warnings.warn(
-            f"{label}: rewriting its nearest Resizes failed ({e}); importing them as gathers",
-            stacklevel=3,
-        )
-        return proto
-    nodes.update({n.name: f"onnx.{n.op_type}" for n in work.graph.node if n.name not in nodes})
-    return work
+def _shaped_rewrites(proto: onnx.ModelProto, nodes: dict[str, str], label: str) -> onnx.ModelProto:
+    """``proto`` with the rewrites that need the sizes shape inference found (LSTM / GRU
+    unrolled, ``onnx_rnn``; nearest Resizes by integer factors as reshapes and a broadcast,
+    ``onnx_resize``), shapes inferred again after each and the new nodes named in ``nodes``.
+    A rewrite that fails leaves the graph as it was (torch-mlir's lowering computes the same,
+    slower), with a warning."""
+    rewrites: list[tuple[tuple[str, ...], Callable[[onnx.ModelProto], object], str]] = [
+        (
+            ("LSTM", "GRU"),
+            rewrite_recurrent_ops,
+            "unrolling its recurrent layers failed ({e}); importing them as loops",
+        ),
+        (
+            ("Resize",),
+            rewrite_nearest_resizes,
+            "rewriting its nearest Resizes failed ({e}); importing them as gathers",
+        ),
+    ]
+    for op_types, rewrite, failed in rewrites:
+        if not any(n.op_type in op_types for n in proto.graph.node):
+            continue
+        work = onnx.ModelProto()
+        work.CopyFrom(proto)
+        try:
+            if not rewrite(work):
+                continue
+            work = shape_inference.infer_shapes(work, data_prop=True)
+        except Exception as e:
+            warnings.warn(f"{label}: " + failed.format(e=e), stacklevel=3)
+            continue
+        nodes.update({n.name: f"onnx.{n.op_type}" for n in work.graph.node if n.name not in nodes})
+        proto = work
+    return proto
 
 
 def onnx_dynamic_dims(
