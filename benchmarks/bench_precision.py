@@ -13,8 +13,10 @@ a failing system is that cell's text; the run goes on.
 int8: the model is quantized once with ``xgen_mlir.compress.quantize`` (conv nets: static, per-
 channel weights, calibrated with min-max on 8 other views of the same two images (other crops
 and sizes than the 12 scored ones); transformers: dynamic) and that one quantized ONNX model
-runs in xgen_mlir (``precision="int8"``: IREE's own code, every integer conv and Linear in
-oneDNN's s8 primitives ("int8 onednn"), or after ``xgen_mlir.tune``, which measures each one),
+runs in xgen_mlir (``precision="int8"``: the default compile, which on a CPU without an exact
+int8 dot product computes the integer contractions in f32; "int8 integer": IREE's integer code
+whatever the host; every integer conv and Linear in oneDNN's s8 primitives ("int8 onednn"); or
+after ``xgen_mlir.tune``, which measures each one),
 in ONNX Runtime ("ORT int8") and in OpenVINO ("OpenVINO int8": it runs the quantize/dequantize
 pairs as its int8 kernels), so they compute the same quantized function; each xgen_mlir cell
 also has its error against ONNX Runtime's and the count of integer / float contractions
@@ -58,6 +60,7 @@ SYSTEMS = [
     "xgen_mlir fp32 tuned",
     "xgen_mlir bf16 tuned",
     "xgen_mlir int8",
+    "xgen_mlir int8 integer",
     "xgen_mlir int8 onednn",
     "xgen_mlir int8 tuned",
     "OpenVINO default",
@@ -70,6 +73,7 @@ TRANSFORMERS = ("minilm", "distilbert", "bert_base", "gpt2_small")
 # the systems that run the one quantized model
 INT8_SYSTEMS = (
     "xgen_mlir int8",
+    "xgen_mlir int8 integer",
     "xgen_mlir int8 onednn",
     "xgen_mlir int8 tuned",
     "ORT int8",
@@ -80,13 +84,18 @@ Cell = dict[str, object]
 
 
 def xgen_runner(
-    model, example, precision: str, offload: str = "none", tune_minutes: float = 0.0
+    model,
+    example,
+    precision: str,
+    offload: str = "none",
+    tune_minutes: float = 0.0,
+    options: dict[str, str] | None = None,
 ) -> tuple[Callable, Cell]:
     """xgen_mlir in ``precision``; ``offload``: the target option (none, onednn); with
     ``tune_minutes``, ``xgen_mlir.tune`` first (a fresh database: contraction configs, and each
     conv's algorithm: Winograd, oneDNN, direct), then the default compile, which applies it."""
     t0 = time.perf_counter()
-    options = {"offload": offload} if offload != "none" else {}
+    options = {**({"offload": offload} if offload != "none" else {}), **(options or {})}
     extra: dict = {}
     if tune_minutes:
         import tempfile
@@ -235,6 +244,12 @@ def bench_model(
             q, qinfo = quantized(name, model, example)
             makers["xgen_mlir int8"] = lambda: xgen_runner(q, None, "int8")
             # BYOC: every integer conv and Linear in oneDNN's s8 primitives (docs/byoc.md)
+            # the integer contractions as such, whatever the host (integer_contractions=auto
+            # computes them in f32 on a CPU without an exact int8 dot product)
+            integer = {"integer_contractions": "integer"}
+            makers["xgen_mlir int8 integer"] = lambda: xgen_runner(
+                q, None, "int8", options=integer
+            )
             makers["xgen_mlir int8 onednn"] = lambda: xgen_runner(q, None, "int8", "onednn")
             makers["xgen_mlir int8 tuned"] = lambda: xgen_runner(q, None, "int8", "none", TUNE_MIN)
             makers["ORT int8"] = lambda: ort_proto_runner(q, threads)

@@ -161,6 +161,12 @@ class CompileReport:
                 + (", per-channel weights" if q.get("per_channel") else "")
                 + f"; contractions: {c['integer']} integer (i8 x i8 -> i32), {c['float']} float"
             )
+            if q.get("computed_in_f32"):
+                lines.append(
+                    f"  {q['computed_in_f32']} integer contraction(s) computed as f32 on the same "
+                    "integers, rounded back (integer_contractions: this CPU has no exact int8 dot "
+                    "product, or no fast integer kernel takes them)"
+                )
         for e in self.precision_errors:
             lines.append(
                 f"  output {int(e['output'])}: relative error {e['rel_l2']:.2e} (L2), max abs "
@@ -594,6 +600,11 @@ def compile(
     if cpu is not None:
         _record_cpu_target(module, opts.entry, cpu)
     report.offload = _record_plugins(module, opts.entry, report.rewrites)
+    if report.quantization.get("contractions"):
+        done = report.rewrites.get("xgen-integer-in-float", {})
+        report.quantization["computed_in_f32"] = sum(
+            n for k, n in done.items() if k.endswith("-> f32")
+        )
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 
     tuning = _tuning_request(opts, tuning_host)

@@ -45,7 +45,7 @@ from string import Template
 
 from ._paths import pipelines_dir
 from .errors import PipelineError, UnknownNameError
-from .target import TargetFacts, host_fact, matmul_tile_bytes
+from .target import TargetFacts, host_fact, integer_contractions, matmul_tile_bytes
 
 IREE_PHASES = ("global-optimization", "dispatch-creation")  # where dispatch steps may run
 
@@ -96,7 +96,7 @@ _SAFE_LOCATIONS = re.compile(r"[\w.,+/:-]*")
 
 # Options whose value ``auto`` is computed from the target facts ('' = unknown: the flag that
 # uses it is dropped).
-_AUTO = {"matmul_tile_bytes": matmul_tile_bytes}
+_AUTO = {"matmul_tile_bytes": matmul_tile_bytes, "integer_contractions": integer_contractions}
 
 
 @dataclass(frozen=True)

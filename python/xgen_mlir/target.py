@@ -25,6 +25,9 @@ class TargetFacts:
     vector_bits: int = 0  # widest SIMD vector (512: AVX-512, 256: AVX2, 128: SSE/NEON)
     l2_bytes: int = 0  # one core's L2 data (or unified) cache
     threads: int = 0  # worker threads a module's dispatches spread over
+    # 1: the target multiplies int8 exactly in dot-product instructions (EXACT_INT8_FLAGS, arm64's
+    # dot product); 0: it has none (or it is unknown): integer contractions are then no faster
+    exact_int8: int = 0
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -179,6 +182,8 @@ def host_fact(name: str, cpuinfo: Path = _CPUINFO, caches: Path = _CACHES) -> in
         return cache_bytes(2, caches) or 0
     if name == "threads":
         return host_threads()
+    if name == "exact_int8":
+        return int(has_any(EXACT_INT8_FLAGS + ("asimddp",), cpuinfo))
     raise KeyError(name)
 
 
@@ -188,6 +193,14 @@ def matmul_tile_bytes(facts: TargetFacts) -> str:
     default, 256 KiB, is a guess for an unknown CPU). Empty (flag dropped, IREE's default
     kept) where the L2 size is unknown."""
     return str(facts.l2_bytes // 2) if facts.l2_bytes else ""
+
+
+def integer_contractions(facts: TargetFacts) -> str:
+    """How an int8 model's integer contractions run (``xgen-integer-in-float``'s mode): all
+    as f32 contractions of the same integers on a target without an exact int8 dot product,
+    where integer kernels are slower than f32 or saturate; else only the integer convs that no
+    kernel library takes ("convs": IREE has no fast integer conv on any host measured)."""
+    return "convs" if facts.exact_int8 else "float"
 
 
 def simd_lanes(vector_bits: int) -> int:

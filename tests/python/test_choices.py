@@ -210,7 +210,10 @@ def test_int8_convs_measured_against_their_offload(tmp_path):
     model, x = small_cnn(), torch.randn(1, 3, 32, 32)
     cal = [torch.randn(1, 3, 32, 32) for _ in range(4)]
     db = tmp_path / "t.db"
-    common = dict(precision="int8", calibration=cal)
+    # the integer ops as such (integer_contractions=auto makes them f32 on a CPU without VNNI)
+    common = dict(
+        precision="int8", calibration=cal, target_options={"integer_contractions": "integer"}
+    )
     choices = measure_choices(model, (x,), db=db, settings=FAST, progress=False, **common)
     assert sorted(c.description.split(" ")[0] for c in choices) == ["conv3x3", "conv3x3", "matmul"]
     if not int8_exact_in_ort():
@@ -246,7 +249,11 @@ def test_dynamic_int8_linear_measured_with_its_runtime_zero_point(tmp_path):
     from xgen_mlir.models.transformers_zoo import bert_tiny
 
     model, example = bert_tiny()
-    common = dict(precision="int8", quantization={"mode": "dynamic"})
+    common = dict(
+        precision="int8",
+        quantization={"mode": "dynamic"},
+        target_options={"integer_contractions": "integer"},
+    )
     choices = measure_choices(
         model, example, db=tmp_path / "t.db", settings=FAST, progress=False, max_convs=1, **common
     )

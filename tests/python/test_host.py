@@ -79,3 +79,27 @@ def test_cpu_model_names_the_generation(tmp_path):
     assert cpu_model(info) == "AMD EPYC (family 25, model 17)"
     info.write_text("processor\t: 0\nBogoMIPS\t: 108.00\n\nModel\t\t: Raspberry Pi 4 Model B\n")
     assert cpu_model(info) == "Raspberry Pi 4 Model B"
+
+
+def test_exact_int8_fact_and_the_integer_contractions_it_picks(tmp_path):
+    """An exact int8 dot product (VNNI, AMX-INT8, arm64's dot product) is a target fact read
+    from cpuinfo; integer_contractions=auto is float without one, convs with one, and a user's
+    value or a stated fact overrides it."""
+    from xgen_mlir.target import integer_contractions
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n")
+    assert host_fact("exact_int8", cpuinfo=info) == 0
+    for flags in ("avx2 avx512f avx512_vnni", "avx2 avx_vnni", "avx512f amx_int8", "asimd asimddp"):
+        info.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        assert host_fact("exact_int8", cpuinfo=info) == 1, flags
+    assert integer_contractions(TargetFacts(exact_int8=0)) == "float"
+    assert integer_contractions(TargetFacts(exact_int8=1)) == "convs"
+
+    def step(**options) -> str:
+        steps = load_pipeline("cpu").with_options(options).pass_steps("main")
+        return next(s for s in steps if s.startswith("xgen-integer-in-float"))
+
+    assert "mode=float" in step(exact_int8="0")
+    assert "mode=convs" in step(exact_int8="1")
+    assert "mode=integer" in step(exact_int8="0", integer_contractions="integer")

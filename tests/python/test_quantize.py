@@ -75,11 +75,15 @@ def test_static_int8_small_cnn() -> None:
 def test_int8_convs_and_linear_offloaded_to_onednn() -> None:
     """offload=onednn: the integer convs (with their zero-point padding) and the integer
     classifier run as oneDNN s8 primitives, and the output is the very same as IREE's own
-    integer code (integer sums are exact) and within one output step of ONNX Runtime."""
+    integer code (integer sums are exact) and within one output step of ONNX Runtime
+    (integer_contractions=integer: the integer ops as such, on any host)."""
     model, x = small_cnn(), torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     cal = _calibration()
     common = dict(precision="int8", calibration=cal, precision_check=False)
-    offloaded = xgen_mlir.compile(model, x, target_options={"offload": "onednn"}, **common)
+    integer = {"integer_contractions": "integer"}
+    offloaded = xgen_mlir.compile(
+        model, x, target_options={"offload": "onednn", **integer}, **common
+    )
     assert_int8_offload(
         offloaded.report.offload,
         {
@@ -88,7 +92,7 @@ def test_int8_convs_and_linear_offloaded_to_onednn() -> None:
             "linalg.quantized_matmul -> onednn (int8)": 1,
         },
     )
-    own = xgen_mlir.compile(model, x, target_options={"offload": "none"}, **common)
+    own = xgen_mlir.compile(model, x, target_options={"offload": "none", **integer}, **common)
     assert own.report.offload == {}
     got = np.asarray(offloaded(x.numpy()))
     assert np.array_equal(got, np.asarray(own(x.numpy())))
@@ -101,12 +105,15 @@ def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:
     """Before any tune (an empty database), compile(precision="int8") puts the integer convs
     and the integer classifier in oneDNN (the prior: IREE has no fast integer conv, and its i8
     matmuls lost to oneDNN's on both AMD hosts), and the report says why; offload="none"
-    keeps everything with IREE."""
+    keeps everything with IREE (integer_contractions=integer: the integer ops as such)."""
     model, x = small_cnn(), torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     common = dict(precision="int8", calibration=_calibration(), precision_check=False)
     with TuningDB(tmp_path / "empty.db"):
         pass
-    compiled = xgen_mlir.compile(model, x, tuning_db=tmp_path / "empty.db", **common)
+    integer = {"integer_contractions": "integer"}
+    compiled = xgen_mlir.compile(
+        model, x, tuning_db=tmp_path / "empty.db", target_options=integer, **common
+    )
     assert_int8_offload(
         compiled.report.offload,
         {
@@ -117,7 +124,7 @@ def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:
     )
     decisions = sorted((d, w.split(":")[0]) for _, d, w in compiled.report.tuning.choices)
     assert decisions == [("onednn s8", "no measurement on this host")] * 3, decisions
-    kept = xgen_mlir.compile(model, x, target_options={"offload": "none"}, **common)
+    kept = xgen_mlir.compile(model, x, target_options={"offload": "none", **integer}, **common)
     assert kept.report.offload == {}
     assert np.array_equal(np.asarray(compiled(x.numpy())), np.asarray(kept(x.numpy())))
 
@@ -133,7 +140,8 @@ def test_dynamic_int8_transformer_offloaded_to_onednn() -> None:
     common = dict(precision="int8", quantization={"mode": "dynamic"}, precision_check=False)
     outs = []
     for offload in ("onednn", "none"):
-        compiled = xgen_mlir.compile(model, example, target_options={"offload": offload}, **common)
+        options = {"offload": offload, "integer_contractions": "integer"}
+        compiled = xgen_mlir.compile(model, example, target_options=options, **common)
         out = compiled(*[e.numpy() for e in example])
         outs.append(np.asarray(out[0] if isinstance(out, tuple) else out))
         if offload == "onednn":
@@ -144,6 +152,44 @@ def test_dynamic_int8_transformer_offloaded_to_onednn() -> None:
                 "linalg.batch_matmul kept: right operand not a constant": 4,
             }
     assert np.array_equal(outs[0], outs[1])
+
+
+def test_integer_contractions_in_f32_equal_the_integer_code() -> None:
+    """integer_contractions=float: each integer conv and Linear is the f32 contraction of the
+    same integers, rounded back to i32; every sum here stays below 2^24, so the outputs are
+    the very same as IREE's integer code, static (convs with zero-point padding, the
+    classifier) and dynamic (a 2-layer BERT: the zero point computed at run time). The report
+    says how many; auto is float on a CPU without an exact int8 dot product and keeps integer
+    matmuls on one with it."""
+    from xgen_mlir.models.transformers_zoo import bert_tiny
+
+    model, x = small_cnn(), torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    common = dict(precision="int8", calibration=_calibration(), precision_check=False)
+    outs, reports = {}, {}
+    for mode in ("float", "integer", "auto"):
+        options = {"offload": "none", "integer_contractions": mode}
+        compiled = xgen_mlir.compile(model, x, target_options=options, **common)
+        outs[mode], reports[mode] = np.asarray(compiled(x.numpy())), compiled.report
+    assert np.array_equal(outs["float"], outs["integer"])
+    assert np.array_equal(outs["auto"], outs["integer"])
+    assert reports["float"].quantization["computed_in_f32"] == 3
+    assert reports["integer"].quantization["computed_in_f32"] == 0
+    # auto: all three without VNNI; with it the two convs (offload=none: no library takes them)
+    assert reports["auto"].quantization["computed_in_f32"] == (2 if int8_exact_in_ort() else 3)
+    assert "3 integer contraction(s) computed as f32" in reports["float"].text()
+    assert "computed as f32" not in reports["integer"].text()
+
+    model, example = bert_tiny()
+    arrays = [e.numpy() for e in example]
+    common = dict(precision="int8", quantization={"mode": "dynamic"}, precision_check=False)
+    got = []
+    for mode in ("float", "integer"):
+        options = {"offload": "none", "integer_contractions": mode}
+        compiled = xgen_mlir.compile(model, example, target_options=options, **common)
+        out = compiled(*arrays)
+        got.append(np.asarray(out[0] if isinstance(out, tuple) else out))
+        assert compiled.report.quantization["computed_in_f32"] == (12 if mode == "float" else 0)
+    assert np.array_equal(got[0], got[1])
 
 
 def test_dynamic_int8_linear_model() -> None:

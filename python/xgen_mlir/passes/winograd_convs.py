@@ -661,11 +661,18 @@ def rewrite_conv(
         return _rewrite(op, ConstEval(module_op), t, max_filter_mb, kernel)
 
 
+def f32_compute(precision: str) -> bool:
+    """Whether a compile in ``precision`` computes its f32 contractions in f32 (so the f32
+    variants and priors apply to them): fp32, and int8, whose float contractions (and the
+    integer ones xgen-integer-in-float made f32) stay f32; not bf16, which demotes them."""
+    return precision in ("fp32", "int8")
+
+
 def gemm_in_kernel(opts: WinogradOptions) -> bool:
     """Whether ``enable=true`` runs Winograd's batched GEMMs in xgen_mlir's generated GEMM
     kernel (``passes/gemm_kernels.py``) rather than IREE's batch_matmul: under ``gemm=true``
     in an fp32 compile with a C compiler here. Under ``tuned`` each conv's record says."""
-    if opts.precision != "fp32" or opts.gemm != "true":
+    if not f32_compute(opts.precision) or opts.gemm != "true":
         return False
     return GemmKernelOptions().toolchain().available()
 
@@ -693,9 +700,10 @@ def allowed_variants(mode: str, offload: str, precision: str, gemm: str = "false
     def allowed(config: dict[str, Any]) -> bool:
         if config.get("algorithm") == "winograd":
             in_kernel = _gemm_kernel(config)
-            return mode == "tuned" and (not in_kernel or (gemm != "false" and precision == "fp32"))
+            kernel_ok = gemm != "false" and f32_compute(precision)
+            return mode == "tuned" and (not in_kernel or kernel_ok)
         if config.get("algorithm") == GEMM_ALGORITHM:
-            return gemm == "tuned" and precision == "fp32"
+            return gemm == "tuned" and f32_compute(precision)
         if config.get("algorithm") == ATTENTION_ALGORITHM:
             return False  # not a conv's or linear layer's variant
         return offload == "tuned" and config.get("compute") in (compute, "s8")
@@ -714,8 +722,8 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
         raise PassFailure(f"gemm={opts.gemm!r} is not one of {', '.join(MODES)}")
     counts: Counter[str] = Counter()
     tuned_offload = opts.offload == "tuned"
-    tuned_gemm = opts.gemm == "tuned" and opts.precision == "fp32"
-    every_gemm = opts.gemm == "true" and opts.precision == "fp32"
+    tuned_gemm = opts.gemm == "tuned" and f32_compute(opts.precision)
+    every_gemm = opts.gemm == "true" and f32_compute(opts.precision)
     if mode == "false" and not (tuned_offload or tuned_gemm or every_gemm):
         return counts
     choices = None
@@ -877,7 +885,9 @@ def _winograd_prior(op: ir.Operation, opts: WinogradOptions) -> dict[str, Any] |
     64 -> 64 channels at 112x112 (0.80x: the transformed input, 2.25x the input, leaves the
     caches); hence the bounds (docs/tuning.md). Numerics: within 1e-5 of the output's scale on
     ResNet-18 (``winograd=false`` forbids it); a tune replaces the prior by measurements."""
-    if str(opts.enable).lower() != "tuned" or opts.precision != "fp32" or opts.vector_bits == 0:
+    if str(opts.enable).lower() != "tuned" or not f32_compute(opts.precision):
+        return None
+    if opts.vector_bits == 0:
         return None
     tiles = _match(op) if op.name in _CONVS else None
     if not tiles:
@@ -940,7 +950,7 @@ def _float_linear_prior(
     replaces the prior by measurements."""
     pointwise = _pointwise_conv(op)
     if (
-        opts.precision != "fp32"
+        not f32_compute(opts.precision)
         or opts.vector_bits == 0
         or (op.name not in ("linalg.matmul", "linalg.batch_matmul") and not pointwise)
         or not _static_f32(op)
@@ -1017,7 +1027,7 @@ def _float_prior_applies(op: ir.Operation, opts: WinogradOptions) -> tuple[str, 
         if not _bf16_primitives() or kh * kw * cin < BF16_MIN_REDUCTION:
             return None
         return "in bf16, the only bf16 conv here", "bf16"
-    if opts.precision != "fp32":
+    if not f32_compute(opts.precision):
         return None
     if opts.vector_bits != TILED_FOR_VECTOR_BITS:
         return "on a target without xgen_mlir's own tiles", "f32"

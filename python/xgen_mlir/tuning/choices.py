@@ -156,6 +156,12 @@ def _graph_module(
     if module is model:
         module = ir.Module.parse(str(module), module.context)
     values = {**opts.target_options, "winograd": "false", "offload": "none"}
+    compiled = load_pipeline(target).with_options(opts.target_options)
+    if compiled.option_value("integer_contractions") == "convs":
+        # xgen-integer-in-float keeps integer convs a library may take (the compile's offload
+        # option, not the "none" above): the convs stay as the compile will see them
+        if compiled.option_value("offload") != "none" and ONEDNN.unavailable() is None:
+            values["integer_contractions"] = "integer"
     steps = load_pipeline(target).with_options(values).pass_steps(opts.entry)
     at = next((i for i, s in enumerate(steps) if s.startswith(STEP)), None)
     if at is None:
