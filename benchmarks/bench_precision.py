@@ -247,9 +247,7 @@ def bench_model(
             # the integer contractions as such, whatever the host (integer_contractions=auto
             # computes them in f32 on a CPU without an exact int8 dot product)
             integer = {"integer_contractions": "integer"}
-            makers["xgen_mlir int8 integer"] = lambda: xgen_runner(
-                q, None, "int8", options=integer
-            )
+            makers["xgen_mlir int8 integer"] = lambda: xgen_runner(q, None, "int8", options=integer)
             makers["xgen_mlir int8 onednn"] = lambda: xgen_runner(q, None, "int8", "onednn")
             makers["xgen_mlir int8 tuned"] = lambda: xgen_runner(q, None, "int8", "none", TUNE_MIN)
             makers["ORT int8"] = lambda: ort_proto_runner(q, threads)
