@@ -513,3 +513,57 @@ def test_depthwise_convs_get_tiles_that_divide_their_output(tmp_path):
         check_close(compiled(x), model(x), atol=1e-4, rtol=1e-4, what="odd-width depthwise")
     wide = xgen_mlir.compile(model, (x,), tuning_db=False, target_options={"vector_bits": "512"})
     assert not [t for p in wide.report.fusion_plans for t in p.conv_tiles]  # IREE's divide
+
+
+_LAYOUT_READERS = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+func.func @f(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %c = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %e2 = tensor.empty() : tensor<8x4xf32>
+  %t = linalg.generic {indexing_maps = [#id, #tr], iterator_types = ["parallel", "parallel"]}
+      ins(%c : tensor<4x8xf32>) outs(%e2 : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<8x4xf32>
+  %r = "flow.dispatch.region"() ({
+    %u = linalg.generic {indexing_maps = [#id, #tr], iterator_types = ["parallel", "parallel"]}
+      ins(%d : tensor<4x8xf32>) outs(%e2 : tensor<8x4xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      linalg.yield %a : f32
+    } -> tensor<8x4xf32>
+    "flow.return"(%u) : (tensor<8x4xf32>) -> ()
+  }, {}) {operandSegmentSizes = array<i32: 0, 0>} : () -> tensor<8x4xf32>
+  return %t, %r : tensor<8x4xf32>, tensor<8x4xf32>
+}
+"""
+
+
+def test_a_layout_change_already_in_a_region_stays_there():
+    """A conv's transposing reader joins the conv's region (IREE fuses it into its own conv
+    dispatches) unless an earlier dispatch step already put it in a region of its own: then
+    it stays (taken, its op was in another block and the region builder failed: EfficientNet
+    int8 lost every dispatch step to that)."""
+    from xgen_mlir._mlir import ir
+    from xgen_mlir.fusion.conv_tiling import _layout_change
+
+    with ir.Context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        module = ir.Module.parse(_LAYOUT_READERS)
+        ops = list(module.body.operations[0].regions[0].blocks[0].operations)
+        free, wrapped = ops[1], ops[2]
+        taken = _layout_change(free.results[0], [free.operation], set())
+        assert taken is not None and taken.name == "linalg.generic"
+        assert _layout_change(wrapped.results[0], [wrapped.operation], set()) is None

@@ -297,7 +297,8 @@ def _layout_change(value: Any, members: list[Any], grouped: set[Any]) -> Any | N
     epilogue + transpose back to NCHW at a model's output or before a flatten). The planner
     keeps those out of contraction groups (IREE's matmul codegen rejects them), but IREE fuses
     them into its own conv dispatches, so the region must too, or they cost a dispatch. Not
-    when the planner grouped it with other ops (``grouped``): that group keeps it."""
+    when the planner grouped it with other ops (``grouped``), nor when it is already in a
+    region: that group keeps it."""
     uses = list(value.uses)
     if len(uses) != 1:
         return None
@@ -306,6 +307,9 @@ def _layout_change(value: Any, members: list[Any], grouped: set[Any]) -> Any | N
         user in members
         or user in grouped
         or user.name not in ("linalg.generic", "linalg.transpose")
+        # already in a dispatch region of its own (an earlier step wrapped it: EfficientNet
+        # int8's dequantize-and-transpose after a depthwise conv)
+        or user.block != value.owner.operation.block
     ):
         return None
     mapping = classify(user)  # a reduction would be Many-to-Many

@@ -29,7 +29,7 @@ input, so the conv has the plain zero-padded form the f32 routes match. The f32 
 rounded to the nearest integer and converted to i32 (``math.roundeven``, ``arith.fptosi``):
 its users are unchanged.
 It must not fire on: f32 contractions, weights that are not constants (computed from constants
-counts), any other accumulator, non-i8 operands, a zero point
+counts), a one-row matmul (below), any other accumulator, non-i8 operands, a zero point
 that is not an i32 scalar, ``mode=integer``; under ``convs``, integer matmuls, and integer convs
 a kernel library may take.
 
@@ -45,6 +45,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from math import prod as math_prod
 
 import numpy as np
 from torch_mlir.dialects import math
@@ -186,6 +187,12 @@ def _why_not(op: ir.Operation, ev: ConstEval) -> str:
             return "kept: a zero point is not an i32 scalar"
     if str(ir.RankedTensorType(op.results[0].type).element_type) != "i32":
         return "kept: the result is not i32"
+    out = ir.RankedTensorType(op.results[0].type).shape
+    if not FLOAT_OF[op.name][1] and math_prod(out[:-1]) == 1:
+        # a one-row matmul (a classifier, a squeeze-excite's fc): IREE rejected xgen_mlir's
+        # dispatch steps on its f32 form (a data-tiling relayout, map_store, outside the
+        # workgroups) and the whole model lost them; in integers it is a cheap matvec
+        return "kept: one row"
     if ev.value(op.operands[1]) is None:
         # weights computed at run time: IREE's compile crashed on such an f32 matmul (an
         # integer transposed weight with its zero point shifted, computed in the model)

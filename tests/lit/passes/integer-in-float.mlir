@@ -212,3 +212,19 @@ func.func @runtime_weights(%x: tensor<4x2xi8>, %w: tensor<2x3xi8>) -> tensor<4x3
   %y = linalg.quantized_matmul ins(%x, %w, %zp, %zp : tensor<4x2xi8>, tensor<2x3xi8>, i32, i32) outs(%i : tensor<4x3xi32>) -> tensor<4x3xi32>
   return %y : tensor<4x3xi32>
 }
+
+// -----
+
+// Must not fire: a one-row matmul (a classifier, a squeeze-excite's fc): IREE rejected the
+// dispatch steps on its f32 form; in integers it is a cheap matvec.
+// CHECK-LABEL: func.func @one_row
+// CHECK: linalg.quantized_matmul
+// CHECK-NOT: linalg.matmul
+func.func @one_row(%x: tensor<1x2xi8>) -> tensor<1x3xi32> {
+  %zp = arith.constant 0 : i32
+  %w = arith.constant dense<[[1, 2, 3], [-4, -5, -6]]> : tensor<2x3xi8>
+  %e = tensor.empty() : tensor<1x3xi32>
+  %i = linalg.fill ins(%zp : i32) outs(%e : tensor<1x3xi32>) -> tensor<1x3xi32>
+  %y = linalg.quantized_matmul ins(%x, %w, %zp, %zp : tensor<1x2xi8>, tensor<2x3xi8>, i32, i32) outs(%i : tensor<1x3xi32>) -> tensor<1x3xi32>
+  return %y : tensor<1x3xi32>
+}
