@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     merge_sibling_matmuls,
     merge_sibling_transposes,
     nan_minmax,
+    narrow_dequantize,
     nhwc_convs,
     op_stats,
     pointwise_kernels,

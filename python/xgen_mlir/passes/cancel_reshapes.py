@@ -212,9 +212,13 @@ def _ir_order(a: ir.Operation, b: ir.Operation) -> int:
 
 
 def _inverse(opening: ir.Operation, closing: ir.Operation) -> bool:
-    """Whether ``closing`` undoes ``opening`` (same source type back, inverse reassociation
-    or permutation)."""
-    if closing.results[0].type != opening.operands[0].type:
+    """Whether ``closing`` undoes ``opening`` (the source shape back, inverse reassociation
+    or permutation). The element type may differ: the elementwise ops between may convert
+    (an int8 model quantizes between a conv's transpose back to NCHW and the next layer's
+    transpose to NHWC)."""
+    after = ir.RankedTensorType(closing.results[0].type)
+    before = ir.RankedTensorType(opening.operands[0].type)
+    if after.shape != before.shape:
         return False
     if closing.name in _RESHAPES:
         same = str(closing.attributes["reassociation"]) == str(opening.attributes["reassociation"])
