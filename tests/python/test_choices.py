@@ -242,6 +242,46 @@ def test_int8_convs_measured_against_their_offload(tmp_path):
     )
 
 
+def test_integer_convs_in_f32_are_tuned_as_f32_convs(tmp_path):
+    """integer_contractions=float (auto on a CPU without VNNI): the tuner sees the int8
+    model's convs as the compile will, f32 convs of the same integers, and measures their f32
+    variants (Winograd, oneDNN's f32 primitive); the tuned compile applies what won, and its
+    output stays within one output step of IREE's integer code (the f32 routes' rounding is
+    undone by rounding back to integers; Winograd's may move a value by one unit)."""
+    torch.manual_seed(0)
+    model, x = small_cnn(), torch.randn(1, 3, 32, 32)
+    cal = [torch.randn(1, 3, 32, 32) for _ in range(4)]
+    db = tmp_path / "t.db"
+    common = dict(
+        precision="int8",
+        calibration=cal,
+        precision_check=False,
+        target_options={"integer_contractions": "float"},
+    )
+    choices = measure_choices(model, (x,), db=db, settings=FAST, progress=False, **common)
+    convs = [c for c in choices if c.description.startswith("conv")]
+    assert len(convs) == 2, choices
+    for c in convs:
+        assert not c.description.endswith("int8"), c.description  # f32 convs
+        algorithms = {r.config.get("algorithm") for r in c.measured}
+        assert "winograd" in algorithms, c.measured
+        assert all(r.status == "ok" for r in c.measured), c.measured
+    tuned = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=2, **common)
+    assert tuned.report.quantization["computed_in_f32"] == 2
+    integer = {"integer_contractions": "integer", "offload": "none"}
+    reference = xgen_mlir.compile(model, (x,), **{**common, "target_options": integer})
+    got, want = np.asarray(tuned(x.numpy())), np.asarray(reference(x.numpy()))
+    from xgen_mlir import compress
+
+    quantized = compress.quantize(model, x, calibration=cal)
+    inits = {t.name: t for t in quantized.graph.initializer}
+    last = next(n for n in quantized.graph.node if quantized.graph.output[0].name in n.output)
+    from onnx import numpy_helper
+
+    step = float(numpy_helper.to_array(inits[last.input[1]]))
+    assert np.abs(got - want).max() <= step * 1.001
+
+
 def test_dynamic_int8_linear_measured_with_its_runtime_zero_point(tmp_path):
     """A dynamically quantized Linear reads its source zero point, a scalar the model computes
     at run time: the measured slice takes it as an argument (a 0-d tensor, random in int8's
