@@ -50,6 +50,7 @@ from .epilogue_c import epilogue
 from .generic_util import (
     erase_dead_tree,
     has_default_maps,
+    i64_array,
     transpose,
 )
 from .kernel_call import free_symbol
@@ -65,11 +66,6 @@ class RaiseBlockOptions:
     max_density: float = 0.6  # raise where the compact blocks keep at most this share (measured)
     min_rows: int = 0  # and at least this many rows (0: one vector of lanes)
     verbose: bool = False
-
-
-def _i64_array(values: list[int]) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in values])
 
 
 def block_shape(vector_bits: int) -> tuple[int, int]:
@@ -172,7 +168,7 @@ def _raise(op: ir.Operation, parts: dict[str, Any], block: tuple[int, int]) -> N
             x = tensor.CollapseShapeOp(
                 ir.RankedTensorType.get([m, shape[1]], f32),
                 x,
-                ir.ArrayAttr.get([_i64_array(list(range(rank - 1))), _i64_array([rank - 1])]),
+                ir.ArrayAttr.get([i64_array(list(range(rank - 1))), i64_array([rank - 1])]),
             ).result
         m = ir.RankedTensorType(x.type).shape[0]
         n = parts["w"].shape[0]
@@ -180,7 +176,7 @@ def _raise(op: ir.Operation, parts: dict[str, Any], block: tuple[int, int]) -> N
             BLOCK_LINEAR,
             results=[ir.RankedTensorType.get([m, n], f32)],
             operands=[x, w, b],
-            attributes={"block": _i64_array(list(block))},
+            attributes={"block": i64_array(list(block))},
         )
         value = new.results[0]
         if conv:
@@ -190,7 +186,7 @@ def _raise(op: ir.Operation, parts: dict[str, Any], block: tuple[int, int]) -> N
             value = tensor.ExpandShapeOp(
                 ir.RankedTensorType.get(nhwc, f32),
                 value,
-                ir.ArrayAttr.get([_i64_array(list(range(rank - 1))), _i64_array([rank - 1])]),
+                ir.ArrayAttr.get([i64_array(list(range(rank - 1))), i64_array([rank - 1])]),
                 [],
                 nhwc,
             ).result
@@ -296,7 +292,7 @@ def bcsr_compact(module_op: ir.Operation, _opts: Any) -> None:
                 operands=[op.operands[0], consts[0], op.operands[2], *consts[1:]],
                 attributes={
                     "block": op.attributes["block"],
-                    "weight_shape": _i64_array(list(w.shape)),
+                    "weight_shape": i64_array(list(w.shape)),
                 },
             )
         op.results[0].replace_all_uses_with(new.results[0])

@@ -198,6 +198,12 @@ def channel_init(
     return broadcast(vec_op.result, init, [d for d in range(len(shape)) if d != ch_dim])
 
 
+def i64_array(values: Sequence[int]) -> ir.ArrayAttr:
+    """An array of i64 attributes (a reshape's reassociation group, a block shape)."""
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in values])
+
+
 def iterator_attr(kinds: Sequence[str]) -> ir.ArrayAttr:
     return ir.ArrayAttr.get([ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in kinds])
 

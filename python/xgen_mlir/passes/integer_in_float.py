@@ -56,14 +56,15 @@ from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
 from .consteval import WEIGHT_ELEMENTS, ConstEval
 from .generic_util import (
-    body_ops,
     broadcast,
     empty,
     erase_dead_tree,
     fill,
     generic,
-    iterator_types,
+    i64_array,
+    mixed_sizes,
     producer,
+    zero_pad,
 )
 from .registry import PassFailure, register_pass
 
@@ -89,35 +90,18 @@ def _identity_map(rank: int) -> ir.AffineMap:
 
 
 def _sizes(value: ir.Value) -> list[int | ir.Value]:
-    ty = ir.RankedTensorType(value.type)
-    sizes: list[int | ir.Value] = []
-    for d, s in enumerate(ty.shape):
-        if ir.ShapedType.is_dynamic_size(s):
-            sizes.append(tensor.DimOp(value, arith.ConstantOp(ir.IndexType.get(), d).result).result)
-        else:
-            sizes.append(s)
-    return sizes
+    return mixed_sizes(value, range(len(ir.RankedTensorType(value.type).shape)))
 
 
 def _float_of(value: ir.Value, zp: ir.Value, zp_value: int | None, ev: ConstEval) -> ir.Value:
     """``sitofp(value) - zp`` as an f32 tensor: folded when ``value`` and the zero point are
-    constants (or computed from constants: a transposed weight), a broadcast of the folded
-    constant when ``value`` is a copy/broadcast generic of one too large to evaluate, else an
-    elementwise generic."""
+    constants (or computed from constants: a transposed weight), else an elementwise
+    generic."""
     f32 = ir.F32Type.get()
-    src = producer(value)
-    if zp_value is not None and src is not None:
+    if zp_value is not None and producer(value) is not None:
         ints = ev.value(value)  # a constant, or computed from constants (a transpose of one)
         if ints is not None:
             return constant_op((ints.astype(np.float64) - zp_value).astype(np.float32)).result
-        if _is_copy(src):
-            ints = ev.value(src.operands[0])
-            if ints is not None:
-                folded = constant_op((ints.astype(np.float64) - zp_value).astype(np.float32))
-                maps = [ir.AffineMapAttr(m).value for m in src.attributes["indexing_maps"]]
-                init = empty(_sizes(value), f32)
-                kinds = iterator_types(src)
-                return generic([folded.result], maps, init, kinds, lambda a: [a[0]]).results[0]
     rank = len(ir.RankedTensorType(value.type).shape)
     init = empty(_sizes(value), f32)
 
@@ -135,15 +119,6 @@ def _float_of(value: ir.Value, zp: ir.Value, zp_value: int | None, ev: ConstEval
     return generic([value], maps, init, ["parallel"] * rank, body).results[0]
 
 
-def _is_copy(op: ir.Operation) -> bool:
-    """A one-input ``linalg.generic`` whose body yields its input (a copy or broadcast)."""
-    if op.name != "linalg.generic" or len(op.operands) != 2:
-        return False
-    ops = body_ops(op)
-    block = op.regions[0].blocks[0]
-    return len(ops) == 1 and ops[0].operands[0] == block.arguments[0]
-
-
 def _unpadded(x: ir.Value, zp_value: int | None, ev: ConstEval):
     """(source, low, high) where ``x`` is a static ``tensor.pad`` whose value is ``zp_value``
     (the quantized zero); else None."""
@@ -159,22 +134,6 @@ def _unpadded(x: ir.Value, zp_value: int | None, ev: ConstEval):
     low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
     high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
     return pad.operands[0], low, high
-
-
-def _zero_pad(x: ir.Value, low: list[int], high: list[int]) -> ir.Value:
-    src = ir.RankedTensorType(x.type)
-    shape = [
-        s if ir.ShapedType.is_dynamic_size(s) else s + lo + hi
-        for s, lo, hi in zip(src.shape, low, high, strict=True)
-    ]
-    f32 = ir.F32Type.get()
-    ty = ir.RankedTensorType.get(shape, f32)
-    zero = arith.ConstantOp(f32, ir.FloatAttr.get(f32, 0.0)).result
-    pad = tensor.PadOp(ty, x, [], [], low, high)
-    block = pad.regions[0].blocks.append(*([ir.IndexType.get()] * len(shape)))
-    with ir.InsertionPoint(block):
-        tensor.YieldOp(zero)
-    return pad.result
 
 
 def _why_not(op: ir.Operation, ev: ConstEval) -> str:
@@ -245,10 +204,11 @@ def _float_init(init: _Init | None, sizes: list[int | ir.Value]) -> ir.Value:
     return broadcast(folded, empty(sizes, f32), init.dims)
 
 
-def _library_may_take(opts: IntegerInFloatOptions) -> bool:
+def library_may_take_convs(offload: str) -> bool:
     """Whether ``convs`` leaves integer convs to a kernel library's s8 primitive (the algorithm
-    choice, xgen-winograd-convs' prior or a tune, then decides each): offload on, oneDNN here."""
-    return opts.offload != "none" and ONEDNN.unavailable() is None
+    choice, xgen-winograd-convs' prior or a tune, then decides each): offload on, oneDNN here.
+    The tuner asks too, to see the convs as the compile will."""
+    return offload != "none" and ONEDNN.unavailable() is None
 
 
 def _wanted(op: ir.Operation, opts: IntegerInFloatOptions) -> bool:
@@ -256,12 +216,7 @@ def _wanted(op: ir.Operation, opts: IntegerInFloatOptions) -> bool:
         return True
     if opts.mode == "integer":
         return False
-    return FLOAT_OF[op.name][1] and not _library_may_take(opts)
-
-
-def _i64_array(values: list[int]) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in values])
+    return FLOAT_OF[op.name][1] and not library_may_take_convs(opts.offload)
 
 
 def _shared_weight(op: ir.Operation, ev: ConstEval) -> np.ndarray | None:
@@ -311,7 +266,7 @@ def _as_linear(
         rows = tensor.CollapseShapeOp(
             ir.RankedTensorType.get([b * m, k], i8),
             x,
-            ir.ArrayAttr.get([_i64_array([0, 1]), _i64_array([2])]),
+            ir.ArrayAttr.get([i64_array([0, 1]), i64_array([2])]),
         ).result
         xf = done[key] = _float_of(rows, xzp, None if xzp_v is None else int(xzp_v), ev)
     w = constant_op(weight).result
@@ -319,7 +274,7 @@ def _as_linear(
     return tensor.ExpandShapeOp(
         ir.RankedTensorType.get([b, m, n], i32),
         _rounded(acc),
-        ir.ArrayAttr.get([_i64_array([0, 1]), _i64_array([2])]),
+        ir.ArrayAttr.get([i64_array([0, 1]), i64_array([2])]),
         [],
         [b, m, n],
     ).result
@@ -347,7 +302,7 @@ def _convert(op: ir.Operation, ev: ConstEval, done: dict[tuple, ir.Value]) -> No
         padded = _unpadded(x, xzp_i, ev) if is_conv else None
         if padded is not None:
             source, low, high = padded
-            xf = _zero_pad(_float_of(source, xzp, xzp_i, ev), low, high)
+            xf = zero_pad(_float_of(source, xzp, xzp_i, ev), low, high)
         else:
             xf = done.get((x, xzp))
             if xf is None:

@@ -55,6 +55,7 @@ from ..passes.attention_kernels import candidates as attention_candidates
 from ..passes.attention_kernels import decide as decide_attention
 from ..passes.byoc_offload import is_integer
 from ..passes.gemm_kernels import GemmKernelOptions
+from ..passes.integer_in_float import library_may_take_convs
 from ..passes.registry import get_pass
 from ..passes.runner import run_steps
 from ..passes.winograd_convs import (
@@ -160,7 +161,7 @@ def _graph_module(
     if compiled.option_value("integer_contractions") == "convs":
         # xgen-integer-in-float keeps integer convs a library may take (the compile's offload
         # option, not the "none" above): the convs stay as the compile will see them
-        if compiled.option_value("offload") != "none" and ONEDNN.unavailable() is None:
+        if library_may_take_convs(compiled.option_value("offload") or "none"):
             values["integer_contractions"] = "integer"
     steps = load_pipeline(target).with_options(values).pass_steps(opts.entry)
     at = next((i for i, s in enumerate(steps) if s.startswith(STEP)), None)
