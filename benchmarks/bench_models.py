@@ -79,6 +79,8 @@ def build(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
         return vision.mobilenet_v2(pretrained=True), (vision.random_input("mobilenet_v2"),)
     if name == "efficientnet_b0":
         return vision.efficientnet_b0(), (vision.random_input("efficientnet_b0"),)
+    if name == "vgg16":
+        return vision.vgg16(), (vision.random_input("vgg16"),)
     if name in ("bert_base", "gpt2_small", "minilm", "distilbert", "mobilebert"):
         return getattr(transformers_zoo, name)(seq=128)
     raise SystemExit(f"unknown model {name}; known: {', '.join(KNOWN)}")

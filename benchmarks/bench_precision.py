@@ -29,6 +29,17 @@ xgen_mlir imported.
     .venv/bin/python benchmarks/bench_precision.py --models mobilenet_v2 resnet18 bert_base \
         --systems "xgen_mlir fp32" "xgen_mlir int8" "ORT int8" "OpenVINO default" \
         --out benchmarks/results/precision_int8.json
+
+Pruning and quantization together (issue 28's "pattern-pruned + int8" row): ``--prune C``
+pattern-prunes each conv net first (``compress.prune``, target cpu, connectivity C: 4-entry
+patterns, so 3x3 convs keep 4/9 x C of their weights). Every system then runs that pruned
+model -- xgen_mlir through its pattern kernels (fp32, and int8 whose integer convs it computes
+in f32 on a CPU without VNNI), the peers densely, which is all they can do with its zeros --
+and the reference is the pruned model in PyTorch:
+
+    .venv/bin/python benchmarks/bench_precision.py --models resnet18 vgg16 --prune 0.5 \
+        --systems "xgen_mlir fp32" "xgen_mlir int8" "ORT int8" "OpenVINO int8" \
+        "OpenVINO default" "ORT fp32"
 """
 
 from __future__ import annotations
@@ -52,6 +63,7 @@ from harness import cell_text, time_into_cells, write_results
 from host import describe, summary
 
 MODELS = ["mobilenet_v2", "resnet18", "efficientnet_b0", "minilm", "bert_base", "gpt2_small"]
+CONV_NETS = ("mobilenet_v2", "resnet18", "efficientnet_b0", "vgg16")
 SYSTEMS = [
     "xgen_mlir fp32",
     "xgen_mlir bf16",
@@ -215,11 +227,26 @@ def ort_proto_runner(proto, threads: int) -> tuple[Callable, Cell]:
 
 
 def bench_model(
-    name: str, threads: int, rounds: int, block: int, systems: list[str], batch: int = 1
+    name: str,
+    threads: int,
+    rounds: int,
+    block: int,
+    systems: list[str],
+    batch: int = 1,
+    prune: float | None = None,
 ) -> dict[str, Cell]:
-    """``batch``: every system runs the zoo input repeated ``batch`` times along dim 0."""
+    """``batch``: every system runs the zoo input repeated ``batch`` times along dim 0;
+    ``prune``: every system runs the model pattern-pruned at that connectivity."""
     model, example = build(name)
     model.eval()
+    pruned: Cell = {}
+    if prune is not None:
+        from xgen_mlir import compress
+
+        log(f"{name}: pattern-pruning (connectivity {prune})")
+        model = compress.prune(model, example, target="cpu", connectivity=prune).eval()
+        desc = compress.describe(model)
+        pruned = {"connectivity": prune, "compression_rate": desc.compression_rate}
     if batch > 1:
         example = tuple(torch.cat([t] * batch) for t in example)
     with torch.no_grad():
@@ -314,6 +341,9 @@ def bench_model(
             same = sum(g == w for g, w in zip(got, want, strict=True))
             cells[system]["top1_agree"] = f"{same}/{len(views)}"
     time_into_cells(cells, runners, arrays, rounds, block, threads, lambda m: log(f"{name}: {m}"))
+    if pruned:  # on every cell: the pruning the model had
+        for cell in cells.values():
+            cell["pruned"] = pruned
     return cells
 
 
@@ -344,7 +374,7 @@ def print_table(results: dict[str, dict[str, Cell]], systems: list[str], batch: 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=MODELS, choices=[*MODELS, "distilbert"])
+    p.add_argument("--models", nargs="+", default=MODELS, choices=[*MODELS, "distilbert", "vgg16"])
     p.add_argument("--systems", nargs="+", default=SYSTEMS, choices=SYSTEMS)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=4)
@@ -352,7 +382,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "precision.json"))
     p.add_argument("--tune-minutes", type=float, default=TUNE_MIN)
     p.add_argument("--batch", type=int, default=1, help="the zoo input repeated along dim 0")
+    p.add_argument(
+        "--prune",
+        type=float,
+        default=None,
+        metavar="CONNECTIVITY",
+        help="pattern-prune the conv nets first (compress.prune, this connectivity)",
+    )
     args = p.parse_args(argv)
+    if args.prune is not None and set(args.models) - set(CONV_NETS):
+        p.error(f"--prune applies to the conv nets: {', '.join(CONV_NETS)}")
     globals()["TUNE_MIN"] = args.tune_minutes
     torch.set_num_threads(args.threads)
     log(summary(args.threads))
@@ -361,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models:
         try:
             results[name] = bench_model(
-                name, args.threads, args.rounds, args.block, args.systems, args.batch
+                name, args.threads, args.rounds, args.block, args.systems, args.batch, args.prune
             )
         except Exception as e:  # a model that cannot even be built
             log(f"{name} failed: {short_error(e)}")
@@ -378,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
                 "note": "shared host: other sessions' jobs ran at the same time",
                 "threads": args.threads,
                 "batch": args.batch,
+                "pruned": args.prune,
                 "results": results,
             },
             threads=args.threads,

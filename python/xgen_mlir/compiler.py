@@ -389,9 +389,7 @@ def _int8_source(
     model: Any, example_inputs: Sequence[Any] | None, opts: CompileOptions, report: CompileReport
 ) -> Any:
     """What an int8 compile imports: ``model`` quantized by compress.quantize, or ``model``
-    itself when it is an ONNX model that is quantized already. A pattern- or block-pruned
-    model's sparse kernels are not generated for int8 yet: one warning, and the report says
-    so."""
+    itself when it is an ONNX model that is quantized already."""
     from .compress.quantize import is_quantized_onnx, quantize
 
     if _is_onnx(model):
@@ -420,18 +418,35 @@ def _int8_source(
     from .compress.quantize import quantization_settings
 
     report.quantization = quantization_settings(proto) or {}
-    pruned = report.quantization.get("pruned_layers")
-    if pruned:
-        note = (
-            f"{len(pruned)} pruned layer(s) ({', '.join(list(pruned)[:4])}"
-            f"{', ...' if len(pruned) > 4 else ''}) keep their zeros in int8, but the "
-            "generated sparse kernels are fp32 only: in int8 they run as dense integer "
-            "contractions"
-        )
-        report.quantization["pruned_note"] = note
-        report.precision_note = "; ".join(x for x in (report.precision_note, note) if x)
-        warn_fallback(f"precision='int8': {note}")
     return proto
+
+
+def _pruned_int8_note(report: CompileReport) -> None:
+    """What an int8 compile did with a pruned model's layers: their sparse kernels run where
+    the layer's contraction was computed in f32 on its integers (xgen-integer-in-float) and
+    then raised like an fp32 one; a pruned layer whose contraction stayed integer runs dense
+    (the sparse kernels are f32): one warning, and the report says so."""
+    pruned = report.quantization.get("pruned_layers")
+    if not pruned:
+        return
+    sparse = report.rewrites.get("xgen-raise-pattern-conv", {}).get("raised", 0) + (
+        report.rewrites.get("xgen-raise-block-linear", {}).get("raised", 0)
+    )
+    names = f"{', '.join(list(pruned)[:4])}{', ...' if len(pruned) > 4 else ''}"
+    if sparse >= len(pruned):
+        note = (
+            f"{len(pruned)} pruned layer(s) ({names}) run as sparse kernels on their int8 values, "
+            "computed in f32 (integer_contractions)"
+        )
+    else:
+        note = (
+            f"{len(pruned) - sparse} of {len(pruned)} pruned layer(s) ({names}) keep their zeros "
+            "in int8 but run as dense integer contractions: the sparse kernels take only "
+            "contractions computed in f32 (integer_contractions=float)"
+        )
+        warn_fallback(f"precision='int8': {note}")
+    report.quantization["pruned_note"] = note
+    report.precision_note = "; ".join(x for x in (report.precision_note, note) if x)
 
 
 def _contraction_kinds(module: ir.Module) -> dict[str, int]:
@@ -605,6 +620,7 @@ def compile(
         report.quantization["computed_in_f32"] = sum(
             n for k, n in done.items() if k.endswith("-> f32")
         )
+        _pruned_int8_note(report)
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 
     tuning = _tuning_request(opts, tuning_host)

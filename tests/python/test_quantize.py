@@ -238,8 +238,13 @@ def test_observers_change_the_ranges(observer: str) -> None:
     assert scales(base) != scales(other)
 
 
-def test_pruned_model_keeps_its_zeros_and_warns_once() -> None:
-    x = torch.randn(1, 3, 32, 32)
+@pytest.mark.parametrize("mode", ["float", "integer"])
+def test_pruned_int8_model_keeps_its_zeros_and_its_pattern_kernels(mode: str) -> None:
+    """A pattern-pruned model quantized to int8: every pruned weight is an exact int8 zero, and
+    where its integer convs are computed in f32 (integer_contractions=float, the default on a
+    CPU without VNNI) the pattern kernels take them, within one output step of ONNX Runtime;
+    kept integer, they run dense, and the compile says so once."""
+    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     pruned = compress.prune(small_cnn(), (x,), group_size=8, connectivity=0.3)
     quantized = compress.quantize(pruned, x, calibration=_calibration(2))
     inits = {t.name: numpy_helper.to_array(t) for t in quantized.graph.initializer}
@@ -255,12 +260,27 @@ def test_pruned_model_keeps_its_zeros_and_warns_once() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         compiled = xgen_mlir.compile(
-            pruned, x, precision="int8", calibration=_calibration(2), precision_check=False
+            pruned,
+            x,
+            precision="int8",
+            calibration=_calibration(2),
+            precision_check=False,
+            target_options={"integer_contractions": mode, "offload": "none"},
         )
     said = [w for w in caught if issubclass(w.category, FallbackWarning) and "pruned" in str(w)]
-    assert len(said) == 1, [str(w.message) for w in caught]
-    assert "dense integer contractions" in compiled.report.precision_note
-    assert set(compiled.report.quantization["pruned_layers"]) == set(layers)
+    r = compiled.report
+    assert set(r.quantization["pruned_layers"]) == set(layers)
+    got = np.asarray(compiled(x.numpy()))
+    want = _ort(quantized, x.numpy())
+    check_close(got, want, atol=_output_step(quantized) * 1.001, rtol=0, what="int8 vs ORT")
+    if mode == "float":
+        assert r.rewrites["xgen-lower-fkw-kernels"] == {"pattern kernels": 2}
+        assert not said, [str(w.message) for w in said]
+        assert "2 pruned layer(s) (0, 4) run as sparse kernels" in r.precision_note
+    else:
+        assert "xgen-lower-fkw-kernels" not in r.rewrites
+        assert len(said) == 1, [str(w.message) for w in caught]
+        assert "run as dense integer contractions" in r.precision_note
 
 
 # --- the per-channel rewrite on small hand-made graphs (no compile) ---------------------------

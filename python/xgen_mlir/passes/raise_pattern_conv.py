@@ -49,7 +49,13 @@ class PatternStructure:
 
 
 def infer_patterns(weight: np.ndarray) -> PatternStructure | None:
-    """The pattern library and per-kernel ids behind ``weight``'s zeros, or None if unstructured."""
+    """The pattern library and per-kernel ids behind ``weight``'s zeros, or None if unstructured.
+
+    A kernel with fewer nonzeros than a pattern (an entry that happens to be exactly 0, as a
+    small weight quantized to int8 is) may take any pattern that covers them, and an all-zero
+    kernel any pattern or none: those choices are made so that filters share one layout with
+    the filters they were pruned together with (``_shared_layouts``), which is what the
+    kernels' filter groups need."""
     f, c, kh, kw = weight.shape
     nz = (weight != 0).reshape(f, c, kh * kw)
     counts = nz.sum(-1)
@@ -57,17 +63,19 @@ def infer_patterns(weight: np.ndarray) -> PatternStructure | None:
     if n == 0 or n == kh * kw:
         return None
     full = nz[counts == n]
-    library, inverse = np.unique(full, axis=0, return_inverse=True)
+    library = np.unique(full, axis=0)
     if len(library) > MAX_PATTERNS:
         return None
-    ids = np.full((f, c), -1, np.int32)
-    ids[counts == n] = inverse.reshape(-1)
-    partial = np.argwhere((counts > 0) & (counts < n))
-    for fi, ci in partial:  # a pattern entry that happens to be exactly 0: pick a superset
-        sup = np.flatnonzero((library | nz[fi, ci]).sum(-1) == n)
-        if sup.size == 0:
-            return None
-        ids[fi, ci] = sup[0]
+    # candidates[f, c]: bit p set = pattern p covers the kernel's nonzeros; bit MAX_PATTERNS =
+    # the kernel can be removed (all zero)
+    covers = ~(nz[:, :, None, :] & ~library[None, None, :, :]).any(-1)  # (F, C, P)
+    candidates = (covers.astype(np.uint64) << np.arange(len(library), dtype=np.uint64)).sum(
+        -1, dtype=np.uint64
+    )
+    candidates |= np.where(counts == 0, np.uint64(1 << MAX_PATTERNS), np.uint64(0))
+    if (candidates == 0).any():
+        return None  # a kernel no pattern covers
+    ids = _shared_layouts(candidates)
     _, layout_counts = np.unique(ids, axis=0, return_counts=True)
     return PatternStructure(
         [np.flatnonzero(p).tolist() for p in library],
@@ -75,6 +83,37 @@ def infer_patterns(weight: np.ndarray) -> PatternStructure | None:
         float(nz.sum()) / nz.size,
         float(layout_counts.mean()),
     )
+
+
+def _shared_layouts(candidates: np.ndarray) -> np.ndarray:
+    """(F, C) pattern ids (-1 = removed kernel) from per-kernel candidate bit sets, filters
+    clustered greedily: each joins the first cluster whose every channel still has a candidate
+    in common with it (the most constrained filters first), so a few zeros more do not split a
+    group of filters pruned alike. A cluster's channel takes "removed" where all its filters
+    allow it, else its lowest common pattern."""
+    single = (candidates & (candidates - np.uint64(1))) == 0  # exactly one candidate
+    clusters: list[np.ndarray] = []
+    members: list[list[int]] = []
+    for fi in np.argsort(-single.sum(1), kind="stable"):
+        row = candidates[fi]
+        for k, common in enumerate(clusters):
+            both = common & row
+            if (both != 0).all():
+                clusters[k] = both
+                members[k].append(int(fi))
+                break
+        else:
+            clusters.append(row.copy())
+            members.append([int(fi)])
+    ids = np.empty(candidates.shape, np.int32)
+    removed = np.uint64(1 << MAX_PATTERNS)
+    for common, rows in zip(clusters, members, strict=True):
+        lowest = common & (~common + np.uint64(1))  # lowest set bit
+        layout = np.where(
+            (common & removed) != 0, -1, np.log2(lowest.astype(np.float64)).astype(np.int32)
+        )
+        ids[rows] = layout
+    return ids
 
 
 def _conv_parts(conv: ir.Operation, reader: ConstantReader) -> dict[str, Any] | str:
@@ -159,8 +198,9 @@ def _raise_one(conv: ir.Operation, parts: dict[str, Any], st: PatternStructure) 
     RaiseOptions,
 )
 def raise_pattern_conv(module_op: ir.Operation, opts: RaiseOptions | None) -> Counter:
-    """Raise every qualifying conv; returns the count of convs left dense for a dynamic
-    shape (the other decisions print with ``verbose``)."""
+    """Raise every qualifying conv; returns, for the report, the count of each decision on the
+    convs whose weights have a pattern structure (raised, or why it stays dense); ``verbose``
+    prints every conv's, with its numbers."""
     opts = opts or RaiseOptions()
     load_xgen_dialects(module_op.context)
     reader = ConstantReader(module_op)
@@ -179,22 +219,27 @@ def raise_pattern_conv(module_op: ir.Operation, opts: RaiseOptions | None) -> Co
                 print(f"xgen-raise-pattern-conv: {where}: {DYNAMIC}", file=sys.stderr)
             continue
         if isinstance(parts, str):
-            decision = f"stays dense: {parts}"
+            decision = kind = f"stays dense: {parts}"
         elif st is None:
-            decision = "stays dense: the weights' zeros form no small pattern library"
+            decision = kind = "stays dense: the weights' zeros form no small pattern library"
         elif st.density > opts.max_density:
+            kind = f"stays dense: density > {opts.max_density}"
             decision = f"stays dense: density {st.density:.2f} > {opts.max_density}"
         elif st.mean_group < opts.min_group:
+            kind = f"stays dense: filters share layouts in groups < {opts.min_group}"
             decision = (
                 f"stays dense: filters share layouts in groups of {st.mean_group:.1f} "
                 f"< {opts.min_group}"
             )
         else:
+            kind = "raised"
             decision = (
                 f"raised: {len(st.patterns)} patterns, density {st.density:.3f}, "
                 f"groups {st.mean_group:.1f}"
             )
             _raise_one(conv, parts, st)
+        if st is not None:  # a dense conv's "no pattern" is no news for the report
+            counts[kind] += 1
         if opts.verbose:
             print(f"xgen-raise-pattern-conv: {where}: {decision}", file=sys.stderr)
     if pruned_dynamic:

@@ -82,3 +82,22 @@ func.func @dilated(%x: tensor<1x1x6x6xf32>) -> tensor<1x1x2x2xf32> {
   %c = linalg.conv_2d_nchw_fchw {dilations = dense<2> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<1x1x6x6xf32>, tensor<1x1x3x3xf32>) outs(%f : tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
   return %c : tensor<1x1x2x2xf32>
 }
+
+// -----
+// Filters pruned alike whose weights then lost a few more entries to exact zeros (as small
+// weights quantized to int8 do): filter 2's channel-0 kernel keeps 2 of its pattern's 4 taps
+// (both patterns cover them) and filter 3's channel-1 kernel is all zero. They still share
+// one layout, the one their siblings have: a kernel with fewer nonzeros takes its group's
+// pattern (its zeros are multiplied, exactly), an all-zero one its group's too.
+// CHECK-LABEL: func.func @zeros_beyond_the_pattern
+// CHECK: arith.constant dense<{{\[\[}}1, 0], [1, 0], [1, 0], [1, 0]]> : tensor<4x2xi32>
+// CHECK: "xgen_sparse.pattern_conv2d"
+// WHY: raised: 2 patterns, density 0.361, groups 4.0
+func.func @zeros_beyond_the_pattern(%x: tensor<1x2x6x6xf32>) -> tensor<1x4x4x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %w = arith.constant dense<[[[[0.63, 0.86, 0.0], [0.0, 1.7, 0.0], [0.0, 1.37, 0.0]], [[0.0, 0.64, 0.0], [1.15, 1.22, 0.74], [0.0, 0.0, 0.0]]], [[[1.6, 0.67, 0.0], [0.0, 1.09, 0.0], [0.0, 1.28, 0.0]], [[0.0, 1.15, 0.0], [1.38, 1.61, 1.93], [0.0, 0.0, 0.0]]], [[[0.0, 1.47, 0.0], [0.0, 1.54, 0.0], [0.0, 0.0, 0.0]], [[0.0, 0.5, 0.0], [1.96, 0.95, 0.97], [0.0, 0.0, 0.0]]], [[[1.84, 1.38, 0.0], [0.0, 1.21, 0.0], [0.0, 1.66, 0.0]], [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]]]> : tensor<4x2x3x3xf32>
+  %e = tensor.empty() : tensor<1x4x4x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<1x2x6x6xf32>, tensor<4x2x3x3xf32>) outs(%f : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  return %c : tensor<1x4x4x4xf32>
+}
