@@ -42,13 +42,36 @@ class Mixed(torch.nn.Module):
         return self.d(torch.relu(self.c(x)))
 
 
-def test_pruned_convnet_uses_pattern_kernels_and_matches(tmp_path):
+@pytest.mark.parametrize("vector_bits", [256, 512])
+def test_pruned_convnet_uses_pattern_kernels_and_matches(tmp_path, vector_bits):
+    """Either vector width on any x86 host (GCC splits a wider vector): with AVX-512's 16
+    lanes a group of 16 filters is one vector; with AVX2's 8 it is two, so the stride-2 convs'
+    filter-vectorised kernels hold two accumulators per pixel and the pixel-vectorised ones
+    run each group as two blocks of 8 filters (AVX2's 16 registers)."""
     torch.manual_seed(0)
     x = torch.randn(1, 16, 23, 23)  # odd sizes: padded columns and phase planes must line up
     model = compress.prune(Mixed().eval(), (x,), target="cpu", connectivity=0.5)
-    module = xgen_mlir.compile(model, (x,), dump_ir=tmp_path)
+    cache = tmp_path / "cache"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XGEN_CACHE_DIR", str(cache))
+        module = xgen_mlir.compile(
+            model,
+            (x,),
+            dump_ir=tmp_path / "ir",
+            target_options={"vector_bits": str(vector_bits)},
+        )
     check_close(module(x).numpy(), model(x).detach().numpy(), atol=1e-4, rtol=1e-4, what="mixed")
-    assert _kernel_count(tmp_path) == 4
+    assert _kernel_count(tmp_path / "ir") == 4
+    sources = [p.read_text() for p in (cache / "kernels").glob("*.c")]
+    heads = [src.splitlines()[0] for src in sources if "xgen_fkw_kernel" in src.splitlines()[0]]
+    assert len(heads) == 4, heads
+    # 16 lanes: every conv here is narrow (fewer than 32 output columns) or stride 2, so
+    # filter-vectorised; 8 lanes: the two stride-2 ones (two vectors per pixel pay only there)
+    assert sum("filter-vectorised" in h for h in heads) == (2 if vector_bits == 256 else 4), heads
+    if vector_bits == 256:
+        assert all(
+            "vf acc[8][PX]" in src for src in sources if "group_32(" in src or "group_16(" in src
+        )
 
 
 class ConvBnRelu(torch.nn.Module):

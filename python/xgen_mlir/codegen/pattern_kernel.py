@@ -50,8 +50,16 @@ MAX_BLOCK = 16
 
 
 def _full_groups(spec: KernelSpec) -> bool:
+    """Every filter group holds the same whole number of vectors of filters."""
     gfo = spec.group_filter_offsets
-    return all(int(gfo[g + 1] - gfo[g]) == spec.vl for g in range(len(gfo) - 1))
+    sizes = {int(gfo[g + 1] - gfo[g]) for g in range(len(gfo) - 1)}
+    return len(sizes) == 1 and next(iter(sizes)) % spec.vl == 0
+
+
+def _group_vectors(spec: KernelSpec) -> int:
+    """Vectors of filters per group (the filters variant's accumulators per pixel)."""
+    gfo = spec.group_filter_offsets
+    return int(gfo[1] - gfo[0]) // spec.vl
 
 
 def choose_variant(spec: KernelSpec) -> str:
@@ -60,12 +68,21 @@ def choose_variant(spec: KernelSpec) -> str:
     "pixels" (a vector of VL output pixels per filter): best for wide stride-1 layers. Its
     flat pixel chunks waste the padded columns and the tail chunk, and stride 2 needs the input
     split into row phases (one more layout dispatch) plus a shuffle per tap.
-    "filters" (a vector of the group's VL filters per output pixel; inputs broadcast): no
+    "filters" (the group's filters as vectors of VL per output pixel; inputs broadcast): no
     phase split, no shuffle, no wasted pixels -- chosen for stride 2 and for narrow outputs
-    (OW < 2*VL), when every filter group holds exactly VL filters (else: "pixels").
+    (OW < 2*VL), when every filter group holds the same one or two vectors of filters (AVX2's
+    8 lanes: groups of 16 are two; more would leave too few registers for pixels) (else:
+    "pixels"). With two vectors a block holds at most 6 pixels, which only pays at stride 2
+    (AVX2, one core, ms pixels -> filters: 64->128 @56 s2 1.09 -> 0.69, 256->512 @14 s2
+    1.21 -> 0.91, but 512->512 @7 s1 1.14 -> 1.75).
     """
     ow = spec.derived["ow"]
-    if _full_groups(spec) and spec.px == 1 and (spec.derived["stride"] == 2 or ow < 2 * spec.vl):
+    if (
+        _full_groups(spec)
+        and _group_vectors(spec) <= 2
+        and spec.px == 1
+        and (spec.derived["stride"] == 2 or (ow < 2 * spec.vl and _group_vectors(spec) == 1))
+    ):
         return "filters"
     return "pixels"
 
@@ -90,6 +107,7 @@ class KernelSpec:
     kernel_channel: np.ndarray
     kernel_pattern: np.ndarray
     vl: int = 16  # floats per vector register
+    regs: int = 32  # vector registers the accumulators may plan on (target.vector_registers)
     px: int = 1  # vectors of pixels per accumulator row
     tile: int = 8  # pixel chunks per workgroup
     relu: bool = False  # max(x, 0) after the bias (a fused ReLU epilogue)
@@ -158,19 +176,18 @@ class KernelSpec:
         d = self.derived
         pt, pl, pb, pr = self.padding
         hp, wp, oh, ow = self.h + pt + pb, self.w + pl + pr, d["oh"], d["ow"]
-        # the block with the most pixels (Q | OW; ties: wider rows), rows capped by OH
+        # the block with the most pixels (Q | OW; ties: wider rows), rows capped by OH; each
+        # pixel's accumulators, the weight vectors and one broadcast input in the registers
+        nv = _group_vectors(self)
+        most = max(1, min(MAX_BLOCK, (self.regs - nv - 1) // nv))
         q, r = max(
-            (
-                (x, max(1, min(MAX_BLOCK // x, oh)))
-                for x in range(1, min(ow, MAX_BLOCK) + 1)
-                if ow % x == 0
-            ),
+            ((x, max(1, min(most // x, oh))) for x in range(1, min(ow, most) + 1) if ow % x == 0),
             key=lambda qr: (qr[0] * qr[1], qr[0]),
         )
         bands = -(-oh // r)
         nblocks = bands * (ow // q)
         kept = d["weights"] / max(1, self.f * len(self.patterns[0]))  # kept kernels per filter
-        fmas = kept * len(self.patterns[0]) * r * q  # per block and group
+        fmas = kept * len(self.patterns[0]) * r * q * nv  # vector FMAs per block and group
         tile = max(1, min(nblocks, int(8192 // max(1.0, fmas))))
         d.update(
             {
@@ -400,8 +417,21 @@ def generate(spec: KernelSpec) -> str:
     return "\n".join(out) + "\n"
 
 
+def filter_blocks(gs: int, px: int, regs: int) -> list[tuple[int, int]]:
+    """The pixels variant's filter blocks of a group of ``gs`` filters, as (first, count): as
+    few as keep one block's ``count * px`` accumulators, its ``px`` input vectors and one
+    broadcast weight in the register file, of even sizes. (AVX2's 16 registers cannot hold 16
+    filters' accumulators: GCC kept them on the stack, one load and store per FMA; two blocks
+    of 8 read each input vector twice instead, from L1.)"""
+    most = max(1, (regs - px - 1) // px)
+    nblocks = -(-gs // most)
+    size = -(-gs // nblocks)
+    return [(j0, min(size, gs - j0)) for j0 in range(0, gs, size)]
+
+
 def _group_function(spec: KernelSpec, gs: int, n: int, npat: int) -> list[str]:
     d = spec.derived
+    oh, ow, wop, ms = d["oh"], d["ow"], d["wop"], d["maxseg"]
     lines = [
         f"static void group_{gs}(const float* restrict in, const float* restrict wp, "
         "const float* restrict bias, float* restrict out, size_t g, size_t c0, size_t c1) {",
@@ -409,12 +439,36 @@ def _group_function(spec: KernelSpec, gs: int, n: int, npat: int) -> list[str]:
         f"  const int32_t* runs = RUNS + g * {npat};",
         "  for (size_t ch = c0; ch < c1; ch++) {",
         "    const size_t o = ch * VL * PX;",
-        f"    vf acc[{gs}][PX];",
-        f'    _Pragma("GCC unroll 64") for (int j = 0; j < {gs}; j++)',
-        '      _Pragma("GCC unroll 8") for (int q = 0; q < PX; q++) acc[j][q] = (vf){} + bias[oc[j]];',
-        "    const float* w = wp;",
-        "    const int32_t* cp = CHAN + KOFF[g];",
         "    const float* base = in + S * o;",
+        "    /* runs of valid pixels (x < OW, y < OH) in this chunk: lane, length, destination */",
+        f"    int ra[{ms}], rn[{ms}], nr = 0; size_t rd[{ms}];",
+        "    for (size_t p = o, e = o + VL * PX; p < e;) {",
+        f"      size_t y = p / {wop}, x = p - y * {wop};",
+        f"      if (y >= {oh}) break;",
+        f"      if (x < {ow}) {{ size_t n = {ow} - x; if (n > e - p) n = e - p;",
+        f"        ra[nr] = (int)(p - o); rn[nr] = (int)n; rd[nr] = y * {ow} + x; nr++; }}",
+        f"      p += {wop} - x;",
+        "    }",
+    ]
+    for j0, fb in filter_blocks(gs, spec.px, spec.regs):
+        lines += _filter_block(spec, gs, j0, fb, n)
+    lines += ["  }", "}"]
+    return lines
+
+
+def _filter_block(spec: KernelSpec, gs: int, j0: int, fb: int, n: int) -> list[str]:
+    """Filters [j0, j0 + fb) of a group of ``gs``, for the chunk at ``o``: accumulate over the
+    group's kept kernels, then the epilogue and the stores."""
+    d = spec.derived
+    oh, ow = d["oh"], d["ow"]
+    lines = [
+        f"    {{  /* filters {j0}..{j0 + fb - 1} of the group */",
+        f"    vf acc[{fb}][PX];",
+        f'    _Pragma("GCC unroll 64") for (int j = 0; j < {fb}; j++)',
+        '      _Pragma("GCC unroll 8") for (int q = 0; q < PX; q++) '
+        f"acc[j][q] = (vf){{}} + bias[oc[{j0} + j]];",
+        f"    const float* w = wp + {j0};",
+        "    const int32_t* cp = CHAN + KOFF[g];",
     ]
     for p, pat in enumerate(spec.patterns):
         lines += [
@@ -425,29 +479,19 @@ def _group_function(spec: KernelSpec, gs: int, n: int, npat: int) -> list[str]:
             lines += [
                 f'      {{ vf x[PX]; _Pragma("GCC unroll 8") for (int q = 0; q < PX; q++) '
                 f"x[q] = LDS(b + {spec.tap_offset(k)} + q * VL * S);",
-                f'        _Pragma("GCC unroll 64") for (int j = 0; j < {gs}; j++) {{ '
+                f'        _Pragma("GCC unroll 64") for (int j = 0; j < {fb}; j++) {{ '
                 f'const float s = w[{t * gs} + j]; _Pragma("GCC unroll 8") '
                 "for (int q = 0; q < PX; q++) acc[j][q] += x[q] * s; } }",
             ]
         lines += [f"      w += {n * gs};", "    }", f"    cp += runs[{p}];"]
-    oh, ow, wop, ms = d["oh"], d["ow"], d["wop"], d["maxseg"]
     if spec.relu:
         lines += [
-            f'    _Pragma("GCC unroll 64") for (int j = 0; j < {gs}; j++)',
+            f'    _Pragma("GCC unroll 64") for (int j = 0; j < {fb}; j++)',
             f'      _Pragma("GCC unroll 8") for (int q = 0; q < PX; q++) {_relu("acc[j][q]")}',
         ]
     lines += [
-        "    /* runs of valid pixels (x < OW, y < OH) in this chunk: lane, length, destination */",
-        f"    int ra[{ms}], rn[{ms}], nr = 0; size_t rd[{ms}];",
-        "    for (size_t p = o, e = o + VL * PX; p < e;) {",
-        f"      size_t y = p / {wop}, x = p - y * {wop};",
-        f"      if (y >= {oh}) break;",
-        f"      if (x < {ow}) {{ size_t n = {ow} - x; if (n > e - p) n = e - p;",
-        f"        ra[nr] = (int)(p - o); rn[nr] = (int)n; rd[nr] = y * {ow} + x; nr++; }}",
-        f"      p += {wop} - x;",
-        "    }",
-        f'    _Pragma("GCC unroll 64") for (int j = 0; j < {gs}; j++) {{',
-        f"      float* dst = out + (size_t)oc[j] * {oh * ow};",
+        f'    _Pragma("GCC unroll 64") for (int j = 0; j < {fb}; j++) {{',
+        f"      float* dst = out + (size_t)oc[{j0} + j] * {oh * ow};",
         "      if (nr == 1 && rn[0] == VL * PX) {  /* the whole chunk is one run */",
         '        _Pragma("GCC unroll 8") for (int q = 0; q < PX; q++) '
         "*(vfu*)(dst + rd[0] + q * VL) = acc[j][q];",
@@ -463,8 +507,7 @@ def _group_function(spec: KernelSpec, gs: int, n: int, npat: int) -> list[str]:
         "#endif",
         "      }",
         "    }",
-        "  }",
-        "}",
+        "    }",
     ]
     return lines
 
@@ -521,6 +564,8 @@ def _filters_block(spec: KernelSpec, rows: int) -> list[str]:
     d = spec.derived
     vl, st, wp, q, oh, ow = spec.vl, d["stride"], d["wp"], d["q"], d["oh"], d["ow"]
     n, npat = len(spec.patterns[0]), len(spec.patterns)
+    nv = _group_vectors(spec)
+    gs = nv * vl
     px = rows * q
     offs = [r * st * wp + st * c for r in range(rows) for c in range(q)]
     lines = [
@@ -528,10 +573,11 @@ def _filters_block(spec: KernelSpec, rows: int) -> list[str]:
         "const float* restrict bias, float* restrict out, size_t g, size_t y0, size_t x0) {",
         "  const int32_t* oc = ORDER + FOFF[g];",
         f"  const int32_t* runs = RUNS + g * {npat};",
-        f"  float bv[{vl}];",
-        f"  for (int j = 0; j < {vl}; j++) bv[j] = bias[oc[j]];",
-        f"  vf acc[{px}];",
-        f'  _Pragma("GCC unroll 64") for (int p = 0; p < {px}; p++) acc[p] = LD(bv);',
+        f"  float bv[{gs}];",
+        f"  for (int j = 0; j < {gs}; j++) bv[j] = bias[oc[j]];",
+        f"  vf acc[{px}][{nv}];",
+        f'  _Pragma("GCC unroll 64") for (int p = 0; p < {px}; p++)',
+        f'    _Pragma("GCC unroll 4") for (int v = 0; v < {nv}; v++) acc[p][v] = LD(bv + v * {vl});',
         "  const float* w = wp;",
         "  const int32_t* cp = CHAN + KOFF[g];",
         f"  const float* base = in + y0 * {st * wp} + x0 * {st};",
@@ -543,16 +589,27 @@ def _filters_block(spec: KernelSpec, rows: int) -> list[str]:
         ]
         for t, k in enumerate(pat):
             o = spec.tap_offset(k)
-            lines.append(f"    {{ const vf wv = LD(w + {t * vl});")
-            lines += [f"      acc[{i}] += b[{o + off}] * wv;" for i, off in enumerate(offs)]
+            wv = ", ".join(f"LD(w + {t * gs + v * vl})" for v in range(nv))
+            lines.append(f"    {{ const vf wv[{nv}] = {{{wv}}};")
+            lines += [
+                f"      {{ const float xb = b[{o + off}]; "
+                + " ".join(f"acc[{i}][{v}] += xb * wv[{v}];" for v in range(nv))
+                + " }"
+                for i, off in enumerate(offs)
+            ]
             lines.append("    }")
-        lines += [f"    w += {n * vl};", "  }", f"  cp += runs[{p}];"]
+        lines += [f"    w += {n * gs};", "  }", f"  cp += runs[{p}];"]
     if spec.relu:
-        lines.append(f'  _Pragma("GCC unroll 64") for (int p = 0; p < {px}; p++) {_relu("acc[p]")}')
+        lines.append(
+            f'  _Pragma("GCC unroll 64") for (int p = 0; p < {px}; p++) '
+            f'_Pragma("GCC unroll 4") for (int v = 0; v < {nv}; v++) {_relu("acc[p][v]")}'
+        )
     lines += [
-        f"  float t[{px}][{vl}];",
-        f'  _Pragma("GCC unroll 64") for (int p = 0; p < {px}; p++) *(vfu*)t[p] = acc[p];',
-        f"  for (int j = 0; j < {vl}; j++) {{",
+        f"  float t[{px}][{gs}];",
+        f'  _Pragma("GCC unroll 64") for (int p = 0; p < {px}; p++)',
+        f'    _Pragma("GCC unroll 4") for (int v = 0; v < {nv}; v++) '
+        f"*(vfu*)(t[p] + v * {vl}) = acc[p][v];",
+        f"  for (int j = 0; j < {gs}; j++) {{",
         f"    float* dst = out + (size_t)oc[j] * {oh * ow} + y0 * {ow} + x0;",
         f'    _Pragma("GCC unroll 8") for (int r = 0; r < {rows}; r++)',
         f'      _Pragma("GCC unroll 32") for (int c = 0; c < {q}; c++) '

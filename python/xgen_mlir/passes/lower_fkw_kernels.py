@@ -34,7 +34,7 @@ from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import warn_fallback
 from ..dialects.sparse import FKW_CONV, geometry, patterns_of
 from ..irutil import ConstantReader, find_func, ops_named, splice_functions
-from ..target import simd_lanes
+from ..target import simd_lanes, vector_registers
 from .epilogue_c import scalar_constant
 from .generic_util import (
     body,
@@ -231,6 +231,7 @@ def kernel_spec(
         kernel_channel=tables[3],
         kernel_pattern=tables[4],
         vl=simd_lanes(opts.vector_bits) if opts.vector_bits else opts.vl,
+        regs=vector_registers(opts.vector_bits) if opts.vector_bits else 32,
         px=opts.px,
         tile=opts.tile,
         variant=opts.variant,
