@@ -71,14 +71,15 @@ class Backend:
         are wrong for large activations (seen on an AVX2-only AMD EPYC: a static int8 CNN off
         IREE's exact integer output). The check is in the plugin, so a module compiled on a
         CPU with VNNI also fails to load on one without, rather than compute wrong numbers."""
-        return bool(_library(str(self.plugin())).xgen_dnnl_can_build(symbol.encode()))
+        return bool(_library(str(self.plugin())).xgen_dnnl_can_build_quietly(symbol.encode()))
 
 
 @functools.cache
 def _library(path: str) -> ctypes.CDLL:
     lib = ctypes.CDLL(path)
-    lib.xgen_dnnl_can_build.argtypes = [ctypes.c_char_p]
-    lib.xgen_dnnl_can_build.restype = ctypes.c_int
+    for name in ("xgen_dnnl_can_build", "xgen_dnnl_can_build_quietly"):
+        getattr(lib, name).argtypes = [ctypes.c_char_p]
+        getattr(lib, name).restype = ctypes.c_int
     return lib
 
 

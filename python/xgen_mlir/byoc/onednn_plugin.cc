@@ -532,12 +532,14 @@ bool exact_int8_dot() {
 }
 
 // Builds the operation an import name describes, "<kind>_<type>_<post>_<bias>_<sizes>[_ZP]_pP";
-// null (with a message) if it cannot.
-Split* make_op(const char* symbol) {
+// null if it cannot, with a message unless `quiet` (the compiler's question, whose answer it
+// reports itself; a module loaded on the wrong CPU gets the message).
+Split* make_op(const char* symbol, bool quiet = false) {
   std::string name(symbol);
   if (name.rfind(kPrefix, 0) != 0) return nullptr;
   std::vector<std::string> f = split(name.substr(sizeof(kPrefix) - 1));
   if (f.size() > 1 && f[1] == "s8" && !exact_int8_dot()) {
+    if (quiet) return nullptr;
     std::fprintf(stderr,
                  "xgen_mlir oneDNN plugin: cannot build %s: an s8 primitive needs a CPU with "
                  "VNNI (AVX512-VNNI, AVX-VNNI or AMX-INT8); this one has none, and oneDNN's "
@@ -575,7 +577,9 @@ Split* make_op(const char* symbol) {
     }
     return ok ? made.release() : nullptr;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "xgen_mlir oneDNN plugin: cannot build %s: %s\n", symbol, e.what());
+    if (!quiet) {
+      std::fprintf(stderr, "xgen_mlir oneDNN plugin: cannot build %s: %s\n", symbol, e.what());
+    }
   }
   return nullptr;
 }
@@ -636,5 +640,12 @@ iree_hal_executable_plugin_query(uint32_t max_version, void* /*reserved*/) {
 // For xgen_mlir's compile-time checks (ctypes): 1 if this build can make the import `symbol`.
 extern "C" __attribute__((visibility("default"))) int xgen_dnnl_can_build(const char* symbol) {
   std::unique_ptr<Split> op(make_op(symbol));
+  return op ? 1 : 0;
+}
+
+// The compiler's question: the same answer, no message (it reports its own decision).
+extern "C" __attribute__((visibility("default"))) int xgen_dnnl_can_build_quietly(
+    const char* symbol) {
+  std::unique_ptr<Split> op(make_op(symbol, /*quiet=*/true));
   return op ? 1 : 0;
 }

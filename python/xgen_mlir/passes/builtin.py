@@ -1,6 +1,7 @@
 """Importing this module registers every built-in xgen pass (one module per pass)."""
 
 from . import (  # noqa: F401
+    add_roundeven,
     algebraic_simplify,
     attention_kernels,
     bf16_constants,
