@@ -390,7 +390,7 @@ def _int8_source(
 ) -> Any:
     """What an int8 compile imports: ``model`` quantized by compress.quantize, or ``model``
     itself when it is an ONNX model that is quantized already."""
-    from .compress.quantize import is_quantized_onnx, quantize
+    from .compress.quantize import is_quantized_onnx, quantization_settings, quantize
 
     if _is_onnx(model):
         import onnx
@@ -403,6 +403,9 @@ def _int8_source(
                     "quantization= apply to a float model"
                 )
             report.quantization = {"mode": "from the model"}
+            made = quantization_settings(proto) or {}  # one of compress.quantize's models
+            if made.get("pruned_layers"):
+                report.quantization["pruned_layers"] = made["pruned_layers"]
             return proto
     if opts.dynamic_shapes is not None:
         raise XGenError(
@@ -415,8 +418,6 @@ def _int8_source(
         proto = quantize(model, example_inputs, calibration=opts.calibration, **settings)
     except TypeError as e:
         raise XGenError(f"quantization={settings!r}: {e} (compress.quantize's keywords)") from None
-    from .compress.quantize import quantization_settings
-
     report.quantization = quantization_settings(proto) or {}
     return proto
 

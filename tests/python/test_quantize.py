@@ -273,6 +273,11 @@ def test_pruned_int8_model_keeps_its_zeros_and_its_pattern_kernels(mode: str) ->
     got = np.asarray(compiled(x.numpy()))
     want = _ort(quantized, x.numpy())
     check_close(got, want, atol=_output_step(quantized) * 1.001, rtol=0, what="int8 vs ORT")
+    # the quantized file itself, compiled: its metadata names the pruned layers too
+    again = xgen_mlir.compile(
+        quantized, None, precision="int8", precision_check=False, target_options={"offload": "none"}
+    )
+    assert set(again.report.quantization["pruned_layers"]) == set(layers)
     if mode == "float":
         assert r.rewrites["xgen-lower-fkw-kernels"] == {"pattern kernels": 2}
         assert not said, [str(w.message) for w in said]
