@@ -24,6 +24,7 @@ from xgen_mlir.errors import FallbackWarning, XGenError
 from xgen_mlir.frontend.onnx_import import import_onnx
 from xgen_mlir.frontend.onnx_quant import rewrite_per_channel_contractions
 from xgen_mlir.models import mlp, small_cnn
+from xgen_mlir.target import EXACT_INT8_FLAGS, has_any
 from xgen_mlir.tunedb import TuningDB
 
 
@@ -160,7 +161,8 @@ def test_integer_contractions_in_f32_equal_the_integer_code() -> None:
     the very same as IREE's integer code, static (convs with zero-point padding, the
     classifier) and dynamic (a 2-layer BERT: the zero point computed at run time). The report
     says how many; auto is float on a CPU without an exact int8 dot product and keeps integer
-    matmuls on one with it; a one-row matmul (the classifier) stays integer."""
+    matmuls on one with it; a one-row matmul (the classifier) converts for the pointwise
+    matrix-vector kernel, which takes it."""
     from xgen_mlir.models.transformers_zoo import bert_tiny
 
     model, x = small_cnn(), torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
@@ -172,12 +174,17 @@ def test_integer_contractions_in_f32_equal_the_integer_code() -> None:
         outs[mode], reports[mode] = np.asarray(compiled(x.numpy())), compiled.report
     assert np.array_equal(outs["float"], outs["integer"])
     assert np.array_equal(outs["auto"], outs["integer"])
-    # the two convs; the classifier's one row stays integer (a cheap matvec)
-    assert reports["float"].quantization["computed_in_f32"] == 2
+    # the two convs and the classifier (its one row in the pointwise matrix-vector kernel)
+    assert reports["float"].quantization["computed_in_f32"] == 3
+    assert reports["float"].rewrites["xgen-pointwise-kernels"] == {
+        "matrix-vector products replaced": 1
+    }
     assert reports["integer"].quantization["computed_in_f32"] == 0
     # auto: float without VNNI; with it the convs no library takes (offload=none: both)
-    assert reports["auto"].quantization["computed_in_f32"] == 2
-    assert "2 integer contraction(s) computed as f32" in reports["float"].text()
+    assert reports["auto"].quantization["computed_in_f32"] == (
+        2 if has_any(EXACT_INT8_FLAGS) else 3
+    )
+    assert "3 integer contraction(s) computed as f32" in reports["float"].text()
     assert "computed as f32" not in reports["integer"].text()
 
     model, example = bert_tiny()

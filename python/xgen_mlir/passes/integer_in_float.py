@@ -82,6 +82,9 @@ MODES = ("float", "integer", "convs")
 class IntegerInFloatOptions:
     mode: str = "float"  # float | integer | convs (see the module docstring)
     offload: str = "none"  # the target's offload option: "convs" keeps those a library may take
+    # the target's pointwise_matvec option: true, xgen-pointwise-kernels' matrix-vector kernel
+    # takes f32 one-row matmuls against constants, so those convert too (IREE never sees one)
+    matvec: bool = False
     verbose: bool = False  # print every converted op to stderr
 
 
@@ -136,7 +139,7 @@ def _unpadded(x: ir.Value, zp_value: int | None, ev: ConstEval):
     return pad.operands[0], low, high
 
 
-def _why_not(op: ir.Operation, ev: ConstEval) -> str:
+def _why_not(op: ir.Operation, ev: ConstEval, matvec: bool = False) -> str:
     """Why ``op`` is not converted ("" if it is a match)."""
     for v in op.operands[:2]:
         if str(ir.RankedTensorType(v.type).element_type) != "i8":
@@ -147,10 +150,10 @@ def _why_not(op: ir.Operation, ev: ConstEval) -> str:
     if str(ir.RankedTensorType(op.results[0].type).element_type) != "i32":
         return "kept: the result is not i32"
     out = ir.RankedTensorType(op.results[0].type).shape
-    if not FLOAT_OF[op.name][1] and math_prod(out[:-1]) == 1:
-        # a one-row matmul (a classifier, a squeeze-excite's fc): IREE rejected xgen_mlir's
-        # dispatch steps on its f32 form (a data-tiling relayout, map_store, outside the
-        # workgroups) and the whole model lost them; in integers it is a cheap matvec
+    if not FLOAT_OF[op.name][1] and math_prod(out[:-1]) == 1 and not matvec:
+        # a one-row matmul (a classifier, a squeeze-excite's fc) with no kernel to take its
+        # f32 form: IREE rejected xgen_mlir's dispatch steps on it (a data-tiling relayout,
+        # map_store, outside the workgroups) and the whole model lost them
         return "kept: one row"
     if ev.value(op.operands[1]) is None:
         # weights computed at run time: IREE's compile crashed on such an f32 matmul (an
@@ -340,7 +343,7 @@ def integer_in_float(module_op: ir.Operation, opts: IntegerInFloatOptions | None
             if not _wanted(op, opts):
                 counts[f"{name} kept: mode={opts.mode}"] += 1
                 continue
-            why = _why_not(op, ev)
+            why = _why_not(op, ev, opts.matvec)
             if why:
                 counts[f"{name} {why}"] += 1
                 continue

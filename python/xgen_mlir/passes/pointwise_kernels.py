@@ -229,10 +229,21 @@ def _epilogue(
         end, perm, residual = add
         replaced.append(end)
     elif num_uses(value) == 1 and is_elementwise(next(iter(value.uses)).owner.operation):
-        # IREE fuses an elementwise consumer into the product's dispatch; the kernel would
-        # leave it a dispatch of its own
-        raise NoMatch("an elementwise op after it that the kernel does not translate")
+        consumer = next(iter(value.uses)).owner.operation
+        if not _to_integers(consumer):
+            # IREE fuses an elementwise consumer into the product's dispatch; the kernel
+            # would leave it a dispatch of its own
+            raise NoMatch("an elementwise op after it that the kernel does not translate")
+        # else: the rounding back to integers of a contraction xgen-integer-in-float made
+        # f32 (it converts one-row matmuls only for this kernel: IREE's f32 form of one
+        # failed its dispatch steps, its integer form is slow), a dispatch of its own
     return act, end, residual, perm
+
+
+def _to_integers(op: ir.Operation) -> bool:
+    """Whether elementwise ``op`` writes integers (an f32 contraction's result rounded back
+    to i32 by xgen-integer-in-float)."""
+    return all(isinstance(ir.ShapedType(r.type).element_type, ir.IntegerType) for r in op.results)
 
 
 def _math_epilogue(value: ir.Value, ev: ConstEval) -> Epilogue | None:

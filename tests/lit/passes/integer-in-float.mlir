@@ -7,6 +7,7 @@
 // RUN: xgen-opt %s --split-input-file -p 'xgen-integer-in-float{mode=convs offload=none}' | FileCheck %s --check-prefix=CONVS
 // RUN: xgen-opt %s --split-input-file -p 'xgen-integer-in-float{mode=float verbose=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=WHY
 // RUN: not xgen-opt %s --split-input-file -p 'xgen-integer-in-float{mode=fast}' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: xgen-opt %s --split-input-file -p 'xgen-integer-in-float{mode=float matvec=true}' | FileCheck %s --check-prefix=MV
 
 // WHY: model.py:5:3: linalg.conv_2d_nchw_fchw_q -> f32
 // WHY: model.py:9:3: linalg.quantized_matmul -> f32
@@ -216,10 +217,16 @@ func.func @runtime_weights(%x: tensor<4x2xi8>, %w: tensor<2x3xi8>) -> tensor<4x3
 // -----
 
 // Must not fire: a one-row matmul (a classifier, a squeeze-excite's fc): IREE rejected the
-// dispatch steps on its f32 form; in integers it is a cheap matvec.
+// dispatch steps on its f32 form. Unless matvec=true (the pipeline's pointwise_matvec): then
+// xgen-pointwise-kernels' matrix-vector kernel takes the f32 form, and IREE never sees it.
 // CHECK-LABEL: func.func @one_row
 // CHECK: linalg.quantized_matmul
 // CHECK-NOT: linalg.matmul
+// MV-LABEL: func.func @one_row
+// MV-NOT: linalg.quantized_matmul
+// MV: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<1x2xf32>, tensor<2x3xf32>)
+// MV: math.roundeven
+// MV: arith.fptosi %{{.*}} : f32 to i32
 func.func @one_row(%x: tensor<1x2xi8>) -> tensor<1x3xi32> {
   %zp = arith.constant 0 : i32
   %w = arith.constant dense<[[1, 2, 3], [-4, -5, -6]]> : tensor<2x3xi8>

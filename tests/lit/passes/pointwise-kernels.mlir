@@ -275,6 +275,34 @@ func.func @matmul_tanh(%x: tensor<1x64xf32>) -> tensor<1x48xf32> {
 
 // -----
 
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+// An int8 classifier xgen-integer-in-float computed in f32 (it converts one-row matmuls
+// only for this kernel): its result is rounded back to i32, which the kernel does not
+// translate but which is no reason to leave the product to IREE (whose f32 one-row matmul
+// lost the dispatch steps, and whose integer one is slow): the kernel takes the product.
+// CHECK-LABEL: func.func @matmul_rounded_to_integers(
+// CHECK: %[[Y:.*]] = call @xgen_pointwise_{{[0-9]+}}_call(%arg0, %{{.*}})
+// CHECK-NOT: linalg.matmul
+// CHECK: math.roundeven
+// CHECK: arith.fptosi %{{.*}} : f32 to i32
+func.func @matmul_rounded_to_integers(%x: tensor<1x64xf32>) -> tensor<1x48xi32> {
+  %w = arith.constant dense<2.0> : tensor<64x48xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x48xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<1x48xf32>) -> tensor<1x48xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<1x64xf32>, tensor<64x48xf32>) outs(%z : tensor<1x48xf32>) -> tensor<1x48xf32>
+  %ei = tensor.empty() : tensor<1x48xi32>
+  %q = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%mm : tensor<1x48xf32>) outs(%ei : tensor<1x48xi32>) {
+  ^bb0(%a: f32, %o: i32):
+    %r = math.roundeven %a : f32
+    %i = arith.fptosi %r : f32 to i32
+    linalg.yield %i : i32
+  } -> tensor<1x48xi32>
+  return %q : tensor<1x48xi32>
+}
+
+// -----
+
 // Batch 2: the images are more rows of one product (2x7x7 = 98 rows, 112 in IREE's tiles);
 // the same kernel call, for 98 rows.
 // CHECK-LABEL: func.func private @xgen_pointwise_1(tensor<1568xf32>, tensor<272xf32>) -> tensor<1568xf32>
