@@ -68,7 +68,9 @@ def infer_patterns(weight: np.ndarray) -> PatternStructure | None:
         return None
     # candidates[f, c]: bit p set = pattern p covers the kernel's nonzeros; bit MAX_PATTERNS =
     # the kernel can be removed (all zero)
-    covers = ~(nz[:, :, None, :] & ~library[None, None, :, :]).any(-1)  # (F, C, P)
+    bits = np.left_shift(1, np.arange(kh * kw, dtype=np.int64))
+    nz_mask, lib_mask = (nz * bits).sum(-1), (library * bits).sum(-1)  # taps as bit masks
+    covers = (nz_mask[:, :, None] & ~lib_mask[None, None, :]) == 0  # (F, C, P)
     candidates = (covers.astype(np.uint64) << np.arange(len(library), dtype=np.uint64)).sum(
         -1, dtype=np.uint64
     )
