@@ -185,7 +185,9 @@ def match_matmul(mm: ir.Operation, ev: ConstEval, vl: int = VL, math: bool = Fal
         add, init = found
         bias_after, value = True, add.results[0]
         replaced.append(add)
-    act, end, _, _ = _epilogue(value, ev, replaced, False, math)
+    # a one-row product rounded back to integers: xgen-integer-in-float converts one-row
+    # matmuls only for this kernel, so the rounding may be a dispatch of its own
+    act, end, _, _ = _epilogue(value, ev, replaced, False, math, rounding_ok=True)
     return Match(mm, (m, k, n), w, init, act, replaced, end, None, None, bias_after)
 
 
@@ -195,6 +197,7 @@ def _epilogue(
     replaced: list[ir.Operation],
     residual_ok: bool,
     math: bool = False,
+    rounding_ok: bool = False,
 ) -> tuple[list[str], ir.Operation, ir.Value | None, list[int] | None]:
     """The single-use activations after ``value`` that translate to C and (with
     ``residual_ok``) the residual add after them, appended to ``replaced``: their C, the op
@@ -230,13 +233,13 @@ def _epilogue(
         replaced.append(end)
     elif num_uses(value) == 1 and is_elementwise(next(iter(value.uses)).owner.operation):
         consumer = next(iter(value.uses)).owner.operation
-        if not _to_integers(consumer):
+        if not (rounding_ok and _to_integers(consumer)):
             # IREE fuses an elementwise consumer into the product's dispatch; the kernel
             # would leave it a dispatch of its own
             raise NoMatch("an elementwise op after it that the kernel does not translate")
-        # else: the rounding back to integers of a contraction xgen-integer-in-float made
-        # f32 (it converts one-row matmuls only for this kernel: IREE's f32 form of one
-        # failed its dispatch steps, its integer form is slow), a dispatch of its own
+        # else (a matrix-vector product): the rounding back to integers of a contraction
+        # xgen-integer-in-float made f32 (IREE's f32 form of a one-row matmul failed its
+        # dispatch steps, its integer form is slow), a dispatch of its own
     return act, end, residual, perm
 
 
