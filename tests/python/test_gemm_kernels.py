@@ -298,3 +298,49 @@ def test_a_pointwise_conv_is_measured_as_the_kernel(tmp_path):
     with torch.no_grad():
         want = model(x).numpy()
     check_close(np.asarray(m(x)), want, atol=1e-5 * np.abs(want).max(), rtol=1e-4, what="conv")
+
+
+class _RoundedLinear(nn.Module):
+    """A permutation Linear (exact: each output is one input times 1) and torch.round after
+    it, as a quantize rounds a layer's output: the kernel's epilogue rounds."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(n, n, bias=False)
+        with torch.no_grad():
+            self.lin.weight.copy_(torch.eye(n).flip(0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.round(self.lin(x))
+
+
+def test_roundeven_epilogue_matches_torch_bit_for_bit():
+    """Every kind of f32 through the kernel's roundeven (ties both ways, -0 and small
+    negatives, 2^23 and past it, the largest values, infinities, NaN; no subnormals: the
+    product before it flushes them, as IREE's code does)."""
+    edges = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, -0.49999997, 0.0, -0.0, -0.3, 0.3,
+             8388607.5, -8388607.5, 8388608.0, -8388609.0, 16777217.0, 4194303.5, 1e30,
+             -1e30, 3.4028235e38, -3.4028235e38, 1e-30, -1e-30]  # fmt: skip
+    gen = torch.Generator().manual_seed(0)
+    halves = torch.arange(-300, 300, dtype=torch.float32) / 2  # every tie in [-150, 150)
+    x = torch.cat([torch.tensor(edges), halves, torch.randn(600, generator=gen) * 1e3])
+    x = x[: len(x) // 32 * 32].reshape(-1, 32)
+    model = _RoundedLinear(32).eval()
+    dense = {**EVERY, "block_max_density": "0"}  # not the block-sparse kernel: a permutation
+    m = xgen_mlir.compile(model, (x,), target_options=dense)
+    assert m.report.rewrites["xgen-gemm-kernels"].get("of them with their epilogues") == 1
+    got = np.asarray(m(x.numpy()))
+    with torch.no_grad():
+        rounded = model.lin(x)  # x permuted, exactly
+    want = torch.round(rounded).numpy()
+    same = got.view(np.uint32) == want.view(np.uint32)
+    assert same.all(), list(zip(rounded.numpy()[~same], got[~same], want[~same], strict=True))
+    inf = x.clone()
+    inf[0, :3] = torch.tensor([float("inf"), float("-inf"), float("nan")])
+    got = np.asarray(m(inf.numpy()))[0, :3]
+    # Inf through the permutation's other products (0 * Inf) is NaN in PyTorch's matmul too
+    with torch.no_grad():
+        want = torch.round(model.lin(inf)).numpy()[0, :3]
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(
+        got[~np.isnan(got)], want[~np.isnan(want)]
+    ), (got, want)

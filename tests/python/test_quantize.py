@@ -24,6 +24,7 @@ from xgen_mlir.errors import FallbackWarning, XGenError
 from xgen_mlir.frontend.onnx_import import import_onnx
 from xgen_mlir.frontend.onnx_quant import rewrite_per_channel_contractions
 from xgen_mlir.models import mlp, small_cnn
+from xgen_mlir.pipelines import pipelines_dir
 from xgen_mlir.target import EXACT_INT8_FLAGS, has_any
 from xgen_mlir.tunedb import TuningDB
 
@@ -461,3 +462,55 @@ def test_cli_int8(tmp_path, capsys) -> None:
     assert "3 integer (i8 x i8 -> i32), 0 float" in text and "relative error" in text
     assert main([str(src), "--precision", "int8", "-o", str(out)]) == 1
     assert "needs calibration data" in capsys.readouterr().err
+
+
+class _InvertedResidual(torch.nn.Module):
+    """A MobileNetV2 block at 16x16 (expand 1x1 + ReLU6, depthwise 3x3 + ReLU6, project 1x1,
+    the residual add) and a classifier: int8 requantizes between every layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.expand = nn.Sequential(nn.Conv2d(8, 48, 1), nn.BatchNorm2d(48), nn.ReLU6())
+        self.dw = nn.Sequential(nn.Conv2d(48, 48, 3, padding=1, groups=48), nn.ReLU6())
+        self.project = nn.Conv2d(48, 8, 1)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x + self.project(self.dw(self.expand(x)))
+        return self.head(y.mean((2, 3)))
+
+
+def test_int8_tensors_converted_back_stay_f32_and_exact(tmp_path) -> None:
+    """xgen-elide-int-roundtrips: computed in f32 (integer_contractions=float), the quantized
+    activations (i8) and rounded products (i32) that are only converted back to f32 stay f32,
+    so the GEMM kernels' epilogues take the requantize (round, scale, clamp) after each 1x1
+    conv; the outputs are those of the same pipeline without the pass, and ONNX Runtime's."""
+    torch.manual_seed(0)
+    model = _InvertedResidual().eval()
+    x = torch.randn(1, 8, 16, 16, generator=torch.Generator().manual_seed(0))
+    cal = _calibration(shape=(1, 8, 16, 16))
+    without = tmp_path / "cpu_without.toml"
+    text = (pipelines_dir() / "cpu.toml").read_text()
+    step = '[[steps]]\npass = "xgen-elide-int-roundtrips"\n'
+    assert step in text
+    without.write_text(text.replace(step, '[[steps]]\npass = "xgen-nan-minmax"\n'))
+    options = {"offload": "none", "integer_contractions": "float", "gemm_kernels": "true"}
+    common = dict(precision="int8", calibration=cal, precision_check=False)
+    outs = {}
+    for target in ("cpu", str(without)):
+        m = xgen_mlir.compile(model, x, target=target, target_options=options, **common)
+        outs[target] = np.asarray(m(x.numpy()))
+        if target == "cpu":
+            elided = m.report.rewrites["xgen-elide-int-roundtrips"]
+            gemm = m.report.rewrites["xgen-gemm-kernels"]
+    assert elided["i8 tensors kept f32"] >= 3 and elided["i32 tensors kept f32"] >= 3, elided
+    assert gemm["of them with their epilogues"] == gemm["gemm kernels"] == 2, gemm
+    quantized = compress.quantize(model, x, calibration=cal)
+    step_size = _output_step(quantized)
+    # the epilogue may contract a scale and a bias into one FMA: a rare tie may round the
+    # other way, by one step; all else is the same bits
+    same = float(np.mean(outs["cpu"] == outs[str(without)]))
+    assert same >= 0.9, same
+    check_close(outs["cpu"], outs[str(without)], atol=step_size * 1.001, rtol=0, what="vs without")
+    check_close(outs["cpu"], _ort(quantized, x.numpy()), atol=step_size * 2.001, rtol=0, what="ORT")

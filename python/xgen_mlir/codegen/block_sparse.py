@@ -103,7 +103,7 @@ def _horner(coeffs: tuple[float, ...], var: str) -> str:
 
 
 def math_c() -> str:
-    """Vector erf / exp / tanh for fused epilogues (GELU in both of torch-mlir's forms). No
+    """Vector erf / exp / tanh / roundeven for fused epilogues (GELU in both of torch-mlir's forms). No
     libm: the object is linked into IREE's embedded ELF. NaN in gives NaN out; +-Inf gives
     erf, tanh = +-1 and exp = its clamp's value (0 or 1.7e38, not Inf)."""
     num, den = erf_coefficients()
@@ -130,6 +130,14 @@ static inline v16 xg_exp(v16 x) {{
 }}
 static inline v16 xg_tanh(v16 x) {{
   return SPLAT(1.0f) - SPLAT(2.0f) / (xg_exp(x + x) + SPLAT(1.0f));
+}}
+/* round half to even (a quantize): |x| + 2^23 - 2^23 rounds |x| < 2^23 to an integer in the
+   default rounding mode; larger values (and NaN) are kept; the sign goes back on (-0.4 -> -0) */
+static inline v16 xg_roundeven(v16 x) {{
+  const vi16 sign = (vi16)x & ((vi16){{0}} + (-2147483647 - 1)); /* the sign bit */
+  const v16 a = (v16)((vi16)x ^ sign);
+  const v16 r = SEL(a < SPLAT(8388608.0f), (a + SPLAT(8388608.0f)) - SPLAT(8388608.0f), a);
+  return (v16)((vi16)r | sign);
 }}
 """
 

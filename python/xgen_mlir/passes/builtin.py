@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     cancel_reshapes,
     dispatch_passes,
     fkw_compact,
+    float_roundtrips,
     fold_batchnorm,
     fold_transpose_pairs,
     fuse_gather_views,

@@ -32,7 +32,12 @@ from .generic_util import (
 )
 from .kernel_match import _BINARY, _CMP, _MINMAX, NoMatch, _splat
 
-_MATH_C = {"math.erf": "xg_erf", "math.tanh": "xg_tanh", "math.exp": "xg_exp"}
+_MATH_C = {
+    "math.erf": "xg_erf",
+    "math.tanh": "xg_tanh",
+    "math.exp": "xg_exp",
+    "math.roundeven": "xg_roundeven",  # a quantize's rounding
+}
 _MAX_POWER = 8  # x^n with a constant integer 0 <= n <= this: n - 1 multiplies
 
 
@@ -244,7 +249,7 @@ def _elementwise_c(op: ir.Operation, inputs: _Inputs, tag: str) -> tuple[list[st
         else:
             raise NoMatch(
                 f"{bop.name} in an epilogue (the kernel translates cmpf, select, addf, subf, "
-                "mulf, divf, negf, maximumf, minimumf, erf, tanh, exp, integer powers)"
+                "mulf, divf, negf, maximumf, minimumf, erf, tanh, exp, roundeven, integer powers)"
             )
         names[bop.results[0]] = out
         lines.append(f"const {kind} {out} = {expr};")

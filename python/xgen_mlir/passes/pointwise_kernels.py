@@ -74,6 +74,7 @@ from ..target import simd_lanes, vector_registers
 from .consteval import ConstEval
 from .epilogue_c import Epilogue, epilogue
 from .generic_util import (
+    body,
     has_default_maps,
     is_elementwise,
     num_uses,
@@ -187,7 +188,7 @@ def match_matmul(mm: ir.Operation, ev: ConstEval, vl: int = VL, math: bool = Fal
         replaced.append(add)
     # a one-row product rounded back to integers: xgen-integer-in-float converts one-row
     # matmuls only for this kernel, so the rounding may be a dispatch of its own
-    act, end, _, _ = _epilogue(value, ev, replaced, False, math, rounding_ok=True)
+    act, end, _, _ = _epilogue(value, ev, replaced, False, math, leave_consumer=True)
     return Match(mm, (m, k, n), w, init, act, replaced, end, None, None, bias_after)
 
 
@@ -197,7 +198,7 @@ def _epilogue(
     replaced: list[ir.Operation],
     residual_ok: bool,
     math: bool = False,
-    rounding_ok: bool = False,
+    leave_consumer: bool = False,
 ) -> tuple[list[str], ir.Operation, ir.Value | None, list[int] | None]:
     """The single-use activations after ``value`` that translate to C and (with
     ``residual_ok``) the residual add after them, appended to ``replaced``: their C, the op
@@ -233,20 +234,22 @@ def _epilogue(
         replaced.append(end)
     elif num_uses(value) == 1 and is_elementwise(next(iter(value.uses)).owner.operation):
         consumer = next(iter(value.uses)).owner.operation
-        if not (rounding_ok and _to_integers(consumer)):
+        if not (leave_consumer and _rounds(consumer, value)):
             # IREE fuses an elementwise consumer into the product's dispatch; the kernel
             # would leave it a dispatch of its own
             raise NoMatch("an elementwise op after it that the kernel does not translate")
-        # else (a matrix-vector product): the rounding back to integers of a contraction
-        # xgen-integer-in-float made f32 (IREE's f32 form of a one-row matmul failed its
-        # dispatch steps, its integer form is slow), a dispatch of its own
+        # else (a matrix-vector product): the rounding of a contraction xgen-integer-in-float
+        # made f32 (back to i32, or with xgen-elide-int-roundtrips the whole requantize in
+        # f32), a dispatch of its own: IREE's f32 form of a one-row matmul failed its
+        # dispatch steps, and its integer form is slow
     return act, end, residual, perm
 
 
-def _to_integers(op: ir.Operation) -> bool:
-    """Whether elementwise ``op`` writes integers (an f32 contraction's result rounded back
-    to i32 by xgen-integer-in-float)."""
-    return all(isinstance(ir.ShapedType(r.type).element_type, ir.IntegerType) for r in op.results)
+def _rounds(op: ir.Operation, value: ir.Value) -> bool:
+    """Whether elementwise ``op`` rounds ``value`` (``math.roundeven`` of its element): how
+    xgen-integer-in-float ends a contraction it computed in f32."""
+    args = [a for v, a in zip(op.operands, body(op).arguments, strict=False) if v == value]
+    return any(u.owner.operation.name == "math.roundeven" for a in args for u in a.uses)
 
 
 def _math_epilogue(value: ir.Value, ev: ConstEval) -> Epilogue | None:

@@ -303,6 +303,31 @@ func.func @matmul_rounded_to_integers(%x: tensor<1x64xf32>) -> tensor<1x48xi32> 
 
 // -----
 
+#id3 = affine_map<(d0, d1) -> (d0, d1)>
+// The same classifier after xgen-elide-int-roundtrips: its requantize is f32 (round, scale,
+// a per-column constant the matrix-vector kernel does not read); still no reason to leave
+// the product to IREE: the kernel takes it and the requantize is one dispatch of 48 values.
+// CHECK-LABEL: func.func @matmul_requantized_in_f32(
+// CHECK: %[[Y:.*]] = call @xgen_pointwise_{{[0-9]+}}_call(%arg0, %{{.*}})
+// CHECK-NOT: linalg.matmul
+// CHECK: math.roundeven
+func.func @matmul_requantized_in_f32(%x: tensor<1x64xf32>, %s: tensor<48xf32>) -> tensor<1x48xf32> {
+  %w = arith.constant dense<2.0> : tensor<64x48xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x48xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<1x48xf32>) -> tensor<1x48xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<1x64xf32>, tensor<64x48xf32>) outs(%z : tensor<1x48xf32>) -> tensor<1x48xf32>
+  %q = linalg.generic {indexing_maps = [#id3, affine_map<(d0, d1) -> (d1)>, #id3], iterator_types = ["parallel", "parallel"]} ins(%mm, %s : tensor<1x48xf32>, tensor<48xf32>) outs(%e : tensor<1x48xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = math.roundeven %a : f32
+    %m = arith.mulf %r, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<1x48xf32>
+  return %q : tensor<1x48xf32>
+}
+
+// -----
+
 // Batch 2: the images are more rows of one product (2x7x7 = 98 rows, 112 in IREE's tiles);
 // the same kernel call, for 98 rows.
 // CHECK-LABEL: func.func private @xgen_pointwise_1(tensor<1568xf32>, tensor<272xf32>) -> tensor<1568xf32>
