@@ -514,3 +514,29 @@ def test_int8_tensors_converted_back_stay_f32_and_exact(tmp_path) -> None:
     assert same >= 0.9, same
     check_close(outs["cpu"], outs[str(without)], atol=step_size * 1.001, rtol=0, what="vs without")
     check_close(outs["cpu"], _ort(quantized, x.numpy()), atol=step_size * 2.001, rtol=0, what="ORT")
+
+
+def test_int8_inverted_residual_block_fuses_and_matches() -> None:
+    """An int8 block computed in f32 (its 1x1 convs matmuls on NHWC rows, per-channel
+    requantizes between the layers) becomes one xgen-fuse-inverted-residuals kernel, whose
+    activations read the per-channel constants and round in C: the same outputs as the
+    three layers left unfused."""
+    torch.manual_seed(0)
+    model = _InvertedResidual().eval()
+    x = torch.randn(1, 8, 16, 16, generator=torch.Generator().manual_seed(0))
+    common = dict(precision="int8", calibration=_calibration(shape=(1, 8, 16, 16)))
+    outs, reports = {}, {}
+    for least in ("0", str(1 << 40)):  # every block fused / none
+        options = {"offload": "none", "integer_contractions": "float"}
+        options["inverted_residual_min_bytes"] = least
+        m = xgen_mlir.compile(model, x, target_options=options, precision_check=False, **common)
+        outs[least], reports[least] = np.asarray(m(x.numpy())), m.report
+    fused = reports["0"].rewrites["xgen-fuse-inverted-residuals"]
+    assert fused.get("blocks fused") == 1, fused
+    assert "blocks fused" not in reports[str(1 << 40)].rewrites.get(
+        "xgen-fuse-inverted-residuals", {}
+    )
+    step = _output_step(compress.quantize(model, x, calibration=common["calibration"]))
+    same = float(np.mean(outs["0"] == outs[str(1 << 40)]))
+    assert same >= 0.9, same
+    check_close(outs["0"], outs[str(1 << 40)], atol=step * 1.001, rtol=0, what="fused vs not")

@@ -37,6 +37,7 @@ import numpy as np
 
 from .bf16 import TO_BF16, pair_rows
 from .bf16 import header as bf16_header
+from .block_sparse import math_c
 
 VL = 16  # floats per vector with AVX-512 (the default target)
 STACK_BUDGET = 80 * 1024  # bytes of expanded rows per band (IREE workers have 128 KiB stacks)
@@ -69,6 +70,10 @@ class BlockSpec:
     batch: int = 1  # images, one after another in x and y; workgroup y is the image
     vl: int = VL  # floats per vector on the target: the expanded channels' block
     bf16: bool = False  # expand and project as bf16 dot products (AVX512-BF16), f32 sums
+    # per-channel constants the activations read (``c0``, ``c1``, ...: an int8 model's
+    # dequantize scales and requantize shifts), [ce] each, packed after ``bp``
+    cols_expand: int = 0
+    cols_depthwise: int = 0
 
     @property
     def out_hw(self) -> tuple[int, int]:
@@ -95,6 +100,8 @@ class BlockSpec:
             ("bd", self.ce),
             ("wp", self.ce * self.cout // pair),
             ("bp", self.cout),
+            ("ce", self.cols_expand * self.ce),
+            ("cd", self.cols_depthwise * self.ce),
         ]
         out, at = {}, 0
         for name, n in sizes:
@@ -130,8 +137,11 @@ def bf16_unsupported(cin: int, expand: bool, vl: int) -> str | None:
     return None
 
 
-def pack_weights(weights: list[np.ndarray], spec: BlockSpec) -> np.ndarray:
-    """The packed weight array (the layout in the module docstring). bf16: the expand
+def pack_weights(
+    weights: list[np.ndarray], spec: BlockSpec, columns: list[np.ndarray] | None = None
+) -> np.ndarray:
+    """The packed weight array (the layout in the module docstring), then the activations'
+    per-channel ``columns`` (expand's, then the depthwise conv's). bf16: the expand
     weights ``we[cin][ce]`` and project weights ``wp[ce][cout]`` rounded to bf16 (nearest
     even, ``ml_dtypes``) and paired along their reduction, ``[cin / 2][ce]`` and
     ``[ce / 2][cout]`` 32-bit words (channel 2i low, 2i + 1 high: the lanes of
@@ -140,6 +150,7 @@ def pack_weights(weights: list[np.ndarray], spec: BlockSpec) -> np.ndarray:
     if spec.bf16:
         paired = {0, len(arrays) - 2} if spec.expand else {len(arrays) - 2}
         arrays = [pair_rows(a) if i in paired else a for i, a in enumerate(arrays)]
+    arrays += [np.asarray(c, np.float32) for c in columns or []]
     packed = np.concatenate([a.ravel() for a in arrays]).astype(np.float32)
     assert packed.size == spec.offsets["total"], (packed.size, spec.offsets)
     return packed
@@ -227,9 +238,15 @@ def generate(spec: BlockSpec, expand_pixels: int = 8) -> str:
     res = " + x[((oy0 + r) * W + ox) * CIN + n]" if spec.residual else ""
     nv16, t8 = spec.cout // vl, (spec.cout % vl) // 8
 
-    def act(name: str, stmts: tuple[str, ...]) -> str:
-        body = "\n".join(f"  {s}" for s in stmts)
-        return f"static inline v16 {name}(v16 v) {{\n{body}\n  return v;\n}}"
+    def act(name: str, stmts: tuple[str, ...], ncols: int) -> str:
+        """``name(v, cols)``: the statements on ``v``; ``cols`` points at the first column
+        constant's entries for this block of channels (the next one CE floats on)."""
+        loads = [f"  const v16 c{i} = *(const v16u*)(cols + {i} * CE);" for i in range(ncols)]
+        body = "\n".join([*loads, *(f"  {s}" for s in stmts)])
+        return (
+            f"static inline v16 {name}(v16 v, const float* restrict cols) {{\n"
+            f"  (void)cols;\n{body}\n  return v;\n}}"
+        )
 
     bf16 = spec.bf16
     if bf16:
@@ -258,16 +275,16 @@ def generate(spec: BlockSpec, expand_pixels: int = 8) -> str:
             a[p] = (v16)_mm512_dpbf16_ps((__m512)a[p], (__m512bh)_mm512_set1_epi32((int)xp[p * (CIN / 2) + k]), wk);
         }
         #pragma GCC unroll 16
-        for (int p = 0; p < PE; ++p) er[ix + 1 + p] = act_e(a[p]);
+        for (int p = 0; p < PE; ++p) er[ix + 1 + p] = act_e(a[p], cep);
       }
       for (; ix < W; ++ix) {
         v16 a0 = bev; const uint32_t* xp = xb + ix * (CIN / 2);
         for (size_t k = 0; k < CIN / 2; ++k)
           a0 = (v16)_mm512_dpbf16_ps((__m512)a0, (__m512bh)_mm512_set1_epi32((int)xp[k]), wev[k]);
-        er[ix + 1] = act_e(a0);
+        er[ix + 1] = act_e(a0, cep);
       }"""
         dt_decl = "uint32_t dt[WO][VL / 2] __attribute__((aligned(64)));"
-        dt_store = "_mm256_storeu_si256((__m256i*)dt[ox0 + p], (__m256i)_mm512_cvtneps_pbh((__m512)act_d(a[p])));"
+        dt_store = "_mm256_storeu_si256((__m256i*)dt[ox0 + p], (__m256i)_mm512_cvtneps_pbh((__m512)act_d(a[p], cdp)));"
         dt_row = "const uint32_t (*dp)[VL / 2] = dt + ox0;"
         wpc = "const uint32_t* wpc = wp + cb / 2 * COUT;"
         project = _project(nv16, t8, spec.pixels, vl, bf16=True)
@@ -288,20 +305,22 @@ def generate(spec: BlockSpec, expand_pixels: int = 8) -> str:
           for (int p = 0; p < PE; ++p) a[p] += xp[p * CIN + k] * wk;
         }
         #pragma GCC unroll 16
-        for (int p = 0; p < PE; ++p) er[ix + 1 + p] = act_e(a[p]);
+        for (int p = 0; p < PE; ++p) er[ix + 1 + p] = act_e(a[p], cep);
       }
       for (; ix < W; ++ix) {
         v16 a0 = bev; const float* xp = xr + ix * CIN;
         for (size_t k = 0; k < CIN; ++k) a0 += xp[k] * wev[k];
-        er[ix + 1] = act_e(a0);
+        er[ix + 1] = act_e(a0, cep);
       }"""
         dt_decl = "float dt[WO][VL] __attribute__((aligned(64)));"
-        dt_store = "*(v16*)dt[ox0 + p] = act_d(a[p]);"
+        dt_store = "*(v16*)dt[ox0 + p] = act_d(a[p], cdp);"
         dt_row = "const float (*dp)[VL] = dt + ox0;"
         wpc = "const float* wpc = wp + cb * COUT;"
         project = _project(nv16, t8, spec.pixels, vl)
         header = ""
 
+    uses_math = any("xg_" in s for s in (*spec.act_expand, *spec.act_depthwise))
+    math = math_c() if uses_math else ""  # exp, erf, tanh, roundeven (a quantize's rounding)
     return f"""/* generated by xgen_mlir for {spec.symbol}: inverted-residual block {spec.h}x{spec.w}x{spec.cin}
    -> {spec.ce if spec.expand else "(no expand)"} -> dw3x3 s{spec.stride} -> {spec.cout}{" + x" if spec.residual else ""}, {spec.rows} output rows per band, {vl}-float vectors */
 #include <stddef.h>{header}
@@ -314,7 +333,7 @@ typedef int vi16 __attribute__((vector_size({4 * vl})));
 #define SEL(m, a, b) ((v16)(((m) & (vi16)(a)) | (~(m) & (vi16)(b))))
 #define SPLAT(c) ((v16){{0}} + (c))
 #define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
-#define VL {vl}
+{math}#define VL {vl}
 #define H {spec.h}
 #define W {spec.w}
 #define CIN {spec.cin}
@@ -328,8 +347,8 @@ typedef int vi16 __attribute__((vector_size({4 * vl})));
 #define WP {spec.w + 2}
 #define PE {expand_pixels}
 #define P {spec.pixels}
-{act("act_e", spec.act_expand)}
-{act("act_d", spec.act_depthwise)}
+{act("act_e", spec.act_expand, spec.cols_expand)}
+{act("act_d", spec.act_depthwise, spec.cols_depthwise)}
 
 static void run_band(const float* restrict x, const float* restrict wts, float* restrict y,
                      size_t band) {{
@@ -349,6 +368,8 @@ static void run_band(const float* restrict x, const float* restrict wts, float* 
       for (size_t n = 0; n < COUT; ++n) yp[n] = bp[n]{res};
     }}
   for (size_t cb = 0; cb < CE; cb += VL) {{
+    const float* restrict cep = wts + {off["ce"]} + cb;  /* the activations' column constants */
+    const float* restrict cdp = wts + {off["cd"]} + cb;
 #if EXPAND
     const v16 bev = *(const v16u*)(be + cb);
 {expand_weights}

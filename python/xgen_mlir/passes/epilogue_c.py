@@ -56,6 +56,9 @@ class Operands:
     # tensors broadcast along leading dims (a mask [1, 1, T, T] added to scores [1, H, T, T]):
     # read through their maps, which ``Epilogue.tensor_maps`` keeps for the kernel's offsets
     broadcast: bool = False
+    # also follow collapses of the leading dims (NHWC -> [N*H*W, C] rows: the same bytes), for
+    # a kernel that applies the epilogue to vectors of the last dim wherever they go
+    collapses: bool = False
 
 
 @dataclass
@@ -109,13 +112,16 @@ class _Inputs:
             return None
         dims = map_dims(amap)
         cdim = self.operands.column_dim % rank
-        if dims is None or [d for d in dims if d is not None] != [cdim]:
+        shape = ir.RankedTensorType(operand.type).shape
+        # a dim of size 1 read at a loop dim (the batch of a [1, C, 1, 1] scale) varies not
+        if dims is None or [d for i, d in enumerate(dims) if d is not None and shape[i] != 1] != [
+            cdim
+        ]:
             return None
         for i, (known, _) in enumerate(self.columns):
             if known == operand:
                 return f"c{i}"
         value = self.ev.value(operand)
-        shape = ir.RankedTensorType(operand.type).shape
         if value is None or value.size != shape[dims.index(cdim)] or value.size <= 1:
             return None
         self.columns.append((operand, np.asarray(value, np.float32).reshape(-1)))
@@ -236,7 +242,7 @@ def _elementwise_c(op: ir.Operation, inputs: _Inputs, tag: str) -> tuple[list[st
         elif bop.name in _BINARY:
             expr = f"({ops[0]} {_BINARY[bop.name]} {ops[1]})"
         elif bop.name in _MINMAX:
-            expr = _MINMAX[bop.name].format(a=ops[0], b=ops[1])
+            expr = _clamp(bop, ops, consts) or _MINMAX[bop.name].format(a=ops[0], b=ops[1])
         elif bop.name == "arith.negf":
             expr = f"(-{ops[0]})"
         elif bop.name in _MATH_C:
@@ -254,6 +260,19 @@ def _elementwise_c(op: ir.Operation, inputs: _Inputs, tag: str) -> tuple[list[st
         names[bop.results[0]] = out
         lines.append(f"const {kind} {out} = {expr};")
     raise NoMatch("an epilogue op without a yield")
+
+
+def _clamp(bop: ir.Operation, ops: list[str], consts: dict[ir.Value, float]) -> str | None:
+    """``maximumf`` / ``minimumf`` of a vector and a finite nonzero constant (a quantize's
+    clamp to its integer range) as one compare and one select: NaN fails the compare and
+    stays, and without a zero bound no -0 / +0 pair can tie. None for any other form."""
+    for i in (0, 1):
+        c = consts.get(bop.operands[1 - i], scalar_constant(bop.operands[1 - i]))
+        if c is not None and np.isfinite(c) and c != 0:
+            cmp = "<" if bop.name == "arith.maximumf" else ">"
+            a, b = ops[i], ops[1 - i]
+            return f"SEL(({a} {cmp} {b}), {b}, {a})"
+    return None
 
 
 def _broadcast_map(amap: ir.AffineMap, operand: ir.Value, like: ir.Type) -> bool:
@@ -282,14 +301,21 @@ def _users(value: ir.Value) -> list[ir.Operation]:
     return [u.owner.operation for u in value.uses]
 
 
-def _keeps_columns(op: ir.Operation) -> bool:
-    """A ``tensor.expand_shape`` that splits only the leading dims, so the last (the
-    kernel's columns) and the row-major order are unchanged."""
-    if op.name != "tensor.expand_shape":
+def _keeps_columns(op: ir.Operation, collapses: bool = False) -> bool:
+    """A ``tensor.expand_shape`` (with ``collapses``, also a ``collapse_shape``) that splits
+    (merges) only the leading dims, so the last (the kernel's columns) and the row-major
+    order are unchanged."""
+    names = (
+        ("tensor.expand_shape", "tensor.collapse_shape") if collapses else ("tensor.expand_shape",)
+    )
+    if op.name not in names:
         return False
     groups = [list(g) for g in ir.ArrayAttr(op.attributes["reassociation"])]
-    out = ir.RankedTensorType(op.results[0].type).shape
-    return len(groups[-1]) == 1 and ir.IntegerAttr(groups[-1][0]).value == len(out) - 1
+    if op.name == "tensor.expand_shape":
+        last = len(ir.RankedTensorType(op.results[0].type).shape) - 1
+    else:
+        last = len(ir.RankedTensorType(op.operands[0].type).shape) - 1
+    return len(groups[-1]) == 1 and ir.IntegerAttr(groups[-1][0]).value == last
 
 
 def epilogue(value: ir.Value, ev: ConstEval, operands: Operands | None = None) -> Epilogue:
@@ -304,6 +330,7 @@ def epilogue(value: ir.Value, ev: ConstEval, operands: Operands | None = None) -
     found: list[tuple[ir.Operation, list[str], int, int]] = []  # op, C, columns, tensors
     seen: set[ir.Operation] = set()
     follow = operands is not None and operands.column_dim in (-1, inputs.rank - 1)
+    collapses = operands is not None and operands.collapses
     changed = True
     while changed:
         changed = False
@@ -311,7 +338,7 @@ def epilogue(value: ir.Value, ev: ConstEval, operands: Operands | None = None) -
             for user in _users(v):
                 if user in seen:
                     continue
-                if follow and _keeps_columns(user):
+                if follow and _keeps_columns(user, collapses):
                     seen.add(user)
                     env[user.results[0]] = env[v]
                     found.append((user, [], len(inputs.columns), len(inputs.tensors)))

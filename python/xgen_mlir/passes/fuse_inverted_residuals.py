@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,8 +62,10 @@ from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
 from ..target import simd_lanes
 from .consteval import ConstEval
+from .epilogue_c import Operands, epilogue
 from .generic_util import (
     body_ops,
+    has_default_maps,
     is_elementwise,
     num_inputs,
     num_uses,
@@ -125,6 +127,9 @@ class Block:
     expand: bool  # False: no expand conv; the depthwise conv reads x
     residual: ir.Operation | None = None  # the add of x that ends the block, taken in too
     residual_perm: list[int] | None = None  # the add's layout: its dim i is NHWC dim perm[i]
+    # the activations' per-channel constants (c0, c1, ...), each [ce]
+    cols_expand: list[np.ndarray] = field(default_factory=list)
+    cols_depthwise: list[np.ndarray] = field(default_factory=list)
 
     @property
     def end(self) -> ir.Operation:
@@ -207,6 +212,127 @@ def match_block(
     )
 
 
+def _matmul_1x1(op: ir.Operation | None, ev: ConstEval, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """The [cin, cout] weights and [cout] bias of ``op``, a ``linalg.matmul`` of NHWC rows by
+    a constant: a 1x1 conv as xgen-integer-in-float writes an int8 model's."""
+    if op is None or op.name != "linalg.matmul" or not has_default_maps(op):
+        raise NoMatch(f"the {what} is not a plain linalg.matmul")
+    w = ev.value(op.operands[1])
+    if w is None or w.dtype != np.float32 or w.ndim != 2:
+        raise NoMatch(f"the {what} matmul's weights are not a constant f32 matrix")
+    bias = ev.per_channel_init(op.operands[2], 1)
+    if bias is None:
+        raise NoMatch(f"the {what} matmul's accumulator is not a per-column constant")
+    return w, bias
+
+
+def _up_to(value: ir.Value, name: str, reshape: str) -> ir.Operation | None:
+    """The ``name`` op ``value`` is computed from through elementwise generics (their first
+    input of a tensor type) and ``reshape`` ops, or None."""
+    for _ in range(16):
+        op = producer(value)
+        if op is None or op.name == name:
+            return op
+        if op.name == reshape:
+            value = op.operands[0]
+            continue
+        if op.name != "linalg.generic" or not is_elementwise(op):
+            return None
+        ins = [v for v in op.operands[: num_inputs(op)] if isinstance(v.type, ir.RankedTensorType)]
+        big = [
+            v
+            for v in ins
+            if ir.RankedTensorType(v.type).shape == ir.RankedTensorType(op.results[0].type).shape
+        ]
+        if not big:
+            return None
+        value = big[0]
+    return None
+
+
+def _chain_to(start: ir.Value, end: ir.Value, ev: ConstEval, layer: ir.Operation, rows: bool):
+    """The elementwise ops from ``start`` (a layer's result) to ``end`` as epilogue C on
+    vectors of channels: their ops, C statements and per-channel constants. ``rows``: the
+    chain may collapse NHWC to rows on the way."""
+    if start == end:
+        return [], (), []
+    epi = epilogue(start, ev, Operands(layer, column_dim=-1, tensors=False, collapses=rows))
+    if not epi or epi.ops[-1].results[0] != end:
+        raise NoMatch("the ops between the convs do not all translate to the kernel's C")
+    return list(epi.ops), tuple(epi.lines), list(epi.columns)
+
+
+def match_rows_block(project: ir.Operation, ev: ConstEval, vl: int = VL) -> Block:
+    """The block ending at ``project``, a ``linalg.matmul`` of NHWC rows by a constant (an int8
+    model computed in f32: its 1x1 convs are matmuls on collapsed NHWC rows, and its
+    activations requantize with per-channel constants), or NoMatch. The expand is such a
+    matmul too, the kernel's input its rows (the same bytes as NHWC); no residual add (an
+    int8 model adds after requantizing)."""
+    f32_only(project)
+    wp, bp = _matmul_1x1(project, ev, "project")
+    a = project.operands[0]
+    dw = _up_to(a, "linalg.depthwise_conv_2d_nhwc_hwc", "tensor.collapse_shape")
+    if dw is None:
+        raise NoMatch("the project's rows are not a depthwise conv's (through activations)")
+    ops_d, act_d, cols_d = _chain_to(dw.results[0], a, ev, dw, rows=True)
+    if num_uses(a) != 1:
+        raise NoMatch("the project's input has other uses")
+    wd = ev.value(dw.operands[1])
+    if wd is None or wd.dtype != np.float32 or wd.shape[:2] != (3, 3):
+        raise NoMatch("the depthwise filter is not a constant 3x3 f32 filter")
+    stride = attr_ints(dw, "strides")
+    if stride[0] != stride[1] or attr_ints(dw, "dilations") != [1, 1]:
+        raise NoMatch(f"depthwise strides {stride} or its dilation")
+    bd = ev.per_channel_init(dw.operands[2], 3)
+    if bd is None:
+        raise NoMatch("the depthwise conv's accumulator is not a per-channel constant")
+    pad = producer(dw.operands[0])
+    _zero_pad_1(pad)
+    assert pad is not None
+    if num_uses(dw.operands[0]) != 1:
+        raise NoMatch("the padded tensor has other uses")
+    src = pad.operands[0]
+    if num_uses(src) != 1:
+        raise NoMatch("the expanded tensor has other uses")
+    expand = _up_to(src, "linalg.matmul", "tensor.expand_shape")
+    we, be = _matmul_1x1(expand, ev, "expand")
+    assert expand is not None
+    ops_e, act_e, cols_e = _chain_to(expand.results[0], src, ev, expand, rows=False)
+    x = expand.operands[0]
+    n, h, w, ce = static_f32(src)
+    rows_x = static_f32(x)
+    cin, cout = we.shape[0], wp.shape[1]
+    if rows_x != [n * h * w, cin] or we.shape[1] != ce or wd.shape[2] != ce or wp.shape[0] != ce:
+        raise NoMatch("the convs' channel counts or rows do not chain")
+    static_f32(project.results[0])
+    s = stride[0]
+    why = unsupported(h, w, cin, ce, cout, s, vl)
+    if why:
+        raise NoMatch(why)
+    ops = [project, *ops_d[::-1], dw, pad, *ops_e[::-1], expand]
+    block = Block(
+        x,
+        n,
+        (h, w, cin, ce, cout, s),
+        [we, be, wd, bd, wp, bp],
+        list(act_e),
+        list(act_d),
+        ops,
+        True,
+    )
+    block.cols_expand, block.cols_depthwise = cols_e, cols_d
+    return block
+
+
+def reads_depthwise_rows(mm: ir.Operation) -> bool:
+    """Whether matmul ``mm``'s rows come from a depthwise conv (through elementwise ops and a
+    collapse to rows): a candidate int8 block end."""
+    return (
+        _up_to(mm.operands[0], "linalg.depthwise_conv_2d_nhwc_hwc", "tensor.collapse_shape")
+        is not None
+    )
+
+
 def _expand(
     value: ir.Value, ev: ConstEval, ops: list[ir.Operation]
 ) -> tuple[ir.Value, list[np.ndarray], list[str]]:
@@ -250,9 +376,13 @@ def fuse_block(module_op: ir.Operation, block: Block, symbol: str, opts: FuseOpt
         expand=block.expand,
         batch=block.batch,
         vl=vl,
-        bf16=opts.precision == "bf16" and bf16_unsupported(cin, block.expand, vl) is None,
+        bf16=opts.precision == "bf16"
+        and not (block.cols_expand or block.cols_depthwise)
+        and bf16_unsupported(cin, block.expand, vl) is None,
+        cols_expand=len(block.cols_expand),
+        cols_depthwise=len(block.cols_depthwise),
     )
-    packed = pack_weights(block.weights, spec)
+    packed = pack_weights(block.weights, spec, [*block.cols_expand, *block.cols_depthwise])
     obj = compile_object(generate_block(spec), opts.toolchain(), symbol)
     install_kernel(
         module_op,
@@ -280,11 +410,20 @@ def fuse_inverted_residuals(module_op: ir.Operation, opts: FuseOptions | None = 
     with module_op.context:
         ev = ConstEval(module_op)
         # In program order: a fused block's expand conv (erased with it) was visited before.
-        for project in ops_named(module_op, "linalg.conv_2d_nhwc_hwcf"):
-            if not reads_depthwise(project):
-                continue
+        # Then the blocks of an int8 model computed in f32, whose 1x1 convs are matmuls.
+        vl = simd_lanes(opts.vector_bits)
+        candidates = [
+            (op, lambda op: match_block(op, ev, opts.without_expand, vl))
+            for op in ops_named(module_op, "linalg.conv_2d_nhwc_hwcf")
+            if reads_depthwise(op)
+        ] + [
+            (op, lambda op: match_rows_block(op, ev, vl))
+            for op in ops_named(module_op, "linalg.matmul")
+            if reads_depthwise_rows(op)
+        ]
+        for project, match in candidates:
             try:
-                block = match_block(project, ev, opts.without_expand, simd_lanes(opts.vector_bits))
+                block = match(project)
             except NoMatch as e:
                 counts[f"not fused: {e}"] += 1
                 continue
