@@ -12,7 +12,8 @@ What it matches: in a ``linalg.generic`` body, ``arith.sitofp`` from i64 (or i32
 ``arith.subi(a, b)`` where ``a`` is an ``extsi``/``extui`` of an integer of at most 16 bits
 and ``b`` is either such an extension too or an integer constant below 2^23 in magnitude.
 Each side becomes an f32 (``sitofp``/``uitofp`` of the narrow value, or the constant) and one
-``subf`` replaces the three ops; dead ops go with canonicalize. It must not fire on wider
+``subf`` replaces the three ops, which are erased (``xgen-elide-int-roundtrips`` needs a
+dequantize's integer read only by its conversion). It must not fire on wider
 sources (an i32 tensor: not exact in f32), a non-constant wide operand, or other conversions.
 
 Numerics: exact. Both sides are integers below 2^24 in magnitude, so they and their
@@ -87,6 +88,10 @@ def _rewrite(conv: ir.Operation) -> bool:
         diff = arith.SubFOp(_as_f32(a), _as_f32(b)).result
     conv.results[0].replace_all_uses_with(diff)
     conv.erase()
+    # the i64 subtraction and extensions, now dead (later passes read the body's uses)
+    for op in [sub, *(o.owner.operation for o in sub.operands if isinstance(o.owner, ir.OpView))]:
+        if all(not list(r.uses) for r in op.results):
+            op.erase()
     return True
 
 
