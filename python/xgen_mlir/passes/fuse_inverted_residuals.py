@@ -28,6 +28,13 @@ the model's ops give them. Only blocks whose expanded tensor has at least
 as fast: measured, see the pipeline). A block that matches but is not fused is counted with
 the reason.
 
+An int8 model computed in f32 (``xgen-integer-in-float``, ``xgen-elide-int-roundtrips``) has
+its blocks in another form, also matched (``match_rows_block``): its 1x1 convs are
+``linalg.matmul`` on NHWC rows (``[N*H*W, C]``: the same bytes), reached through expand and
+collapse reshapes, and the ops between the layers requantize with per-channel constants; they
+are translated by ``epilogue_c`` (which reads such constants) and the kernel loads them per
+block of channels. No residual add there (an int8 model adds after requantizing).
+
 With ``without-expand=true`` a block with no expand conv to take in (MobileNetV2's first
 block, or one whose expanded tensor has other readers) is fused too: the kernel reads the
 padded tensor's source and does the depthwise and project convs. Off by default: on
