@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -153,14 +154,27 @@ def constant_op(array: np.ndarray, name_hint: str = "xgen") -> Any:
     return arith.ConstantOp(ty, attr)
 
 
-def clone_body(src: Any, dst: Any) -> None:
+def clone_body(
+    src: Any,
+    dst: Any,
+    arg_types: list[Any] | None = None,
+    forward: Callable[[Any], bool] | None = None,
+) -> None:
     """Clone ``src``'s single-block body into ``dst``'s empty first region (values captured
-    from above stay captured). Works on ops of either MLIR binding (torch-mlir's or IREE's)."""
+    from above stay captured). Works on ops of either MLIR binding (torch-mlir's or IREE's).
+    ``arg_types``: the new block's argument types (default: ``src``'s); ``forward(op)``: ops
+    not cloned, their result standing for their first operand (a conversion a retyped
+    argument no longer needs)."""
     block = src.regions[0].blocks[0]
-    new_block = dst.regions[0].blocks.append(*[a.type for a in block.arguments])
+    types = arg_types if arg_types is not None else [a.type for a in block.arguments]
+    new_block = dst.regions[0].blocks.append(*types)
     mapping = dict(zip(block.arguments, new_block.arguments, strict=True))
     with binding_of(dst).ir.InsertionPoint(new_block):
         for op in block.operations:
+            if forward is not None and forward(op.operation):
+                first = op.operands[0]
+                mapping[op.results[0]] = mapping.get(first, first)
+                continue
             clone = op.operation.clone()
             for i, v in enumerate(clone.operands):
                 if v in mapping:

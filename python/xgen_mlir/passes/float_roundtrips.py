@@ -34,7 +34,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .._mlir import ir, linalg
-from ..irutil import ops_named
+from ..irutil import clone_body, ops_named
+from .epilogue_c import scalar_constant
 from .generic_util import body, body_ops, empty, iterator_types, mixed_sizes, transpose
 from .registry import register_pass
 
@@ -47,15 +48,6 @@ _ANY: Interval = (-math.inf, math.inf)
 @dataclass
 class ElideOptions:
     pass
-
-
-def _constant(op: ir.Operation) -> float | None:
-    attr = op.attributes["value"]
-    if isinstance(attr, ir.FloatAttr):
-        return float(ir.FloatAttr(attr).value)
-    if isinstance(attr, ir.IntegerAttr):
-        return float(ir.IntegerAttr(attr).value)
-    return None
 
 
 def _int_range(t: ir.Type, signed: bool) -> Interval | None:
@@ -86,7 +78,7 @@ def integer_range(value: ir.Value, memo: dict | None = None) -> Interval | None:
         name = op.name
         args = [integer_range(v, memo) for v in op.operands] if name.startswith("arith.") else []
         if name == "arith.constant":
-            c = _constant(op)
+            c = scalar_constant(value)
             found = (c, c) if c is not None and math.isfinite(c) and c == int(c) else None
         elif name in _ROUNDING:
             inner = integer_range(op.operands[0], memo)
@@ -185,21 +177,9 @@ def _float_producer(op: ir.Operation, v: ir.Value) -> ir.Value:
         op.attributes["indexing_maps"],
         op.attributes["iterator_types"],
     )
-    old = body(op)
-    blk = new.regions[0].blocks.append(*[a.type for a in old.arguments[:n_in]], ir.F32Type.get())
-    mapping = dict(zip(old.arguments, blk.arguments, strict=True))
-    with ir.InsertionPoint(blk):
-        for bop in body_ops(op):
-            if bop.name == "linalg.yield":
-                linalg.YieldOp([mapping[v]])
-                break
-            if bop.name == "arith.fptosi":
-                continue
-            clone = bop.clone()
-            for i, x in enumerate(clone.operands):
-                if x in mapping:
-                    clone.operands[i] = mapping[x]
-            mapping.update(zip(bop.results, clone.results, strict=True))
+    types = [a.type for a in body(op).arguments[:n_in]] + [ir.F32Type.get()]
+    yielded = body_ops(op)[-1].operands[0]
+    clone_body(op, new, types, lambda o: len(o.results) == 1 and o.results[0] == yielded)
     return new.results[0]
 
 
@@ -231,20 +211,8 @@ def _float_consumer(op: ir.Operation, indices: set[int], source: ir.Value) -> No
     )
     old = body(op)
     types = [ir.F32Type.get() if i in indices else a.type for i, a in enumerate(old.arguments)]
-    blk = new.regions[0].blocks.append(*types)
-    mapping = dict(zip(old.arguments, blk.arguments, strict=True))
     converted = {old.arguments[i] for i in indices}
-    with ir.InsertionPoint(blk):
-        for bop in old.operations:
-            bop = bop.operation
-            if bop.name == "arith.sitofp" and bop.operands[0] in converted:
-                mapping[bop.results[0]] = mapping[bop.operands[0]]
-                continue
-            clone = bop.clone()
-            for i, x in enumerate(clone.operands):
-                if x in mapping:
-                    clone.operands[i] = mapping[x]
-            mapping.update(zip(bop.results, clone.results, strict=True))
+    clone_body(op, new, types, lambda o: o.name == "arith.sitofp" and o.operands[0] in converted)
     for a, b in zip(op.results, new.results, strict=True):
         a.replace_all_uses_with(b)
     op.erase()

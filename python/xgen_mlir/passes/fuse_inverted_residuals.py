@@ -163,20 +163,9 @@ def reads_depthwise(conv: ir.Operation) -> bool:
     return False
 
 
-def match_block(
-    project: ir.Operation, ev: ConstEval, without_expand: bool = False, vl: int = VL
-) -> Block:
-    """The block ending at ``project`` (a 1x1 conv), or NoMatch; with ``without_expand`` also
-    one with no expand conv."""
-    f32_only(project)  # an fp16 / bf16 model's blocks stay with IREE, with that reason
-    wp, bp = conv_1x1(project, ev, "project")
-    ops = [project]
-    src, act_d = activations_up(project.operands[0], ev, ops)
-    dw = producer(src)
-    if dw is None or dw.name != "linalg.depthwise_conv_2d_nhwc_hwc":
-        raise NoMatch("the project conv's input is not a depthwise conv (through activations)")
-    if num_uses(src) != 1:
-        raise NoMatch("the depthwise conv's result has other uses")
+def _depthwise(dw: ir.Operation, ev: ConstEval) -> tuple[np.ndarray, np.ndarray, int, ir.Operation]:
+    """The depthwise conv's constant 3x3 filter, per-channel bias and stride, and the
+    single-use zero pad of 1 it reads; NoMatch otherwise."""
     wd = ev.value(dw.operands[1])
     if wd is None or wd.dtype != np.float32 or wd.shape[:2] != (3, 3):
         raise NoMatch("the depthwise filter is not a constant 3x3 f32 filter")
@@ -191,6 +180,24 @@ def match_block(
     assert pad is not None
     if num_uses(dw.operands[0]) != 1:
         raise NoMatch("the padded tensor has other uses")
+    return wd, bd, stride[0], pad
+
+
+def match_block(
+    project: ir.Operation, ev: ConstEval, without_expand: bool = False, vl: int = VL
+) -> Block:
+    """The block ending at ``project`` (a 1x1 conv), or NoMatch; with ``without_expand`` also
+    one with no expand conv."""
+    f32_only(project)  # an fp16 / bf16 model's blocks stay with IREE, with that reason
+    wp, bp = conv_1x1(project, ev, "project")
+    ops = [project]
+    src, act_d = activations_up(project.operands[0], ev, ops)
+    dw = producer(src)
+    if dw is None or dw.name != "linalg.depthwise_conv_2d_nhwc_hwc":
+        raise NoMatch("the project conv's input is not a depthwise conv (through activations)")
+    if num_uses(src) != 1:
+        raise NoMatch("the depthwise conv's result has other uses")
+    wd, bd, s, pad = _depthwise(dw, ev)
     ops += [dw, pad]
     x, expand_weights, act_e = _expand(pad.operands[0], ev, ops)
     if not expand_weights and not without_expand:
@@ -198,7 +205,6 @@ def match_block(
     n, h, w, cin = static_f32(x)
     static_f32(project.results[0])
     ce, cout = wd.shape[2], wp.shape[1]
-    s = stride[0]
     if (expand_weights[0].shape[1] if expand_weights else cin) != ce or wp.shape[0] != ce:
         raise NoMatch("the convs' channel counts do not chain")
     why = unsupported(h, w, cin, ce, cout, s, vl)
@@ -234,8 +240,8 @@ def _matmul_1x1(op: ir.Operation | None, ev: ConstEval, what: str) -> tuple[np.n
 
 
 def _up_to(value: ir.Value, name: str, reshape: str) -> ir.Operation | None:
-    """The ``name`` op ``value`` is computed from through elementwise generics (their first
-    input of a tensor type) and ``reshape`` ops, or None."""
+    """The ``name`` op ``value`` is computed from through elementwise generics (the input
+    that carries the tensor on: ``tensor_input``) and ``reshape`` ops, or None."""
     for _ in range(16):
         op = producer(value)
         if op is None or op.name == name:
@@ -245,15 +251,10 @@ def _up_to(value: ir.Value, name: str, reshape: str) -> ir.Operation | None:
             continue
         if op.name != "linalg.generic" or not is_elementwise(op):
             return None
-        ins = [v for v in op.operands[: num_inputs(op)] if isinstance(v.type, ir.RankedTensorType)]
-        big = [
-            v
-            for v in ins
-            if ir.RankedTensorType(v.type).shape == ir.RankedTensorType(op.results[0].type).shape
-        ]
-        if not big:
+        chain = tensor_input(op, op.results[0])
+        if chain is None:
             return None
-        value = big[0]
+        value = chain
     return None
 
 
@@ -284,20 +285,7 @@ def match_rows_block(project: ir.Operation, ev: ConstEval, vl: int = VL) -> Bloc
     ops_d, act_d, cols_d = _chain_to(dw.results[0], a, ev, dw, rows=True)
     if num_uses(a) != 1:
         raise NoMatch("the project's input has other uses")
-    wd = ev.value(dw.operands[1])
-    if wd is None or wd.dtype != np.float32 or wd.shape[:2] != (3, 3):
-        raise NoMatch("the depthwise filter is not a constant 3x3 f32 filter")
-    stride = attr_ints(dw, "strides")
-    if stride[0] != stride[1] or attr_ints(dw, "dilations") != [1, 1]:
-        raise NoMatch(f"depthwise strides {stride} or its dilation")
-    bd = ev.per_channel_init(dw.operands[2], 3)
-    if bd is None:
-        raise NoMatch("the depthwise conv's accumulator is not a per-channel constant")
-    pad = producer(dw.operands[0])
-    _zero_pad_1(pad)
-    assert pad is not None
-    if num_uses(dw.operands[0]) != 1:
-        raise NoMatch("the padded tensor has other uses")
+    wd, bd, s, pad = _depthwise(dw, ev)
     src = pad.operands[0]
     if num_uses(src) != 1:
         raise NoMatch("the expanded tensor has other uses")
@@ -312,7 +300,6 @@ def match_rows_block(project: ir.Operation, ev: ConstEval, vl: int = VL) -> Bloc
     if rows_x != [n * h * w, cin] or we.shape[1] != ce or wd.shape[2] != ce or wp.shape[0] != ce:
         raise NoMatch("the convs' channel counts or rows do not chain")
     static_f32(project.results[0])
-    s = stride[0]
     why = unsupported(h, w, cin, ce, cout, s, vl)
     if why:
         raise NoMatch(why)
