@@ -31,6 +31,7 @@ from . import (  # noqa: F401
     scalar_operands,
     scale_to_weights,
     set_entry_point,
+    space_to_depth,
     split_reductions,
     transposed_convs,
     unroll_depthwise_taps,
