@@ -900,7 +900,34 @@ def _winograd_prior(op: ir.Operation, opts: WinogradOptions) -> dict[str, Any] |
     if min(cin, cout) < WINOGRAD_PRIOR_MIN_CHANNELS or pixels > WINOGRAD_PRIOR_MAX_PIXELS:
         return None
     fits = [t for t in TRANSFORMS if tiles[t.m] >= opts.min_tiles]
-    return winograd_config(fits[0].m) if fits else None
+    if not fits:
+        return None
+    return winograd_config(fits[0].m, _winograd_kernel_prior(tiles[fits[0].m], opts))
+
+
+# the rows per batch (output tiles per image) from which Winograd's batched GEMM starts in
+# the generated kernel on a target narrower than AVX-512
+WINOGRAD_KERNEL_MIN_ROWS = 32
+
+
+def _winograd_kernel_prior(rows: int, opts: WinogradOptions) -> bool:
+    """Whether a Winograd prior runs its batched GEMM (``rows`` rows per batch) in xgen_mlir's
+    generated GEMM kernel: on a target narrower than AVX-512 (``gemm=tuned``, a C compiler
+    here) for at least ``WINOGRAD_KERNEL_MIN_ROWS`` rows.
+
+    Why: IREE's AVX2 batch_matmul tiles are 8x8 (load-bound, as for the Linear layers in
+    ``_float_linear_prior``). Per GEMM in the model profile, kernel / IREE's code, on an AMD
+    Zen 3: ResNet-18's 56x56 stage (196 rows) 0.343 / 0.399 ms, 28x28 (49 rows) 0.408 /
+    0.565; ddddocr's detector, 96 channels at 169 rows about 1.0 / 2.0 each. With 16 rows
+    (ResNet-18's 14x14 and 7x7 stages) IREE's code was level or ahead (0.77 / 0.73, 1.39 /
+    1.27): the kernel's 6-row register tile leaves rows idle there. A tune measures both."""
+    if (
+        opts.vector_bits == TILED_FOR_VECTOR_BITS
+        or opts.gemm != "tuned"
+        or rows < WINOGRAD_KERNEL_MIN_ROWS
+    ):
+        return False
+    return GemmKernelOptions().toolchain().available()
 
 
 LINEAR_PRIOR_MIN_ROWS = 16
