@@ -12,6 +12,7 @@ from conftest import check_close
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 import xgen_mlir
+from xgen_mlir import errors
 from xgen_mlir.frontend import onnx_rnn
 from xgen_mlir.frontend.onnx_import import import_onnx
 
@@ -219,3 +220,94 @@ def test_a_failed_rewrite_warns_and_imports_the_loop(monkeypatch):
         module, _ = import_onnx(model, input_shapes=[x.shape for x in xs])
     text = str(module)
     assert "scf.for" in text and "half_written" not in text
+
+
+def _quantized_lstm(
+    tmp_path, bidirectional: bool, per_channel: bool, reduce_range: bool, states: bool = False
+) -> tuple[onnx.ModelProto, list[np.ndarray]]:
+    """nn.LSTM exported and quantized by ONNX Runtime's ``quantize_dynamic``: its LSTM
+    becomes ``com.microsoft`` DynamicQuantizeLSTM (int8 weights, transposed)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    torch.manual_seed(3)
+
+    class Tagger(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = torch.nn.LSTM(IN, 8, bidirectional=bidirectional)
+
+        def forward(self, x: torch.Tensor, *hc: torch.Tensor) -> torch.Tensor:
+            return self.lstm(x, tuple(hc) if hc else None)[0]
+
+    d = 2 if bidirectional else 1
+    xs = [torch.randn(T, 1, IN)] + ([torch.randn(d, 1, 8), torch.randn(d, 1, 8)] if states else [])
+    path, qpath = tmp_path / "tagger.onnx", tmp_path / "tagger-int8.onnx"
+    torch.onnx.export(Tagger().eval(), tuple(xs), str(path), dynamo=False, opset_version=17)
+    quantize_dynamic(
+        str(path), str(qpath), weight_type=QuantType.QInt8, op_types_to_quantize=["LSTM"],
+        per_channel=per_channel, reduce_range=reduce_range,
+    )  # fmt: skip
+    model = onnx.load(str(qpath))
+    assert [n.op_type for n in model.graph.node].count("DynamicQuantizeLSTM") == 1
+    return model, [x.numpy() for x in xs]
+
+
+@pytest.mark.parametrize(
+    "bidirectional, per_channel, states",
+    [(False, False, False), (True, True, False), (True, False, True)],
+    ids=["forward-per-tensor", "bidirectional-per-column", "bidirectional-given-states"],
+)
+def test_dynamic_quantize_lstm_matches_onnxruntime(tmp_path, bidirectional, per_channel, states):
+    """ONNX Runtime's quantized LSTM, unrolled: the sequence and each step's hidden state
+    quantized to uint8 at run time, times the dequantized int8 weights. With 7-bit weights
+    (``reduce_range``) ONNX Runtime's own u8 x s8 kernels are exact on every x86 host, so its
+    output is the reference."""
+    model, xs = _quantized_lstm(tmp_path, bidirectional, per_channel, True, states)
+    assert _rewritten(model) == {"DynamicQuantizeLSTM": 1}
+    got = xgen_mlir.compile(model, example_inputs=tuple(xs))(*xs)
+    check_close(got, _ort(model, xs)[0], atol=1e-5, rtol=1e-5, what="DynamicQuantizeLSTM")
+
+
+def test_dynamic_quantize_lstm_is_its_definition_without_saturation(tmp_path):
+    """Full-range int8 weights: the result is the op's definition computed exactly (integer
+    products of the quantized activation and weights, scaled), checked against numpy. ONNX
+    Runtime differs from it on x86 CPUs without VNNI: its u8 x s8 kernel there (AVX2's
+    vpmaddubsw) saturates pairs of products at 16 bits."""
+    model, xs = _quantized_lstm(tmp_path, False, False, False)
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    node = next(n for n in model.graph.node if n.op_type == "DynamicQuantizeLSTM")
+    w, r, b = (inits[node.input[i]][0] for i in (1, 2, 3))
+    w_s, w_zp, r_s, r_zp = (inits[node.input[i]][0] for i in (8, 9, 10, 11))
+
+    def product(a: np.ndarray, q: np.ndarray, scale: np.ndarray, zp: np.ndarray) -> np.ndarray:
+        lo, hi = min(float(a.min()), 0.0), max(float(a.max()), 0.0)
+        s = np.float32((hi - lo) / 255) if hi > lo else np.float32(1)
+        z = np.clip(np.round(-lo / s), 0, 255)
+        a_q = np.clip(np.round(a / s) + z, 0, 255).astype(np.int64) - int(z)
+        acc = a_q @ (q.astype(np.int64) - zp.astype(np.int64))  # exact integers
+        return (acc.astype(np.float32) * (s * scale)).astype(np.float32)
+
+    def sigmoid(v: np.ndarray) -> np.ndarray:
+        return 1 / (1 + np.exp(-v))
+
+    hid = r.shape[0]
+    gates_x = product(xs[0].reshape(T, -1), w, w_s, w_zp) + b[: 4 * hid] + b[4 * hid :]
+    h, c, want = np.zeros((1, hid), np.float32), np.zeros((1, hid), np.float32), []
+    for t in range(T):
+        i, o, f, cand = np.split(gates_x[t : t + 1] + product(h, r, r_s, r_zp), 4, axis=1)
+        c = sigmoid(f) * c + sigmoid(i) * np.tanh(cand)
+        h = sigmoid(o) * np.tanh(c)
+        want.append(h)
+    got = xgen_mlir.compile(model, example_inputs=tuple(xs))(*xs)
+    check_close(got, np.stack(want), atol=1e-5, rtol=1e-5, what="the op's definition")
+
+
+def test_dynamic_quantize_lstm_the_rewrite_cannot_take_is_reported(tmp_path):
+    """A DynamicQuantizeLSTM outside the unrolled form (here: with ``clip``) has no other
+    lowering: the import names it as an unsupported op, never a wrong answer."""
+    model, xs = _quantized_lstm(tmp_path, False, False, True)
+    node = next(n for n in model.graph.node if n.op_type == "DynamicQuantizeLSTM")
+    node.attribute.append(helper.make_attribute("clip", 3.0))
+    assert _rewritten(model) == {}
+    with pytest.raises(errors.UnsupportedOpsError, match="DynamicQuantizeLSTM"):
+        import_onnx(model, input_shapes=[x.shape for x in xs])

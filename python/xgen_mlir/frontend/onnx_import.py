@@ -201,7 +201,7 @@ def _shaped_rewrites(proto: onnx.ModelProto, nodes: dict[str, str], label: str) 
     slower), with a warning."""
     rewrites: list[tuple[tuple[str, ...], Callable[[onnx.ModelProto], object], str]] = [
         (
-            ("LSTM", "GRU"),
+            ("LSTM", "GRU", "DynamicQuantizeLSTM"),
             rewrite_recurrent_ops,
             "unrolling its recurrent layers failed ({e}); importing them as loops",
         ),

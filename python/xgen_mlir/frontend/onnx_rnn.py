@@ -15,6 +15,16 @@ gates elementwise. With the sequence length static, the steps are unrolled into 
 both directions of a bidirectional layer are independent chains IREE can run side by side,
 in one submission.
 
+ONNX Runtime's ``com.microsoft`` DynamicQuantizeLSTM (what its ``quantize_dynamic`` makes of
+an LSTM: int8 or uint8 weights ``[directions, in, 4H]`` with per-tensor or per-gate-column
+scales) is unrolled the same way, each product as ONNX Runtime computes it: the activation
+(the whole sequence for the hoisted input projection, the hidden state at each step)
+quantized to uint8 at run time with its own range (``DynamicQuantizeLinear``), dequantized,
+times the dequantized weights. The quantization is ONNX Runtime's; only float reassociation
+differs (and, for a batch over 1, ONNX Runtime may split the batch's rows over threads, each
+part with its own range; here the range is the whole batch's). A DynamicQuantizeLSTM the
+rewrite cannot take stays and is reported as an unsupported op.
+
 Only the common form is rewritten: default activations, no clip, no ``input_forget``, no
 peepholes, no ``sequence_lens`` (or a constant one of full lengths), ``layout`` 0, constant
 weights, a static sequence of at most ``MAX_STEPS`` (steps x directions). Any other stays as it
@@ -31,11 +41,21 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from .onnx_quant import GraphEdit, replace_nodes
+from .onnx_quant import MS, GraphEdit, replace_nodes
 
 MAX_STEPS = 256  # sequence length x directions unrolled; a longer one keeps the loop
 # per op: default activations (per direction), gates, outputs (Y, Y_h[, Y_c])
 _FORMS = {"LSTM": (["Sigmoid", "Tanh", "Tanh"], 4, 3), "GRU": (["Sigmoid", "Tanh"], 3, 2)}
+QUANTIZED_LSTM = "DynamicQuantizeLSTM"  # com.microsoft; inputs 8-11: W/R scales and zero points
+
+
+def _form(node: onnx.NodeProto) -> str | None:
+    """The recurrent form of ``node`` ("LSTM", "GRU"), or None for any other op."""
+    if not node.domain and node.op_type in _FORMS:
+        return node.op_type
+    if node.domain == MS and node.op_type == QUANTIZED_LSTM:
+        return "LSTM"
+    return None
 
 
 def rewrite_recurrent_ops(proto: onnx.ModelProto) -> dict[str, int]:
@@ -47,7 +67,7 @@ def rewrite_recurrent_ops(proto: onnx.ModelProto) -> dict[str, int]:
     new_nodes: list[onnx.NodeProto] = []
     done: dict[str, int] = {}
     for node in proto.graph.node:
-        plan = _unrollable(g, node, shapes) if node.op_type in _FORMS and not node.domain else None
+        plan = _unrollable(g, node, shapes) if _form(node) else None
         if plan is None:
             new_nodes.append(node)
             continue
@@ -55,6 +75,10 @@ def rewrite_recurrent_ops(proto: onnx.ModelProto) -> dict[str, int]:
         done[node.op_type] = done.get(node.op_type, 0) + 1
     if done:
         replace_nodes(proto, new_nodes)
+        if not any(n.domain == MS for n in proto.graph.node):
+            kept = [o for o in proto.opset_import if o.domain != MS]
+            del proto.opset_import[:]
+            proto.opset_import.extend(kept)
     return done
 
 
@@ -77,8 +101,8 @@ def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
     return {k: [text(x) for x in v] if isinstance(v, list) else text(v) for k, v in out.items()}
 
 
-def _inputs(node: onnx.NodeProto) -> list[str]:
-    return list(node.input) + [""] * (8 - len(node.input))
+def _inputs(node: onnx.NodeProto, count: int = 8) -> list[str]:
+    return list(node.input) + [""] * (count - len(node.input))
 
 
 def _unrollable(
@@ -86,8 +110,10 @@ def _unrollable(
 ) -> tuple[int, int, int] | None:
     """(steps, directions, hidden) when this LSTM / GRU is in the form the rewrite handles."""
     a = _attrs(node)
-    acts_default, _, _ = _FORMS[node.op_type]
-    x, w, r, b, seq_lens, _, _, peep = _inputs(node)
+    form = _form(node)
+    assert form is not None  # the caller checked
+    acts_default, _, _ = _FORMS[form]
+    x, w, r, b, seq_lens, _, _, peep, *scales = _inputs(node, 12)
     direction = a.get("direction", "forward")
     dirs = 2 if direction == "bidirectional" else 1
     if (
@@ -98,12 +124,14 @@ def _unrollable(
         or "activation_alpha" in a
         or "activation_beta" in a
         or (seq_lens and not _all_full_length(g, seq_lens, shapes.get(x)))
-        or (node.op_type == "LSTM" and peep)
+        or (form == "LSTM" and peep)
         or direction not in ("forward", "reverse", "bidirectional")
     ):
         return None
     if g.array(w) is None or g.array(r) is None or (b and g.array(b) is None):
         return None
+    if node.op_type == QUANTIZED_LSTM and any(not v or g.array(v) is None for v in scales):
+        return None  # scales and zero points must be constants
     x_shape = shapes.get(x)
     if not x_shape or len(x_shape) != 3 or x_shape[0] is None or x_shape[2] is None:
         return None
@@ -111,6 +139,12 @@ def _unrollable(
     if not hidden or steps * dirs > MAX_STEPS or steps < 1:
         return None
     return steps, dirs, hidden
+
+
+def _constant(g: GraphEdit, name: str) -> np.ndarray:
+    value = g.array(name)
+    assert value is not None  # _unrollable checked
+    return value
 
 
 def _all_full_length(g: GraphEdit, seq_lens: str, x_shape: list[int | None] | None) -> bool:
@@ -133,6 +167,13 @@ class _Emitter:
         self.nodes.append(helper.make_node(op, ins, [out or name], name=name, **attrs))
         return out or name
 
+    def outputs(self, op: str, ins: list[str], count: int) -> list[str]:
+        """A node with ``count`` outputs; their names."""
+        name = self.g.name(f"{self.base}_{op.lower()}")
+        outs = [self.g.name(f"{name}_out") for _ in range(count)]
+        self.nodes.append(helper.make_node(op, ins, outs, name=name))
+        return outs
+
     def const(self, name: str, value: np.ndarray) -> str:
         return self.g.constant(f"{self.base}_{name}", value)
 
@@ -148,26 +189,46 @@ class _Emitter:
 def _unroll(
     g: GraphEdit, node: onnx.NodeProto, steps: int, dirs: int, hidden: int
 ) -> list[onnx.NodeProto]:
-    x, w, r, b, _, h0, c0, _ = _inputs(node)  # a GRU has no initial_c (c0 is "")
-    _, gates, n_outputs = _FORMS[node.op_type]
+    x, w, r, b, _, h0, c0, *_ = _inputs(node, 12)  # a GRU has no initial_c (c0 is "")
+    form = _form(node)
+    assert form is not None  # the caller checked
+    _, gates, n_outputs = _FORMS[form]
     outputs = (list(node.output) + [""] * 3)[:n_outputs]
     attrs = _attrs(node)
     w_all, r_all = g.array(w), g.array(r)
     assert w_all is not None and r_all is not None
-    b_all = g.array(b) if b else np.zeros((dirs, 2 * gates * hidden), w_all.dtype)
+    b_all = g.array(b) if b else np.zeros((dirs, 2 * gates * hidden), np.float32)
     assert b_all is not None
     e = _Emitter(g, node.name or node.op_type.lower())
+    quantized = node.op_type == QUANTIZED_LSTM
+    if quantized:
+        w_s, w_zp, r_s, r_zp = (_constant(g, v) for v in _inputs(node, 12)[8:])
     flat = e.ints(-1, hidden)
     ys, hs, cs = [], [], []
     for d in range(dirs):
         h = e("Reshape", [e.part(h0, d, d + 1, 0), flat]) if h0 else ""
         c = e("Reshape", [e.part(c0, d, d + 1, 0), flat]) if c0 else ""
         backwards = attrs.get("direction") == "reverse" or d == 1
-        step = (
-            _lstm_step(e, w_all[d], r_all[d], b_all[d], x, hidden)
-            if node.op_type == "LSTM"
-            else _gru_step(e, w_all[d], r_all[d], b_all[d], x, hidden, attrs)
-        )
+        if quantized:  # weights [in, 4H] and [H, 4H]: already the products' right operands
+            step = _lstm_step(
+                e,
+                _dynamic_product(e, w_all[d], w_s[d], w_zp[d], "w"),
+                _dynamic_product(e, r_all[d], r_s[d], r_zp[d], "r"),
+                b_all[d],
+                x,
+                hidden,
+            )
+        elif form == "LSTM":
+            step = _lstm_step(
+                e,
+                _float_product(e, w_all[d].T, "w_t"),
+                _float_product(e, r_all[d].T, "r_t"),
+                b_all[d],
+                x,
+                hidden,
+            )
+        else:
+            step = _gru_step(e, w_all[d], r_all[d], b_all[d], x, hidden, attrs)
         per_step: dict[int, str] = {}
         for t in range(steps - 1, -1, -1) if backwards else range(steps):
             h, c = step(t, h, c)
@@ -186,15 +247,37 @@ def _unroll(
 
 
 Step = Callable[[int, str, str], tuple[str, str]]
+Product = Callable[[str], str]  # an activation (.., K) -> its product with a (K, N) weight
+
+
+def _float_product(e: _Emitter, weight: np.ndarray, name: str) -> Product:
+    """Products with the f32 constant ``weight`` (K, N)."""
+    const = e.const(name, np.ascontiguousarray(weight))
+    return lambda a: e("MatMul", [a, const])
+
+
+def _dynamic_product(
+    e: _Emitter, q: np.ndarray, scale: np.ndarray, zp: np.ndarray, name: str
+) -> Product:
+    """Products with the quantized constant ``q`` (K, N; scale and zero point per tensor or
+    per column) as ONNX Runtime's quantized LSTM computes them: the activation quantized to
+    uint8 with its own run-time range, each time."""
+    parts = [e.const(name, q), e.const(f"{name}_scale", scale), e.const(f"{name}_zp", zp)]
+    weight = e("DequantizeLinear", parts, axis=1) if scale.ndim else e("DequantizeLinear", parts)
+
+    def product(a: str) -> str:
+        a_q, a_s, a_zp = e.outputs("DynamicQuantizeLinear", [a], 3)
+        return e("MatMul", [e("DequantizeLinear", [a_q, a_s, a_zp]), weight])
+
+    return product
 
 
 def _projection(
-    e: _Emitter, w: np.ndarray, bias: np.ndarray, x: str, width: int
+    e: _Emitter, w: Product, bias: np.ndarray, x: str, width: int
 ) -> Callable[[int], str]:
     """The input projection of every step at once, hoisted: X (T, batch, in) @ W^T + bias;
     returns step t's (batch, width) slice."""
-    wt = e.const("w_t", np.ascontiguousarray(w.T))
-    projected = e("Add", [e("MatMul", [x, wt]), e.const("bias", bias.astype(w.dtype))])
+    projected = e("Add", [w(x), e.const("bias", bias.astype(np.float32))])
 
     def at(t: int) -> str:
         return e("Reshape", [e.part(projected, t, t + 1, 0), e.ints(-1, width)])
@@ -202,19 +285,16 @@ def _projection(
     return at
 
 
-def _lstm_step(
-    e: _Emitter, w: np.ndarray, r: np.ndarray, b: np.ndarray, x: str, hidden: int
-) -> Step:
+def _lstm_step(e: _Emitter, w: Product, r: Product, b: np.ndarray, x: str, hidden: int) -> Step:
     """ONNX's LSTM step (gates i, o, f, c; no peepholes): the hidden state times all four
-    gates' recurrent weights at once."""
+    gates' recurrent weights at once (``r``: products with the (H, 4H) weight)."""
     n = 4 * hidden
     inputs = _projection(e, w, b[:n] + b[n:], x, n)
-    rt = e.const("r_t", np.ascontiguousarray(r.T))  # (H, 4H)
 
     def step(t: int, h: str, c: str) -> tuple[str, str]:
         gates = inputs(t)
         if h:  # a zero state adds nothing: the first step of a zero-initialised LSTM
-            gates = e("Add", [gates, e("MatMul", [h, rt])])
+            gates = e("Add", [gates, r(h)])
         i, o, f, cand = (e.part(gates, k * hidden, (k + 1) * hidden) for k in range(4))
         i, o, f = e("Sigmoid", [i]), e("Sigmoid", [o]), e("Sigmoid", [f])
         new_c = e("Mul", [i, e("Tanh", [cand])])
@@ -242,7 +322,7 @@ def _gru_step(
     before_reset = bool(attrs.get("linear_before_reset", 0))
     # the recurrent biases that add outside the reset go into the hoisted projection
     bias = wb + np.concatenate([rb[:hh], np.zeros(hidden, rb.dtype) if before_reset else rb[hh:]])
-    inputs = _projection(e, w, bias, x, 3 * hidden)
+    inputs = _projection(e, _float_product(e, w.T, "w_t"), bias, x, 3 * hidden)
     if before_reset:
         rt = e.const("r_t", np.ascontiguousarray(r.T))  # (H, 3H)
         rb_h = e.const("rb_h", rb[hh:].astype(w.dtype))
