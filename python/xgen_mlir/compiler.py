@@ -21,7 +21,7 @@ from .backend import compile_outputs
 from .backend.cpu_target import CpuTarget, resolve_cpu_target
 from .backend.params import write_irpa
 from .diagnostics import check_entry_name, warn_fallback
-from .errors import UnknownNameError, XGenError
+from .errors import BackendCompileError, UnknownNameError, XGenError
 from .frontend import import_model
 from .fusion.tunable import TuningRequest
 from .irutil import find_func
@@ -137,6 +137,9 @@ class CompileReport:
     # int8: compress.quantize's settings and the imported contractions by kind
     # ({"integer": n, "float": m}); pruned layers whose sparse kernels int8 does not use
     quantization: dict[str, Any] = field(default_factory=dict)
+    # IREE could not compile the module with Winograd convs, so they became direct convs
+    # (compile's retry): the first attempt's error; empty: no retry
+    winograd_fallback: str = ""
 
     def text(self) -> str:
         """The report as a few lines of text."""
@@ -146,6 +149,8 @@ class CompileReport:
             lines.append("stages: " + ", ".join(f"{k} {v:.1f}s" for k, v in top.items()))
         if self.fallback_used:
             lines.append(f"IREE flags fallback: {self.fallback_used}")
+        if self.winograd_fallback:
+            lines.append(f"Winograd off (IREE failed with it): {self.winograd_fallback}")
         if self.cpu_target is not None:
             c = self.cpu_target
             lines.append(f"CPU: {c.cpu or 'generic'} ({c.format}), {len(c.features)} features")
@@ -560,7 +565,53 @@ def compile(
     ``ModelProto``, or a path to a ``.pt2`` / ``.onnx`` / ``.mlir`` / ``.mlirbc`` file, or an
     imported linalg-on-tensors ``ir.Module``, which is left as it was (the passes run on a
     copy, so one import can be compiled with several option sets).
+
+    Where IREE cannot compile the module and the caller left the target's ``winograd`` option
+    alone, the compile is retried once with Winograd off (its transforms are what IREE's
+    fusion has failed on: a stack-allocated tile over the limit), with a warning; the report's
+    ``winograd_fallback`` says why. Failing again, the first error is raised.
     """
+    try:
+        return _compile_once(model, example_inputs, target, **options)
+    except BackendCompileError as first:
+        retry = _without_winograd(target, options)
+        if retry is None:
+            raise
+        warn_fallback(
+            f"target '{target}': IREE could not compile the module with Winograd convs; "
+            "retrying with them as direct convs (winograd=false)"
+        )
+        try:
+            compiled = _compile_once(model, example_inputs, target, **retry)
+        except XGenError:
+            raise first from None
+        compiled.report.winograd_fallback = str(first).splitlines()[0]
+        return compiled
+
+
+def _without_winograd(target: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """``options`` with the target's Winograd off, or None where there is nothing to retry:
+    the caller chose ``winograd`` (a tuning candidate does), or the target has no such
+    option."""
+    chosen = dict(options.get("target_options") or {})
+    if "winograd" in chosen:
+        return None
+    try:
+        pipeline = load_pipeline(target)
+    except XGenError:
+        return None
+    if all(o.name != "winograd" for o in pipeline.options):
+        return None
+    return {**options, "target_options": {**chosen, "winograd": "false"}}
+
+
+def _compile_once(
+    model: Any,
+    example_inputs: Sequence[Any] | Any | None = None,
+    target: str = "cpu",
+    **options: Any,
+) -> CompiledModule:
+    """``compile`` with the options as given."""
     opts = CompileOptions.from_kwargs(options)
     check_entry_name(opts.entry)
     try:

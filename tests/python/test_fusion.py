@@ -567,3 +567,46 @@ def test_a_layout_change_already_in_a_region_stays_there():
         taken = _layout_change(free.results[0], [free.operation], set())
         assert taken is not None and taken.name == "linalg.generic"
         assert _layout_change(wrapped.results[0], [wrapped.operation], set()) is None
+
+
+def test_a_region_takes_a_chain_of_reshapes_between_its_members():
+    """Members joined through collapse_shape -> expand_shape (the planner looks through
+    reshapes): both reshapes go into the region. The collapse's only reader is the expand,
+    itself not a member until its own reader is seen; it must not be moved after the region
+    the expand now sits in (a dynamically quantized conv's Winograd output hit this)."""
+    from xgen_mlir._mlir import ir, new_context
+
+    text = """
+    #id2 = affine_map<(d0, d1) -> (d0, d1)>
+    #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+    func.func @f(%x: tensor<4x8xf32>) -> tensor<2x2x8xf32> {
+      %e = tensor.empty() : tensor<4x8xf32>
+      %a = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+          ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+      ^bb0(%i: f32, %o: f32):
+        %n = arith.negf %i : f32
+        linalg.yield %n : f32
+      } -> tensor<4x8xf32>
+      %c = tensor.collapse_shape %a [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>
+      %d = tensor.expand_shape %c [[0, 1, 2]] output_shape [2, 2, 8]
+          : tensor<32xf32> into tensor<2x2x8xf32>
+      %e2 = tensor.empty() : tensor<2x2x8xf32>
+      %b = linalg.generic {indexing_maps = [#id3, #id3],
+                           iterator_types = ["parallel", "parallel", "parallel"]}
+          ins(%d : tensor<2x2x8xf32>) outs(%e2 : tensor<2x2x8xf32>) {
+      ^bb0(%i: f32, %o: f32):
+        %n = arith.negf %i : f32
+        linalg.yield %n : f32
+      } -> tensor<2x2x8xf32>
+      return %b : tensor<2x2x8xf32>
+    }
+    """
+    with new_context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        module = ir.Module.parse(text)
+        body = module.body.operations[0].regions[0].blocks[0]
+        generics = [o for o in body.operations if o.operation.name == "linalg.generic"]
+        region = wrap_in_region(generics)
+        module.operation.verify()
+        inside = [o.operation.name for o in region.regions[0].blocks[0].operations]
+        assert "tensor.collapse_shape" in inside and "tensor.expand_shape" in inside, inside

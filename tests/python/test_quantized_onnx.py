@@ -10,6 +10,7 @@ products are exact, so only float reassociation differs (1e-5 of the output's ra
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -311,3 +312,31 @@ def test_matmul_integer_with_another_reader_is_left_alone() -> None:
     a = rng.integers(-128, 128, (2, 4), dtype=np.int8)
     got, want = _run_both(model, a)
     assert (got == want).all()
+
+
+def test_dynamic_conv_integer_before_a_winograd_conv_compiles_and_matches(tmp_path) -> None:
+    """Two dynamically quantized 3x3 convs (ConvInteger, 64 channels: the second one is in
+    the Winograd prior's bounds). IREE fuses the int8 input's dequantize and layout change
+    into Winograd's input transform and then fails on the tile it would keep on the stack;
+    compile() then retries with direct convs (FallbackWarning, report.winograd_fallback).
+    Either way the module must compile and match."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(16, 64, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(64, 64, 3, padding=1),
+        torch.nn.ReLU(),
+    ).eval()
+    x = torch.randn(1, 16, 8, 32)
+    f32, q = tmp_path / "convs.onnx", tmp_path / "convs-int8.onnx"
+    torch.onnx.export(net, (x,), str(f32), dynamo=False, opset_version=17, input_names=["x"])
+    quantize_dynamic(str(f32), str(q), weight_type=QuantType.QInt8, op_types_to_quantize=["Conv"])
+    assert _ops(q)["onnx.ConvInteger"] == 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = xgen_mlir.compile(str(q), (x.numpy(),), tuning_db=False)
+    retried = [w for w in caught if "Winograd" in str(w.message)]
+    assert bool(retried) == bool(compiled.report.winograd_fallback)
+    want = int8_reference(onnx.load(str(q)), {"x": x.numpy()})
+    got = np.asarray(compiled(x.numpy()))
+    check_close(got, want, atol=1e-5 * float(np.abs(want).max()), rtol=0, what="ConvInteger x2")

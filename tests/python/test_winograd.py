@@ -194,3 +194,31 @@ def test_report_shows_the_variants_flops():
     page = render("resnet18", record)
     flops = page.split("FLOPs before/after graph rewriting")[1].split("<h2>")[0]
     assert "xgen_mlir cpu (winograd=true)" in flops and "1.77" in flops
+
+
+def test_iree_failing_with_winograd_retries_with_direct_convs(monkeypatch):
+    """compile() retries once with winograd=false when IREE fails and the caller left the
+    option alone, says so, and the module is right; a caller's own winograd choice is not
+    overridden (the error stands)."""
+    from xgen_mlir import compiler
+    from xgen_mlir.errors import BackendCompileError, FallbackWarning
+
+    real = compiler.compile_outputs
+
+    def fails_with_winograd(module, pipeline, **kw):
+        if pipeline.option_value("winograd") != "false":
+            raise BackendCompileError("IREE could not compile the module (simulated)")
+        return real(module, pipeline, **kw)
+
+    monkeypatch.setattr(compiler, "compile_outputs", fails_with_winograd)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 64, 8, 8)
+    with pytest.warns(FallbackWarning, match="Winograd"):
+        compiled = xgen_mlir.compile(net, (x,), tuning_db=False)
+    assert "simulated" in compiled.report.winograd_fallback
+    assert "Winograd off" in compiled.report.text()
+    with torch.no_grad():
+        check_close(compiled(x.numpy()), net(x).numpy(), atol=1e-5, rtol=1e-5, what="retried")
+    with pytest.raises(BackendCompileError, match="simulated"):
+        xgen_mlir.compile(net, (x,), tuning_db=False, target_options={"winograd": "tuned"})

@@ -43,6 +43,21 @@ def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
                 ops.append(o)
             else:
                 to_move.append(o)
+    # A chain of reshapes as glue (collapse_shape -> expand_shape): the first link was judged
+    # before its reader joined the group; pull in each moved reshape a member reads, until
+    # none is left. (Any other op a member reads is a plan that is not convex: left to fail
+    # verification, and the compile falls back to IREE's own dispatches.)
+    pulled = True
+    while pulled:
+        pulled = False
+        for o in list(to_move):
+            if o.name not in _RESHAPES:
+                continue
+            if any(within(u.owner.operation, members) for r in o.results for u in r.uses):
+                to_move.remove(o)
+                members.add(o)
+                ops.append(o)
+                pulled = True
     ops.sort(key=lambda o: pos[o])
     escaping = []
     for o in ops:
@@ -74,6 +89,9 @@ def wrap_in_region(ops: list[Any], attrs: dict[str, Any] | None = None) -> Any:
         o.move_after(prev)
         prev = o
     return region_op
+
+
+_RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
 
 
 def dynamic_shaped(ops: list[Any]) -> bool:
