@@ -197,7 +197,8 @@ def _unroll(
     attrs = _attrs(node)
     w_all, r_all = g.array(w), g.array(r)
     assert w_all is not None and r_all is not None
-    b_all = g.array(b) if b else np.zeros((dirs, 2 * gates * hidden), np.float32)
+    float_type = w_all.dtype if w_all.dtype.kind == "f" else np.dtype(np.float32)  # int8 W: f32
+    b_all = g.array(b) if b else np.zeros((dirs, 2 * gates * hidden), float_type)
     assert b_all is not None
     e = _Emitter(g, node.name or node.op_type.lower())
     quantized = node.op_type == QUANTIZED_LSTM
@@ -277,7 +278,7 @@ def _projection(
 ) -> Callable[[int], str]:
     """The input projection of every step at once, hoisted: X (T, batch, in) @ W^T + bias;
     returns step t's (batch, width) slice."""
-    projected = e("Add", [w(x), e.const("bias", bias.astype(np.float32))])
+    projected = e("Add", [w(x), e.const("bias", bias)])  # the model's float type
 
     def at(t: int) -> str:
         return e("Reshape", [e.part(projected, t, t + 1, 0), e.ints(-1, width)])
