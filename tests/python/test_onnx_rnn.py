@@ -311,3 +311,23 @@ def test_dynamic_quantize_lstm_the_rewrite_cannot_take_is_reported(tmp_path):
     assert _rewritten(model) == {}
     with pytest.raises(errors.UnsupportedOpsError, match="DynamicQuantizeLSTM"):
         import_onnx(model, input_shapes=[x.shape for x in xs])
+
+
+def test_unrolled_fp16_lstm_keeps_its_float_type():
+    """An fp16 LSTM unrolls into fp16 ops (its default zero bias too): the rewritten graph is
+    valid ONNX and ONNX Runtime gives what it gave for the LSTM node."""
+    model, xs = _rnn("forward", states=False, outputs=("Y",))
+    for t in model.graph.initializer:
+        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+    del model.graph.initializer[2:]  # no B: the rewrite makes the zero bias itself
+    del model.graph.node[0].input[3:]
+    for v in [*model.graph.input, *model.graph.output]:
+        v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    x = xs[0].astype(np.float16)
+    want = _ort(model, [x])[0]
+    rewritten = shape_inference.infer_shapes(model)
+    assert onnx_rnn.rewrite_recurrent_ops(rewritten) == {"LSTM": 1}
+    onnx.checker.check_model(rewritten, full_check=True)
+    got = _ort(rewritten, [x])[0]
+    assert got.dtype == np.float16
+    check_close(got.astype(np.float32), want.astype(np.float32), atol=2e-3, rtol=2e-3, what="fp16")
