@@ -24,7 +24,8 @@ It must not fire on:
 - phases missing, repeated or listed in an order that is not a digit expansion (the concat
   would then be a gather, not a transpose);
 - an odd extent (``S_j`` not a multiple of the stride: the phases differ in size);
-- a concat along one of the strided dims.
+- a concat along one of the strided dims;
+- a dynamic shape (the reshape would need its sizes at run time).
 
 Numerics: exact; only data movement changes.
 """
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 from .._mlir import ir, tensor
 from ..diagnostics import format_location
 from ..irutil import ops_named
-from .generic_util import erase_dead_tree, producer, tensor_shape, transpose
+from .generic_util import erase_dead_tree, has_dynamic_shape, producer, tensor_shape, transpose
 from .registry import register_pass
 
 
@@ -118,7 +119,7 @@ def _match(concat: ir.Operation) -> tuple[ir.Value, list[int], list[int]] | str:
         phases.append(found)
     source = phases[0].source
     src_shape = tensor_shape(source)
-    if src_shape is None:
+    if src_shape is None or has_dynamic_shape(source, concat.results[0]):
         return "a dynamic shape"
     if any(ph.source != source for ph in phases):
         return "the pieces slice different tensors"

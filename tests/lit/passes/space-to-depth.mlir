@@ -121,3 +121,16 @@ func.func @along_strided(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
   %c = tensor.concat dim(2) %p0, %p1 : (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x4x4xf32>
   return %c : tensor<1x1x4x4xf32>
 }
+
+// -----
+
+// Must not fire: a dynamic batch (its slices' sizes are values).
+// WHY: xgen-space-to-depth: {{.*}}: left: a slice with dynamic offsets, sizes or strides
+// CHECK-LABEL: func.func @dynamic_batch
+// CHECK: tensor.concat
+func.func @dynamic_batch(%x: tensor<?x1x4x4xf32>, %n: index) -> tensor<?x2x4x2xf32> {
+  %p0 = tensor.extract_slice %x[0, 0, 0, 0] [%n, 1, 4, 2] [1, 1, 1, 2] : tensor<?x1x4x4xf32> to tensor<?x1x4x2xf32>
+  %p1 = tensor.extract_slice %x[0, 0, 0, 1] [%n, 1, 4, 2] [1, 1, 1, 2] : tensor<?x1x4x4xf32> to tensor<?x1x4x2xf32>
+  %c = tensor.concat dim(1) %p0, %p1 : (tensor<?x1x4x2xf32>, tensor<?x1x4x2xf32>) -> tensor<?x2x4x2xf32>
+  return %c : tensor<?x2x4x2xf32>
+}
