@@ -50,6 +50,7 @@ from .generic_util import (
     num_inputs,
     num_uses,
     producer,
+    static_i64s,
     tensor_shape,
 )
 from .registry import register_pass
@@ -72,11 +73,6 @@ class View:
     ops: list[ir.Operation]  # the slice/pad ops of this view (erased after the rewrite)
 
 
-def _static(attr: ir.Attribute) -> list[int] | None:
-    vals = [int(x) for x in ir.DenseI64ArrayAttr(attr)]
-    return None if any(v < -(2**62) or v > 2**62 for v in vals) else vals  # dynamic sentinels
-
-
 def _as_view(value: ir.Value) -> tuple[ir.Value, View] | str:
     """(G, the view) for one concat operand, or why it is not a static view."""
     shape = tensor_shape(value)
@@ -91,7 +87,7 @@ def _as_view(value: ir.Value) -> tuple[ir.Value, View] | str:
     if op is not None and op.name == "tensor.pad":
         if len(op.operands) != 1 or num_uses(value) != 1:
             return "a pad with dynamic amounts or other readers"
-        low = _static(op.attributes["static_low"])
+        low = static_i64s(op.attributes["static_low"])
         if low is None or any(d < 0 for d in low):
             return "a pad with dynamic or negative amounts"
         pad_value = _pad_value(op)
@@ -106,8 +102,8 @@ def _as_view(value: ir.Value) -> tuple[ir.Value, View] | str:
     if op is not None and op.name == "tensor.extract_slice":
         if len(op.operands) != 1 or num_uses(value) != 1:
             return "a slice with dynamic offsets or other readers"
-        offsets = _static(op.attributes["static_offsets"])
-        strides = _static(op.attributes["static_strides"])
+        offsets = static_i64s(op.attributes["static_offsets"])
+        strides = static_i64s(op.attributes["static_strides"])
         source_shape = tensor_shape(op.operands[0])
         assert source_shape is not None  # a tensor.extract_slice's source is a ranked tensor
         if offsets is None or strides != [1] * rank or len(source_shape) != rank:

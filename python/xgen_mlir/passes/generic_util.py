@@ -84,6 +84,13 @@ def tensor_shape(value: ir.Value) -> list[int] | None:
     return list(ty.shape)
 
 
+def static_i64s(attr: ir.Attribute) -> list[int] | None:
+    """A ``DenseI64ArrayAttr`` of static offsets/sizes/strides (a slice's, a pad's) as ints;
+    None where one entry is MLIR's dynamic sentinel."""
+    vals = [int(x) for x in ir.DenseI64ArrayAttr(attr)]
+    return None if any(v < -(2**62) or v > 2**62 for v in vals) else vals
+
+
 def is_dynamic(size: int) -> bool:
     """Whether a shape entry is MLIR's dynamic-size sentinel (a ``?`` dim)."""
     return bool(ir.ShapedType.is_dynamic_size(size))

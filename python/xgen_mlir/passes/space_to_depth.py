@@ -40,7 +40,14 @@ from dataclasses import dataclass
 from .._mlir import ir, tensor
 from ..diagnostics import format_location
 from ..irutil import ops_named
-from .generic_util import erase_dead_tree, has_dynamic_shape, producer, tensor_shape, transpose
+from .generic_util import (
+    erase_dead_tree,
+    has_dynamic_shape,
+    producer,
+    static_i64s,
+    tensor_shape,
+    transpose,
+)
 from .registry import register_pass
 
 
@@ -59,11 +66,6 @@ class Phase:
     sizes: list[int]
 
 
-def _static(attr: ir.Attribute) -> list[int] | None:
-    vals = [int(x) for x in ir.DenseI64ArrayAttr(attr)]
-    return None if any(v < -(2**62) or v > 2**62 for v in vals) else vals  # dynamic sentinels
-
-
 def _compose(value: ir.Value) -> Phase | str:
     """Follow a chain of static extract_slices down to the tensor they view."""
     shape = tensor_shape(value)
@@ -75,8 +77,8 @@ def _compose(value: ir.Value) -> Phase | str:
     if op is None or op.name != "tensor.extract_slice":
         return "a piece that is not a slice"
     while op is not None and op.name == "tensor.extract_slice":
-        off = _static(op.attributes["static_offsets"])
-        st = _static(op.attributes["static_strides"])
+        off = static_i64s(op.attributes["static_offsets"])
+        st = static_i64s(op.attributes["static_strides"])
         src_shape = tensor_shape(op.operands[0])
         if len(op.operands) != 1 or off is None or st is None or src_shape is None:
             return "a slice with dynamic offsets, sizes or strides"
@@ -108,8 +110,8 @@ def _digit_order(phases: list[Phase], dims: list[int]) -> list[int] | None:
     return None
 
 
-def _match(concat: ir.Operation) -> tuple[ir.Value, list[int], list[int]] | str:
-    """(S, the strided dims, their digit order) or why the concat is left."""
+def _match(concat: ir.Operation) -> tuple[ir.Value, list[int], list[int], list[int]] | str:
+    """(S, the strides, the strided dims, their digit order) or why the concat is left."""
     dim = ir.IntegerAttr(concat.attributes["dim"]).value
     phases = []
     for operand in concat.operands:
@@ -144,20 +146,17 @@ def _match(concat: ir.Operation) -> tuple[ir.Value, list[int], list[int]] | str:
     order = _digit_order(phases, strided)
     if order is None:
         return "the phases are not listed in a digit order (a gather, not a transpose)"
-    return source, strided, order
+    return source, strides, strided, order
 
 
 def rewrite_one(concat: ir.Operation) -> tuple[bool, str]:
     found = _match(concat)
     if isinstance(found, str):
         return False, f"left: {found}"
-    source, strided, order = found
+    source, strides, strided, order = found
     dim = ir.IntegerAttr(concat.attributes["dim"]).value
     src_shape = tensor_shape(source)
     assert src_shape is not None  # _match checked
-    ph0 = _compose(concat.operands[0])
-    assert not isinstance(ph0, str)
-    strides = ph0.strides
     elem = ir.RankedTensorType(source.type).element_type
     # [S_0, ..., S_j/s_j, s_j, ...]: hi[j] / lo[j] are the positions of dim j's two parts
     expanded: list[int] = []
