@@ -8,19 +8,43 @@ dispatch phase runs: the two only meet through text or bytecode, never through P
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     from torch_mlir import ir, passmanager, rewrite
-    from torch_mlir.dialects import arith, func, irdl, linalg, tensor
-    from torch_mlir.dialects import torch as torch_dialect
 except ImportError as e:  # pragma: no cover - exercised only on broken installs
     raise ImportError(
         "xgen_mlir needs torch-mlir's MLIR Python bindings (pip install torch-mlir); "
         f"importing them failed: {e}"
     ) from e
+
+if TYPE_CHECKING:
+    from torch_mlir.dialects import arith, func, irdl, linalg, tensor
+    from torch_mlir.dialects import torch as torch_dialect
+
+# The dialects' Python modules (op builders) are imported when first used: parsing needs none
+# of them, and importing them all costs 0.3 s, paid by every child process that checks an
+# untrusted file (``frontend/parse_check.py``) and every ``xgen-opt`` run.
+_DIALECT_MODULES = {
+    "arith": "torch_mlir.dialects.arith",
+    "func": "torch_mlir.dialects.func",
+    "irdl": "torch_mlir.dialects.irdl",
+    "linalg": "torch_mlir.dialects.linalg",
+    "tensor": "torch_mlir.dialects.tensor",
+    "torch_dialect": "torch_mlir.dialects.torch",
+}
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _DIALECT_MODULES:
+        module = importlib.import_module(_DIALECT_MODULES[name])
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Binding",
@@ -33,6 +57,7 @@ __all__ = [
     "linalg",
     "new_context",
     "passmanager",
+    "register_torch_dialect",
     "rewrite",
     "tensor",
     "torch_binding",
@@ -53,7 +78,14 @@ class Binding:
 
 
 def torch_binding() -> Binding:
-    return Binding("torch-mlir", ir, passmanager, linalg, tensor, arith)
+    return Binding(
+        "torch-mlir",
+        ir,
+        passmanager,
+        __getattr__("linalg"),
+        __getattr__("tensor"),
+        __getattr__("arith"),
+    )
 
 
 _IREE: Binding | None = None
@@ -82,6 +114,15 @@ def binding_of(obj: Any) -> Binding:
     if isinstance(probe, iree.ir.Context):
         return iree
     raise TypeError(f"not an MLIR object of a known binding: {type(obj).__name__}")
+
+
+def register_torch_dialect(ctx: ir.Context) -> None:
+    """Register torch-mlir's ``torch`` dialect in ``ctx`` (what
+    ``torch_mlir.dialects.torch.register_dialect`` does, without importing the dialect's
+    thousand op builders first)."""
+    from torch_mlir._mlir_libs._torchMlir import register_dialect
+
+    register_dialect(ctx)
 
 
 def new_context() -> ir.Context:

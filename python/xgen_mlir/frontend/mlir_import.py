@@ -28,11 +28,11 @@ def new_torch_context() -> ir.Context:
     """A torch-mlir context that parses every dialect our IR can hold: upstream MLIR's (the
     bindings' site initializer), ``torch``, what torch-mlir's lowering emits (``torch_c``,
     ``tm_tensor``, e.g. a cumsum's ``tm_tensor.scan``) and ours (``xgen_sparse``)."""
-    from .._mlir import torch_dialect as torch_d
+    from .._mlir import register_torch_dialect
     from ..dialects import load_xgen_dialects
 
     ctx = ir.Context()
-    torch_d.register_dialect(ctx)
+    register_torch_dialect(ctx)
     _register_lowering_dialects(ctx)
     load_xgen_dialects(ctx)
     return ctx
