@@ -28,11 +28,27 @@ with ``xgen-opt -p 'func.func(canonicalize)'`` on this MLIR: back-to-back
    reshape; it becomes ``collapse_shape`` + ``expand_shape``, which canonicalize then
    composes or cancels with the reshapes around it.
 
+4. **Sinking** (``sink=true``, the run after the generated-kernel passes): a transpose moves
+   below the generics that read it, so that it meets its inverse. The kernels (GEMM, oneDNN)
+   compute NHWC and hand back NCHW through a transpose; an FPN then adds each level to the
+   upsampled coarser one in NCHW, and each next kernel transposes back to NHWC. IREE fuses
+   those transposes into the adds, which then read one operand with a stride of H*W floats
+   (the PP-OCRv4 detector: ``elementwise_80x2x80x2x96`` 3.4 ms). A generic whose large inputs
+   are all transposes of one layout runs in that layout instead (its loops reordered, its
+   small inputs -- a bias, a squeeze-excite scale -- read through renamed maps) and its
+   result is transposed back for its users; a broadcasting generic (a nearest upsample's
+   ``h -> (h, 2)``) keeps each new loop after the loop it repeats. ``collapse_shape`` of a
+   transpose becomes a transpose of the collapsed source where the groups allow. It does not
+   fire where another large input is in the generic's own layout (that read would become
+   the strided one), where the transposed inputs disagree, on reductions, dynamic shapes, or
+   where no user of the result could take the transpose further (it would only move).
+
 Numerics: exact (only data movement changes).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -45,7 +61,10 @@ from .generic_util import (
     empty,
     erase_dead_tree,
     generic_like,
+    has_dynamic_shape,
+    i64_array,
     indexing_maps,
+    is_dynamic,
     is_elementwise,
     is_identity,
     iterator_types,
@@ -54,6 +73,7 @@ from .generic_util import (
     mixed_sizes,
     num_inputs,
     producer,
+    tensor_shape,
     transpose,
 )
 from .registry import register_pass
@@ -64,6 +84,7 @@ _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 @dataclass
 class CancelOptions:
     verbose: bool = False  # print the counts to stderr
+    sink: bool = False  # rule 4: move transposes below the generics that read them
 
 
 def transpose_perm(op: ir.Operation | None) -> list[int] | None:
@@ -364,8 +385,173 @@ def _squeeze_groups(shape: list[int]) -> ir.ArrayAttr:
     )
 
 
+def _transposed_input(value: ir.Value, amap: ir.AffineMap) -> list[int] | None:
+    """For a generic input that is a transpose's result, read through a projected
+    permutation: the loops in the order of the transpose's source layout, else None."""
+    perm = transpose_perm(producer(value))
+    dims = loop_dims(amap)
+    if perm is None or dims is None:
+        return None
+    inverse = [0] * len(perm)
+    for j, p in enumerate(perm):
+        inverse[p] = j
+    return [dims[inverse[s]] for s in range(len(perm))]
+
+
+# a non-transposed input up to this fraction of the output's elements is "small": reading it
+# through a renamed map costs little (a bias, a squeeze-excite scale)
+_SMALL_INPUT = 1 / 8
+
+
+def _sink_order(op: ir.Operation) -> tuple[list[int], list[int]] | None:
+    """Rule 4's plan for generic ``op``: (the new loop order, the inputs that are transposes
+    to read at their source), or None where the rule does not apply."""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return None
+    maps = indexing_maps(op)
+    out_shape = tensor_shape(op.results[0])
+    if (
+        any(t != "parallel" for t in iterator_types(op))
+        or not is_identity(maps[-1])
+        or out_shape is None
+        or any(is_dynamic(d) for d in out_shape)
+    ):
+        return None
+    n = len(out_shape)
+    elements = max(1, math.prod(out_shape))
+    order: list[int] | None = None
+    taken: list[int] = []
+    for i, (v, amap) in enumerate(zip(list(op.operands)[: num_inputs(op)], maps, strict=False)):
+        shape = tensor_shape(v)
+        if shape is None or any(is_dynamic(d) for d in shape) or map_dims(amap) is None:
+            return None
+        source_order = _transposed_input(v, amap)
+        if source_order is None:
+            if math.prod(shape) > elements * _SMALL_INPUT:
+                return None  # a large input in the generic's own layout
+            continue
+        if order is not None and source_order != order:
+            return None  # transposed inputs of different layouts
+        order = source_order
+        taken.append(i)
+    if order is None:
+        return None
+    # each loop no transposed input reads (a broadcast's new dim) follows the loop before it
+    leading = [d for d in range(n) if d not in order and not any(e in order for e in range(d))]
+    follow: dict[int, list[int]] = {d: [] for d in order}
+    for d in range(n):
+        if d not in order and d not in leading:
+            follow[max(e for e in range(d) if e in order)].append(d)
+    new_order = leading + [d for base in order for d in [base, *follow[base]]]
+    return new_order, taken
+
+
+def _sinks_further(value: ir.Value) -> bool:
+    """Whether some user of ``value`` (the sunk generic's result, transposed back) takes the
+    transpose further: its inverse (they cancel), a generic rule 4 applies to with it, or a
+    collapse_shape."""
+    for use in value.uses:
+        user = use.owner.operation
+        if user.name == "tensor.collapse_shape" or transpose_perm(user) is not None:
+            return True
+        if (
+            user.name == "linalg.generic"
+            and use.operand_number < num_inputs(user)
+            and all(t == "parallel" for t in iterator_types(user))
+            and is_identity(indexing_maps(user)[-1])
+            and loop_dims(indexing_maps(user)[use.operand_number]) is not None
+        ):
+            return True
+    return False
+
+
+def sink_transpose(op: ir.Operation) -> bool:
+    """Rule 4 on a generic: run it in its transposed inputs' source layout."""
+    plan = _sink_order(op)
+    if plan is None:
+        return False
+    new_order, taken = plan
+    identity = new_order == list(range(len(new_order)))
+    if not identity and not _sinks_further(op.results[0]):
+        return False
+    position = {d: k for k, d in enumerate(new_order)}  # old loop -> new loop
+    maps = indexing_maps(op)
+    ins = list(op.operands)[: num_inputs(op)]
+    new_ins, new_maps = [], []
+    for i, (v, amap) in enumerate(zip(ins, maps, strict=False)):
+        if i in taken:
+            source = producer(v)
+            assert source is not None
+            v = source.operands[0]
+            dims = _transposed_input(ins[i], amap)
+            assert dims is not None
+            exprs = [ir.AffineDimExpr.get(position[d]) for d in dims]
+        else:
+            exprs = [
+                e
+                if isinstance(e, ir.AffineConstantExpr)
+                else ir.AffineDimExpr.get(position[ir.AffineDimExpr(e).position])
+                for e in amap.results
+            ]
+        new_ins.append(v)
+        new_maps.append(ir.AffineMap.get(len(new_order), 0, exprs))
+    shape = tensor_shape(op.results[0])
+    assert shape is not None
+    elem = ir.RankedTensorType(op.results[0].type).element_type
+    with ir.InsertionPoint(op), op.location:
+        init = empty([shape[d] for d in new_order], elem)
+        copy = generic_like(
+            op, new_ins, [*new_maps, ir.AffineMap.get_identity(len(new_order))], init
+        )
+        result = copy.results[0]
+        if not identity:
+            result = transpose(result, [position[d] for d in range(len(new_order))])
+    _replace(op, result)
+    return True
+
+
+def collapse_of_transpose(op: ir.Operation) -> bool:
+    """Rule 4 on ``collapse_shape(transpose(x))``: ``transpose(collapse_shape(x))`` when each
+    group of the collapse is a run of consecutive dims of ``x`` in order."""
+    if op.name != "tensor.collapse_shape":
+        return False
+    inner = producer(op.operands[0])
+    perm = transpose_perm(inner)
+    if perm is None or inner is None or inner.name != "linalg.transpose":
+        return False
+    if has_dynamic_shape(op.operands[0]):
+        return False
+    groups = [
+        [int(ir.IntegerAttr(d).value) for d in g]
+        for g in ir.ArrayAttr(op.attributes["reassociation"])
+    ]
+    runs = [[perm[d] for d in g] for g in groups]  # each group's dims of x
+    if any(r != list(range(r[0], r[0] + len(r))) for r in runs if r):
+        return False
+    by_start = sorted(range(len(runs)), key=lambda g: runs[g][0])
+    source = inner.operands[0]
+    src_shape = tensor_shape(source)
+    assert src_shape is not None
+    if sorted(d for r in runs for d in r) != list(range(len(src_shape))):
+        return False
+    new_groups = [runs[g] for g in by_start]
+    elem = ir.RankedTensorType(source.type).element_type
+    collapsed_shape = [math.prod(src_shape[d] for d in g) for g in new_groups]
+    with ir.InsertionPoint(op), op.location:
+        collapsed = tensor.CollapseShapeOp(
+            ir.RankedTensorType.get(collapsed_shape, elem),
+            source,
+            ir.ArrayAttr.get([i64_array(g) for g in new_groups]),
+        ).result
+        # result group j is collapsed group by_start.index(j)
+        result = transpose(collapsed, [by_start.index(j) for j in range(len(groups))])
+    assert result.type == op.results[0].type, (result.type, op.results[0].type)
+    _replace(op, result)
+    return True
+
+
 def cancel_reshapes(module_op: ir.Operation, opts: CancelOptions | None = None) -> Counter:
-    """Apply the three rules until nothing changes; returns counts by rule."""
+    """Apply the rules until nothing changes; returns counts by rule."""
     with module_op.context:
         opts = opts or CancelOptions()
         counts: Counter[str] = Counter()
@@ -380,6 +566,10 @@ def cancel_reshapes(module_op: ir.Operation, opts: CancelOptions | None = None) 
                     counts["generic-transpose-pair"] += 1
                 elif unit_transpose_to_reshape(op):
                     counts["unit-transpose"] += 1
+                elif opts.sink and op.name == "linalg.generic" and sink_transpose(op):
+                    counts["sunk-transpose"] += 1
+                elif opts.sink and collapse_of_transpose(op):
+                    counts["collapse-of-transpose"] += 1
                 else:
                     continue
                 changed = True
