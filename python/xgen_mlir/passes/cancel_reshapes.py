@@ -176,7 +176,11 @@ def _region_before(
             continue
         if _is_layout(prod):
             openings.append(prod)
-        elif is_elementwise(prod) and ir.RankedTensorType(prod.results[0].type).shape == shape:
+        elif (
+            is_elementwise(prod)
+            and not reads_loop_indices(prod)
+            and ir.RankedTensorType(prod.results[0].type).shape == shape
+        ):
             back.add(prod)
             work.extend(list(prod.operands)[: num_inputs(prod)])
     for opening in openings:
@@ -385,6 +389,13 @@ def _squeeze_groups(shape: list[int]) -> ir.ArrayAttr:
     )
 
 
+def reads_loop_indices(op: ir.Operation) -> bool:
+    """Whether a generic's body reads its loop indices (``linalg.index``: an average pool's
+    border divisor, a gather's coordinates). Renaming or reordering its loops would change
+    what those indices mean, so the layout rules leave such a generic alone."""
+    return any(o.name == "linalg.index" for o in body_ops(op))
+
+
 def _transposed_input(value: ir.Value, amap: ir.AffineMap) -> list[int] | None:
     """For a generic input that is a transpose's result, read through a projected
     permutation: the loops in the order of the transpose's source layout, else None."""
@@ -406,7 +417,7 @@ _SMALL_INPUT = 1 / 8
 def _sink_order(op: ir.Operation) -> tuple[list[int], list[int]] | None:
     """Rule 4's plan for generic ``op``: (the new loop order, the inputs that are transposes
     to read at their source), or None where the rule does not apply."""
-    if op.name != "linalg.generic" or len(op.results) != 1:
+    if op.name != "linalg.generic" or len(op.results) != 1 or reads_loop_indices(op):
         return None
     maps = indexing_maps(op)
     out_shape = tensor_shape(op.results[0])

@@ -138,3 +138,32 @@ func.func @collapse_across_the_permutation(%x: tensor<2x3x4xf32>) -> tensor<12x2
   %c = tensor.collapse_shape %t [[0, 1], [2]] : tensor<4x3x2xf32> into tensor<12x2xf32>
   return %c : tensor<12x2xf32>
 }
+
+// -----
+// Must not fire: the generic reads its loop indices (an average pool's border divisor
+// depends on them), so reordering its loops would change what it computes. torch-mlir's
+// avg pool with count_include_pad=false looks like this; Inception v2 returned NaN when
+// these moved.
+// WHY: xgen-cancel-reshapes: nothing
+// CHECK-LABEL: func.func @reads_loop_indices
+// CHECK: linalg.transpose
+// CHECK: linalg.index 3
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @reads_loop_indices(%x: tensor<1x4x4x8xf32>) -> tensor<1x8x4x4xf32> {
+  %e = tensor.empty() : tensor<1x8x4x4xf32>
+  %t = linalg.transpose ins(%x : tensor<1x4x4x8xf32>) outs(%e : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%t : tensor<1x8x4x4xf32>) outs(%e : tensor<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %w = linalg.index 3 : index
+    %wi = arith.index_cast %w : index to i64
+    %wf = arith.sitofp %wi : i64 to f32
+    %r = arith.divf %a, %wf : f32
+    linalg.yield %r : f32
+  } -> tensor<1x8x4x4xf32>
+  %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%d : tensor<1x8x4x4xf32>) outs(%e : tensor<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.negf %a : f32
+    linalg.yield %r : f32
+  } -> tensor<1x8x4x4xf32>
+  return %n : tensor<1x8x4x4xf32>
+}
