@@ -43,6 +43,9 @@ with ``xgen-opt -p 'func.func(canonicalize)'`` on this MLIR: back-to-back
    the strided one), where the transposed inputs disagree, on reductions, dynamic shapes, or
    where no user of the result could take the transpose further (it would only move).
 
+No rule renames or reorders the loops of a generic whose body reads them (``linalg.index``:
+an average pool's border divisor, a gather's coordinates): that would change what it computes.
+
 Numerics: exact (only data movement changes).
 """
 
