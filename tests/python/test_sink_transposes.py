@@ -33,23 +33,24 @@ class FPNLevel(torch.nn.Module):
         return self.out(self.rse(self.fine(fine)) + up)
 
 
-def test_fpn_level_runs_nhwc_between_kernels_and_matches_pytorch():
-    torch.manual_seed(0)
+def _compile_fpn_level(seed: int, opts: dict[str, str]) -> dict[str, int]:
+    """Compile ``FPNLevel`` with ``opts``, check it against PyTorch, return the pass's counts."""
+    torch.manual_seed(seed)
     model = FPNLevel().eval()
     fine, coarse = torch.randn(1, 16, 16, 16), torch.randn(1, 16, 8, 8)
-    opts = {"gemm_kernels": "true", "offload": "none", "winograd": "false"}
     m = compile_and_check(model, (fine, coarse), atol=1e-5, rtol=1e-4, target_options=opts)
-    counts = m.report.rewrites.get("xgen-cancel-reshapes", {})
+    return m.report.rewrites.get("xgen-cancel-reshapes", {})
+
+
+def test_fpn_level_runs_nhwc_between_kernels_and_matches_pytorch():
+    counts = _compile_fpn_level(0, {"gemm_kernels": "true", "offload": "none", "winograd": "false"})
     assert counts.get("sunk-transpose", 0) >= 4, counts
     assert counts.get("collapse-of-transpose", 0) >= 1, counts
 
 
 def test_without_kernels_nothing_is_sunk():
     """IREE's own code for every conv leaves no transposes between them to move."""
-    torch.manual_seed(1)
-    model = FPNLevel().eval()
-    fine, coarse = torch.randn(1, 16, 16, 16), torch.randn(1, 16, 8, 8)
-    opts = {"gemm_kernels": "false", "offload": "none", "winograd": "false"}
-    m = compile_and_check(model, (fine, coarse), atol=1e-5, rtol=1e-4, target_options=opts)
-    counts = m.report.rewrites.get("xgen-cancel-reshapes", {})
+    counts = _compile_fpn_level(
+        1, {"gemm_kernels": "false", "offload": "none", "winograd": "false"}
+    )
     assert counts.get("sunk-transpose", 0) == 0, counts

@@ -312,14 +312,20 @@ def cancel_sandwich(op: ir.Operation) -> str | None:
     return "transpose" if rename is not None else "reshape"
 
 
+def _inverse_perm(perm: list[int]) -> list[int]:
+    """``q`` with ``q[perm[i]] = i``."""
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return inverse
+
+
 def _read_permuted(user: ir.Operation, number: int, value: ir.Value, rename: list[int]) -> None:
     """Make input ``number`` of generic ``user`` read ``value`` (the source layout) where it
     read the region's layout: source dim ``rename[i]`` is region dim ``i``."""
     maps = indexing_maps(user)
     old = maps[number]
-    inverse = [0] * len(rename)
-    for i, k in enumerate(rename):
-        inverse[k] = i
+    inverse = _inverse_perm(rename)
     maps[number] = ir.AffineMap.get(old.n_dims, old.n_symbols, [old.results[i] for i in inverse])
     user.operands[number] = value
     user.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
@@ -406,9 +412,7 @@ def _transposed_input(value: ir.Value, amap: ir.AffineMap) -> list[int] | None:
     dims = loop_dims(amap)
     if perm is None or dims is None:
         return None
-    inverse = [0] * len(perm)
-    for j, p in enumerate(perm):
-        inverse[p] = j
+    inverse = _inverse_perm(perm)
     return [dims[inverse[s]] for s in range(len(perm))]
 
 
@@ -488,6 +492,7 @@ def sink_transpose(op: ir.Operation) -> bool:
     identity = new_order == list(range(len(new_order)))
     if not identity and not _sinks_further(op.results[0]):
         return False
+    n = len(new_order)
     position = {d: k for k, d in enumerate(new_order)}  # old loop -> new loop
     maps = indexing_maps(op)
     ins = list(op.operands)[: num_inputs(op)]
@@ -500,15 +505,12 @@ def sink_transpose(op: ir.Operation) -> bool:
             dims = _transposed_input(ins[i], amap)
             assert dims is not None
             exprs = [ir.AffineDimExpr.get(position[d]) for d in dims]
-        else:
-            exprs = [
-                e
-                if isinstance(e, ir.AffineConstantExpr)
-                else ir.AffineDimExpr.get(position[ir.AffineDimExpr(e).position])
-                for e in amap.results
-            ]
+            new_maps.append(ir.AffineMap.get(len(new_order), 0, exprs))
+        else:  # a small input: its loops renamed, as the sandwich rule renames them
+            renamed = _moved_map(amap, [position[d] for d in range(n)], n, is_link=False)
+            assert renamed is not None  # _sink_order checked its map
+            new_maps.append(renamed)
         new_ins.append(v)
-        new_maps.append(ir.AffineMap.get(len(new_order), 0, exprs))
     shape = tensor_shape(op.results[0])
     assert shape is not None
     elem = ir.RankedTensorType(op.results[0].type).element_type
