@@ -95,7 +95,9 @@ ENCODER_LAYERS = 3
 # refuses it and the compile falls back to IREE's defaults (no data tiling: not the module
 # xgen_mlir makes); 64 KiB lets it compile as asked.
 EXTRA_FLAGS = {"resnet18": [], "encoder": ["--iree-llvmcpu-stack-allocation-limit=65536"]}
-LIBS = ["libdnnl.so.2", "libgomp.so.1", "libOpenCL.so.1"]  # what the plugin links, not in torch
+# what the plugin links that torch does not bring: oneDNN (its major version: the one the
+# plugin is built against), GNU OpenMP, OpenCL (Debian's oneDNN 2 links it)
+LIBS = ["libdnnl.so.{major}", "libgomp.so.1", "libOpenCL.so.1"]
 LIMIT_BYTES = 60 * 10**6
 MANIFEST = "weights.json"
 
@@ -104,10 +106,19 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _lib(name: str) -> Path:
-    for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"):
-        if (Path(d) / name).exists():
-            return (Path(d) / name).resolve()
+def _lib(pattern: str) -> tuple[str, Path] | None:
+    """Library ``pattern`` (a soname) as the plugin finds it, and its file; None: this build
+    does not link it."""
+    from xgen_mlir.byoc import onednn
+
+    found = onednn.installation()
+    assert found is not None, "the oneDNN plugin cannot be built here"
+    name = pattern.format(major=found.major)
+    for d in (found.root / "lib", Path("/usr/lib/x86_64-linux-gnu"), Path("/lib/x86_64-linux-gnu")):
+        if (d / name).exists():
+            return name, (d / name).resolve()
+    if name == "libOpenCL.so.1" and found.major >= 3:
+        return None  # pip's CPU-only oneDNN 3 does not link OpenCL
     raise FileNotFoundError(name)
 
 
@@ -278,8 +289,10 @@ def prepare(
     shutil.copyfile(ONEDNN.plugin(), out / "libxgen_onednn.so")
     lib = out / "lib"
     lib.mkdir(exist_ok=True)
-    for lib_name in LIBS:  # compressed: oneDNN is 40 MB, 7 MB as xz
-        (lib / f"{lib_name}.xz").write_bytes(lzma.compress(_lib(lib_name).read_bytes()))
+    for pattern in LIBS:  # compressed: oneDNN is 40-55 MB, 7 MB as xz
+        found = _lib(pattern)
+        if found is not None:
+            (lib / f"{found[0]}.xz").write_bytes(lzma.compress(found[1].read_bytes()))
     if site is not None and site.is_file():  # packed before (for another Python version)
         shutil.copyfile(site, out / "site.tar.xz")
     elif site is not None:  # IREE's runtime package (iree/ without the compiler)

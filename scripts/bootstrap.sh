@@ -16,9 +16,9 @@ echo "[bootstrap] setting up $VENV (first run downloads ~2.5 GB of wheels)" >&2
 PIP="$VENV/bin/python -m pip install --disable-pip-version-check -q"
 # torch first, pinned: anything that asks for an unpinned torch would pull CUDA wheels.
 $PIP "torch==2.13.0"
-# test brings every other extra (tune, demo, transformers, bench): the tests, `make demo` and
-# benchmarks/ need them all; named here too so that trimming `test` cannot drop one.
-$PIP -e ".[test,tune,demo,transformers,bench]"
+# test brings every other extra (tune, demo, transformers, onednn, bench): the tests, `make demo`
+# and benchmarks/ need them all; named here too so that trimming `test` cannot drop one.
+$PIP -e ".[test,tune,demo,transformers,onednn,bench]"
 NODEPS=$($VENV/bin/python -c 'import tomllib;print(" ".join(tomllib.load(open("pyproject.toml","rb"))["tool"]["xgen"]["no-deps"]["packages"]))')
 # shellcheck disable=SC2086
 $PIP --no-deps $NODEPS

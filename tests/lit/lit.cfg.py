@@ -4,6 +4,8 @@ import shutil
 
 import lit.formats
 
+from xgen_mlir.byoc import onednn
+
 config.name = "xgen_mlir"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir"]
@@ -16,7 +18,7 @@ if os.environ.get("PYTHONPATH"):
     config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
 # Passes that build code at compile time (xgen-byoc-offload's oneDNN plugin, asked through
 # ctypes whether it can make a primitive) use the kernel cache: the user's, not a new one.
-for var in ("HOME", "XGEN_CACHE_DIR"):
+for var in ("HOME", "XGEN_CACHE_DIR", onednn.ROOT_VARIABLE):
     if os.environ.get(var):
         config.environment[var] = os.environ[var]
 
@@ -26,8 +28,8 @@ if filecheck is None:
     lit_config.fatal("FileCheck not found: run `make lit` (it installs the test extras)")
 config.substitutions.append(("FileCheck", filecheck))
 # byoc-offload.mlir builds that plugin: g++ and oneDNN's headers (.ci/run installs them).
-if shutil.which("g++") is None or not os.path.exists("/usr/include/oneapi/dnnl/dnnl.hpp"):
-    lit_config.fatal("xgen-byoc-offload needs g++ and oneDNN: apt-get install g++ libdnnl-dev")
+if shutil.which("g++") is None or onednn.installation() is None:
+    lit_config.fatal(f"xgen-byoc-offload needs g++ and oneDNN: {onednn.INSTALL_HINT}")
 if shutil.which("xgen-opt") is None:
     lit_config.fatal("xgen-opt not on PATH: run `make lit` (it installs the package)")
 

@@ -127,6 +127,15 @@ def test_the_prior_is_what_a_tune_compares_against_and_falls_back_to(tmp_path):
     assert ch._decision(replace(choice, measured=[rejected]), allowed)[0] == prior
     slower = replace(faster, seconds=2e-3)
     assert ch._decision(replace(choice, measured=[slower]), allowed)[0] == "direct"
+    # a measurement of another oneDNN (or from before records named the library) is no
+    # measurement of the one built here: the conv keeps its prior
+    for library in ("oneDNN 2.6.3", None):
+        config = {**faster.config, "library": library}
+        if library is None:
+            del config["library"]
+        other = replace(faster, config=config)
+        assert not wc.library_matches(other.config)
+        assert ch._decision(replace(choice, measured=[other]), allowed)[0] == prior
 
 
 def test_tuned_winograd_model_matches_pytorch(tmp_path):

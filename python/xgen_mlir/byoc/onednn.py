@@ -1,8 +1,11 @@
 """oneDNN as an offload backend: its plugin, built here, and the import names it resolves.
 
-The plugin (``onednn_plugin.cc``) is compiled with the host's C++ compiler against the
-system's oneDNN (Debian's ``libdnnl-dev``) into the kernel cache, once per source and
-compiler, like the generated C kernels. oneDNN picks its instruction set when it runs (JIT:
+The plugin (``onednn_plugin.cc``) is compiled with the host's C++ compiler against an
+installed oneDNN into the kernel cache, once per source, compiler and oneDNN, like the
+generated C kernels. Which oneDNN: ``$XGEN_ONEDNN_ROOT`` if set, else pip's 3.x in this
+Python's prefix (``onednn-cpu-gomp`` and ``onednn-devel-cpu-gomp``, the ``onednn`` extra: its
+brgemm convs beat 2.x's JIT ones on AVX2 and AVX-512, docs/measurements.md), else the
+system's (Debian's ``libdnnl-dev``, 2.x). oneDNN picks its instruction set when it runs (JIT:
 AVX-512, AVX512-BF16/VNNI, AMX where the CPU has them), so one plugin serves every x86 host.
 
 An import name is the whole operation: ``xgen_dnnl_conv_<compute>_<post>_<bias>_`` then
@@ -20,7 +23,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
+import re
 import shutil
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +36,67 @@ from ..errors import BackendCompileError
 
 SOURCE = Path(__file__).with_name("onednn_plugin.cc")
 PREFIX = "xgen_dnnl_"
-HEADER = Path("/usr/include/oneapi/dnnl/dnnl.hpp")
 CXX_FLAGS = ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden"]
+# where oneDNN may be installed, in order of preference (an install prefix: include/, lib/)
+ROOTS = (Path(sys.prefix), Path("/usr"))
+ROOT_VARIABLE = "XGEN_ONEDNN_ROOT"
+HEADER = Path("include/oneapi/dnnl/dnnl.hpp")  # under a root
+PIP_PACKAGES = "onednn-cpu-gomp==2023.2.0 onednn-devel-cpu-gomp==2023.2.0"
+INSTALL_HINT = f"pip install {PIP_PACKAGES}, or apt-get install libdnnl-dev"
+
+
+@dataclass(frozen=True)
+class Install:
+    """An installed oneDNN: its prefix and version ("3.2.0")."""
+
+    root: Path
+    version: str
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    def flags(self) -> list[str]:
+        """The compiler flags that build and link against it (a library outside the system's
+        paths is found again at run time through the plugin's rpath, or beside the plugin)."""
+        if self.root == Path("/usr"):
+            return ["-ldnnl"]
+        lib = self.root / "lib"
+        return [f"-I{self.root / 'include'}", f"-L{lib}", "-ldnnl", f"-Wl,-rpath,$ORIGIN:{lib}"]
+
+    def runtime_library(self) -> str:
+        """The library the plugin loads where it runs, and where it comes from."""
+        if self.major >= 3:
+            source = f"pip install {PIP_PACKAGES.split()[0]}; its lib/ on the library path"
+        else:
+            source = "Debian/Ubuntu: apt-get install libdnnl2"
+        return f"libdnnl.so.{self.major}, oneDNN {self.major}'s runtime ({source})"
+
+
+def _version(root: Path) -> str | None:
+    """The version of the oneDNN headers under ``root`` (None: none there)."""
+    try:
+        text = (root / "include/oneapi/dnnl/dnnl_version.h").read_text()
+    except OSError:
+        return None
+    parts = [
+        re.search(rf"#define DNNL_VERSION_{p} (\d+)", text) for p in ("MAJOR", "MINOR", "PATCH")
+    ]
+    return ".".join(m.group(1) for m in parts if m) if all(parts) else None
+
+
+def installation() -> Install | None:
+    """The oneDNN the plugin builds against (None: none with headers is installed)."""
+    return _installation(os.environ.get(ROOT_VARIABLE), ROOTS)
+
+
+@functools.cache
+def _installation(chosen: str | None, roots: tuple[Path, ...]) -> Install | None:
+    for root in (Path(chosen),) if chosen else roots:
+        version = _version(root)
+        if (root / HEADER).exists() and version is not None:
+            return Install(root, version)
+    return None
 
 
 @dataclass(frozen=True)
@@ -40,25 +105,39 @@ class Backend:
 
     name: str
     prefix: str  # of the import names its plugin resolves
-    # what the plugin loads from the system where it runs (a bundle carries the plugin, not
-    # this library, and names it)
-    runtime_library: str = ""
     cxx: str = "g++"
 
     def unavailable(self) -> str | None:
         """What the plugin's build lacks here, as "the X, which ..." (None: nothing)."""
         if shutil.which(self.cxx) is None:
             return f"the C++ compiler '{self.cxx}', not on PATH (apt-get install g++)"
-        if not HEADER.exists():
-            return f"oneDNN's headers ({HEADER}), not installed (apt-get install libdnnl-dev)"
+        if installation() is None:
+            chosen = os.environ.get(ROOT_VARIABLE)
+            where = chosen or " or ".join(str(r) for r in ROOTS)
+            return f"oneDNN's headers (under {where}), not installed ({INSTALL_HINT})"
         return None
+
+    def runtime_library(self) -> str:
+        """What the plugin loads from the system where it runs ("" if it cannot be built): a
+        bundle carries the plugin, not this library, and names it."""
+        found = installation()
+        return found.runtime_library() if found else ""
+
+    def library(self) -> str:
+        """The library and version the plugin is built against ("oneDNN 3.2.0"; "" if none):
+        tuning records of an offload name it, and only the same library's are applied (a
+        measurement of another version says nothing about this one's kernels)."""
+        found = installation()
+        return f"oneDNN {found.version}" if found else ""
 
     def plugin(self) -> Path:
         """The plugin's shared library, built on first use and cached."""
         why = self.unavailable()
         if why:
             raise BackendCompileError(f"the {self.name} offload backend needs {why}")
-        command = [self.cxx, *CXX_FLAGS, "{src}", "-o", "{out}", "-ldnnl"]
+        found = installation()
+        assert found is not None  # (unavailable() says so)
+        command = [self.cxx, *CXX_FLAGS, "{src}", "-o", "{out}", *found.flags()]
         return cached_build(
             f"libxgen_{self.name}", ".so", ".cc", SOURCE.read_text(), command, "plugin"
         )
@@ -83,9 +162,7 @@ def _library(path: str) -> ctypes.CDLL:
     return lib
 
 
-ONEDNN = Backend(
-    "onednn", PREFIX, "libdnnl.so.2, oneDNN's runtime (Debian/Ubuntu: apt-get install libdnnl2)"
-)
+ONEDNN = Backend("onednn", PREFIX)
 BACKENDS = {ONEDNN.name: ONEDNN}
 
 

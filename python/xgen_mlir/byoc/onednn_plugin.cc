@@ -28,6 +28,10 @@
 // import's context, which lives as long as the plugin (a loaded module's constants do not
 // move). The interface types below are declared from IREE's documented plugin ABI
 // (iree/hal/local/executable_plugin.h, version 0.1); only what this plugin uses.
+//
+// oneDNN versions: 3.x (pip's onednn-cpu-gomp, the default: its brgemm kernels cover AVX2 and
+// AVX-512 convs that 2.x runs on its older JIT) and 2.x (Debian's libdnnl-dev). The few calls
+// whose API changed between them go through the helpers under "API versions" below.
 
 #include <cpuid.h>
 
@@ -100,6 +104,18 @@ xgen_plugin_status_t status(uintptr_t code) { return (xgen_plugin_status_t)code;
 
 using dnnl::memory;
 
+// ---- API versions: oneDNN 3 makes primitive descriptors directly (no op descriptor), drops
+// the eltwise post-op's scale, and takes every zero point as a run-time argument ----
+#if DNNL_VERSION_MAJOR >= 3
+constexpr bool kConstantZeroPoints = false;
+void append_eltwise(dnnl::post_ops* ops, dnnl::algorithm alg) { ops->append_eltwise(alg, 0, 0); }
+#else
+constexpr bool kConstantZeroPoints = true;
+void append_eltwise(dnnl::post_ops* ops, dnnl::algorithm alg) {
+  ops->append_eltwise(1.0f, alg, 0.0f, 0.0f);
+}
+#endif
+
 memory::data_type compute_type(const std::string& name) {
   if (name == "f32") return memory::data_type::f32;
   if (name == "bf16") return memory::data_type::bf16;
@@ -123,15 +139,18 @@ UserTypes user_types(memory::data_type ct) {
 // "m128" is -128, "r" one given at run time (an operand after the weights), as oneDNN's
 // attribute. Its semantics are linalg's quantized ops' (sum of (src - zp) * wei), padding
 // included: a padded tap is a real zero, i.e. zp in the stored values (checked against a
-// reference loop when this was written). Returns whether the call passes it.
-bool set_src_zero_point(dnnl::primitive_attr* attr, const std::string& field) {
-  if (field == "r") {
-    attr->set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    return true;
-  }
-  int32_t zp = field[0] == 'm' ? -std::stoi(field.substr(1)) : std::stoi(field);
-  if (zp != 0) attr->set_zero_points(DNNL_ARG_SRC, 0, {zp});
-  return false;
+// reference loop when this was written). Sets ``*runtime`` if the call passes it, else
+// ``*value`` to the name's constant (which oneDNN 3 also takes at run time, from the op).
+void set_src_zero_point(dnnl::primitive_attr* attr, const std::string& field, bool* runtime,
+                        int32_t* value) {
+  *runtime = field == "r";
+  *value = *runtime ? 0 : field[0] == 'm' ? -std::stoi(field.substr(1)) : std::stoi(field);
+  if (!*runtime && *value == 0) return;
+#if DNNL_VERSION_MAJOR >= 3
+  attr->set_zero_points_mask(DNNL_ARG_SRC, 0);
+#else
+  attr->set_zero_points(DNNL_ARG_SRC, 0, {*runtime ? DNNL_RUNTIME_S32_VAL : *value});
+#endif
 }
 
 // Splits "a_b_c" at '_'.
@@ -174,6 +193,7 @@ struct Op {
   bool has_bias = false;
   bool has_residual = false;  // a binary-add post-op reading a tensor shaped like dst
   bool runtime_zero_point = false;  // s8: the source's zero point is an operand (one int32)
+  int32_t zero_point = 0;  // s8: else the name's (passed at run time to oneDNN 3)
   WeightsCache* weights_cache = nullptr;  // the import's (set when its parts are made)
   memory prepared_weights(const void* user);
 
@@ -213,10 +233,11 @@ struct Op {
     if (has_bias) {
       args.emplace(DNNL_ARG_BIAS, memory(bias_desc, eng, const_cast<void*>(bias_ptr)));
     }
-    if (runtime_zero_point) {
+    if (runtime_zero_point || (!kConstantZeroPoints && zero_point != 0)) {
       memory::desc one({1}, memory::data_type::s32, memory::format_tag::x);
+      const void* zp = runtime_zero_point ? zp_ptr : &zero_point;
       args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
-                   memory(one, eng, const_cast<void*>(zp_ptr)));
+                   memory(one, eng, const_cast<void*>(zp)));
     }
     if (has_residual) {
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
@@ -267,11 +288,11 @@ bool post_ops(const std::string& post, const memory::desc& dst, dnnl::post_ops* 
   *residual = post == "add" || post == "addrelu";
   if (*residual) ops->append_binary(dnnl::algorithm::binary_add, dst);
   if (post == "relu" || post == "addrelu") {
-    ops->append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    append_eltwise(ops, dnnl::algorithm::eltwise_relu);
   } else if (post == "gelu") {
-    ops->append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+    append_eltwise(ops, dnnl::algorithm::eltwise_gelu_erf);
   } else if (post == "gelut") {
-    ops->append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+    append_eltwise(ops, dnnl::algorithm::eltwise_gelu_tanh);
   }
   return post == "none" || post == "relu" || post == "gelu" || post == "gelut" || *residual;
 }
@@ -313,16 +334,26 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v) 
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (ct == memory::data_type::s8) op->runtime_zero_point = set_src_zero_point(&attr, h.zero_point);
-  auto d = h.bias ? dnnl::convolution_forward::desc(
-                        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                        op->src_prim, wei_any, op->bias_desc, op->dst_desc, {sh, sw},
-                        {dh - 1, dw - 1}, {pt, pl}, {pb, pr})
-                  : dnnl::convolution_forward::desc(
-                        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                        op->src_prim, wei_any, op->dst_desc, {sh, sw}, {dh - 1, dw - 1},
-                        {pt, pl}, {pb, pr});
+  if (ct == memory::data_type::s8) {
+    set_src_zero_point(&attr, h.zero_point, &op->runtime_zero_point, &op->zero_point);
+  }
+  const auto fwd = dnnl::prop_kind::forward_inference;
+  const auto direct = dnnl::algorithm::convolution_direct;
+  const memory::dims strides{sh, sw}, dilations{dh - 1, dw - 1}, pad_l{pt, pl}, pad_r{pb, pr};
+#if DNNL_VERSION_MAJOR >= 3
+  using conv_pd = dnnl::convolution_forward::primitive_desc;
+  auto pd = h.bias ? conv_pd(cpu_engine(), fwd, direct, op->src_prim, wei_any, op->bias_desc,
+                             op->dst_desc, strides, dilations, pad_l, pad_r, attr)
+                   : conv_pd(cpu_engine(), fwd, direct, op->src_prim, wei_any, op->dst_desc,
+                             strides, dilations, pad_l, pad_r, attr);
+#else
+  using conv_d = dnnl::convolution_forward::desc;
+  auto d = h.bias ? conv_d(fwd, direct, op->src_prim, wei_any, op->bias_desc, op->dst_desc,
+                           strides, dilations, pad_l, pad_r)
+                  : conv_d(fwd, direct, op->src_prim, wei_any, op->dst_desc, strides, dilations,
+                           pad_l, pad_r);
   dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
+#endif
   op->wei_prim = pd.weights_desc();
   op->scratch_desc = pd.scratchpad_desc();
   op->prim = dnnl::convolution_forward(pd);
@@ -353,10 +384,18 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (ct == memory::data_type::s8) op->runtime_zero_point = set_src_zero_point(&attr, h.zero_point);
+  if (ct == memory::data_type::s8) {
+    set_src_zero_point(&attr, h.zero_point, &op->runtime_zero_point, &op->zero_point);
+  }
+#if DNNL_VERSION_MAJOR >= 3
+  using mm_pd = dnnl::matmul::primitive_desc;
+  auto pd = h.bias ? mm_pd(cpu_engine(), op->src_prim, wei_any, op->bias_desc, op->dst_desc, attr)
+                   : mm_pd(cpu_engine(), op->src_prim, wei_any, op->dst_desc, attr);
+#else
   auto d = h.bias ? dnnl::matmul::desc(op->src_prim, wei_any, op->bias_desc, op->dst_desc)
                   : dnnl::matmul::desc(op->src_prim, wei_any, op->dst_desc);
   dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
+#endif
   op->wei_prim = pd.weights_desc();
   op->scratch_desc = pd.scratchpad_desc();
   op->prim = dnnl::matmul(pd);
@@ -457,8 +496,9 @@ bool split_matmul(const Head& h, memory::dim m, memory::dim k, memory::dim n, me
   return true;
 }
 
-// Debian's oneDNN runs its primitives on OpenMP; a primitive made and run where OpenMP's
-// thread count is 1 runs on the calling thread alone. The symbols are weak: with another
+// Both oneDNN builds this plugin is made with (pip's and Debian's) run their primitives on GNU
+// OpenMP; a primitive made and run where OpenMP's thread count is 1 runs on the calling thread
+// alone. The symbols are weak: with another
 // threading runtime there is nothing to set (and no team to avoid).
 extern "C" void omp_set_num_threads(int) __attribute__((weak));
 extern "C" int omp_get_max_threads(void) __attribute__((weak));

@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from .._mlir import arith, ir, linalg, tensor
-from ..byoc import OFFLOAD_ATTR, ONEDNN
+from ..byoc import OFFLOAD_ATTR, ONEDNN, backend_named
 from ..byoc.onednn import matmul_symbol
 from ..diagnostics import format_location
 from ..errors import BackendCompileError
@@ -216,9 +216,20 @@ def _gemm_kernel(config: dict[str, Any]) -> bool:
 
 def offload_config(backend: str, compute: str) -> dict[str, Any]:
     """The config of an ``algorithm`` record for a conv run by a kernel library (BYOC,
-    ``passes/byoc_offload.py``) computing in ``compute`` (f32, bf16); its baseline is the
-    direct conv through IREE."""
-    return {"kind": ALGORITHM, "algorithm": backend, "compute": compute}
+    ``passes/byoc_offload.py``) computing in ``compute`` (f32, bf16), as built here (the
+    library's version: ``library_matches``); its baseline is the direct conv through IREE."""
+    library = backend_named(backend).library()
+    return {"kind": ALGORITHM, "algorithm": backend, "compute": compute, "library": library}
+
+
+def library_matches(config: dict[str, Any]) -> bool:
+    """Whether an offload record was measured with the library version the plugin is built
+    against here (records of another version, or from before records named it, are not)."""
+    try:
+        backend = backend_named(str(config.get("algorithm")))
+    except ValueError:
+        return False
+    return bool(config.get("library")) and config.get("library") == backend.library()
 
 
 def gemm_config(group: int = 0) -> dict[str, Any]:
@@ -706,7 +717,11 @@ def allowed_variants(mode: str, offload: str, precision: str, gemm: str = "false
             return gemm == "tuned" and f32_compute(precision)
         if config.get("algorithm") == ATTENTION_ALGORITHM:
             return False  # not a conv's or linear layer's variant
-        return offload == "tuned" and config.get("compute") in (compute, "s8")
+        return (
+            offload == "tuned"
+            and config.get("compute") in (compute, "s8")
+            and library_matches(config)
+        )
 
     return allowed
 

@@ -58,7 +58,7 @@ def runtime_library(name: str) -> str:
     from ..byoc import backend_named
 
     try:
-        return backend_named(name).runtime_library
+        return backend_named(name).runtime_library()
     except ValueError:
         return ""
 
