@@ -700,17 +700,18 @@ def test_f16_linear_is_an_f32_matmul():
     check_close(got, want, atol=1e-3 * _scale(want), rtol=1e-3, what="f16 Linear")
 
 
-def _tuned_db(tmp_path: Path, model, inputs) -> Path:
-    """A tuning database saying oneDNN (f32) runs each conv of ``model`` 2x faster here."""
+def _tuned_db(tmp_path: Path, model, inputs, impl: str = "") -> Path:
+    """A tuning database saying oneDNN (f32; its implementation family ``impl``, else its
+    first choice) runs each conv of ``model`` 2x faster here."""
     from xgen_mlir.passes.winograd_convs import candidates, offload_config
     from xgen_mlir.tunedb import HostIdentity, Record, TuningDB
     from xgen_mlir.tuning.choices import _graph_module
 
     module = _graph_module(model, inputs, "cpu", {})
-    db = tmp_path / "tuned.db"
+    db = tmp_path / f"tuned{impl}.db"
     with TuningDB(db) as tdb:
         for cand in candidates(module.operation, offload=True):
-            config = offload_config("onednn", "f32")
+            config = offload_config("onednn", "f32", impl)
             record = Record(cand.signature, config, "ok", 0.5e-3, 1e-3, description="test")
             tdb.add(record, HostIdentity.current())
     return db
@@ -740,6 +741,23 @@ def test_tuned_offloads_what_the_database_says(tmp_path):
     assert _offloaded(kept.report.offload) == 0 and PLUGINS_KEY not in kept.reflection
     assert any("unavailable here" in k for k in kept.report.offload), kept.report.offload
     check_close(kept(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what="kept")
+
+
+@pytest.mark.parametrize("impl", onednn.IMPL_FAMILIES)
+def test_tuned_implementation_family_is_applied(tmp_path, impl):
+    """A record measured with one of oneDNN's implementation families (the tuner measures
+    each one the library has besides its first choice) offloads the conv asking for that
+    family, and the module still computes what PyTorch does."""
+    torch.manual_seed(0)
+    model = SmallCNN().eval()
+    x = torch.randn(1, 3, 16, 16)
+    db = _tuned_db(tmp_path, model, (x,), impl)
+    with torch.no_grad():
+        want = model(x).numpy()
+    m = xgen_mlir.compile(model, (x,), tuning_db=db)
+    offloaded = [k for k in m.report.offload if "-> onednn" in k]
+    assert offloaded and all(f"-> onednn[{impl}]" in k for k in offloaded), m.report.offload
+    check_close(m(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what=impl)
 
 
 def test_tuned_offloads_the_linear_layers_the_database_says(tmp_path):

@@ -12,6 +12,7 @@ from conftest import int8_exact_in_ort
 from torch import nn
 
 import xgen_mlir
+from xgen_mlir.byoc.onednn import IMPL_FAMILIES
 from xgen_mlir.models import small_cnn
 from xgen_mlir.passes import winograd_convs as wc
 from xgen_mlir.tunedb import HostIdentity, Record, TuningDB
@@ -58,9 +59,13 @@ def test_one_conv_measured_both_ways_recorded_and_applied(tmp_path):
     # 25 tiles of 4x4, 100 of 2x2: both tiles measured, each with its batched GEMM in IREE's
     # code and in the generated kernel
     assert set(by_m) == {(4, None), (4, "gemm"), (2, None), (2, "gemm")}
-    # and the conv offloaded to oneDNN (BYOC: CI installs it), in the precision compiled for
+    # and the conv offloaded to oneDNN (BYOC: CI installs it), in the precision compiled for:
+    # with oneDNN's first choice, then each other implementation family it has for the conv
     offload = [r for r in choice.measured if r.config["algorithm"] == "onednn"]
-    assert [r.config["compute"] for r in offload] == ["f32"]
+    assert offload and all(r.config["compute"] == "f32" for r in offload)
+    impls = [r.config.get("impl", "") for r in offload]
+    assert impls[0] == "" and len(set(impls)) == len(impls), impls
+    assert set(impls[1:]) <= set(IMPL_FAMILIES), impls
     for r in [*by_m.values(), *offload]:  # each timed beside the direct conv, numbers first
         assert r.status == "ok", r.detail
         assert r.seconds > 0 and r.baseline_seconds > 0
@@ -76,8 +81,9 @@ def test_one_conv_measured_both_ways_recorded_and_applied(tmp_path):
     if choice.algorithm == "direct":
         assert algorithm == "direct" and not any("F(" in k for k in rewrites)
         assert not compiled.report.offload
-    elif choice.algorithm == "onednn (f32)":
-        assert algorithm == "onednn f32" and not any("F(" in k for k in rewrites)
+    elif choice.algorithm.startswith("onednn"):  # "onednn (f32)", "onednn[jit] (f32)"
+        assert algorithm == choice.algorithm.replace("(f32)", "f32"), algorithm
+        assert not any("F(" in k for k in rewrites)
         assert any("-> onednn" in k for k in compiled.report.offload)
     else:
         m = int(choice.algorithm.split("F(")[1][0])

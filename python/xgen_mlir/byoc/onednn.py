@@ -142,6 +142,11 @@ class Backend:
             f"libxgen_{self.name}", ".so", ".cc", SOURCE.read_text(), command, "plugin"
         )
 
+    def implementation(self, symbol: str) -> str:
+        """The name of the implementation the plugin runs import ``symbol`` with on this host
+        ("jit:avx2", "brgconv:avx2", ...; "" if it makes none)."""
+        return str(_library(str(self.plugin())).xgen_dnnl_impl(symbol.encode()).decode())
+
     def can_build(self, symbol: str) -> bool:
         """Whether the plugin makes a primitive for import ``symbol`` on this host (asked
         through the plugin itself, so the compiler never offloads what the runtime refuses).
@@ -159,7 +164,15 @@ def _library(path: str) -> ctypes.CDLL:
     for name in ("xgen_dnnl_can_build", "xgen_dnnl_can_build_quietly"):
         getattr(lib, name).argtypes = [ctypes.c_char_p]
         getattr(lib, name).restype = ctypes.c_int
+    lib.xgen_dnnl_impl.argtypes = [ctypes.c_char_p]
+    lib.xgen_dnnl_impl.restype = ctypes.c_char_p
     return lib
+
+
+def impl_family(name: str) -> str:
+    """The family (``IMPL_FAMILIES``) of implementation ``name`` ("" if none)."""
+    name = name.removeprefix("x64:")
+    return next((f for f in IMPL_FAMILIES if name.startswith(f)), "")
 
 
 ONEDNN = Backend("onednn", PREFIX)
@@ -174,6 +187,13 @@ def backend_named(name: str) -> Backend:
             f"unknown offload backend '{name}' (known: {', '.join(sorted(BACKENDS))})"
         ) from None
 
+
+# oneDNN's implementation families a name may ask for (``_i<family>``): the plugin takes the
+# first implementation whose name starts with it (jit: the older JIT kernels, jit:avx2,
+# jit_1x1, jit_dw; br: the brgemm-based ones, brgconv, brdgmm_dw, brg matmul). Without one,
+# oneDNN's own first choice. Which is fastest depends on the shape and the CPU: a tuner's
+# question (tuning/choices.py measures each family that would change it).
+IMPL_FAMILIES = ("jit", "br")
 
 # the zero point of a source quantized at run time (dynamic quantization): an operand of the
 # call (a tensor<1xi32> after the weights), spelled "r" in the name
@@ -197,11 +217,12 @@ def conv_symbol(
     groups: int = 1,
     zero_point: int | str | None = None,
     parts: int = 1,
+    impl: str = "",
 ) -> str:
     """``zero_point``: the source's, for ``compute="s8"`` (int8 in, int32 out, no bias), or
-    ``RUNTIME_ZERO_POINT``. ``parts``: see ``conv_parts``."""
+    ``RUNTIME_ZERO_POINT``. ``parts``: see ``conv_parts``. ``impl``: see ``IMPL_FAMILIES``."""
     fields = [n, ih, iw, ic, oh, ow, oc, *kernel, *strides, *pads, *dilations, groups]
-    return _name("conv", compute, post, fields, zero_point, parts)
+    return _name("conv", compute, post, fields, zero_point, parts, impl=impl)
 
 
 def matmul_symbol(
@@ -213,9 +234,10 @@ def matmul_symbol(
     zero_point: int | str | None = None,
     parts: int = 1,
     columns: bool = False,
+    impl: str = "",
 ) -> str:
-    """``parts``, ``columns``: see ``matmul_split``."""
-    return _name("matmul", compute, post, [m, k, n], zero_point, parts, columns)
+    """``parts``, ``columns``: see ``matmul_split``. ``impl``: see ``IMPL_FAMILIES``."""
+    return _name("matmul", compute, post, [m, k, n], zero_point, parts, columns, impl)
 
 
 def conv_parts(n: int, oh: int, threads: int) -> int:
@@ -247,17 +269,23 @@ def _name(
     zero_point: int | str | None,
     parts: int,
     columns: bool = False,
+    impl: str = "",
 ) -> str:
     """f32/bf16 ops have a bias (``b``); s8 ones none (``nb``) and the source's zero point
     after the sizes, a negative one spelled ``m128`` (the name stays a plain identifier), one
-    given at run time ``r``; last the number of parts (workgroups) after ``p`` (along the
-    output's rows) or ``c`` (a matmul's columns)."""
+    given at run time ``r``; then ``i`` and an implementation family, if one is asked for;
+    last the number of parts (workgroups) after ``p`` (along the output's rows) or ``c`` (a
+    matmul's columns)."""
     if parts < 1:
         raise ValueError(f"{parts} parts: at least one")
+    if impl and impl not in IMPL_FAMILIES:
+        raise ValueError(f"implementation family {impl!r}: one of {', '.join(IMPL_FAMILIES)}")
     if (compute == "s8") != (zero_point is not None):
         raise ValueError(f"a zero point goes with compute type s8, not {compute}")
     text = "_".join(str(int(f)) for f in fields)
     split = f"{'c' if columns else 'p'}{parts}"
+    if impl:
+        split = f"i{impl}_{split}"
     if zero_point is None:
         return f"{PREFIX}{kind}_{compute}_{post}_b_{text}_{split}"
     if isinstance(zero_point, str):

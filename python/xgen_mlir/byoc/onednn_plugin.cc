@@ -36,6 +36,7 @@
 #include <cpuid.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -194,6 +195,7 @@ struct Op {
   bool has_residual = false;  // a binary-add post-op reading a tensor shaped like dst
   bool runtime_zero_point = false;  // s8: the source's zero point is an operand (one int32)
   int32_t zero_point = 0;  // s8: else the name's (passed at run time to oneDNN 3)
+  std::string impl;  // the implementation's name (jit:avx2, brgconv:avx2, ...)
   WeightsCache* weights_cache = nullptr;  // the import's (set when its parts are made)
   memory prepared_weights(const void* user);
 
@@ -304,13 +306,30 @@ struct Head {
   std::string post;
   bool bias;
   std::string zero_point;  // s8 only
+  std::string impl;  // the implementation family asked for ("": oneDNN's first choice)
 };
 
-// "conv_<type>_<post>_<bias>_N_IH_IW_IC_OH_OW_OC_KH_KW_SH_SW_PT_PL_PB_PR_DH_DW_G[_ZP]_pP": an
-// NHWC convolution with HWIO (HWCF) weights; <type> the compute type, <post> as post_ops()
+// Moves ``pd`` to its first implementation whose name (an "x64:" prefix dropped) starts with
+// ``family`` (jit, br: the brgemm-based ones; "" keeps oneDNN's own first choice), so a
+// tuner can measure the library's alternatives (on AVX2, oneDNN 3's brgemm 1x1 and depthwise
+// convs lose to its older JIT ones on some shapes and win on others). False: it has none.
+template <typename PrimitiveDesc>
+bool pick_impl(PrimitiveDesc* pd, const std::string& family) {
+  if (family.empty()) return true;
+  do {
+    std::string name = pd->impl_info_str();
+    if (name.rfind("x64:", 0) == 0) name = name.substr(4);
+    if (name.rfind(family, 0) == 0) return true;
+  } while (pd->next_impl());
+  return false;
+}
+
+// "conv_<type>_<post>_<bias>_N_IH_IW_IC_OH_OW_OC_KH_KW_SH_SW_PT_PL_PB_PR_DH_DW_G[_ZP][_iF]_pP":
+// an NHWC convolution with HWIO (HWCF) weights; <type> the compute type, <post> as post_ops()
 // reads it, <bias> b (a per-channel f32 bias) or nb. f32 and bf16: f32 in and out. s8: int8
 // source and weights, int32 out, no bias or post-op, the source's zero point ZP (a
-// linalg.conv_2d_nhwc_hwcf_q with a weights zero point of 0). ``v``: the 18 sizes.
+// linalg.conv_2d_nhwc_hwcf_q with a weights zero point of 0). F: an implementation family
+// (pick_impl). ``v``: the 18 sizes.
 std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v) {
   memory::dim n = v[0], ih = v[1], iw = v[2], ic = v[3], oh = v[4], ow = v[5], oc = v[6],
               kh = v[7], kw = v[8], sh = v[9], sw = v[10], pt = v[11], pl = v[12], pb = v[13],
@@ -354,13 +373,15 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v) 
                            pad_l, pad_r);
   dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
 #endif
+  if (!pick_impl(&pd, h.impl)) return nullptr;
+  op->impl = pd.impl_info_str();
   op->wei_prim = pd.weights_desc();
   op->scratch_desc = pd.scratchpad_desc();
   op->prim = dnnl::convolution_forward(pd);
   return op;
 }
 
-// "matmul_<type>_<post>_<bias>_M_K_N[_ZP]_pP": row-major [M,K] x constant [K,N] (+ bias [N]);
+// "matmul_<type>_<post>_<bias>_M_K_N[_ZP][_iF]_pP": row-major [M,K] x constant [K,N] (+ bias [N]);
 // f32 in and out, or for s8 as for conv (a linalg.quantized_matmul).
 // ``ld``: the row length of the whole weights, output and residual when this is a part of
 // a matmul split along its columns (else n).
@@ -396,6 +417,8 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
                   : dnnl::matmul::desc(op->src_prim, wei_any, op->dst_desc);
   dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
 #endif
+  if (!pick_impl(&pd, h.impl)) return nullptr;
+  op->impl = pd.impl_info_str();
   op->wei_prim = pd.weights_desc();
   op->scratch_desc = pd.scratchpad_desc();
   op->prim = dnnl::matmul(pd);
@@ -571,9 +594,10 @@ bool exact_int8_dot() {
   return a >= 1 && __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && ((a1 >> 4) & 1u);
 }
 
-// Builds the operation an import name describes, "<kind>_<type>_<post>_<bias>_<sizes>[_ZP]_pP";
-// null if it cannot, with a message unless `quiet` (the compiler's question, whose answer it
-// reports itself; a module loaded on the wrong CPU gets the message).
+// Builds the operation an import name describes,
+// "<kind>_<type>_<post>_<bias>_<sizes>[_ZP][_iF]_pP"; null if it cannot, with a message
+// unless `quiet` (the compiler's question, whose answer it reports itself; a module loaded on
+// the wrong CPU gets the message).
 Split* make_op(const char* symbol, bool quiet = false) {
   std::string name(symbol);
   if (name.rfind(kPrefix, 0) != 0) return nullptr;
@@ -595,7 +619,11 @@ Split* make_op(const char* symbol, bool quiet = false) {
     const bool whole = along != 'p' && along != 'c';
     memory::dim parts = whole ? 1 : std::stoll(f.back().substr(1));
     if (!whole) f.pop_back();
-    Head h{compute_type(f[1]), f[2], f[3] == "b", ""};
+    Head h{compute_type(f[1]), f[2], f[3] == "b", "", ""};
+    if (f.back().size() > 1 && f.back()[0] == 'i' && !std::isdigit(f.back()[1])) {
+      h.impl = f.back().substr(1);  // "_i<family>": an implementation family
+      f.pop_back();
+    }
     const bool s8 = h.ct == memory::data_type::s8;
     if (s8) {
       if (h.bias || h.post != "none") return nullptr;  // an int32 accumulator, nothing after
@@ -681,6 +709,16 @@ iree_hal_executable_plugin_query(uint32_t max_version, void* /*reserved*/) {
 extern "C" __attribute__((visibility("default"))) int xgen_dnnl_can_build(const char* symbol) {
   std::unique_ptr<Split> op(make_op(symbol));
   return op ? 1 : 0;
+}
+
+// The name of the implementation oneDNN runs import `symbol` with ("" if none): the tuner
+// measures the other families only where they would change it.
+extern "C" __attribute__((visibility("default"))) const char* xgen_dnnl_impl(
+    const char* symbol) {
+  thread_local std::string name;
+  std::unique_ptr<Split> op(make_op(symbol, /*quiet=*/true));
+  name = op ? op->parts[0].op->impl : "";
+  return name.c_str();
 }
 
 // The compiler's question: the same answer, no message (it reports its own decision).

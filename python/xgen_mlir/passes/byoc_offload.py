@@ -52,6 +52,7 @@ import numpy as np
 from .._mlir import ir, tensor
 from ..byoc import OFFLOAD_ATTR, Backend, backend_named
 from ..byoc.onednn import (
+    IMPL_FAMILIES,
     RUNTIME_ZERO_POINT,
     conv_parts,
     conv_symbol,
@@ -115,6 +116,9 @@ class OffloadOptions:
     # cancels the transposes between them); call: NHWC convs (+ residual add, ReLU) -> calls
     phase: str = "call"
     verbose: bool = False
+    # the library's implementation family for the f32/bf16 ops (byoc/onednn.py IMPL_FAMILIES;
+    # empty: the library's own first choice); with backend=tuned, each op's record says
+    impl: str = ""
 
 
 def _pad_of(x: ir.Value, ev: ConstEval | None = None, value: int = 0) -> tuple[ir.Value, list[int]]:
@@ -481,11 +485,16 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
     if relu is not None:
         end, post = relu, "addrelu" if post == "add" else "relu"
     parts = conv_parts(conv.fields["n"], conv.fields["oh"], opts.threads)
-    symbol = conv_symbol(_compute(opts), post, **conv.fields, parts=parts)
+    symbol = conv_symbol(_compute(opts), post, **conv.fields, parts=parts, impl=opts.impl)
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
     _install(module_op, backend, "conv", symbol, inputs, op, end, parts, perm)
-    return f"-> {backend.name}" + ("" if post == "none" else f" (+{post})")
+    return f"-> {_offloaded_to(backend, opts)}" + ("" if post == "none" else f" (+{post})")
+
+
+def _offloaded_to(backend: Backend, opts) -> str:
+    """The backend, and the implementation family asked for (as in "onednn[jit]")."""
+    return backend.name + (f"[{opts.impl}]" if opts.impl else "")
 
 
 def linear_weights(op: ir.Operation, ev: ConstEval) -> tuple[np.ndarray, np.ndarray] | str:
@@ -532,13 +541,15 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
     elif gelu is not None:
         end, post = gelu
     parts, columns = matmul_split(m, n, opts.threads, _compute(opts))
-    symbol = matmul_symbol(_compute(opts), post, m, k, n, parts=parts, columns=columns)
+    symbol = matmul_symbol(
+        _compute(opts), post, m, k, n, parts=parts, columns=columns, impl=opts.impl
+    )
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
     inputs: list = [op.operands[0], np.ascontiguousarray(weight).ravel(), bias.astype(np.float32)]
     _install(module_op, backend, "matmul", symbol, inputs, op, end, parts)
     fused = ("+bias" if added is not None else "") + ("" if post == "none" else f"+{post}")
-    return f"-> {backend.name}" + (f" ({fused})" if fused else "")
+    return f"-> {_offloaded_to(backend, opts)}" + (f" ({fused})" if fused else "")
 
 
 def is_integer(op: ir.Operation) -> bool:
@@ -558,6 +569,8 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
     tuned = opts.backend == "tuned"
     if not tuned:
         _backend(opts.backend)  # an unknown name is an error naming the known ones
+    if opts.impl and opts.impl not in IMPL_FAMILIES:
+        raise PassFailure(f"impl '{opts.impl}' is not one of {', '.join(IMPL_FAMILIES)}")
     if opts.phase not in ("layout", "call"):
         raise PassFailure(f"phase '{opts.phase}' is not one of layout, call")
     listed = _locations(opts.only)
@@ -576,8 +589,11 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
                 continue
             if tuned and OFFLOAD_ATTR not in op.attributes:
                 continue
-            backend = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value if tuned else opts.backend
-            op_opts = replace(opts, backend=backend)
+            # a tuned op's mark: the backend, and its implementation family ("onednn:jit")
+            marked = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value if tuned else ""
+            backend = marked.partition(":")[0] if tuned else opts.backend
+            impl = marked.partition(":")[2] if tuned else opts.impl
+            op_opts = replace(opts, backend=backend, impl=impl)
             missing = _backend(backend).unavailable() if tuned else None
             if forbidden and location_matches(where, forbidden):
                 what = "kept: forbidden by never="

@@ -214,12 +214,15 @@ def _gemm_kernel(config: dict[str, Any]) -> bool:
     return config.get("gemm") == GEMM
 
 
-def offload_config(backend: str, compute: str) -> dict[str, Any]:
+def offload_config(backend: str, compute: str, impl: str = "") -> dict[str, Any]:
     """The config of an ``algorithm`` record for a conv run by a kernel library (BYOC,
     ``passes/byoc_offload.py``) computing in ``compute`` (f32, bf16), as built here (the
-    library's version: ``library_matches``); its baseline is the direct conv through IREE."""
+    library's version: ``library_matches``), with the library's implementation family
+    ``impl`` if one is asked for (byoc/onednn.py ``IMPL_FAMILIES``; else its first choice);
+    its baseline is the direct conv through IREE."""
     library = backend_named(backend).library()
-    return {"kind": ALGORITHM, "algorithm": backend, "compute": compute, "library": library}
+    config = {"kind": ALGORITHM, "algorithm": backend, "compute": compute, "library": library}
+    return {**config, "impl": impl} if impl else config
 
 
 def library_matches(config: dict[str, Any]) -> bool:
@@ -245,7 +248,8 @@ def variant_name(config: dict[str, Any]) -> str:
         m = int(config.get("m", 0))
         return f"F({m}x{m})" + (" in the GEMM kernel" if _gemm_kernel(config) else "")
     group = f" group={config['group']}" if config.get("group") else ""
-    return f"{config.get('algorithm')} {config.get('compute', '')}".strip() + group
+    impl = f"[{config['impl']}]" if config.get("impl") else ""
+    return f"{config.get('algorithm')}{impl} {config.get('compute', '')}".strip() + group
 
 
 def decide_algorithm(
@@ -1121,8 +1125,9 @@ def _mark(op: ir.Operation, config: dict[str, Any]) -> None:
         if config.get("group"):
             i64 = ir.IntegerType.get_signless(64)
             op.attributes[GROUP_ATTR] = ir.IntegerAttr.get(i64, int(config["group"]))
-    else:
-        op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(algorithm)
+    else:  # the backend, and the implementation family measured ("onednn:jit")
+        impl = f":{config['impl']}" if config.get("impl") else ""
+        op.attributes[OFFLOAD_ATTR] = ir.StringAttr.get(algorithm + impl)
 
 
 def _gemm_conv(op: ir.Operation, ev: ConstEval) -> bool:

@@ -33,6 +33,7 @@ as their baseline; ``compile()`` under ``winograd=tuned`` rewrites a conv where 
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import tempfile
 import time
@@ -46,6 +47,7 @@ import numpy as np
 from .._mlir import ir
 from ..analysis.flops import op_flops
 from ..byoc import ONEDNN
+from ..byoc.onednn import IMPL_FAMILIES, impl_family
 from ..compiler import CompileOptions, CompileReport, _import, _int8_source, _target_options
 from ..compiler import compile as compile_model
 from ..fusion.tunable import captured_values, clone_remapped
@@ -319,12 +321,17 @@ def variants_module(
                 module.body.operations[len(module.body.operations) - 1].erase()
                 break
             configs.append(winograd_config(t.m, kernel))
-    if offload is not None:
+    # the library's first choice, then each implementation family that would change it
+    families: list[str] = []
+    for impl in ("", *IMPL_FAMILIES) if offload is not None else ():
+        if impl and impl not in families:
+            continue
         name = f"c{len(configs)}"
         cut.function(module, name, order)
+        before = _imports(module)
         step = (
             f"xgen-byoc-offload{{backend={offload} precision={precision} functions={name} "
-            f"threads={threads}"
+            f"threads={threads}" + (f" impl={impl}" if impl else "")
         )
         counts = run_steps(
             module,
@@ -332,10 +339,14 @@ def variants_module(
             what=f"offloading {cand.description} to {offload}",
         )
         said = counts.get("xgen-byoc-offload", {})  # "<op> -> onednn (+relu)": offloaded
-        if any(k.split(" -> ", 1)[-1].startswith(offload) for k in said if " -> " in k):
-            configs.append(offload_config(offload, _compute(cand, precision)))
-        else:  # the library does not take it: its function goes
-            module.body.operations[len(module.body.operations) - 1].erase()
+        if not any(k.split(" -> ", 1)[-1].startswith(str(offload)) for k in said if " -> " in k):
+            module.body.operations[len(module.body.operations) - 1].erase()  # not taken
+            if not impl:
+                break
+            continue
+        configs.append(offload_config(str(offload), _compute(cand, precision), impl))
+        if not impl and offload == ONEDNN.name:
+            families = _other_families(_imports(module) - before)
     gemm = gemm_step is not None and cand.op.name in GEMM_OPS and not is_integer(cand.op)
     for group in GEMM_GROUPS if gemm else ():
         name = f"c{len(configs)}"
@@ -414,6 +425,24 @@ def _order(module: ir.Module) -> dict[Any, int]:
 
     module.operation.walk(visit)
     return order
+
+
+def _imports(module: ir.Module) -> set[str]:
+    """The oneDNN import names ``module``'s executables call."""
+    return set(re.findall(rf"\b{ONEDNN.prefix}[a-z0-9_]+", str(module)))
+
+
+def _other_families(symbols: set[str]) -> list[str]:
+    """The implementation families (byoc/onednn.py ``IMPL_FAMILIES``) worth measuring besides
+    the library's first choice for an op offloaded as imports ``symbols``: those the library
+    has for it other than the first choice's own (asked of the first import: the names of an
+    op's parts differ in rows only)."""
+    if not symbols:
+        return []
+    symbol = min(symbols)
+    first = impl_family(ONEDNN.implementation(symbol))
+    head, _, parts = symbol.rpartition("_")  # "..._p2" -> "..._i<family>_p2"
+    return [f for f in IMPL_FAMILIES if f != first and ONEDNN.can_build(f"{head}_i{f}_{parts}")]
 
 
 def measure_conv(
@@ -675,7 +704,8 @@ def _attention_step(target: str, compile_options: dict[str, Any]) -> tuple[str, 
 def _algorithm_text(config: dict[str, Any]) -> str:
     if config.get("algorithm") == "winograd":
         return f"winograd {variant_name(config)}"
-    return f"{config.get('algorithm')} ({config.get('compute')})"
+    impl = f"[{config['impl']}]" if config.get("impl") else ""
+    return f"{config.get('algorithm')}{impl} ({config.get('compute')})"
 
 
 def _allowed(target: str, compile_options: dict[str, Any]) -> Any:

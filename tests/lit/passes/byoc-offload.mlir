@@ -13,6 +13,17 @@
 // RUN: not xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=mkl}' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout},xgen-byoc-offload{backend=onednn threads=2}' | FileCheck %s --check-prefix=PARTS
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout},xgen-byoc-offload{backend=onednn threads=16}' | FileCheck %s --check-prefix=ROWS
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn phase=layout},xgen-byoc-offload{backend=onednn threads=2 impl=jit verbose=true}' 2>%t.impl.err | FileCheck %s --check-prefix=IMPL
+// RUN: FileCheck %s --check-prefix=IMPL-WHY < %t.impl.err
+// RUN: not xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn impl=mkl}' 2>&1 | FileCheck %s --check-prefix=BADIMPL
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=tuned verbose=true}' 2>%t.tuned.err | FileCheck %s --check-prefix=TUNED
+// RUN: FileCheck %s --check-prefix=TUNED-WHY < %t.tuned.err
+// impl=F asks for the library's implementation family F in the name (_iF, before the parts);
+// the plugin takes oneDNN's first implementation of that family.
+// IMPL: @xgen_dnnl_conv_f32_none_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1_ijit_p2(
+// IMPL-NOT: _ijit_ijit
+// IMPL-WHY: linalg.conv_2d_nhwc_hwcf -> onednn[jit]
+// BADIMPL: impl 'mkl' is not one of jit, br
 // threads=T: each conv runs as up to T workgroups (the name's _pP), each calling the import
 // with its id: one per thread, never more than the output's rows (8 and 4 here).
 // PARTS: %parts = arith.constant 2 : index
@@ -202,4 +213,25 @@ func.func @half(%x: tensor<1x8x8x4xf16>) -> tensor<1x6x6x8xf16> {
   %init = linalg.fill ins(%zero : f16) outs(%e : tensor<1x6x6x8xf16>) -> tensor<1x6x6x8xf16>
   %y = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<1x8x8x4xf16>, tensor<3x3x4x8xf16>) outs(%init : tensor<1x6x6x8xf16>) -> tensor<1x6x6x8xf16>
   return %y : tensor<1x6x6x8xf16>
+}
+
+// -----
+
+// backend=tuned offloads the convs xgen-winograd-convs marked, in the implementation family
+// the mark names ("onednn:jit": the tuner measured oneDNN's JIT kernel fastest); an unmarked
+// conv stays.
+// TUNED: xgen_dnnl_conv_f32_none_b_1_8_8_4_6_6_8_3_3_1_1_0_0_0_0_1_1_1_ijit_p1(
+// TUNED-LABEL: func.func @marked
+// TUNED: linalg.conv_2d_nhwc_hwcf
+// TUNED-NOT: xgen.offload
+// TUNED-WHY: linalg.conv_2d_nhwc_hwcf -> onednn[jit]
+// TUNED-WHY-NOT: -> onednn
+func.func @marked(%x: tensor<1x8x8x4xf32>) -> (tensor<1x6x6x8xf32>, tensor<1x6x6x8xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.5> : tensor<3x3x4x8xf32>
+  %e = tensor.empty() : tensor<1x6x6x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x6x6x8xf32>) -> tensor<1x6x6x8xf32>
+  %y = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>, xgen.offload = "onednn:jit"} ins(%x, %w : tensor<1x8x8x4xf32>, tensor<3x3x4x8xf32>) outs(%init : tensor<1x6x6x8xf32>) -> tensor<1x6x6x8xf32>
+  %z = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<1x8x8x4xf32>, tensor<3x3x4x8xf32>) outs(%init : tensor<1x6x6x8xf32>) -> tensor<1x6x6x8xf32>
+  return %y, %z : tensor<1x6x6x8xf32>, tensor<1x6x6x8xf32>
 }
