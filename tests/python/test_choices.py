@@ -144,6 +144,24 @@ def test_the_prior_is_what_a_tune_compares_against_and_falls_back_to(tmp_path):
         assert ch._decision(replace(choice, measured=[other]), allowed)[0] == prior
 
 
+def test_an_offload_measured_with_another_library_is_measured_again(tmp_path):
+    """A signature whose oneDNN records all name another oneDNN than the plugin's is not
+    "measured" for the tuner: a tune measures it again, with the library built here."""
+    model, x = _model()
+    db = tmp_path / "t.db"
+    (choice,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False, max_convs=0)
+    stale = {**wc.offload_config("onednn", "f32"), "library": "oneDNN 2.6.3"}
+    with TuningDB(db) as tdb:
+        tdb.add(Record(choice.signature, stale, "ok", 0.5e-3, 1e-3), HostIdentity.current(2))
+    (again,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False)
+    assert again.new
+    current = [r for r in again.measured if r.config.get("algorithm") == "onednn"]
+    assert any(wc.library_matches(r.config) for r in current), again.measured
+    # measured with the library built here: not again
+    (third,) = measure_choices(model, (x,), db=db, settings=FAST, progress=False)
+    assert not third.new
+
+
 def test_tuned_winograd_model_matches_pytorch(tmp_path):
     """A record that says F(4x4) wins makes compile() rewrite the conv; the model still
     matches PyTorch (Winograd's rounding: within 1e-4 of the output's scale here)."""

@@ -69,6 +69,7 @@ from ..passes.winograd_convs import (
     decide_algorithm,
     epilogue,
     gemm_config,
+    library_matches,
     live_records,
     offload_config,
     rewrite_conv,
@@ -432,6 +433,14 @@ def _imports(module: ir.Module) -> set[str]:
     return set(re.findall(rf"\b{ONEDNN.prefix}[a-z0-9_]+", str(module)))
 
 
+def _library_changed(records: list[Record]) -> bool:
+    """Whether a signature's offload was measured only with another version of the library
+    than the one its plugin is built against now (its records are not applied: measure it
+    again)."""
+    offloads = [r for r in records if r.config.get("algorithm") == ONEDNN.name]
+    return bool(offloads) and not any(library_matches(r.config) for r in offloads)
+
+
 def _other_families(symbols: set[str]) -> list[str]:
     """The implementation families (byoc/onednn.py ``IMPL_FAMILIES``) worth measuring besides
     the library's first choice for an op offloaded as imports ``symbols``: those the library
@@ -592,7 +601,13 @@ def measure_choices(
         )
         for sig, cs in by_sig.items()
     ]
-    todo = [c for c in out if remeasure or c.signature not in known]
+    todo = [
+        c
+        for c in out
+        if remeasure
+        or c.signature not in known
+        or (offload is not None and _library_changed(known[c.signature]))
+    ]
     todo.sort(key=lambda c: -measure_priority(c))
     if max_convs is not None:
         todo = todo[:max_convs]
