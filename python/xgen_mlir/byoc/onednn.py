@@ -147,6 +147,13 @@ class Backend:
         ("jit:avx2", "brgconv:avx2", ...; "" if it makes none)."""
         return str(_library(str(self.plugin())).xgen_dnnl_impl(symbol.encode()).decode())
 
+    def other_families(self, symbol: str) -> list[str]:
+        """The implementation families (``IMPL_FAMILIES``) worth measuring for import
+        ``symbol`` besides the library's first choice: those the plugin makes it with, other
+        than the first choice's own."""
+        first = impl_family(self.implementation(symbol))
+        return [f for f in IMPL_FAMILIES if f != first and self.can_build(with_impl(symbol, f))]
+
     def can_build(self, symbol: str) -> bool:
         """Whether the plugin makes a primitive for import ``symbol`` on this host (asked
         through the plugin itself, so the compiler never offloads what the runtime refuses).
@@ -194,6 +201,14 @@ def backend_named(name: str) -> Backend:
 # oneDNN's own first choice. Which is fastest depends on the shape and the CPU: a tuner's
 # question (tuning/choices.py measures each family that would change it).
 IMPL_FAMILIES = ("jit", "br")
+
+
+def with_impl(symbol: str, impl: str) -> str:
+    """Import ``symbol`` (made without a family) asking for implementation family ``impl``:
+    the family goes before the parts, as ``_name`` puts it."""
+    head, _, parts = symbol.rpartition("_")
+    return f"{head}_i{impl}_{parts}"
+
 
 # the zero point of a source quantized at run time (dynamic quantization): an operand of the
 # call (a tensor<1xi32> after the weights), spelled "r" in the name
@@ -285,7 +300,7 @@ def _name(
     text = "_".join(str(int(f)) for f in fields)
     split = f"{'c' if columns else 'p'}{parts}"
     if impl:
-        split = f"i{impl}_{split}"
+        split = f"i{impl}_{split}"  # (with_impl adds it to a name made without)
     if zero_point is None:
         return f"{PREFIX}{kind}_{compute}_{post}_b_{text}_{split}"
     if isinstance(zero_point, str):

@@ -381,8 +381,8 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v) 
   return op;
 }
 
-// "matmul_<type>_<post>_<bias>_M_K_N[_ZP][_iF]_pP": row-major [M,K] x constant [K,N] (+ bias [N]);
-// f32 in and out, or for s8 as for conv (a linalg.quantized_matmul).
+// "matmul_<type>_<post>_<bias>_M_K_N[_ZP][_iF]_pP": row-major [M,K] x constant [K,N] (+ bias
+// [N]); f32 in and out, or for s8 as for conv (a linalg.quantized_matmul).
 // ``ld``: the row length of the whole weights, output and residual when this is a part of
 // a matmul split along its columns (else n).
 std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, memory::dim n,
@@ -521,8 +521,8 @@ bool split_matmul(const Head& h, memory::dim m, memory::dim k, memory::dim n, me
 
 // Both oneDNN builds this plugin is made with (pip's and Debian's) run their primitives on GNU
 // OpenMP; a primitive made and run where OpenMP's thread count is 1 runs on the calling thread
-// alone. The symbols are weak: with another
-// threading runtime there is nothing to set (and no team to avoid).
+// alone. The symbols are weak: with another threading runtime there is nothing to set (and no
+// team to avoid).
 extern "C" void omp_set_num_threads(int) __attribute__((weak));
 extern "C" int omp_get_max_threads(void) __attribute__((weak));
 

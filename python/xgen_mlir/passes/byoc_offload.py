@@ -589,10 +589,9 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
                 continue
             if tuned and OFFLOAD_ATTR not in op.attributes:
                 continue
-            # a tuned op's mark: the backend, and its implementation family ("onednn:jit")
-            marked = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value if tuned else ""
-            backend = marked.partition(":")[0] if tuned else opts.backend
-            impl = marked.partition(":")[2] if tuned else opts.impl
+            backend, impl = opts.backend, opts.impl
+            if tuned:  # the op's mark: the backend and its implementation family ("onednn:jit")
+                backend, _, impl = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value.partition(":")
             op_opts = replace(opts, backend=backend, impl=impl)
             missing = _backend(backend).unavailable() if tuned else None
             if forbidden and location_matches(where, forbidden):

@@ -248,8 +248,13 @@ def variant_name(config: dict[str, Any]) -> str:
         m = int(config.get("m", 0))
         return f"F({m}x{m})" + (" in the GEMM kernel" if _gemm_kernel(config) else "")
     group = f" group={config['group']}" if config.get("group") else ""
+    return f"{library_label(config)} {config.get('compute', '')}".strip() + group
+
+
+def library_label(config: dict[str, Any]) -> str:
+    """A record's algorithm, with the implementation family it asked for ("onednn[jit]")."""
     impl = f"[{config['impl']}]" if config.get("impl") else ""
-    return f"{config.get('algorithm')}{impl} {config.get('compute', '')}".strip() + group
+    return f"{config.get('algorithm')}{impl}"
 
 
 def decide_algorithm(

@@ -47,7 +47,6 @@ import numpy as np
 from .._mlir import ir
 from ..analysis.flops import op_flops
 from ..byoc import ONEDNN
-from ..byoc.onednn import IMPL_FAMILIES, impl_family
 from ..compiler import CompileOptions, CompileReport, _import, _int8_source, _target_options
 from ..compiler import compile as compile_model
 from ..fusion.tunable import captured_values, clone_remapped
@@ -69,6 +68,7 @@ from ..passes.winograd_convs import (
     decide_algorithm,
     epilogue,
     gemm_config,
+    library_label,
     library_matches,
     live_records,
     offload_config,
@@ -322,32 +322,34 @@ def variants_module(
                 module.body.operations[len(module.body.operations) - 1].erase()
                 break
             configs.append(winograd_config(t.m, kernel))
-    # the library's first choice, then each implementation family that would change it
-    families: list[str] = []
-    for impl in ("", *IMPL_FAMILIES) if offload is not None else ():
-        if impl and impl not in families:
-            continue
+
+    def offloaded(library: str, impl: str = "") -> set[str]:
+        """Add a function of the op run by ``library`` (in implementation family ``impl``);
+        returns the import names it calls (none: the library does not take it)."""
         name = f"c{len(configs)}"
         cut.function(module, name, order)
         before = _imports(module)
         step = (
-            f"xgen-byoc-offload{{backend={offload} precision={precision} functions={name} "
+            f"xgen-byoc-offload{{backend={library} precision={precision} functions={name} "
             f"threads={threads}" + (f" impl={impl}" if impl else "")
         )
         counts = run_steps(
             module,
             [f"{step} phase=layout}}", "xgen-cancel-reshapes", f"{step} phase=call}}"],
-            what=f"offloading {cand.description} to {offload}",
+            what=f"offloading {cand.description} to {library}",
         )
         said = counts.get("xgen-byoc-offload", {})  # "<op> -> onednn (+relu)": offloaded
-        if not any(k.split(" -> ", 1)[-1].startswith(str(offload)) for k in said if " -> " in k):
+        if not any(k.split(" -> ", 1)[-1].startswith(library) for k in said if " -> " in k):
             module.body.operations[len(module.body.operations) - 1].erase()  # not taken
-            if not impl:
-                break
-            continue
-        configs.append(offload_config(str(offload), _compute(cand, precision), impl))
-        if not impl and offload == ONEDNN.name:
-            families = _other_families(_imports(module) - before)
+            return set()
+        configs.append(offload_config(library, _compute(cand, precision), impl))
+        return _imports(module) - before
+
+    # the library's first choice, then each implementation family that would change it
+    imports = offloaded(offload) if offload is not None else set()
+    if imports and offload == ONEDNN.name:
+        for family in ONEDNN.other_families(min(imports)):
+            offloaded(offload, family)
     gemm = gemm_step is not None and cand.op.name in GEMM_OPS and not is_integer(cand.op)
     for group in GEMM_GROUPS if gemm else ():
         name = f"c{len(configs)}"
@@ -439,19 +441,6 @@ def _library_changed(records: list[Record]) -> bool:
     again)."""
     offloads = [r for r in records if r.config.get("algorithm") == ONEDNN.name]
     return bool(offloads) and not any(library_matches(r.config) for r in offloads)
-
-
-def _other_families(symbols: set[str]) -> list[str]:
-    """The implementation families (byoc/onednn.py ``IMPL_FAMILIES``) worth measuring besides
-    the library's first choice for an op offloaded as imports ``symbols``: those the library
-    has for it other than the first choice's own (asked of the first import: the names of an
-    op's parts differ in rows only)."""
-    if not symbols:
-        return []
-    symbol = min(symbols)
-    first = impl_family(ONEDNN.implementation(symbol))
-    head, _, parts = symbol.rpartition("_")  # "..._p2" -> "..._i<family>_p2"
-    return [f for f in IMPL_FAMILIES if f != first and ONEDNN.can_build(f"{head}_i{f}_{parts}")]
 
 
 def measure_conv(
@@ -719,8 +708,7 @@ def _attention_step(target: str, compile_options: dict[str, Any]) -> tuple[str, 
 def _algorithm_text(config: dict[str, Any]) -> str:
     if config.get("algorithm") == "winograd":
         return f"winograd {variant_name(config)}"
-    impl = f"[{config['impl']}]" if config.get("impl") else ""
-    return f"{config.get('algorithm')}{impl} ({config.get('compute')})"
+    return f"{library_label(config)} ({config.get('compute')})"
 
 
 def _allowed(target: str, compile_options: dict[str, Any]) -> Any:
