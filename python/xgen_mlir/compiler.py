@@ -566,16 +566,20 @@ def compile(
     imported linalg-on-tensors ``ir.Module``, which is left as it was (the passes run on a
     copy, so one import can be compiled with several option sets).
 
-    Where IREE cannot compile the module and the caller left the target's ``winograd`` option
-    alone, the compile is retried once with Winograd off (its transforms are what IREE's
-    fusion has failed on: a stack-allocated tile over the limit), with a warning; the report's
-    ``winograd_fallback`` says why. Failing again, the first error is raised.
+    Where IREE cannot compile a module holding Winograd convs and the caller left the target's
+    ``winograd`` option alone, the compile is retried with Winograd off (its transforms are
+    what IREE's fusion has failed on: a stack-allocated tile over the limit), with a warning;
+    the report's ``winograd_fallback`` says why. That retry comes before the pipeline's
+    fallback flag sets, which are tried last with Winograd on; the first error is raised when
+    all fail. A module without Winograd convs goes straight through the flag sets.
     """
-    try:
+    retry = _without_winograd(target, options)
+    if retry is None:
         return _compile_once(model, example_inputs, target, **options)
+    try:
+        return _compile_once(model, example_inputs, target, winograd_first=True, **options)
     except BackendCompileError as first:
-        retry = _without_winograd(target, options)
-        if retry is None:
+        if not first.winograd_convs:
             raise
         warn_fallback(
             f"target '{target}': IREE could not compile the module with Winograd convs; "
@@ -584,9 +588,21 @@ def compile(
         try:
             compiled = _compile_once(model, example_inputs, target, **retry)
         except XGenError:
-            raise first from None
+            try:  # the flag sets IREE's failure may need, with the Winograd convs kept
+                return _compile_once(
+                    model, example_inputs, target, flag_sets=slice(1, None), **options
+                )
+            except XGenError:
+                also = "also failed: Winograd off with every flag set, and the fallback flag sets"
+                raise BackendCompileError(f"{first}\n({also})", first.kept) from None
         compiled.report.winograd_fallback = str(first).splitlines()[0]
         return compiled
+
+
+def _winograd_convs(rewrites: dict[str, dict[str, int]]) -> int:
+    """How many convs xgen-winograd-convs turned into Winograd transforms."""
+    done = rewrites.get("xgen-winograd-convs", {})
+    return sum(n for what, n in done.items() if " as F(" in what)
 
 
 def _without_winograd(target: str, options: dict[str, Any]) -> dict[str, Any] | None:
@@ -609,9 +625,14 @@ def _compile_once(
     model: Any,
     example_inputs: Sequence[Any] | Any | None = None,
     target: str = "cpu",
+    *,
+    winograd_first: bool = False,
+    flag_sets: slice = slice(None),
     **options: Any,
 ) -> CompiledModule:
-    """``compile`` with the options as given."""
+    """``compile`` with the options as given. ``winograd_first``: the caller retries without
+    Winograd convs, so a module holding some tries only the pipeline's main flags (a failure
+    then carries ``winograd_convs``); ``flag_sets``: as in ``backend.iree.compile_vmfb``."""
     opts = CompileOptions.from_kwargs(options)
     check_entry_name(opts.entry)
     try:
@@ -679,16 +700,24 @@ def _compile_once(
     t0 = time.perf_counter()
     ext = opts.external_weights
     ext_bytes = None if ext is None or ext is False else (0 if ext is True else int(ext))
-    result = compile_outputs(
-        module,
-        pipeline,
-        extra_flags=list(opts.extra_iree_flags),
-        dump_executables=Path(opts.dump_executables) if opts.dump_executables else None,
-        external_weights=ext_bytes,
-        stem="model",
-        keep_temps=opts.keep_temps,
-        tuning=tuning,
-    )
+    winograd_convs = _winograd_convs(report.rewrites)
+    if winograd_first and winograd_convs:
+        flag_sets = slice(0, 1)
+    try:
+        result = compile_outputs(
+            module,
+            pipeline,
+            extra_flags=list(opts.extra_iree_flags),
+            dump_executables=Path(opts.dump_executables) if opts.dump_executables else None,
+            external_weights=ext_bytes,
+            stem="model",
+            keep_temps=opts.keep_temps,
+            tuning=tuning,
+            flag_sets=flag_sets,
+        )
+    except BackendCompileError as e:
+        e.winograd_convs = winograd_convs
+        raise
     report.tuning = result.dispatch_records.get("tuning")
     if choices is not None and choices.log:  # each conv's algorithm and why
         report.tuning = report.tuning or tuning

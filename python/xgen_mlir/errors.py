@@ -86,7 +86,10 @@ class PipelineError(XGenError):
 
 class BackendCompileError(XGenError):
     """IREE refused to compile the module (message carries IREE's diagnostics). ``kept``: the
-    folder with IREE's input, when the user asked to keep it."""
+    folder with IREE's input, when the user asked to keep it. ``winograd_convs``: how many
+    Winograd convs the module held (``compile()`` retries without them)."""
+
+    winograd_convs = 0
 
     def __init__(self, message: str, kept: Path | None = None) -> None:
         self.kept = kept

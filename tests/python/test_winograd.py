@@ -222,3 +222,36 @@ def test_iree_failing_with_winograd_retries_with_direct_convs(monkeypatch):
         check_close(compiled(x.numpy()), net(x).numpy(), atol=1e-5, rtol=1e-5, what="retried")
     with pytest.raises(BackendCompileError, match="simulated"):
         xgen_mlir.compile(net, (x,), tuning_db=False, target_options={"winograd": "tuned"})
+
+
+def test_a_failing_compile_tries_winograd_off_before_the_fallback_flags(monkeypatch):
+    """The order of the remedies when IREE fails: a module holding Winograd convs tries the
+    main flags only, then Winograd off (every flag set), then the fallback flag sets with
+    Winograd on; a module without them goes through the flag sets once, with no retry."""
+    from xgen_mlir import compiler
+    from xgen_mlir.errors import BackendCompileError, FallbackWarning
+
+    calls: list[tuple[str, slice]] = []
+
+    def always_fails(module, pipeline, **kw):
+        calls.append((pipeline.option_value("winograd"), kw["flag_sets"]))
+        raise BackendCompileError("IREE could not compile the module (simulated)")
+
+    monkeypatch.setattr(compiler, "compile_outputs", always_fails)
+    torch.manual_seed(0)
+    wide = torch.nn.Sequential(torch.nn.Conv2d(64, 64, 3, padding=1)).eval()
+    with pytest.warns(FallbackWarning, match="Winograd"):
+        with pytest.raises(BackendCompileError, match="simulated") as failed:
+            xgen_mlir.compile(wide, (torch.randn(1, 64, 8, 8),), tuning_db=False)
+    assert "also failed: Winograd off" in str(failed.value)
+    assert calls == [
+        ("tuned", slice(0, 1)),
+        ("false", slice(None)),
+        ("tuned", slice(1, None)),
+    ]
+    calls.clear()
+    narrow = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1)).eval()  # no Winograd
+    with pytest.raises(BackendCompileError, match="simulated") as failed:
+        xgen_mlir.compile(narrow, (torch.randn(1, 3, 8, 8),), tuning_db=False)
+    assert calls == [("tuned", slice(None))]
+    assert failed.value.winograd_convs == 0

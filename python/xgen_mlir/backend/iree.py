@@ -164,6 +164,7 @@ def compile_outputs(
     stem: str = "model",
     keep_temps: bool | None = None,
     tuning: Any = None,
+    flag_sets: slice = slice(None),
 ) -> BackendResult:
     """``compile_vmfb`` plus the outputs the pipeline's ``[iree] outputs`` ask for besides the
     module: a static library (``<stem>.o`` + ``<stem>.h``) and the VM program as C source
@@ -181,6 +182,7 @@ def compile_outputs(
             stem=stem,
             keep_temps=keep_temps,
             tuning=tuning,
+            flag_sets=flag_sets,
         )
         if "vm-c" in pipeline.outputs:  # the VM program as C source (no bytecode interpreter)
             c_module = compile_vmfb(
@@ -209,6 +211,7 @@ def compile_vmfb(
     stem: str = "input",
     keep_temps: bool | None = None,
     tuning: Any = None,
+    flag_sets: slice = slice(None),
 ) -> BackendResult:
     """Compile ``module`` with IREE for ``pipeline``'s target, with fallbacks.
 
@@ -218,6 +221,8 @@ def compile_vmfb(
     The scratch folder holding IREE's input is removed unless it is the caller's ``work_dir``
     or the compile failed and ``keep_temps`` (None: ``XGEN_KEEP_TEMPS``) asks to keep it.
     ``tuning``: a ``fusion.tunable.TuningRequest`` for the ``xgen-apply-tuning`` step.
+    ``flag_sets``: which of [the pipeline's flags, its fallbacks...] to try, in order (a caller
+    with a cheaper remedy of its own tries that before the fallback flag sets).
     """
     import iree.compiler as ic
 
@@ -228,6 +233,9 @@ def compile_vmfb(
         base.append(f"--iree-hal-dump-executable-files-to={dump_executables}")
     candidates: list[tuple[str | None, list[str]]] = [(None, base)]
     candidates += [(fb.why, fb.apply(base)) for fb in pipeline.fallbacks]
+    candidates = candidates[flag_sets]
+    if not candidates:
+        raise BackendCompileError(f"target '{pipeline.name}': no IREE flag sets left to try")
     tmp = Path(work_dir or tempfile.mkdtemp(prefix="xgen-iree-"))
     tmp.mkdir(parents=True, exist_ok=True)
     owned = work_dir is None  # our scratch folder
@@ -316,7 +324,7 @@ def compile_vmfb(
             )
         message = (
             f"IREE could not compile the module for target '{pipeline.name}' "
-            f"(tried {len(candidates)} flag sets).\n"
+            f"(tried {len(candidates)} flag set{'s' if len(candidates) > 1 else ''}).\n"
             f"First attempt's diagnostics:\n{attempts[0]}{_f64_note(module)}"
         )
         keep = not owned or temps_kept(keep_temps)
