@@ -20,10 +20,13 @@ lint: venv
 lit: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -sv tests/lit
 
-pytest: venv
-	$(PY) -m pytest -n 2 -q --durations=25 $(ARGS)
+pytest: venv  # worksteal: an idle worker takes tests from the busy one's queue (no long tail)
+	$(PY) -m pytest -n 2 --dist worksteal -q --durations=25 $(ARGS)
 
-check: venv lint lit pytest  ## all tests: lint, lit/FileCheck, pytest
+# lint (mostly mypy, one core) runs beside lit; each one's output stays in one piece
+check: venv  ## all tests: lint, lit/FileCheck, pytest
+	$(MAKE) -j2 --output-sync=target lint lit
+	$(MAKE) pytest
 
 fast: venv lint lit  ## the quick lane while working: everything but the tests marked slow (big models)
 	$(PY) -m pytest -n 2 -q -m "not slow" $(ARGS)
