@@ -447,8 +447,17 @@ def test_bundle_carries_the_plugin(fp32_module, cnn, tmp_path):
     assert manifest["executable_plugins"] == plugin
     assert manifest["files"][plugin] == onednn_sha(ONEDNN.plugin())
     found = onednn.installation()
-    assert found and f"libdnnl.so.{found.major}," in manifest["plugin_requires"]
-    assert not list(out.glob("libdnnl*")), "the bundle carries the plugin, not oneDNN itself"
+    assert found and f"libdnnl.so.{found.major}" in manifest["plugin_requires"]
+    carried = manifest["plugin_libraries"].get("onednn", [])
+    linked = subprocess.run(["ldd", str(out / plugin)], capture_output=True, text=True).stdout
+    if found.root != Path("/usr"):  # pip's oneDNN: carried, and found beside the plugin
+        lib = f"libdnnl.so.{found.major}"
+        assert carried == [lib] and manifest["files"][lib] == onednn_sha(found.root / "lib" / lib)
+        assert f"{out / lib} " in linked, linked
+        assert "carried beside the plugin" in manifest["plugin_requires"]
+    else:  # the system's: the device installs it as this host did
+        assert carried == [] and not list(out.glob("libdnnl*"))
+        assert "apt-get install" in manifest["plugin_requires"]
 
     m = load_bundle(out)
     assert m.plugins == {"onednn": str(out / plugin)}
@@ -481,12 +490,34 @@ def test_bundle_carries_the_plugin(fp32_module, cnn, tmp_path):
     assert proc.returncode == 3 and plugin in proc.stderr, proc.stderr
 
 
+def test_bundle_can_leave_the_library_to_the_device(fp32_module, cnn, tmp_path):
+    """carry_libraries=False: the plugin only, the manifest says where oneDNN comes from; a
+    carried library that was replaced is refused like the module."""
+    _, x, want = cnn
+    found = onednn.installation()
+    assert found is not None
+    out = fp32_module.save_bundle(tmp_path / "lean", carry_libraries=False)
+    manifest = read_manifest(out)
+    assert manifest["plugin_libraries"] == {} and not list(out.glob("libdnnl*"))
+    assert f"libdnnl.so.{found.major}, oneDNN" in manifest["plugin_requires"]
+    check_close(load_bundle(out)(x).numpy(), want, atol=1e-5 * _scale(want), rtol=1e-5, what="lean")
+    if found.root == Path("/usr"):
+        return  # nothing is carried from the system's oneDNN
+    out = save_bundle(fp32_module, tmp_path / "full")
+    lib = read_manifest(out)["plugin_libraries"]["onednn"][0]
+    tampered = tmp_path / "tampered.so"
+    tampered.write_bytes((out / lib).read_bytes()[:-1])
+    os.replace(tampered, out / lib)
+    with pytest.raises(BundleMismatchError, match=re.escape(lib)):
+        load_bundle(out)
+
+
 def test_bundle_without_offload_has_no_plugin(cnn, tmp_path):
     _, x, _ = cnn
     m = xgen_mlir.compile(torch.nn.Conv2d(3, 4, 1).eval(), (x,))
     manifest = read_manifest(save_bundle(m, tmp_path / "plain"))
     assert manifest["plugins"] == {} and manifest["executable_plugins"] == ""
-    assert manifest["plugin_requires"] == ""
+    assert manifest["plugin_requires"] == "" and manifest["plugin_libraries"] == {}
 
 
 def test_manifest_plugins_are_checked(fp32_module, tmp_path):

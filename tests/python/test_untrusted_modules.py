@@ -525,8 +525,12 @@ def test_save_bundle_is_atomic(cnn_ext, cnn, tmp_path, monkeypatch):
     other.save_bundle(target)
     # plus the oneDNN plugin where the module's convs start in oneDNN (a CPU without AVX-512)
     from xgen_mlir.runtime.plugins import REFLECTION_KEY as PLUGINS_KEY
+    from xgen_mlir.runtime.plugins import carried_libraries
 
-    plugin = ["libxgen_onednn.so"] if PLUGINS_KEY in other.reflection else []
+    offload = PLUGINS_KEY in other.reflection
+    plugin = (
+        ["libxgen_onednn.so", *(p.name for p in carried_libraries("onednn"))] if offload else []
+    )
     want = sorted(["manifest.json", "model.vmfb", "run.sh", *plugin])
     assert sorted(p.name for p in target.iterdir()) == want
     assert [p.name for p in tmp_path.iterdir()] == ["b"]

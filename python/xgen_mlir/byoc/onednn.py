@@ -64,8 +64,21 @@ class Install:
         lib = self.root / "lib"
         return [f"-I{self.root / 'include'}", f"-L{lib}", "-ldnnl", f"-Wl,-rpath,$ORIGIN:{lib}"]
 
-    def runtime_library(self) -> str:
-        """The library the plugin loads where it runs, and where it comes from."""
+    def carried(self) -> list[Path]:
+        """The shared libraries a bundle carries beside the plugin, which finds them there
+        through its ``$ORIGIN`` rpath: pip's oneDNN (nothing a device's package manager
+        installs); none for the system's, which a device installs as it was installed here."""
+        lib = self.root / "lib" / f"libdnnl.so.{self.major}"
+        return [] if self.root == Path("/usr") or not lib.is_file() else [lib]
+
+    def runtime_library(self, carried: bool = False) -> str:
+        """The library the plugin loads where it runs, and where it comes from (``carried``:
+        beside the plugin, in a bundle: then what that library needs from the system)."""
+        if carried:
+            return (
+                f"libdnnl.so.{self.major} (carried beside the plugin) needs the GNU OpenMP and "
+                "C++ runtimes: libgomp.so.1, libstdc++.so.6"
+            )
         if self.major >= 3:
             source = f"pip install {PIP_PACKAGES.split()[0]}; its lib/ on the library path"
         else:
@@ -117,11 +130,19 @@ class Backend:
             return f"oneDNN's headers (under {where}), not installed ({INSTALL_HINT})"
         return None
 
-    def runtime_library(self) -> str:
-        """What the plugin loads from the system where it runs ("" if it cannot be built): a
-        bundle carries the plugin, not this library, and names it."""
+    def runtime_library(self, carried: bool = False) -> str:
+        """What the plugin loads from the system where it runs ("" if it cannot be built);
+        ``carried``: what is left to the system once a bundle carries ``carried_libraries``."""
         found = installation()
-        return found.runtime_library() if found else ""
+        if found is None:
+            return ""
+        return found.runtime_library(carried=carried and bool(found.carried()))
+
+    def carried_libraries(self) -> list[Path]:
+        """The shared libraries a bundle copies beside the plugin (pip's oneDNN; not the
+        system's)."""
+        found = installation()
+        return found.carried() if found else []
 
     def library(self) -> str:
         """The library and version the plugin is built against ("oneDNN 3.2.0"; "" if none):

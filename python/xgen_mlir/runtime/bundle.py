@@ -11,8 +11,11 @@ A bundle is a folder:
   ``iree-run-module`` (``--benchmark``: ``iree-benchmark-module``) with the right flags;
 * ``libxgen_<backend>.so``: the executable plugin of each kernel library the module's
   dispatches call (BYOC offload, docs/byoc.md), given to the tools as
-  ``--executable_plugin=`` and to ``load_bundle``'s module; the libraries a plugin links
-  (oneDNN's ``libdnnl.so.2``) are not copied: the manifest's ``plugin_requires`` names them;
+  ``--executable_plugin=`` and to ``load_bundle``'s module; beside it the library it links
+  where that came from pip (oneDNN's ``libdnnl.so.3``, found through the plugin's ``$ORIGIN``
+  rpath; ``carry_libraries=False`` leaves it out); the manifest's ``plugin_requires`` names
+  what the device must still have (the system's oneDNN, or the runtimes the carried one
+  needs);
 * bare-metal targets: the static library (``.o`` + ``.h``) and C module (``_module.c``).
 
 ``manifest.json`` is written with one top-level key per line so ``run.sh`` can read the
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ModuleLoadError, XGenError
 from ..fileio import atomic_replace_dir
 from .plugins import REFLECTION_KEY as PLUGINS_KEY
-from .plugins import plugin_paths, runtime_library
+from .plugins import carried_libraries, plugin_paths, runtime_library
 from .signature import check_entry_name
 from .targets import executable_formats, normalize_arch
 
@@ -120,11 +123,15 @@ def _replaceable(out: Path) -> None:
         )
 
 
-def save_bundle(module: CompiledModule, directory: str | os.PathLike[str]) -> Path:
+def save_bundle(
+    module: CompiledModule, directory: str | os.PathLike[str], carry_libraries: bool = True
+) -> Path:
     """Write ``module`` as a bundle in ``directory``, atomically: the files are written to a
     hidden folder beside it, which then takes the place of ``directory`` (an existing bundle
     there is replaced only once the new one is complete; a folder holding other files is
-    refused)."""
+    refused). ``carry_libraries``: copy the shared libraries the BYOC plugins link from
+    outside the system (pip's oneDNN, 54 MB) beside them, so that the bundle runs where
+    they are not installed."""
     out = Path(directory)
     if out.is_symlink():
         out = out.resolve()
@@ -134,7 +141,7 @@ def save_bundle(module: CompiledModule, directory: str | os.PathLike[str]) -> Pa
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        _write_bundle(module, tmp)
+        _write_bundle(module, tmp, carry_libraries)
         umask = os.umask(0)
         os.umask(umask)
         tmp.chmod(0o777 & ~umask)
@@ -145,7 +152,7 @@ def save_bundle(module: CompiledModule, directory: str | os.PathLike[str]) -> Pa
     return out
 
 
-def _write_bundle(module: CompiledModule, out: Path) -> None:
+def _write_bundle(module: CompiledModule, out: Path, carry_libraries: bool = True) -> None:
     """The bundle's files in ``out``; the manifest last, so a half-written folder has none."""
     info: dict[str, Any] = dict(module.build_info)
     files: dict[str, str] = {}
@@ -167,6 +174,7 @@ def _write_bundle(module: CompiledModule, out: Path) -> None:
         _write(out / name, data)
         files[name] = sha256(data)
     plugins: dict[str, str] = {}
+    libraries: dict[str, list[str]] = {}  # carried beside each backend's plugin
     needs = module.reflection.get(PLUGINS_KEY, "")
     backends = [n for n in needs.split(",") if n]
     paths = plugin_paths(needs, module.plugins, module.source)
@@ -178,6 +186,13 @@ def _write_bundle(module: CompiledModule, out: Path) -> None:
         _write(out / name, data, 0o755)
         files[name] = sha256(data)
         plugins[backend] = name
+        for lib in carried_libraries(backend) if carry_libraries else []:
+            if not _FILE_NAME.fullmatch(lib.name) or lib.name in files:
+                raise XGenError(f"library {lib.name!r} cannot be a file of a bundle")
+            data = lib.read_bytes()
+            _write(out / lib.name, data, 0o755)
+            files[lib.name] = sha256(data)
+            libraries.setdefault(backend, []).append(lib.name)
     sig = module.signature
     arch = info.get("arch", "host")
     formats = sorted(executable_formats(module.vmfb))
@@ -200,11 +215,15 @@ def _write_bundle(module: CompiledModule, out: Path) -> None:
         "executable_formats": formats,
         # the CPU the module's code was compiled for (load() refuses a host that lacks one)
         "cpu_features": module.cpu_features,
-        # BYOC: executable plugin files by backend, the same as one line for run.sh, and the
-        # shared libraries they load, which must be installed where the bundle runs
+        # BYOC: executable plugin files by backend, the same as one line for run.sh, the
+        # libraries carried beside them, and what they load that must be installed where
+        # the bundle runs
         "plugins": plugins,
         "executable_plugins": " ".join(plugins.values()),
-        "plugin_requires": "; ".join(filter(None, (runtime_library(b) for b in plugins))),
+        "plugin_libraries": libraries,
+        "plugin_requires": "; ".join(
+            filter(None, (runtime_library(b, carried=b in libraries) for b in plugins))
+        ),
         "files": files,
         "versions": _versions(),
     }
@@ -243,6 +262,7 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "versions": dict,
     "plugins": dict,
     "executable_plugins": str,
+    "plugin_libraries": dict,
     "plugin_requires": str,
 }
 _JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number"}
@@ -318,6 +338,16 @@ def _check_manifest(manifest: Any, path: Path) -> dict[str, Any]:
         check_file_name(name, f"plugins[{backend!r}]", path)
         if name not in files:
             raise BundleMismatchError(f"{path}: plugin {name!r} is not listed in 'files'")
+    for backend, names in manifest.get("plugin_libraries", {}).items():
+        if backend not in manifest.get("plugins", {}) or not isinstance(names, list):
+            raise BundleMismatchError(
+                f"{path}: plugin_libraries[{backend!r}] must be a list of files of a plugin's"
+                " backend"
+            )
+        for name in names:
+            check_file_name(name, f"plugin_libraries[{backend!r}]", path)
+            if name not in files:
+                raise BundleMismatchError(f"{path}: library {name!r} is not listed in 'files'")
     try:
         check_entry_name(manifest["entry"])
     except XGenError as e:

@@ -360,11 +360,12 @@ class CompiledModule:
         atomic_write_text(sha256_sidecar(path), f"{digest}  {path.name}\n")
         return path
 
-    def save_bundle(self, directory: str | os.PathLike[str]) -> Path:
-        """Write a deployable bundle (module, weights, manifest.json, run.sh): runtime_bridge/."""
+    def save_bundle(self, directory: str | os.PathLike[str], carry_libraries: bool = True) -> Path:
+        """Write a deployable bundle (module, weights, manifest.json, run.sh, BYOC plugins and
+        the libraries they link from pip unless ``carry_libraries=False``): runtime_bridge/."""
         from .bundle import save_bundle
 
-        return save_bundle(self, directory)
+        return save_bundle(self, directory, carry_libraries)
 
     def save_artifacts(self, directory: str | os.PathLike[str]) -> list[Path]:
         """Write the module and any side artifacts (bare metal: .o, .h, C module) to a folder."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 from ..errors import ModuleLoadError
@@ -53,14 +54,25 @@ def plugin_paths(names: str, given: dict[str, str] | None, source: str) -> list[
     return paths
 
 
-def runtime_library(name: str) -> str:
-    """What backend ``name``'s plugin loads from the system ("" if unknown or nothing)."""
+def runtime_library(name: str, carried: bool = False) -> str:
+    """What backend ``name``'s plugin loads from the system ("" if unknown or nothing);
+    ``carried``: once a bundle carries ``carried_libraries(name)`` beside it."""
     from ..byoc import backend_named
 
     try:
-        return backend_named(name).runtime_library()
+        return backend_named(name).runtime_library(carried=carried)
     except ValueError:
         return ""
+
+
+def carried_libraries(name: str) -> list[Path]:
+    """The shared libraries backend ``name``'s plugin loads that a bundle copies beside it."""
+    from ..byoc import backend_named
+
+    try:
+        return backend_named(name).carried_libraries()
+    except ValueError:
+        return []
 
 
 # the symbol every IREE executable plugin exports (iree/hal/local/executable_plugin.h)
