@@ -7,6 +7,7 @@ import io
 import json
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import zipfile
@@ -230,6 +231,42 @@ def test_parser_crash_is_an_error_not_a_crash(tmp_path, text):
     assert proc.stdout == ""
     proc = run(str(BIN / "xgen-opt"), "-", stdin=text.encode())
     assert proc.returncode == 1 and "<stdin>: error: MLIR's parser crashed" in proc.stderr
+
+
+_FORKED_CHECK = """
+import sys
+from xgen_mlir.frontend import mlir_import
+done = mlir_import._forked_check(["torch", "0", sys.argv[1]], 60.0)
+said = None if done is None else done.stdout.decode().split()[-1:]
+print("spawned" if done is None else f"forked {done.returncode} {said}")
+"""
+
+
+@pytest.mark.parametrize("text", [GOOD, TRANSPOSE], ids=["good", "crashing"])
+def test_a_single_threaded_process_forks_for_the_parse_check(tmp_path, text):
+    """Where the caller is one thread (numpy's BLAS server off), the check runs in a fork of
+    it: the parse survives ("done") or its crash comes back as the signal; with another thread
+    running, it does not fork (a fresh interpreter checks instead: the tests above)."""
+    f = tmp_path / "in.mlir"
+    f.write_text(text)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", _FORKED_CHECK, str(f)], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    want = "forked 0 ['done']" if text == GOOD else f"forked -{int(signal.SIGSEGV)} ['0']"
+    assert proc.stdout.strip().splitlines()[-1] == want, proc.stdout
+    if text == TRANSPOSE:
+        crashed = subprocess.run(  # xgen-opt says the same as when it spawns the check
+            [str(BIN / "xgen-opt"), str(f)], capture_output=True, text=True, env=env
+        )
+        assert crashed.returncode == 1 and "Traceback" not in crashed.stderr
+        assert "in.mlir: error: MLIR's parser crashed on this input (SIGSEGV" in crashed.stderr
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    proc = subprocess.run(
+        [sys.executable, "-c", _FORKED_CHECK, str(f)], capture_output=True, text=True, env=env
+    )
+    assert proc.stdout.strip().splitlines()[-1] == "spawned", proc.stdout
 
 
 def test_xgen_opt_split_input_keeps_the_chunks_that_parse(tmp_path):
