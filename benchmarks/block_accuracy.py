@@ -23,6 +23,11 @@ after ranking, the kept weights and biases are least-squares refitted layer afte
 reproduce the dense layers' outputs on the calibration sentences (``compress.prune``'s default
 when calibration is given) or kept as they were ("off").
 
+``--text pydoc+stdlib`` distils on the standard library's docstrings too (12,224 more
+sentences, parsed from its sources; none equal to a pydoc sentence, so none held out), and
+``--layerwise`` adds every encoder layer's relative squared error against the dense model's
+same layer to the loss (TinyBERT's hidden-state distillation), not only the last one's.
+
 The block shapes: the cpu target's default (its register tile, 8 x 64 with AVX-512) and a
 finer one (8 x 16: the same kernel family, one vector of columns). ``--speed`` also times the
 MiniLM layer shapes (sequence 128) at every shape and level, compiled by xgen_mlir's cpu
@@ -101,6 +106,31 @@ def pydoc_sentences() -> list[tuple[str, str]]:
     return sorted((s, next(iter(t))) for s, t in where.items() if len(t) == 1)
 
 
+def stdlib_sentences(exclude: set[str]) -> list[str]:
+    """Prose sentences of the standard library's docstrings (its sources parsed, never
+    imported; test packages skipped), none of them in ``exclude`` (the pydoc sentences, so no
+    held-out sentence is trained on), in a fixed order: more text to distil on."""
+    import ast
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    found: set[str] = set()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).parts
+        if rel[0] in ("site-packages", "dist-packages", "test", "idlelib") or "tests" in rel:
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node)
+                if doc:
+                    found.update(split_sentences(doc))
+    return sorted(found - exclude)
+
+
 def held_out(sentence: str, share: float) -> bool:
     """A fixed split by a hash of the text (the same on every machine and Python)."""
     return zlib.crc32(sentence.encode()) % 1000 < share * 1000
@@ -175,6 +205,46 @@ def embedding_distill(student: torch.Tensor, teacher: torch.Tensor) -> torch.Ten
     rel = (student - teacher).pow(2).sum() / teacher.pow(2).sum()
     cos = nn.functional.cosine_similarity(student.sum(1), teacher.sum(1), dim=-1)
     return rel + (1 - cos).mean()
+
+
+class LayerTaps:
+    """Each encoder layer's output in the latest forward, and that forward's attention mask
+    (hooks): what layer-wise distillation compares."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.outs: dict[int, torch.Tensor] = {}
+        self.mask = torch.ones(1)
+        layers = [m for n, m in model.named_modules() if re.search(r"encoder\.layer\.\d+$", n)]
+        for i, layer in enumerate(layers):
+            layer.register_forward_hook(self._keep(i))
+        model.register_forward_pre_hook(self._keep_mask)
+
+    def _keep(self, i: int):
+        def hook(module, inputs, out) -> None:
+            self.outs[i] = out[0] if isinstance(out, tuple) else out
+
+        return hook
+
+    def _keep_mask(self, module, inputs) -> None:
+        self.mask = inputs[1]
+
+
+def layerwise_distill(student_taps: LayerTaps, teacher_taps: LayerTaps):
+    """``embedding_distill`` plus every encoder layer's relative squared error against the
+    teacher's same layer (padding left out), averaged over layers: each pruned layer is
+    pulled towards its dense counterpart, not only the last one (TinyBERT's hidden-state
+    loss)."""
+
+    def loss(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+        keep = student_taps.mask[..., None].to(student.dtype)
+        rels = [
+            ((s - teacher_taps.outs[i]) * keep).pow(2).sum()
+            / (teacher_taps.outs[i] * keep).pow(2).sum()
+            for i, s in student_taps.outs.items()
+        ]
+        return embedding_distill(student, teacher) + torch.stack(rels).mean()
+
+    return loss
 
 
 @torch.no_grad()
@@ -318,6 +388,18 @@ def main() -> None:
         default=256,
         help="training sentences the activation criterion and the refit measure inputs on",
     )
+    ap.add_argument(
+        "--text",
+        choices=["pydoc", "pydoc+stdlib"],
+        default="pydoc",
+        help="what to distil on: the pydoc training sentences, or those plus the standard "
+        "library's docstrings (held-out sentences excluded)",
+    )
+    ap.add_argument(
+        "--layerwise",
+        action="store_true",
+        help="also match every encoder layer's output to the dense model's (not only the last)",
+    )
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--max-len", type=int, default=48, help="tokens per sentence at most")
     ap.add_argument("--lr", type=float, default=2e-4)
@@ -349,6 +431,11 @@ def main() -> None:
     train_tok = Tokens(tokenizer, [s for s, _ in train], args.max_len)
     test_tok = Tokens(tokenizer, [s for s, _ in test], args.max_len)
     print(f"pydoc sentences: {len(train)} to distil on, {len(test)} held out")
+    distil_tok = train_tok
+    if args.text == "pydoc+stdlib":
+        extra = stdlib_sentences({s for s, _ in data})
+        distil_tok = Tokens(tokenizer, [s for s, _ in train] + extra, args.max_len)
+        print(f"plus {len(extra)} standard-library docstring sentences to distil on")
 
     want = embed(dense, test_tok)
     task = TopicTask(
@@ -363,6 +450,8 @@ def main() -> None:
     cfg = {
         k: v for k, v in vars(args).items() if k in ("steps", "batch", "max_len", "lr", "held_out")
     }
+    if args.text != "pydoc" or args.layerwise:  # the earlier results' configs stay as they were
+        cfg.update(text=args.text, layerwise=args.layerwise)
     calib = calibration_batches(train_tok, args.calibration, args.batch)
     rows = []
     methods = [
@@ -377,13 +466,13 @@ def main() -> None:
             ccfg["calibration_sentences"] = args.calibration
         for shape in args.shapes:
             for level in args.levels:
-                key = config_key(shape, level, criterion, refit)
+                key = config_key(shape, level, criterion, refit) + variant_suffix(args)
                 done = args.cache / f"{key}.json"
                 if done.exists() and json.loads(done.read_text()).get("config") == ccfg:
                     rows.append(json.loads(done.read_text()))
                     print(f"{key}: cached")
                     continue
-                data_ = (train_tok, test_tok, want, task, calib)
+                data_ = (distil_tok, test_tok, want, task, calib)
                 rows.append(
                     run_config(args, ccfg, dense, example, data_, shape, level, criterion, refit)
                 )
@@ -405,14 +494,28 @@ def config_key(shape, level, criterion, refit) -> str:
     return f"{shape[0]}x{shape[1]}_{level:g}x_{criterion}" + ("_refit" if refit else "")
 
 
+def variant_suffix(args) -> str:
+    """The cache key's part for the distillation's text and loss (empty for the defaults)."""
+    return ("_stdlib" if args.text == "pydoc+stdlib" else "") + (
+        "_layerwise" if args.layerwise else ""
+    )
+
+
 def method(row: dict) -> str:
-    """How a row's model was pruned: the ranking criterion, and the refit if it had one."""
-    return row.get("criterion", "weight") + (" + refit" if row.get("refit") else "")
+    """How a row's model was pruned (the ranking criterion, and the refit if it had one) and
+    distilled (on more text, layer by layer), where not the defaults."""
+    cfg = row.get("config", {})
+    return (
+        row.get("criterion", "weight")
+        + (" + refit" if row.get("refit") else "")
+        + (" + stdlib text" if cfg.get("text") == "pydoc+stdlib" else "")
+        + (" + layer-wise" if cfg.get("layerwise") else "")
+    )
 
 
 def run_config(args, cfg, dense, example, data, shape, level, criterion, refit) -> dict:
     train_tok, test_tok, want, task, calib = data
-    key = config_key(shape, level, criterion, refit)
+    key = config_key(shape, level, criterion, refit) + variant_suffix(args)
     t0 = time.time()
     student = compress.prune(
         dense,
@@ -426,6 +529,9 @@ def run_config(args, cfg, dense, example, data, shape, level, criterion, refit) 
         refit=refit,
     ).to(args.device)
     teacher = copy.deepcopy(dense).to(args.device)
+    loss = embedding_distill
+    if args.layerwise:
+        loss = layerwise_distill(LayerTaps(student), LayerTaps(teacher))
     desc = compress.describe(student)
     before = embed(student, test_tok)
     row: dict = {
@@ -458,7 +564,7 @@ def run_config(args, cfg, dense, example, data, shape, level, criterion, refit) 
         schedule="cosine",
         teacher=teacher,
         distill=1.0,
-        distill_loss=embedding_distill,
+        distill_loss=loss,
         checkpoint=ckpt,
     )
     student.cpu()
@@ -491,7 +597,8 @@ def report(args, rows, dense_acc, task, n_train, n_test, speed, seconds) -> None
     payload = {
         "meta": {
             "model": "all-MiniLM-L6-v2 (models.minilm), encoder Linears block-pruned",
-            "data": "pydoc_data.topics sentences",
+            "data": "pydoc_data.topics sentences"
+            + (" + standard-library docstrings (distillation)" if args.text != "pydoc" else ""),
             "sentences_train": n_train,
             "sentences_held_out": n_test,
             "topics": task.topics,
