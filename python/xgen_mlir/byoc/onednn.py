@@ -134,9 +134,7 @@ class Backend:
         """What the plugin loads from the system where it runs ("" if it cannot be built);
         ``carried``: what is left to the system once a bundle carries ``carried_libraries``."""
         found = installation()
-        if found is None:
-            return ""
-        return found.runtime_library(carried=carried and bool(found.carried()))
+        return found.runtime_library(carried=carried) if found else ""
 
     def carried_libraries(self) -> list[Path]:
         """The shared libraries a bundle copies beside the plugin (pip's oneDNN; not the

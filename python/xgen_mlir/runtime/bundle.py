@@ -152,6 +152,17 @@ def save_bundle(
     return out
 
 
+def _add_file(
+    out: Path, files: dict[str, str], name: str, data: bytes, mode: int = 0o644, what: str = ""
+) -> None:
+    """Write one more file of the bundle and list its sha256; a name that is not a plain
+    file name, or is taken, is refused."""
+    if not _FILE_NAME.fullmatch(name) or name in (MANIFEST_FILE, RUN_FILE) or name in files:
+        raise XGenError(f"{what} name {name!r} cannot be a file of a bundle")
+    _write(out / name, data, mode)
+    files[name] = sha256(data)
+
+
 def _write_bundle(module: CompiledModule, out: Path, carry_libraries: bool = True) -> None:
     """The bundle's files in ``out``; the manifest last, so a half-written folder has none."""
     info: dict[str, Any] = dict(module.build_info)
@@ -169,10 +180,7 @@ def _write_bundle(module: CompiledModule, out: Path, carry_libraries: bool = Tru
         files[PARAMS_FILE] = sha256(data)
         params = PARAMS_FILE
     for name, data in module.artifacts.items():
-        if not _FILE_NAME.fullmatch(name) or name in (MANIFEST_FILE, RUN_FILE) or name in files:
-            raise XGenError(f"artifact name {name!r} cannot be a file of a bundle")
-        _write(out / name, data)
-        files[name] = sha256(data)
+        _add_file(out, files, name, data, what="artifact")
     plugins: dict[str, str] = {}
     libraries: dict[str, list[str]] = {}  # carried beside each backend's plugin
     needs = module.reflection.get(PLUGINS_KEY, "")
@@ -180,18 +188,10 @@ def _write_bundle(module: CompiledModule, out: Path, carry_libraries: bool = Tru
     paths = plugin_paths(needs, module.plugins, module.source)
     for backend, path in zip(backends, paths, strict=True):
         name = f"libxgen_{backend}.so"
-        if not _FILE_NAME.fullmatch(name) or name in files:
-            raise XGenError(f"plugin name {backend!r} cannot be a file of a bundle")
-        data = Path(path).read_bytes()
-        _write(out / name, data, 0o755)
-        files[name] = sha256(data)
+        _add_file(out, files, name, Path(path).read_bytes(), 0o755, f"plugin of {backend!r}")
         plugins[backend] = name
         for lib in carried_libraries(backend) if carry_libraries else []:
-            if not _FILE_NAME.fullmatch(lib.name) or lib.name in files:
-                raise XGenError(f"library {lib.name!r} cannot be a file of a bundle")
-            data = lib.read_bytes()
-            _write(out / lib.name, data, 0o755)
-            files[lib.name] = sha256(data)
+            _add_file(out, files, lib.name, lib.read_bytes(), 0o755, f"library of {backend!r}")
             libraries.setdefault(backend, []).append(lib.name)
     sig = module.signature
     arch = info.get("arch", "host")

@@ -57,22 +57,24 @@ def plugin_paths(names: str, given: dict[str, str] | None, source: str) -> list[
 def runtime_library(name: str, carried: bool = False) -> str:
     """What backend ``name``'s plugin loads from the system ("" if unknown or nothing);
     ``carried``: once a bundle carries ``carried_libraries(name)`` beside it."""
-    from ..byoc import backend_named
-
-    try:
-        return backend_named(name).runtime_library(carried=carried)
-    except ValueError:
-        return ""
+    backend = _backend(name)
+    return backend.runtime_library(carried=carried) if backend else ""
 
 
 def carried_libraries(name: str) -> list[Path]:
     """The shared libraries backend ``name``'s plugin loads that a bundle copies beside it."""
+    backend = _backend(name)
+    return backend.carried_libraries() if backend else []
+
+
+def _backend(name: str) -> Any:
+    """The offload backend called ``name`` (None: unknown here)."""
     from ..byoc import backend_named
 
     try:
-        return backend_named(name).carried_libraries()
+        return backend_named(name)
     except ValueError:
-        return []
+        return None
 
 
 # the symbol every IREE executable plugin exports (iree/hal/local/executable_plugin.h)
