@@ -129,6 +129,24 @@ def test_mlp_compiles_to_block_kernels_with_numerics():
     assert np.isnan(out[3]).all() and not np.isnan(np.delete(out, 3, 0)).any()
 
 
+@pytest.mark.parametrize("tokens", [20, 45, 100])
+def test_kernel_edges_tokens_columns_and_chunks(tokens):
+    """Tokens that leave a token tile part-filled (and several tiles), inputs that are not
+    whole 8 x 8 transpose blocks (300 = 37 x 8 + 4) and span several column chunks, outputs
+    that are not whole blocks or workgroups (70): the pack and the kernel against PyTorch."""
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(300, 70), nn.ReLU()).eval()
+    x = torch.randn(tokens, 300)
+    pruned = compress.prune(model, (x,), scheme="block", rate=4.0)
+    compiled, rw = _compiled(pruned, x)
+    assert rw["xgen-lower-bcsr-kernels"]["block-sparse kernels"] == 1, rw
+    assert _rel(compiled(x), pruned(x).detach()) < 1e-5
+    bad = x.clone()
+    bad[-1, 299] = float("inf")  # the last token and the last (tail) column
+    out = np.asarray(compiled(bad))
+    assert np.isnan(out[-1]).any() and not np.isnan(out[:-1]).any()
+
+
 def test_dense_layer_stays_dense_with_reason():
     model, x = _mlp(), torch.randn(32, 128)
     _, rw = _compiled(model, x)

@@ -1,20 +1,26 @@
 """C for a block-sparse linear layer: ``y[M, N] = act(x[M, K] W^T + bias)`` from compact
 block storage (``xgen_sparse.bcsr_linear``).
 
-Vectors run along M (tokens, pixels), not along the weights: the kernel reads ``x^T`` [K, MP]
-(MP = M rounded up to whole tiles, the wrapper transposes and pads), so a kept weight is one
-scalar broadcast into an FMA and any kept-row / kept-column set costs only what it keeps. The
-register tile (``target.block_tile``) is ``rows`` weight rows x ``m_vectors`` vectors of
-tokens: for each kept column of a block, ``m_vectors`` loads of x^T and ``r x m_vectors``
-FMAs (``r`` = the block's kept rows, a compile-time constant in each ``switch`` case, so the
-accumulators stay in registers). After a block its accumulators are added to the block-row's
-tile (on the stack, in L1) at the kept rows' places; after the block-row's blocks, the bias
-(the tile's start), the NaN flags, the activation, and the store of ``rows`` consecutive
-outputs per token.
+Vectors run along M (tokens, pixels), not along the weights, so a kept weight is one scalar
+broadcast into an FMA and any kept-row / kept-column set costs only what it keeps. The
+wrapper lays x out in token tiles, ``[MP / MT][K][MT]`` (MT tokens per tile, MP = M rounded
+up to whole tiles, zero padded), so one tile's columns are contiguous and a chunk of
+``kc`` of them (at most 16 KiB) stays in L1.
 
-Nothing but the compact tables is indexed at run time: block list per block-row, kept rows
-and columns per block (static const arrays in the object), values column by column. One
-workgroup per block-row; it runs every token tile, so its weights stay in L1.
+Each kept block is a ``switch`` case on its (kept rows, kept columns) pair, both
+compile-time constants: for each kept column, ``d`` vector loads of x and ``r x d`` FMAs
+into accumulators that stay in registers (``d`` vectors of tokens per pass, the most that
+fit the register file beside them); then added to the block-row's tile (on the stack, in
+L1) at the kept rows' places. A workgroup owns ``group`` block-rows and, per token tile and
+chunk of columns, runs every block of each of them in that chunk: the chunk of x is read
+from L2 once and reused by all of them from L1. Column indices are stored as byte offsets
+inside their chunk (16 bits), so a column costs one table load and no address arithmetic.
+After the last chunk: the bias (the tile's start), the NaN flags, the activation, and the
+store of ``rows`` consecutive outputs per token.
+
+Nothing but the compact tables is indexed at run time: per block-row and chunk its first
+block, per block its case, kept rows and column offsets (static const arrays in the
+object), values column by column.
 
 NaN/Inf: ``flags[m]`` (the wrapper's sum of ``x[m, :] * 0``: NaN iff token m has a NaN or
 Inf input) is added to every output of token m, so a pruned weight meeting a NaN/Inf input
@@ -30,6 +36,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..target import busy_share
+
+#: vectors of tokens per token tile: 4 x 8 on AVX2, 4 x 16 on AVX-512 (blocks keeping up to half
+#: their rows run it in one pass with their accumulators in registers)
+TOKEN_VECTORS = 4
+
 
 @dataclass
 class BcsrSpec:
@@ -39,7 +51,7 @@ class BcsrSpec:
     k: int  # inputs
     block: tuple[int, int]  # (rows, cols) of a block
     lanes: int  # f32 per vector
-    m_vectors: int  # vectors of tokens per register tile
+    m_vectors: int  # vectors of tokens per token tile (fewer where M is smaller)
     block_offsets: np.ndarray
     row_offsets: np.ndarray
     col_offsets: np.ndarray
@@ -47,11 +59,17 @@ class BcsrSpec:
     kept_cols: np.ndarray
     act: tuple[str, ...] = ()
     nan_checks: bool = True
+    registers: int = 16  # vector registers the register tiles may use
+    workers: int = 0  # threads the dispatch runs on (0: not known)
+    chunk_bytes: int = 16 * 1024  # the x chunk a workgroup's block-rows share from L1
 
     @property
     def nm(self) -> int:
-        """Vectors per token tile: fewer for few tokens (no tile of padding)."""
-        return self.m_vectors if self.m >= self.m_vectors * self.lanes else 1
+        """Vectors per token tile: fewer for few tokens (no whole vector of padding), whole
+        groups of 8 tokens (the pack transposes 8 x 8 blocks)."""
+        step = max(1, 8 // self.lanes)
+        nm = max(1, min(self.m_vectors, -(-self.m // self.lanes)))
+        return -(-nm // step) * step
 
     @property
     def m_tile(self) -> int:
@@ -64,6 +82,37 @@ class BcsrSpec:
     @property
     def block_rows(self) -> int:
         return -(-self.n // self.block[0])
+
+    @property
+    def kc(self) -> int:
+        """Columns per chunk: whole column tiles of blocks, one tile's chunk of x at most
+        ``chunk_bytes`` (and byte offsets inside it fit 16 bits)."""
+        bc = self.block[1]
+        limit = min(self.chunk_bytes, 65536) // (4 * self.m_tile)
+        return max(bc, limit // bc * bc)
+
+    @property
+    def group(self) -> int:
+        """Block-rows per workgroup: 8 (each chunk of x read once for all of them), or fewer
+        where that keeps IREE's ``workers`` busier (``target.busy_share``)."""
+        best, share = 1, -1.0
+        for g in (8, 6, 4, 3, 2, 1):
+            s = busy_share(-(-self.block_rows // g), self.workers) if self.workers else 1.0
+            if s > share + 1e-9:
+                best, share = g, s
+        return best
+
+    @property
+    def workgroups(self) -> int:
+        return -(-self.block_rows // self.group)
+
+    def pass_vectors(self, r: int) -> int:
+        """Token vectors per pass for blocks keeping ``r`` rows: the most (dividing the tile)
+        whose ``r x d`` accumulators, ``d`` inputs and a broadcast fit the registers."""
+        for d in range(self.nm, 0, -1):
+            if self.nm % d == 0 and r * d + d + 2 <= self.registers:
+                return d
+        return 1
 
 
 #: ln 2 to 9 bits: n * LN2_HI is exact for the exponents exp can take
@@ -152,30 +201,173 @@ def pack_values(values: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return np.concatenate([np.asarray(values, np.float32).ravel(), np.asarray(bias, np.float32)])
 
 
+def _block_cases(spec: BcsrSpec) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The distinct (kept rows, kept columns) pairs of the blocks, and each block's index."""
+    pairs = list(
+        zip(np.diff(spec.row_offsets).tolist(), np.diff(spec.col_offsets).tolist(), strict=True)
+    )
+    cases = sorted(set(pairs))
+    index = {p: i for i, p in enumerate(cases)}
+    return cases, np.array([index[p] for p in pairs], np.int64)
+
+
+def _chunk_starts(spec: BcsrSpec) -> np.ndarray:
+    """``[block_rows][chunks + 1]``: each block-row's first block in each chunk of columns
+    (blocks are stored by rising column tile), the last entry its end."""
+    bc, kc = spec.block[1], spec.kc
+    chunks = -(-spec.k // kc)
+    first_col = spec.kept_cols[spec.col_offsets[:-1]] if len(spec.kept_cols) else np.zeros(0)
+    chunk_of = np.asarray(first_col, np.int64) // bc * bc // kc
+    starts = np.zeros((spec.block_rows, chunks + 1), np.int64)
+    for i in range(spec.block_rows):
+        lo, hi = int(spec.block_offsets[i]), int(spec.block_offsets[i + 1])
+        starts[i] = lo + np.searchsorted(chunk_of[lo:hi], np.arange(chunks + 1))
+    return starts
+
+
+def _col_type(spec: BcsrSpec) -> str:
+    """The column offsets' C type: 16 bits where a chunk's bytes fit (always, for the blocks
+    block pruning makes: a column tile of 4 vectors)."""
+    return "unsigned short" if spec.kc * 4 * spec.m_tile <= 65536 else "unsigned int"
+
+
+def _case_function(spec: BcsrSpec, r: int, c: int, small: str) -> str:
+    d = spec.pass_vectors(r)
+    return f"""static inline __attribute__((always_inline)) void blk_{r}_{c}(
+    const float* restrict xs, const float* restrict w, const {small}* restrict rows,
+    const {_col_type(spec)}* restrict cols, const int n0, v16 (*restrict tile)[NM]) {{
+  #pragma GCC unroll 1
+  for (int h = 0; h < NM; h += {d}) {{
+    v16 acc[{r}][{d}];
+    #pragma GCC unroll 16
+    for (int i = 0; i < {r}; ++i)
+      #pragma GCC unroll 8
+      for (int j = 0; j < {d}; ++j) acc[i][j] = SPLAT(0.0f);
+    #pragma GCC unroll 4
+    for (int cc = 0; cc < {c}; ++cc) {{
+      const float* restrict xr = (const float*)((const char*)xs + cols[cc]) + VL * h;
+      v16 xv[{d}];
+      #pragma GCC unroll 8
+      for (int j = 0; j < {d}; ++j) xv[j] = *(const v16*)(xr + VL * j);
+      #pragma GCC unroll 16
+      for (int i = 0; i < {r}; ++i) {{
+        const float wv = w[cc * {r} + i];
+        #pragma GCC unroll 8
+        for (int j = 0; j < {d}; ++j) acc[i][j] += wv * xv[j];
+      }}
+    }}
+    #pragma GCC unroll 16
+    for (int i = 0; i < {r}; ++i)
+      #pragma GCC unroll 8
+      for (int j = 0; j < {d}; ++j) tile[rows[i] - n0][h + j] += acc[i][j];
+  }}
+}}"""
+
+
+def packed_x_size(spec: BcsrSpec) -> int:
+    """Floats of the packed x buffer: the token tiles, then the NaN flags (``nan_checks``)."""
+    return spec.k * spec.m_padded + (spec.m_padded if spec.nan_checks else 0)
+
+
+def generate_pack(spec: BcsrSpec) -> str:
+    """C source with the IREE entry ``<symbol>_pack_impl(x, packed, token tile)``: one token
+    tile of x ``[M][K]`` transposed to ``[K][MT]`` (rows past M zero) by 8 x 8 blocks, and,
+    with ``nan_checks``, the tile's flags (the sum of ``x * 0`` per token) after all tiles."""
+    flags = (
+        "    *(v8u*)(out + (size_t)K * MP + m0 + mb) = fl;" if spec.nan_checks else "    (void)fl;"
+    )
+    return f"""/* generated by xgen_mlir: {spec.symbol}'s x {spec.m} x {spec.k} in tiles of {spec.m_tile} tokens */
+#include <stddef.h>
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4)));
+#define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
+#define M {spec.m}
+#define K {spec.k}
+#define MT {spec.m_tile}
+#define MP {spec.m_padded}
+#define SH __builtin_shufflevector
+
+/* r[i] = row i of an 8 x 8 block -> r[c] = its column c */
+static inline __attribute__((always_inline)) void transpose8(v8 r[8]) {{
+  v8 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {{
+    t[i] = SH(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = SH(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }}
+  for (int i = 0; i < 8; i += 4)
+    for (int h = 0; h < 2; ++h) {{
+      u[i + 2 * h] = SH(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[i + 2 * h + 1] = SH(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }}
+  for (int c = 0; c < 4; ++c) {{
+    r[c] = SH(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[c + 4] = SH(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }}
+}}
+
+void {spec.symbol}_pack_impl(MEMREF(const float, x), MEMREF(float, o), size_t gx) {{
+  const float* restrict xs = x + x_off;
+  float* restrict out = o + o_off;
+  const int m0 = (int)gx * MT;
+  float* restrict tile = out + (size_t)m0 * K;
+  for (int mb = 0; mb < MT; mb += 8) {{
+    v8 fl = {{0}};
+    int k = 0;
+    for (; k + 8 <= K; k += 8) {{
+      v8 r[8];
+      for (int i = 0; i < 8; ++i) {{
+        const int m = m0 + mb + i;
+        r[i] = m < M ? *(const v8u*)(xs + (size_t)m * K + k) : (v8){{0}};
+      }}
+      transpose8(r);
+      for (int c = 0; c < 8; ++c) {{
+        *(v8u*)(tile + (size_t)(k + c) * MT + mb) = r[c];
+        fl += r[c] * 0.0f;
+      }}
+    }}
+    for (; k < K; ++k) {{
+      v8 v;
+      for (int i = 0; i < 8; ++i) {{
+        const int m = m0 + mb + i;
+        v[i] = m < M ? xs[(size_t)m * K + k] : 0.0f;
+      }}
+      *(v8u*)(tile + (size_t)k * MT + mb) = v;
+      fl += v * 0.0f;
+    }}
+{flags}
+  }}
+}}
+"""
+
+
 def generate(spec: BcsrSpec) -> str:
-    """C source with the IREE entry ``<symbol>_impl(xT, w, [flags,] y, block-row)``."""
+    """C source with the IREE entry ``<symbol>_impl(packed x, w, y, workgroup)``."""
     voff = np.concatenate(
         [[0], np.cumsum(np.diff(spec.row_offsets) * np.diff(spec.col_offsets))]
     ).astype(np.int64)
-    small = "unsigned short" if max(spec.n, spec.k) < 65536 else "int"
+    small = "unsigned short" if spec.n < 65536 else "int"
+    br = spec.block[0]
+    kc, chunks = spec.kc, -(-spec.k // spec.kc)
+    cases, case_of = _block_cases(spec)
+    col_bytes = (np.asarray(spec.kept_cols, np.int64) % kc) * (4 * spec.m_tile)
     tables = (
-        _table("BLOCK_OFF", spec.block_offsets)
+        _table("CHUNK_START", _chunk_starts(spec).ravel())
         + _table("ROW_OFF", spec.row_offsets)
         + _table("COL_OFF", spec.col_offsets)
         + _table("VAL_OFF", voff, "long")
+        + _table("CASE", case_of, "unsigned char" if len(cases) < 256 else "int")
         + _table("ROWS", spec.kept_rows, small)
-        + _table("COLS", spec.kept_cols, small)
+        + _table("COLS", col_bytes, _col_type(spec))
     )
-    br = spec.block[0]
-    cases = "\n".join(
-        f"      case {r}: run_block(xT, vals + VAL_OFF[b], ROWS + ROW_OFF[b], COLS + COL_OFF[b], "
-        f"COL_OFF[b + 1] - COL_OFF[b], {r}, n0, m0, tile); break;"
-        for r in range(1, br + 1)
+    functions = "\n".join(_case_function(spec, r, c, small) for r, c in cases)
+    switch = "\n".join(
+        f"            case {i}: blk_{r}_{c}(xs, vals + VAL_OFF[b], ROWS + ROW_OFF[b], "
+        f"COLS + COL_OFF[b], n0, tile[g]); break;"
+        for i, (r, c) in enumerate(cases)
     )
     body = "\n".join(f"  {s}" for s in spec.act)
-    flags_arg = "MEMREF(const float, f), " if spec.nan_checks else ""
-    flags_add = "        t += *(const vfu*)(f + f_off + m0 + VL * j);" if spec.nan_checks else ""
-    return f"""/* generated by xgen_mlir for {spec.symbol}: {spec.m} x {spec.k} -> {spec.n}, blocks {br}x{spec.block[1]}, {len(spec.row_offsets) - 1} kept blocks, tiles of {spec.m_tile} tokens */
+    flags_add = "          t += *(const vfu*)(xall + (size_t)K * MP + m0 + VL * j);"
+    return f"""/* generated by xgen_mlir for {spec.symbol}: {spec.m} x {spec.k} -> {spec.n}, blocks {br}x{spec.block[1]}, {len(spec.row_offsets) - 1} kept blocks, tiles of {spec.m_tile} tokens, {spec.group} block-rows per workgroup, chunks of {kc} columns */
 #include <stddef.h>
 typedef float v16 __attribute__((vector_size({4 * spec.lanes})));
 typedef float vfu __attribute__((vector_size({4 * spec.lanes}), aligned(4)));
@@ -185,11 +377,16 @@ typedef int vi16 __attribute__((vector_size({4 * spec.lanes})));
 #define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
 #define VL {spec.lanes}
 #define M {spec.m}
+#define K {spec.k}
 #define MP {spec.m_padded}
 #define MT {spec.m_tile}
 #define NM {spec.nm}
 #define N {spec.n}
 #define BR {br}
+#define NBR {spec.block_rows}
+#define G {spec.group}
+#define KC {kc}
+#define CHUNKS {chunks}
 #define NVALS {int(voff[-1])}
 {tables}
 {math_c()}
@@ -198,62 +395,51 @@ static inline v16 act(v16 v) {{
   return v;
 }}
 
-/* one block: its kept columns streamed through R rows x NM vectors of accumulators */
-static inline __attribute__((always_inline)) void run_block(
-    const float* restrict xT, const float* restrict w, const {small}* restrict rows,
-    const {small}* restrict cols, const int ncols, const int R, const int n0, const int m0,
-    v16 tile[BR][NM]) {{
-  v16 acc[BR][NM];
-  #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-    #pragma GCC unroll 4
-    for (int j = 0; j < NM; ++j) acc[r][j] = SPLAT(0.0f);
-  for (int c = 0; c < ncols; ++c) {{
-    const float* restrict xr = xT + (size_t)cols[c] * MP + m0;
-    v16 xv[NM];
-    #pragma GCC unroll 4
-    for (int j = 0; j < NM; ++j) xv[j] = *(const vfu*)(xr + VL * j);
-    const float* restrict wc = w + c * R;
-    #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-      #pragma GCC unroll 4
-      for (int j = 0; j < NM; ++j) acc[r][j] += wc[r] * xv[j];
-  }}
-  #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-    #pragma GCC unroll 4
-    for (int j = 0; j < NM; ++j) tile[rows[r] - n0][j] += acc[r][j];
-}}
+{functions}
 
-void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), {flags_arg}MEMREF(float, y),
+void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), MEMREF(float, y),
                         size_t gx) {{
-  const float* restrict xT = x + x_off;
+  const float* restrict xall = x + x_off;
   const float* restrict vals = w + w_off;
   const float* restrict bias = vals + NVALS;
   float* restrict out = y + y_off;
-  const int i = (int)gx;
-  const int n0 = i * BR;
-  const int nr = N - n0 < BR ? N - n0 : BR;
+  const int i0 = (int)gx * G;
+  const int ng = NBR - i0 < G ? NBR - i0 : G;
+  v16 tile[G][BR][NM];
   for (int m0 = 0; m0 < MP; m0 += MT) {{
-    v16 tile[BR][NM];
-    for (int r = 0; r < BR; ++r)
-      for (int j = 0; j < NM; ++j) tile[r][j] = SPLAT(r < nr ? bias[n0 + r] : 0.0f);
-    for (int b = BLOCK_OFF[i]; b < BLOCK_OFF[i + 1]; ++b) {{
-      switch (ROW_OFF[b + 1] - ROW_OFF[b]) {{
-{cases}
+    const float* restrict xt = xall + (size_t)m0 * K;
+    for (int g = 0; g < ng; ++g)
+      for (int r = 0; r < BR; ++r) {{
+        const int n = (i0 + g) * BR + r;
+        for (int j = 0; j < NM; ++j) tile[g][r][j] = SPLAT(n < N ? bias[n] : 0.0f);
+      }}
+    for (int q = 0; q < CHUNKS; ++q) {{
+      const float* restrict xs = xt + (size_t)q * KC * MT;
+      for (int g = 0; g < ng; ++g) {{
+        const int i = i0 + g, n0 = i * BR;
+        const int end = CHUNK_START[i * (CHUNKS + 1) + q + 1];
+        for (int b = CHUNK_START[i * (CHUNKS + 1) + q]; b < end; ++b) {{
+          switch (CASE[b]) {{
+{switch}
+          }}
+        }}
       }}
     }}
-    float t_out[BR][MT] __attribute__((aligned(64)));
-    for (int r = 0; r < BR; ++r)
-      for (int j = 0; j < NM; ++j) {{
-        v16 t = tile[r][j];
-{flags_add}
-        *(v16*)(&t_out[r][VL * j]) = act(t);
+    for (int g = 0; g < ng; ++g) {{
+      const int n0 = (i0 + g) * BR;
+      const int nr = N - n0 < BR ? N - n0 : BR;
+      float t_out[BR][MT] __attribute__((aligned(64)));
+      for (int r = 0; r < BR; ++r)
+        for (int j = 0; j < NM; ++j) {{
+          v16 t = tile[g][r][j];
+{flags_add if spec.nan_checks else ""}
+          *(v16*)(&t_out[r][VL * j]) = act(t);
+        }}
+      const int mend = M - m0 < MT ? M - m0 : MT;
+      for (int mm = 0; mm < mend; ++mm) {{
+        float* restrict yr = out + (size_t)(m0 + mm) * N + n0;
+        for (int r = 0; r < nr; ++r) yr[r] = t_out[r][mm];
       }}
-    const int mend = M - m0 < MT ? M - m0 : MT;
-    for (int mm = 0; mm < mend; ++mm) {{
-      float* restrict yr = out + (size_t)(m0 + mm) * N + n0;
-      for (int r = 0; r < nr; ++r) yr[r] = t_out[r][mm];
     }}
   }}
 }}

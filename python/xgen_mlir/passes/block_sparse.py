@@ -29,7 +29,14 @@ import numpy as np
 
 from .._mlir import func, ir, tensor
 from ..codegen import dispatch
-from ..codegen.block_sparse import BcsrSpec, generate, pack_values
+from ..codegen.block_sparse import (
+    TOKEN_VECTORS,
+    BcsrSpec,
+    generate,
+    generate_pack,
+    pack_values,
+    packed_x_size,
+)
 from ..codegen.dispatch import EXECUTABLE_ATTR
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
@@ -44,7 +51,7 @@ from ..dialects.block_sparse import (
     weight_shape,
 )
 from ..irutil import ConstantReader, constant_op, find_func, ops_named, splice_functions
-from ..target import block_tile
+from ..target import block_tile, host_threads, vector_registers
 from .consteval import ConstEval
 from .epilogue_c import epilogue
 from .generic_util import (
@@ -368,42 +375,23 @@ def lower_block_to_linalg(module_op: ir.Operation, opts: LowerBlockOptions | Non
 class BcsrKernelOptions(ToolchainOptions):
     vector_bits: int = 512  # the target's vector width (the kernel's register tile)
     nan_checks: bool = True  # NaN/Inf inputs at pruned weights give NaN, as dense does
+    threads: int = 0  # the threads the module runs on (0: this host's): workgroups balance
 
 
 def _wrapper_text(spec: BcsrSpec, wlen: int) -> str:
-    m, k, n, mp = spec.m, spec.k, spec.n, spec.m_padded
-    sym = spec.symbol
-    pad = ""
-    src = "%t"
-    if mp > m:
-        pad = f"""  %p = tensor.pad %t low[0, 0] high[0, {mp - m}] {{
-  ^bb0(%i: index, %j: index):
-    tensor.yield %z : f32
-  }} : {_t([k, m])} to {_t([k, mp])}
-"""
-        src = "%p"
-    flags, farg, ftype = "", "", ""
-    if spec.nan_checks:
-        flags = f"""  %fz = arith.constant dense<0.0> : {_t([mp])}
-  %fl = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}} ins({src} : {_t([k, mp])}) outs(%fz : {_t([mp])}) {{
-  ^bb0(%v: f32, %acc: f32):
-    %v0 = arith.mulf %v, %z : f32
-    %s = arith.addf %acc, %v0 : f32
-    linalg.yield %s : f32
-  }} -> {_t([mp])}
-"""
-        farg, ftype = ", %fl", f", {_t([mp])}"
+    """``<symbol>_call(x, w)``: the pack of x into token tiles (and NaN flags), the kernel."""
+    m, k, n = spec.m, spec.k, spec.n
+    sym, px = spec.symbol, packed_x_size(spec)
     return f"""
 func.func private @{sym}_call(%x: {_t([m, k])}, %w: {_t([wlen])}) -> {_t([m, n])} {{
-  %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : {_t([k, m])}
-  %t = linalg.transpose ins(%x : {_t([m, k])}) outs(%e : {_t([k, m])}) permutation = [1, 0]
-{pad}  %flat = tensor.collapse_shape {src} [[0, 1]] : {_t([k, mp])} into {_t([k * mp])}
-{flags}  %o = func.call @{sym}(%flat, %w{farg}) : ({_t([k * mp])}, {_t([wlen])}{ftype}) -> {_t([m * n])}
+  %flat = tensor.collapse_shape %x [[0, 1]] : {_t([m, k])} into {_t([m * k])}
+  %p = func.call @{sym}_pack(%flat) : ({_t([m * k])}) -> {_t([px])}
+  %o = func.call @{sym}(%p, %w) : ({_t([px])}, {_t([wlen])}) -> {_t([m * n])}
   %r = tensor.expand_shape %o [[0, 1]] output_shape [{m}, {n}] : {_t([m * n])} into {_t([m, n])}
   return %r : {_t([m, n])}
 }}
-func.func private @{sym}({_t([k * mp])}, {_t([wlen])}{ftype}) -> {_t([m * n])}
+func.func private @{sym}_pack({_t([m * k])}) -> {_t([px])}
+func.func private @{sym}({_t([px])}, {_t([wlen])}) -> {_t([m * n])}
 """
 
 
@@ -423,7 +411,9 @@ def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) 
             f"xgen-lower-bcsr-kernels: C compiler '{opts.cc}' not found; "
             f"{len(ops)} block-pruned layer(s) run dense instead"
         )
-    _, m_vectors, lanes = block_tile(opts.vector_bits or 128)
+    _, _, lanes = block_tile(opts.vector_bits or 128)
+    registers = vector_registers(opts.vector_bits or 128)
+    workers = opts.threads or host_threads()
     with module_op.context:
         ev = ConstEval(module_op)
         for op in ops:
@@ -447,7 +437,7 @@ def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) 
                 k=k,
                 block=(br, bc),
                 lanes=lanes,
-                m_vectors=m_vectors,
+                m_vectors=TOKEN_VECTORS,
                 block_offsets=tab.block_offsets,
                 row_offsets=tab.row_offsets,
                 col_offsets=tab.col_offsets,
@@ -455,25 +445,23 @@ def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) 
                 kept_cols=tab.kept_cols,
                 act=tuple(act),
                 nan_checks=opts.nan_checks,
+                registers=registers,
+                workers=workers,
             )
             packed = pack_values(vals, bias)
             obj = compile_object(generate(spec), toolchain, symbol)
+            pack_obj = compile_object(generate_pack(spec), toolchain, f"{symbol}_pack")
             splice_functions(module_op, _wrapper_text(spec, packed.size))
-            operands = [k * spec.m_padded, packed.size] + (
-                [spec.m_padded] if opts.nan_checks else []
-            )
-            decl = find_func(module_op, symbol)
-            decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(
-                dispatch.executable_text(
-                    symbol,
-                    str(obj),
-                    opts.object_format,
-                    operands,
-                    m * n,
-                    (spec.block_rows, 1, 1),
-                    ids=1,
+            px = packed_x_size(spec)
+            for name, path, operands, result, groups in (
+                (f"{symbol}_pack", pack_obj, [m * k], px, spec.m_padded // spec.m_tile),
+                (symbol, obj, [px, packed.size], m * n, spec.workgroups),
+            ):
+                find_func(module_op, name).attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(
+                    dispatch.executable_text(
+                        name, str(path), opts.object_format, operands, result, (groups, 1, 1), 1
+                    )
                 )
-            )
             end = act_ops[-1] if act_ops else op
             with ir.InsertionPoint(end), end.location:
                 w = constant_op(packed, "xgen_bcsr_weights").result

@@ -1,23 +1,37 @@
 // RUN: rm -rf %t.cache
-// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s -p "xgen-lower-bcsr-kernels{vector-bits=512}" | FileCheck %s
-// RUN: cat %t.cache/kernels/*.c | FileCheck %s --check-prefix=SRC
+// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s -p "xgen-lower-bcsr-kernels{vector-bits=512 threads=2}" | FileCheck %s
+// RUN: cat %t.cache/kernels/xgen_bcsr_1-*.c | FileCheck %s --check-prefix=SRC
+// RUN: cat %t.cache/kernels/xgen_bcsr_1_pack-*.c | FileCheck %s --check-prefix=PACK
+// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s -p "xgen-lower-bcsr-kernels{vector-bits=512 threads=1}" | FileCheck %s --check-prefix=ONE
 
-// A compact block-sparse linear with the ReLU after it: one kernel call (the ReLU in the
-// kernel), x transposed and padded to a whole token tile by the wrapper, one workgroup per
-// block-row; the kernel indexes only the compact tables.
-// CHECK-LABEL: func.func private @xgen_bcsr_1(tensor<128xf32>, tensor<9xf32>, tensor<16xf32>) -> tensor<12xf32>
-// CHECK-SAME: %gx = arith.constant 2 : index
-// CHECK: func.func private @xgen_bcsr_1_call
-// CHECK: linalg.transpose
-// CHECK: tensor.pad
+// A compact block-sparse linear with the ReLU after it: a pack of x into one token tile of
+// 16 (3 tokens, 8 columns, then the 16 NaN flags: 144 floats) and one kernel call (the ReLU
+// in the kernel). Two block-rows: one workgroup each for two threads (both busy), one for
+// both on one thread. The kernel indexes only the compact tables: per block-row its blocks
+// in each chunk of columns, per block its (rows, columns) case and its columns as byte
+// offsets into the chunk (column x 16 tokens x 4 bytes).
+// CHECK: func.func private @xgen_bcsr_1(tensor<144xf32>, tensor<9xf32>) -> tensor<12xf32>{{.*}}%gx = arith.constant 2 : index
+// CHECK: func.func private @xgen_bcsr_1_pack(tensor<24xf32>) -> tensor<144xf32>{{.*}}%gx = arith.constant 1 : index
+// CHECK-LABEL: func.func private @xgen_bcsr_1_call
+// CHECK: tensor.collapse_shape
+// CHECK: call @xgen_bcsr_1_pack(%{{.*}}) : (tensor<24xf32>) -> tensor<144xf32>
+// CHECK: call @xgen_bcsr_1(%{{.*}}, %{{.*}}) : (tensor<144xf32>, tensor<9xf32>) -> tensor<12xf32>
 // CHECK-LABEL: func.func @relu
 // CHECK: %[[Y:.*]] = call @xgen_bcsr_1_call(%arg0, %{{.*}}) : (tensor<3x8xf32>, tensor<9xf32>) -> tensor<3x4xf32>
 // CHECK-NOT: linalg.generic
 // CHECK: return %[[Y]]
-// SRC: static const int BLOCK_OFF[3] = {0,2,3};
-// SRC: static const unsigned short COLS[5] = {1,2,5,1,2};
+// ONE: func.func private @xgen_bcsr_1(tensor<144xf32>, tensor<9xf32>) -> tensor<12xf32>{{.*}}%gx = arith.constant 1 : index
+// SRC: static const int CHUNK_START[4] = {0,2,2,3};
+// SRC: static const unsigned char CASE[3] = {1,0,1};
+// SRC: static const unsigned short COLS[5] = {64,128,320,64,128};
 // SRC: { const vi16 e0_0 = ~(v <= SPLAT(0x0.0p+0f)); const v16 e0_1 = SEL(e0_0, v, SPLAT(0x0.0p+0f)); const v16 e0 = e0_1; v = e0; }
-// SRC: case 2: run_block(
+// SRC: blk_1_1(
+// SRC: blk_1_2(
+// SRC: case 0: blk_1_1(
+// SRC: case 1: blk_1_2(
+// PACK: #define M 3
+// PACK: #define MT 16
+// PACK: transpose8(r);
 #map = affine_map<(d0, d1) -> (d0, d1)>
 func.func @relu(%x: tensor<3x8xf32>) -> tensor<3x4xf32> {
   %v = arith.constant dense<[1.0, 2.0, 5.0, 3.0, 4.0]> : tensor<5xf32>
