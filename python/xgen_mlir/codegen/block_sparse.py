@@ -231,11 +231,11 @@ def _col_type(spec: BcsrSpec) -> str:
     return "unsigned short" if spec.kc * 4 * spec.m_tile <= 65536 else "unsigned int"
 
 
-def _case_function(spec: BcsrSpec, r: int, c: int, small: str) -> str:
+def _case_function(spec: BcsrSpec, r: int, c: int) -> str:
     d = spec.pass_vectors(r)
     return f"""static inline __attribute__((always_inline)) void blk_{r}_{c}(
-    const float* restrict xs, const float* restrict w, const {small}* restrict rows,
-    const {_col_type(spec)}* restrict cols, const int n0, v16 (*restrict tile)[NM]) {{
+    const float* restrict xs, const float* restrict w, const unsigned short* restrict rows,
+    const {_col_type(spec)}* restrict cols, char* restrict tile) {{
   #pragma GCC unroll 1
   for (int h = 0; h < NM; h += {d}) {{
     v16 acc[{r}][{d}];
@@ -259,7 +259,7 @@ def _case_function(spec: BcsrSpec, r: int, c: int, small: str) -> str:
     #pragma GCC unroll 16
     for (int i = 0; i < {r}; ++i)
       #pragma GCC unroll 8
-      for (int j = 0; j < {d}; ++j) tile[rows[i] - n0][h + j] += acc[i][j];
+      for (int j = 0; j < {d}; ++j) *(v16*)(tile + rows[i] + (h + j) * sizeof(v16)) += acc[i][j];
   }}
 }}"""
 
@@ -345,7 +345,6 @@ def generate(spec: BcsrSpec) -> str:
     voff = np.concatenate(
         [[0], np.cumsum(np.diff(spec.row_offsets) * np.diff(spec.col_offsets))]
     ).astype(np.int64)
-    small = "unsigned short" if spec.n < 65536 else "int"
     br = spec.block[0]
     kc, chunks = spec.kc, -(-spec.k // spec.kc)
     cases, case_of = _block_cases(spec)
@@ -356,13 +355,15 @@ def generate(spec: BcsrSpec) -> str:
         + _table("COL_OFF", spec.col_offsets)
         + _table("VAL_OFF", voff, "long")
         + _table("CASE", case_of, "unsigned char" if len(cases) < 256 else "int")
-        + _table("ROWS", spec.kept_rows, small)
+        + _table(
+            "ROWS", np.asarray(spec.kept_rows) % br * spec.nm * 4 * spec.lanes, "unsigned short"
+        )
         + _table("COLS", col_bytes, _col_type(spec))
     )
-    functions = "\n".join(_case_function(spec, r, c, small) for r, c in cases)
+    functions = "\n".join(_case_function(spec, r, c) for r, c in cases)
     switch = "\n".join(
-        f"            case {i}: blk_{r}_{c}(xs, vals + VAL_OFF[b], ROWS + ROW_OFF[b], "
-        f"COLS + COL_OFF[b], n0, tile[g]); break;"
+        f"            case {i}: blk_{r}_{c}(xs, wp, rp, cp, tg); "
+        f"wp += {r * c}; rp += {r}; cp += {c}; break;"
         for i, (r, c) in enumerate(cases)
     )
     body = "\n".join(f"  {s}" for s in spec.act)
@@ -416,9 +417,14 @@ void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), MEMREF(f
     for (int q = 0; q < CHUNKS; ++q) {{
       const float* restrict xs = xt + (size_t)q * KC * MT;
       for (int g = 0; g < ng; ++g) {{
-        const int i = i0 + g, n0 = i * BR;
-        const int end = CHUNK_START[i * (CHUNKS + 1) + q + 1];
-        for (int b = CHUNK_START[i * (CHUNKS + 1) + q]; b < end; ++b) {{
+        const int i = i0 + g;
+        const int b0 = CHUNK_START[i * (CHUNKS + 1) + q], b1 = CHUNK_START[i * (CHUNKS + 1) + q + 1];
+        if (b0 == b1) continue;
+        const float* restrict wp = vals + VAL_OFF[b0];
+        const unsigned short* restrict rp = ROWS + ROW_OFF[b0];
+        const {_col_type(spec)}* restrict cp = COLS + COL_OFF[b0];
+        char* restrict tg = (char*)tile[g];
+        for (int b = b0; b < b1; ++b) {{
           switch (CASE[b]) {{
 {switch}
           }}
