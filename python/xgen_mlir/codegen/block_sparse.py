@@ -62,6 +62,7 @@ class BcsrSpec:
     registers: int = 16  # vector registers the register tiles may use
     workers: int = 0  # threads the dispatch runs on (0: not known)
     chunk_bytes: int = 16 * 1024  # the x chunk a workgroup's block-rows share from L1
+    tile_bytes: int = 16 * 1024  # the workgroup's output tiles (on the stack, in L1)
 
     @property
     def nm(self) -> int:
@@ -93,10 +94,14 @@ class BcsrSpec:
 
     @property
     def group(self) -> int:
-        """Block-rows per workgroup: 8 (each chunk of x read once for all of them), or fewer
-        where that keeps IREE's ``workers`` busier (``target.busy_share``)."""
+        """Block-rows per workgroup: as many as fit (each chunk of x is read from L2 once for
+        all of them; their tiles together at most ``tile_bytes``), or fewer where that keeps
+        IREE's ``workers`` busier (``target.busy_share``)."""
+        per_row = self.block[0] * self.nm * self.lanes * 4
         best, share = 1, -1.0
-        for g in (8, 6, 4, 3, 2, 1):
+        for g in (24, 16, 12, 8, 6, 4, 3, 2, 1):
+            if g > 1 and g * per_row > self.tile_bytes:
+                continue
             s = busy_share(-(-self.block_rows // g), self.workers) if self.workers else 1.0
             if s > share + 1e-9:
                 best, share = g, s
