@@ -17,7 +17,7 @@ from torch import nn
 
 import xgen_mlir
 from xgen_mlir import compress
-from xgen_mlir.codegen.block_sparse import ERF_CLAMP, erf_coefficients
+from xgen_mlir.codegen.block_sparse import ERF_CLAMP, BcsrSpec, erf_coefficients
 from xgen_mlir.compress.blocks import block_structure, default_block_shape, kept_counts
 from xgen_mlir.errors import FallbackWarning, XGenError
 from xgen_mlir.models.video import INPUT_SHAPE, small_3d_cnn
@@ -145,6 +145,31 @@ def test_kernel_edges_tokens_columns_and_chunks(tokens):
     bad[-1, 299] = float("inf")  # the last token and the last (tail) column
     out = np.asarray(compiled(bad))
     assert np.isnan(out[-1]).any() and not np.isnan(out[:-1]).any()
+
+
+def test_kernel_workgroups_share_x_and_balance_the_workers():
+    """Block-rows per workgroup: as many as share each chunk of x while IREE's two workers
+    stay evenly loaded (they take 8 workgroups at a time once there are 16 or more) and the
+    tiles fit 16 KiB; each block's accumulators, inputs and broadcast fit the registers."""
+    z = np.zeros(1, np.int32)
+
+    def spec(n, lanes, rows, workers=2):
+        return BcsrSpec("k", 128, n, 768, (rows, 4 * lanes), lanes, 4, z, z, z, z, z,
+                        registers=32 if lanes == 16 else 16, workers=workers)  # fmt: skip
+
+    assert (spec(768, 8, 4).group, spec(768, 8, 4).workgroups) == (24, 8)
+    # 2304 outputs: 24 block-rows each would make 24 workgroups, 16 on one worker and 8 on
+    # the other; 12 each make 48, 24 per worker
+    assert (spec(2304, 8, 4).group, spec(2304, 8, 4).workgroups) == (12, 48)
+    assert spec(768, 16, 8).group == 8  # 8 x (8 rows x 4 vectors of 64 bytes) = 16 KiB
+    assert spec(64, 8, 4).workgroups == 2  # never one workgroup for two workers
+    assert spec(64, 8, 4, workers=1).workgroups == 1
+    for lanes, rows in ((8, 4), (16, 8)):
+        s = spec(768, lanes, rows)
+        assert s.m_tile == 4 * lanes and s.kc * 4 * s.m_tile <= 16 * 1024
+        for r in range(1, rows + 1):
+            d = s.pass_vectors(r)
+            assert s.nm % d == 0 and r * d + d + 2 <= s.registers
 
 
 def test_dense_layer_stays_dense_with_reason():
