@@ -237,6 +237,9 @@ def block_tile(vector_bits: int) -> tuple[int, int, int]:
     vector registers with AVX-512, 16 otherwise): 8 at 512 bits, 4 at 256 and 128 bits.
     Block pruning defaults to blocks of ``rows`` x ``4 * lanes`` (``compress.blocks``), the
     co-design contract: a block's kept rows fill the tile, its kept columns stream through it.
+    The kernel itself runs ``codegen.block_sparse.TOKEN_VECTORS`` vectors of tokens per tile,
+    in passes that fit each block's kept rows (``BcsrSpec.pass_vectors``); ``m_vectors`` here
+    only sizes ``rows``.
     """
     lanes = simd_lanes(vector_bits)
     registers = vector_registers(vector_bits)

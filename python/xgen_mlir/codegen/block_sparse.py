@@ -2,8 +2,8 @@
 block storage (``xgen_sparse.bcsr_linear``).
 
 Vectors run along M (tokens, pixels), not along the weights, so a kept weight is one scalar
-broadcast into an FMA and any kept-row / kept-column set costs only what it keeps. The
-wrapper lays x out in token tiles, ``[MP / MT][K][MT]`` (MT tokens per tile, MP = M rounded
+broadcast into an FMA and any kept-row / kept-column set costs only what it keeps. A
+generated pack dispatch (``generate_pack``) lays x out in token tiles, ``[MP / MT][K][MT]`` (MT tokens per tile, MP = M rounded
 up to whole tiles, zero padded), so one tile's columns are contiguous and a chunk of
 ``kc`` of them (at most 16 KiB) stays in L1.
 
@@ -219,10 +219,10 @@ def _block_cases(spec: BcsrSpec) -> tuple[list[tuple[int, int]], np.ndarray]:
 def _chunk_starts(spec: BcsrSpec) -> np.ndarray:
     """``[block_rows][chunks + 1]``: each block-row's first block in each chunk of columns
     (blocks are stored by rising column tile), the last entry its end."""
-    bc, kc = spec.block[1], spec.kc
+    kc = spec.kc
     chunks = -(-spec.k // kc)
     first_col = spec.kept_cols[spec.col_offsets[:-1]] if len(spec.kept_cols) else np.zeros(0)
-    chunk_of = np.asarray(first_col, np.int64) // bc * bc // kc
+    chunk_of = np.asarray(first_col, np.int64) // kc  # kc is whole column tiles
     starts = np.zeros((spec.block_rows, chunks + 1), np.int64)
     for i in range(spec.block_rows):
         lo, hi = int(spec.block_offsets[i]), int(spec.block_offsets[i + 1])
