@@ -431,22 +431,29 @@ def _pruned_int8_note(report: CompileReport) -> None:
     """What an int8 compile did with a pruned model's layers: their sparse kernels run where
     the layer's contraction was computed in f32 on its integers (xgen-integer-in-float) and
     then raised like an fp32 one; a pruned layer whose contraction stayed integer runs dense
-    (the sparse kernels are f32): one warning, and the report says so."""
+    (the sparse kernels are f32): one warning, and the report says so. Counted by the
+    contractions that stayed integer as well as by the kernels raised: sibling layers merged
+    into one contraction (Q, K and V) make one kernel, so fewer kernels than pruned layers
+    alone does not mean some stayed integer."""
     pruned = report.quantization.get("pruned_layers")
     if not pruned:
         return
     sparse = report.rewrites.get("xgen-raise-pattern-conv", {}).get("raised", 0) + (
         report.rewrites.get("xgen-raise-block-linear", {}).get("raised", 0)
     )
+    kinds = report.quantization.get("contractions", {})
+    integer = kinds.get("integer", 0) - report.quantization.get("computed_in_f32", 0)
     names = f"{', '.join(list(pruned)[:4])}{', ...' if len(pruned) > 4 else ''}"
-    if sparse >= len(pruned):
+    if integer <= 0 or sparse >= len(pruned):
         note = (
-            f"{len(pruned)} pruned layer(s) ({names}) run as sparse kernels on their int8 values, "
-            "computed in f32 (integer_contractions)"
+            f"{len(pruned)} pruned layer(s) ({names}) are computed in f32 on their int8 values "
+            f"(integer_contractions), where the sparse kernels take them: {sparse} sparse "
+            "kernel(s) (merged sibling layers share one; a dense-enough layer stays dense)"
         )
     else:
         note = (
-            f"{len(pruned) - sparse} of {len(pruned)} pruned layer(s) ({names}) keep their zeros "
+            f"{integer} of {kinds.get('integer', 0)} integer contraction(s) stayed integer, "
+            f"and the pruned layers among them ({len(pruned)} pruned: {names}) keep their zeros "
             "in int8 but run as dense integer contractions: the sparse kernels take only "
             "contractions computed in f32 (integer_contractions=float)"
         )

@@ -129,6 +129,61 @@ def test_mlp_compiles_to_block_kernels_with_numerics():
     assert np.isnan(out[3]).all() and not np.isnan(np.delete(out, 3, 0)).any()
 
 
+def test_block_pruned_int8_runs_the_kernels_on_the_integers():
+    """Dynamic int8 on a block-pruned model: the integer contractions computed in f32 reach
+    xgen-raise-block-linear as f32 layers of integer-valued weights, so the block-sparse
+    kernels run them. Every product and partial sum is an exact integer in f32 here, so the
+    kernels give the very output of the same model's dense f32 contractions, and the integer
+    semantics (ONNX's) within one output rounding."""
+    from conftest import int8_reference
+
+    model, x = _mlp(), torch.randn(32, 128, generator=torch.Generator().manual_seed(0))
+    pruned = compress.prune(model, (x,), scheme="block", rate=4.0)
+    common = dict(precision="int8", quantization={"mode": "dynamic"}, precision_check=False)
+    opts = {"integer_contractions": "float", "offload": "none"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sparse = xgen_mlir.compile(pruned, (x,), **common, target_options=opts)
+    assert not [w for w in caught if "pruned" in str(w.message)], [str(w.message) for w in caught]
+    rw = sparse.report.rewrites
+    assert rw["xgen-raise-block-linear"]["raised"] == 2, rw
+    assert rw["xgen-lower-bcsr-kernels"]["block-sparse kernels"] == 2, rw
+    assert "2 sparse kernel(s)" in sparse.report.quantization["pruned_note"]
+    dense = xgen_mlir.compile(
+        pruned, (x,), **common, target_options={**opts, "block_max_density": "0"}
+    )
+    assert "xgen-lower-bcsr-kernels" not in dense.report.rewrites
+    got = np.asarray(sparse(x.numpy()))
+    assert np.array_equal(got, np.asarray(dense(x.numpy())))
+    quantized = compress.quantize(pruned, (x,), mode="dynamic")
+    want = int8_reference(quantized, {quantized.graph.input[0].name: x.numpy()})
+    assert _rel(got, want) < 1e-5
+
+
+def test_pruned_int8_note_counts_merged_siblings_as_sparse():
+    """Q, K and V merged into one contraction make one kernel for three pruned layers: no
+    warning while no contraction stayed integer; a warning when some did."""
+    from xgen_mlir.compiler import CompileReport, _pruned_int8_note
+
+    def report(in_f32: int) -> CompileReport:
+        r = CompileReport()
+        r.quantization = {
+            "pruned_layers": {"q": 1, "k": 1, "v": 1},
+            "contractions": {"integer": 3, "float": 0},
+            "computed_in_f32": in_f32,
+        }
+        r.rewrites = {"xgen-raise-block-linear": {"raised": 1}}
+        return r
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = report(3)
+        _pruned_int8_note(r)
+    assert "1 sparse kernel(s)" in r.quantization["pruned_note"]
+    with pytest.warns(FallbackWarning, match="run as dense integer contractions"):
+        _pruned_int8_note(report(0))
+
+
 @pytest.mark.parametrize("tokens", [20, 45, 100])
 def test_kernel_edges_tokens_columns_and_chunks(tokens):
     """Tokens that leave a token tile part-filled (and several tiles), inputs that are not

@@ -289,7 +289,8 @@ def test_pruned_int8_model_keeps_its_zeros_and_its_pattern_kernels(mode: str) ->
     if mode == "float":
         assert r.rewrites["xgen-lower-fkw-kernels"] == {"pattern kernels": 2}
         assert not said, [str(w.message) for w in said]
-        assert "2 pruned layer(s) (0, 4) run as sparse kernels" in r.precision_note
+        assert "2 pruned layer(s) (0, 4) are computed in f32" in r.precision_note
+        assert "2 sparse kernel(s)" in r.precision_note
     else:
         assert "xgen-lower-fkw-kernels" not in r.rewrites
         assert len(said) == 1, [str(w.message) for w in caught]
