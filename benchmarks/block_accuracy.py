@@ -400,6 +400,13 @@ def main() -> None:
         action="store_true",
         help="also match every encoder layer's output to the dense model's (not only the last)",
     )
+    ap.add_argument(
+        "--stages",
+        type=int,
+        default=1,
+        help="prune in this many stages of rising rate (level ** (i / S)), each re-pruning the "
+        "previous stage's fine-tuned model and fine-tuning it for steps / S steps",
+    )
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--max-len", type=int, default=48, help="tokens per sentence at most")
     ap.add_argument("--lr", type=float, default=2e-4)
@@ -452,6 +459,8 @@ def main() -> None:
     }
     if args.text != "pydoc" or args.layerwise:  # the earlier results' configs stay as they were
         cfg.update(text=args.text, layerwise=args.layerwise)
+    if args.stages > 1:
+        cfg["stages"] = args.stages
     calib = calibration_batches(train_tok, args.calibration, args.batch)
     rows = []
     methods = [
@@ -496,8 +505,10 @@ def config_key(shape, level, criterion, refit) -> str:
 
 def variant_suffix(args) -> str:
     """The cache key's part for the distillation's text and loss (empty for the defaults)."""
-    return ("_stdlib" if args.text == "pydoc+stdlib" else "") + (
-        "_layerwise" if args.layerwise else ""
+    return (
+        ("_stdlib" if args.text == "pydoc+stdlib" else "")
+        + ("_layerwise" if args.layerwise else "")
+        + (f"_{args.stages}stages" if args.stages > 1 else "")
     )
 
 
@@ -510,55 +521,88 @@ def method(row: dict) -> str:
         + (" + refit" if row.get("refit") else "")
         + (" + stdlib text" if cfg.get("text") == "pydoc+stdlib" else "")
         + (" + layer-wise" if cfg.get("layerwise") else "")
+        + (f" + {cfg['stages']} stages" if cfg.get("stages", 1) > 1 else "")
     )
 
 
 def run_config(args, cfg, dense, example, data, shape, level, criterion, refit) -> dict:
+    """Prune ``dense`` to ``level`` and distil; with ``--stages S``, in S stages of rising
+    rate (``level ** (i / S)``), each re-pruning the previous stage's fine-tuned student and
+    fine-tuning it for ``--steps / S`` steps (the same steps in all)."""
     train_tok, test_tok, want, task, calib = data
     key = config_key(shape, level, criterion, refit) + variant_suffix(args)
     t0 = time.time()
-    student = compress.prune(
-        dense,
-        example,
-        scheme="block",
-        rate=level,
-        block_shape=shape,
-        layers=in_encoder,
-        criterion=criterion,
-        calibration=calib if criterion == "activation" or refit else None,
-        refit=refit,
-    ).to(args.device)
-    teacher = copy.deepcopy(dense).to(args.device)
-    loss = embedding_distill
-    if args.layerwise:
-        loss = layerwise_distill(LayerTaps(student), LayerTaps(teacher))
-    desc = compress.describe(student)
-    before = embed(student, test_tok)
-    row: dict = {
-        "config": cfg,
-        "block_shape": list(shape),
-        "level": level,
-        "criterion": criterion,
-        "refit": refit,
-        "pruned_layers": len(desc.layers),
-        "weights_fewer": desc.block_weights_before / max(desc.block_weights_after, 1),
-        "before": {**cosine_stats(before, want), "topic_accuracy": task.accuracy(before)},
-    }
-    print(f"{key}: pruned only {row['before']}")
+    stages = max(1, args.stages)
+    rates = [level ** (i / stages) for i in range(1, stages + 1)]
+    student = dense
+    row: dict = {}
+    history: list = []
+    for stage, rate in enumerate(rates, start=1):
+        student = compress.prune(
+            student.cpu(),
+            example,
+            scheme="block",
+            rate=rate,
+            block_shape=shape,
+            layers=in_encoder,
+            criterion=criterion,
+            calibration=calib if criterion == "activation" or refit else None,
+            refit=refit,
+        ).to(args.device)
+        if stage == 1:
+            desc = compress.describe(student)
+            before = embed(student, test_tok)
+            row = {
+                "config": cfg,
+                "block_shape": list(shape),
+                "level": level,
+                "criterion": criterion,
+                "refit": refit,
+                "before": {**cosine_stats(before, want), "topic_accuracy": task.accuracy(before)},
+            }
+            if stages > 1:
+                row["stage_rates"] = [round(r, 4) for r in rates]
+            print(f"{key}: pruned only {row['before']}")
+        if args.steps <= 0:
+            break
+        history += _distil(args, student, dense, train_tok, level, shape, f"{key}_s{stage}")
+        if stages > 1:
+            mid = embed(student.cpu(), test_tok)
+            row.setdefault("stages", []).append({"rate": round(rate, 4), **cosine_stats(mid, want)})
+            print(f"{key}: stage {stage} at {rate:.2f}x: {row['stages'][-1]}")
+    desc = compress.describe(student.cpu())
+    row["pruned_layers"] = len(desc.layers)
+    row["weights_fewer"] = desc.block_weights_before / max(desc.block_weights_after, 1)
+    compress.check_structure(student)  # pruned weights stayed zero, kept ones nonzero
     if args.steps <= 0:
-        compress.check_structure(student)
         row["seconds"] = round(time.time() - t0, 1)
         return row
+    after = embed(student, test_tok)
+    row["after"] = {**cosine_stats(after, want), "topic_accuracy": task.accuracy(after)}
+    row["loss_per_round"] = [round(h["loss"], 5) for h in history]
+    row["seconds"] = round(time.time() - t0, 1)
+    print(f"{key}: fine-tuned {row['after']} ({row['seconds']} s)")
+    return row
+
+
+def _distil(args, student, dense, tokens, level, shape, key) -> list:
+    """Fine-tune ``student`` with its masks by distillation from ``dense`` for ``--steps``
+    (divided among ``--stages``) steps, checkpointed every ``--round`` steps."""
     for m in student.modules():
         if isinstance(m, nn.Dropout):
             m.p = 0.0  # the student matches the teacher's eval-mode states: no noise on top
     for name, p in student.named_parameters():
         p.requires_grad_(".embeddings." not in f".{name}")  # embeddings are not pruned
+    teacher = copy.deepcopy(dense).to(args.device)
+    loss = embedding_distill
+    if args.layerwise:
+        loss = layerwise_distill(LayerTaps(student), LayerTaps(teacher))
+    steps = max(args.round, args.steps // max(1, args.stages))
     ckpt = args.cache / f"{key}.pt"
     history = compress.finetune(
         student,
-        Rounds(train_tok, args.batch, args.round, seed=int(level * 10) + shape[1]),
-        epochs=max(1, args.steps // args.round),
+        Rounds(tokens, args.batch, args.round, seed=int(level * 10) + shape[1]),
+        epochs=max(1, steps // args.round),
         lr=args.lr,
         optimizer="adam",
         schedule="cosine",
@@ -568,14 +612,8 @@ def run_config(args, cfg, dense, example, data, shape, level, criterion, refit) 
         checkpoint=ckpt,
     )
     student.cpu()
-    compress.check_structure(student)  # pruned weights stayed zero, kept ones nonzero
-    after = embed(student, test_tok)
-    row["after"] = {**cosine_stats(after, want), "topic_accuracy": task.accuracy(after)}
-    row["loss_per_round"] = [round(h["loss"], 5) for h in history]
-    row["seconds"] = round(time.time() - t0, 1)
-    print(f"{key}: fine-tuned {row['after']} ({row['seconds']} s)")
     ckpt.unlink(missing_ok=True)  # 270 MB; the row is cached
-    return row
+    return history
 
 
 def report(args, rows, dense_acc, task, n_train, n_test, speed, seconds) -> None:
