@@ -258,6 +258,33 @@ def test_progressive_prune_and_recalibration(tmp_path):
     assert not model.training and int(bn.num_batches_tracked) == 2
 
 
+def test_progressive_block_prune_rises_to_the_rate(tmp_path):
+    torch.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    x = torch.randn(32, 64)
+    data = [(torch.randn(32, 64), torch.randint(0, 10, (32,))) for _ in range(2)]
+    model, hist = compress.progressive_prune(
+        mlp,
+        (x,),
+        data,
+        steps=2,
+        lr=0.01,
+        target_rate=4.0,
+        scheme="block",
+        block_shape=(4, 32),
+        finetune_options={"progress": False},
+    )
+    compress.check_structure(model)
+    d = compress.describe(model)
+    assert d.block_weights_before / d.block_weights_after == pytest.approx(4.0, rel=0.02)
+    assert [h["step"] for h in hist] == [1, 2]
+    assert hist[0]["rate"] == pytest.approx(2.0, rel=0.05) and hist[1]["rate"] == pytest.approx(
+        4.0, rel=0.02
+    )
+    with pytest.raises(XGenError, match="target_rate"):
+        compress.progressive_prune(mlp, (x,), data, lr=0.01, scheme="block", rate=4.0)
+
+
 def test_saved_mnist_model_if_present():
     from pathlib import Path
 

@@ -235,14 +235,24 @@ def progressive_prune(
     Round i of s prunes to ``target_rate ** (i/s)`` (or ``connectivity * i/s``), re-choosing
     patterns, groups and kernels from the weights the previous round trained, so the final
     structure adapts to the fine-tuned weights instead of the dense ones. Patterns (2.25x for
-    3x3) apply from round 1. Returns (pruned model, history of all rounds).
+    3x3) apply from round 1. With ``scheme="block"`` (in ``prune_options``), round i prunes
+    blocks to ``rate=target_rate ** (i/s)`` (``target_rate`` is required; a pruned weight
+    stays pruned: its zero ranks last). Returns (pruned model, history of all rounds).
     """
+    block = prune_options.get("scheme") == "block"
+    if block and (target_rate is None or "rate" in prune_options or connectivity):
+        raise XGenError(
+            "progressive_prune(scheme='block') takes target_rate= (the last round's rate), "
+            "not rate= or connectivity="
+        )
     history: list[dict] = []
     current = model
     for i in range(1, steps + 1):
         t = i / steps
         opts = dict(prune_options)
-        if target_rate is not None:
+        if block:
+            opts["rate"] = float(target_rate) ** t  # type: ignore[arg-type]
+        elif target_rate is not None:
             opts["target_rate"] = target_rate**t
         elif isinstance(connectivity, dict):
             opts["connectivity"] = {k: v * t for k, v in connectivity.items()}
@@ -261,6 +271,11 @@ def progressive_prune(
             checkpoint=ckpt,
             **(finetune_options or {}),
         )
-        rate = describe(current).compression_rate
+        desc = describe(current)
+        rate = (
+            desc.block_weights_before / max(desc.block_weights_after, 1)
+            if block
+            else desc.compression_rate
+        )
         history += [{**r, "step": i, "rate": rate} for r in rounds]
     return current, history
