@@ -19,7 +19,6 @@ from .diagnostics import format_location
 from .dtypes import element_type, numpy_dtype
 from .errors import UnsupportedOp
 
-_BLOB = re.compile(r'^\s*"?([^":\s]+)"?: "0x([0-9A-Fa-f]+)"', re.M)
 _RESOURCE_NAME = re.compile(r"dense_resource<([^>]+)>")
 
 
@@ -59,20 +58,23 @@ class ConstantReader:
         self._module_op = module_op
 
     @staticmethod
-    def _blob_of(op: ir.Operation, name: str) -> bytes | None:
-        """Print just this constant (a clone in an empty module): its blob and nothing else,
-        so reading one conv's weights never prints a model's other hundreds of MB."""
+    def _blob_of(op: ir.Operation, name: str, nbytes: int) -> bytes | None:
+        """The ``nbytes`` of this constant's blob ``name``, read from the bytecode of a clone of
+        it alone in an empty module (so reading one conv's weights never writes a model's
+        other hundreds of MB); from its printed hex where that bytecode does not parse as
+        expected. Bytecode: 0.07 s for a 38 MB weight, against 0.9 s printed (BERT-base's
+        xgen passes read its 440 MB of weights twice)."""
         scratch = ir.Module.create(ir.Location.unknown(op.context))
         with ir.InsertionPoint(scratch.body):
             op.clone()
+        out = io.BytesIO()
+        scratch.operation.write_bytecode(out)
+        blob = _bytecode_blob(out.getvalue(), nbytes)
+        if blob is not None:
+            return blob
         buf = io.StringIO()
         scratch.operation.print(file=buf)
-        text = buf.getvalue()
-        start = text.find("dialect_resources")
-        for blob_name, hexdata in _BLOB.findall(text[start:] if start >= 0 else ""):
-            if blob_name == name:
-                return bytes.fromhex(hexdata)[4:]  # 4-byte alignment header
-        return None
+        return _hex_blob(buf.getvalue(), name)
 
     def value_of(self, value: ir.Value) -> np.ndarray | None:
         """The constant array behind ``value``, or None if it is not an ``arith.constant``."""
@@ -105,10 +107,85 @@ class ConstantReader:
         m = _RESOURCE_NAME.search(str(attr))
         if m is None or op is None:
             return None
-        blob = self._blob_of(op, m.group(1))
+        dtype = np_dtype(ty.element_type)
+        blob = self._blob_of(op, m.group(1), int(np.prod(ty.shape)) * dtype.itemsize)
         if blob is None:
             return None
-        return np.frombuffer(blob, np_dtype(ty.element_type)).reshape(ty.shape)
+        return np.frombuffer(blob, dtype).reshape(ty.shape)
+
+
+def _varint(b: bytes, p: int) -> tuple[int, int]:
+    """MLIR bytecode's prefix varint at ``b[p]``: (value, next position). The first byte's
+    trailing zeros count the bytes that follow (none: 9 bytes in all)."""
+    first = b[p]
+    if first & 1:
+        return first >> 1, p + 1
+    if first == 0:
+        return int.from_bytes(b[p + 1 : p + 9], "little"), p + 9
+    n = (first & -first).bit_length()
+    return int.from_bytes(b[p : p + n], "little") >> n, p + n
+
+
+# the bytecode section that holds resource blobs (MLIR's bytecode::Section::kResource)
+_RESOURCE_SECTION = 5
+_PAD = 0xCB  # MLIR's alignment padding byte
+
+
+def _bytecode_blob(b: bytes, nbytes: int) -> bytes | None:
+    """The data of the one resource blob of ``nbytes`` in module bytecode ``b``, or None
+    unless the layout is exactly the one expected: sections that end at the end of the
+    file, one resource section holding [alignment][size == nbytes][padding][data], the data
+    aligned. Anything else (another MLIR version's layout) falls back to the printed form."""
+    try:
+        if b[:4] != b"ML\xefR":
+            return None
+        _, p = _varint(b, 4)  # version
+        p = b.index(b"\0", p) + 1  # producer
+        found = []
+        while p < len(b):
+            code = b[p]
+            length, p = _varint(b, p + 1)
+            if code & 0x80:
+                align, p = _varint(b, p)
+                pad = (-p) % align
+                if any(x != _PAD for x in b[p : p + pad]):
+                    return None
+                p += pad
+            if code & 0x7F == _RESOURCE_SECTION:
+                found.append((p, length))
+            p += length
+        if p != len(b) or len(found) != 1:
+            return None
+        at, length = found[0]
+        align, q = _varint(b, at)
+        size, q = _varint(b, q)
+        start = at + length - nbytes
+        if size != nbytes or start < q or any(x != _PAD for x in b[q:start]):
+            return None
+        if align > 1 and start % align:
+            return None
+        return b[start : at + length]
+    except (IndexError, ValueError):
+        return None
+
+
+def _hex_blob(text: str, name: str) -> bytes | None:
+    """The bytes of resource blob ``name`` in printed IR (``name: "0x<hex>"`` in its
+    ``dialect_resources``, the name quoted or bare, at the start of its line), without the
+    4-byte alignment header."""
+    start = text.find("dialect_resources")
+    if start < 0:
+        return None
+    name = name.strip('"')  # as the attribute prints it, quoted where it has dots or dashes
+    for key in (f'"{name}": "0x', f'{name}: "0x'):
+        at = text.find(key, start)
+        while at >= 0:
+            line = text.rfind("\n", start, at)
+            if not text[line + 1 : at].strip():  # only indentation before the name
+                begin = at + len(key)
+                return bytes.fromhex(text[begin : text.find('"', begin)])[4:]
+            at = text.find(key, at + 1)
+    return None
 
 
 def _dense_from_text(text: str, dtype: np.dtype, shape: list[int]) -> np.ndarray:
