@@ -47,6 +47,7 @@ import numpy as np
 from .._mlir import ir
 from ..analysis.flops import op_flops
 from ..byoc import ONEDNN
+from ..codegen.dispatch import EXECUTABLE_ATTR
 from ..compiler import CompileOptions, CompileReport, _import, _int8_source, _target_options
 from ..compiler import compile as compile_model
 from ..fusion.tunable import captured_values, clone_remapped
@@ -431,8 +432,18 @@ def _order(module: ir.Module) -> dict[Any, int]:
 
 
 def _imports(module: ir.Module) -> set[str]:
-    """The oneDNN import names ``module``'s executables call."""
-    return set(re.findall(rf"\b{ONEDNN.prefix}[a-z0-9_]+", str(module)))
+    """The oneDNN import names ``module``'s executables call: read from the kernels'
+    executable texts, not from the printed module (which holds the weights in hex)."""
+    pattern = re.compile(rf"\b{ONEDNN.prefix}[a-z0-9_]+")
+    found: set[str] = set()
+
+    def visit(op: Any) -> Any:
+        if op.name == "func.func" and EXECUTABLE_ATTR in op.attributes:
+            found.update(pattern.findall(ir.StringAttr(op.attributes[EXECUTABLE_ATTR]).value))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
 
 
 def _library_changed(records: list[Record]) -> bool:
