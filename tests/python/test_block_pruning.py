@@ -160,6 +160,31 @@ def test_block_pruned_int8_runs_the_kernels_on_the_integers():
     assert _rel(got, want) < 1e-5
 
 
+def test_the_widest_block_unless_a_narrower_one_stores_clearly_less():
+    """A few more zeros (what int8 rounding adds) must not turn 4 x 32 blocks into 4 x 8
+    ones, four times the blocks for the same weights; a model pruned in 4 x 8 blocks still
+    compacts to them."""
+    from xgen_mlir.passes.block_sparse import best_block, compact_density
+
+    rng = np.random.default_rng(0)
+
+    def pruned(cols: int, keep: int) -> np.ndarray:
+        w = np.zeros((64, 128), np.float32)
+        for i in range(0, 64, 4):
+            for j in range(0, 128, cols):
+                r, c = rng.choice(4, 2, replace=False), rng.choice(cols, keep, replace=False)
+                w[np.ix_(i + r, j + c)] = rng.standard_normal((2, keep))
+        return w
+
+    wide = pruned(32, 16)
+    row = int(np.flatnonzero(wide[:4, :32].any(1))[0])  # a kept row of the first block
+    wide[row, :8] = 0.0  # rounded to zero: in a 4 x 8 block that row is gone
+    assert compact_density(wide, (4, 8)) < compact_density(wide, (4, 32))
+    assert best_block(wide, 256)[0] == (4, 32)
+    narrow = pruned(8, 4)
+    assert best_block(narrow, 256) == ((4, 8), compact_density(narrow, (4, 8)))
+
+
 def test_pruned_int8_note_counts_merged_siblings_as_sparse():
     """Q, K and V merged into one contraction make one kernel for three pruned layers: no
     warning while no contraction stayed integer; a warning when some did."""
