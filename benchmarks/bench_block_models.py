@@ -128,13 +128,21 @@ def bench_model(name: str, args: argparse.Namespace) -> dict:
         return (lambda: m(*arrays)), info, dense_ref
 
     add("xgen_mlir dense", xgen_dense)
+    pruned_models: dict[float, tuple[torch.nn.Module, np.ndarray]] = {}
+
+    def pruned_at(rate: float) -> tuple[torch.nn.Module, np.ndarray]:
+        """The model pruned to ``rate`` and its output, once per rate (fp32 and int8 share it)."""
+        if rate not in pruned_models:
+            pruned = compress.prune(model, inputs, scheme="block", rate=rate, layers=in_blocks)
+            with torch.no_grad():
+                pruned_models[rate] = pruned, first_output(pruned(*inputs))
+        return pruned_models[rate]
+
     for rate in args.rates:
 
         def pruned_system(rate: float = rate):
-            pruned = compress.prune(model, inputs, scheme="block", rate=rate, layers=in_blocks)
+            pruned, want = pruned_at(rate)
             desc = compress.describe(pruned)
-            with torch.no_grad():
-                want = first_output(pruned(*inputs))
             m, info = xgen(pruned, inputs, args.save_vmfb, f"{name}-block{rate:g}x")
             info["pruned_layers"] = len(desc.layers)
             info["weights_kept"] = desc.block_weights_after / desc.block_weights_before
@@ -145,9 +153,7 @@ def bench_model(name: str, args: argparse.Namespace) -> dict:
         if args.int8:
 
             def pruned_int8(rate: float = rate):
-                pruned = compress.prune(model, inputs, scheme="block", rate=rate, layers=in_blocks)
-                with torch.no_grad():
-                    want = first_output(pruned(*inputs))
+                pruned, want = pruned_at(rate)
                 m, info = xgen(
                     pruned,
                     inputs,
@@ -168,10 +174,10 @@ def bench_model(name: str, args: argparse.Namespace) -> dict:
             onnx.append(export_onnx(model, inputs)[0])
         return onnx[0]
 
-    def ort():
+    def ort(path: Path | None = None):
         import onnxruntime
 
-        sess = ort_session(onnx_path(), args.threads)
+        sess = ort_session(path or onnx_path(), args.threads)
         names = [i.name for i in sess.get_inputs()]
         feed = dict(zip(names, arrays, strict=True))
         return (lambda: sess.run(None, feed)[0]), {"version": onnxruntime.__version__}, dense_ref
@@ -195,18 +201,10 @@ def bench_model(name: str, args: argparse.Namespace) -> dict:
 
         def ort_int8():
             import onnx
-            import onnxruntime
 
             path = onnx_path().with_name(f"{name}-int8-dynamic.onnx")
             onnx.save(compress.quantize(model, inputs, mode="dynamic"), str(path))
-            sess = ort_session(path, args.threads)
-            names = [i.name for i in sess.get_inputs()]
-            feed = dict(zip(names, arrays, strict=True))
-            return (
-                (lambda: sess.run(None, feed)[0]),
-                {"version": onnxruntime.__version__},
-                dense_ref,
-            )
+            return ort(path)
 
         add("OpenVINO default", openvino_default)
         add("ORT int8 dynamic", ort_int8)

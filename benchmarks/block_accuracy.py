@@ -550,7 +550,6 @@ def run_config(args, cfg, dense, example, data, shape, level, criterion, refit) 
             refit=refit,
         ).to(args.device)
         if stage == 1:
-            desc = compress.describe(student)
             before = embed(student, test_tok)
             row = {
                 "config": cfg,

@@ -62,7 +62,7 @@ def test_resource_constants_read_back_exactly(shape, dtype):
         assert irutil._hex_blob(str(module), name) == array.tobytes()
 
 
-def test_unexpected_bytecode_is_refused_and_the_printed_form_serves():
+def test_unexpected_bytecode_is_refused_and_the_printed_form_serves(monkeypatch):
     array = np.arange(4096, dtype=np.float32)
     ctx, module, op = _constant(array)
     with ctx:
@@ -74,10 +74,6 @@ def test_unexpected_bytecode_is_refused_and_the_printed_form_serves():
         assert irutil._bytecode_blob(b"XXXX" + good[4:], array.nbytes) is None
         assert irutil._bytecode_blob(b"", array.nbytes) is None
         # with the bytecode route refusing everything, the reader still reads it (printed)
-        real = irutil._bytecode_blob
-        irutil._bytecode_blob = lambda b, n: None
-        try:
-            got = ConstantReader(module.operation).value_of(op.result)
-        finally:
-            irutil._bytecode_blob = real
+        monkeypatch.setattr(irutil, "_bytecode_blob", lambda b, n: None)
+        got = ConstantReader(module.operation).value_of(op.result)
         assert np.array_equal(got, array)

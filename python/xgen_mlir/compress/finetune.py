@@ -245,13 +245,14 @@ def progressive_prune(
             "progressive_prune(scheme='block') takes target_rate= (the last round's rate), "
             "not rate= or connectivity="
         )
+    last_rate = float(target_rate or 1.0)
     history: list[dict] = []
     current = model
     for i in range(1, steps + 1):
         t = i / steps
         opts = dict(prune_options)
         if block:
-            opts["rate"] = float(target_rate) ** t  # type: ignore[arg-type]
+            opts["rate"] = last_rate**t
         elif target_rate is not None:
             opts["target_rate"] = target_rate**t
         elif isinstance(connectivity, dict):
