@@ -11,6 +11,12 @@ is a cell with its reason, not a crash. Numerics: each compiled model against it
 PyTorch model (the pruned one for the pruned compiles), max error relative to the output.
 Prints a table and writes ``benchmarks/results/block_models.json`` with the host record.
 
+``--tune-minutes M`` also tunes each pruned model (``xgen_mlir.tune``, M minutes, a fresh
+database per model and rate beside the results; ``--choices-share`` of the budget to the
+algorithm choices, where each block-pruned layer's block-sparse kernel is measured against
+its dense routes) and times the tuned module ("xgen_mlir block Rx tuned"); the untuned
+compiles use no tuning database.
+
 The issue's goal: the 4x model >= 2x faster than the fastest dense fp32 peer. ``--int8`` also
 compiles each pruned model in dynamic int8 (``precision="int8"``: its integer contractions
 reach the block-sparse kernels where they are computed in f32) and adds the reduced-precision
@@ -20,6 +26,7 @@ quantizer xgen_mlir uses). The int8 goal: the 4x int8 model ahead of OpenVINO's 
 
     .venv/bin/python benchmarks/bench_block_models.py [--models minilm bert_base gpt2_small]
         [--rates 4 8] [--rounds 4] [--block 10] [--threads 2] [--save-vmfb DIR] [--int8]
+        [--tune-minutes M] [--choices-share S]
 
 ``--save-vmfb DIR`` also writes each xgen_mlir module, for
 ``benchmarks/profile_dispatches.py DIR/<model>-<system>.vmfb`` (where the time goes).
@@ -79,6 +86,7 @@ def rel_err(got: object, want: np.ndarray) -> float:
 
 def xgen(model: torch.nn.Module, inputs: tuple, save: Path | None, tag: str, **options):
     t0 = time.perf_counter()
+    options.setdefault("tuning_db", False)  # untuned: no records of earlier runs
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         m = xgen_mlir.compile(model, inputs, **options)
@@ -150,6 +158,13 @@ def bench_model(name: str, args: argparse.Namespace) -> dict:
             return (lambda: m(*arrays)), info, want
 
         add(f"xgen_mlir block {rate:g}x", pruned_system)
+        if args.tune_minutes > 0:
+
+            def pruned_tuned(rate: float = rate):
+                pruned, want = pruned_at(rate)
+                return tuned_system(name, rate, pruned, inputs, arrays, want, args)
+
+            add(f"xgen_mlir block {rate:g}x tuned", pruned_tuned)
         if args.int8:
 
             def pruned_int8(rate: float = rate):
@@ -226,6 +241,10 @@ def bench_model(name: str, args: argparse.Namespace) -> dict:
                 dense = cells["xgen_mlir dense"].get("median_ms")
                 if dense is not None:
                     out[f"speedup_{rate:g}x_vs_xgen_dense"] = float(dense) / ms  # type: ignore[arg-type]
+            tuned = cells.get(f"{key} tuned", {})
+            if "median_ms" in tuned:
+                ms = float(tuned["median_ms"])  # type: ignore[arg-type]
+                out[f"speedup_{rate:g}x_tuned_vs_fastest_peer"] = float(peers[fastest]) / ms  # type: ignore[arg-type]
     reduced = {p: cells[p]["median_ms"] for p in REDUCED_PEERS if "median_ms" in cells.get(p, {})}
     if reduced:
         for rate in args.rates:
@@ -237,8 +256,51 @@ def bench_model(name: str, args: argparse.Namespace) -> dict:
     return out
 
 
-def print_table(rows: dict[str, dict], rates: list[float], int8: bool = False) -> None:
-    names = ["xgen_mlir dense", *(f"xgen_mlir block {r:g}x" for r in rates), *DENSE_PEERS]
+def tuned_system(
+    name: str,
+    rate: float,
+    pruned: torch.nn.Module,
+    inputs: tuple,
+    arrays: list,
+    want: np.ndarray,
+    args: argparse.Namespace,
+) -> tuple[Callable[[], object], Cell, np.ndarray]:
+    """``xgen_mlir.tune`` on the pruned model into a fresh database; the tuned module, with
+    what the tuner decided for each block-pruned layer."""
+    from xgen_mlir.tuning.measure import MeasureSettings
+
+    db = Path(args.json).with_name(f"{Path(args.json).stem}-{name}-{rate:g}x-tuning.db")
+    for stale in db.parent.glob(db.name + "*"):
+        stale.unlink()
+    t0 = time.perf_counter()
+    tuned = xgen_mlir.tune(
+        pruned,
+        inputs,
+        budget_minutes=args.tune_minutes,
+        db=db,
+        settings=MeasureSettings(threads=args.threads),
+        choices_share=args.choices_share,
+    )
+    m = tuned.module
+    blocks = [(d, a, why) for d, a, why in m.report.tuning.choices if "blocks keeping" in d]
+    info: Cell = {
+        "tune_s": round(time.perf_counter() - t0, 1),
+        "tuning_db": str(db),
+        "tuner_model_ms_before": tuned.model_ms_before,
+        "tuner_model_ms_after": tuned.model_ms_after,
+        "raise": m.report.rewrites.get("xgen-raise-block-linear", {}),
+        "block_choices": [{"layer": d, "decision": a, "why": why} for d, a, why in blocks],
+    }
+    return (lambda: m(*arrays)), info, want
+
+
+def print_table(
+    rows: dict[str, dict], rates: list[float], int8: bool = False, tuned: bool = False
+) -> None:
+    names = ["xgen_mlir dense", *(f"xgen_mlir block {r:g}x" for r in rates)]
+    if tuned:
+        names += [f"xgen_mlir block {r:g}x tuned" for r in rates]
+    names += DENSE_PEERS
     if int8:
         names += [*(f"xgen_mlir block {r:g}x int8" for r in rates), *REDUCED_PEERS]
     print("\nmedian ms per call (rel err vs its PyTorch model); block: pruned model vs pruned")
@@ -276,6 +338,10 @@ def print_table(rows: dict[str, dict], rates: list[float], int8: bool = False) -
         ]
         if int8_parts:
             print(f"{model}: " + "; ".join(int8_parts))
+    for model, r in rows.items():
+        for n, c in r["systems"].items():
+            for choice in c.get("block_choices", []):
+                print(f"{model} / {n}: {choice['layer']} -> {choice['decision']}")
     print("goal (issue 29): block 4x >= 2x faster than the fastest dense fp32 peer")
     if int8:
         print("with int8 on top: block 4x int8 ahead of OpenVINO's default precision (dense)")
@@ -295,12 +361,24 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also each rate in dynamic int8, against OpenVINO's default and ORT's dynamic int8",
     )
+    p.add_argument(
+        "--tune-minutes",
+        type=float,
+        default=0.0,
+        help="also tune each pruned model this long (xgen_mlir.tune) and time the tuned module",
+    )
+    p.add_argument(
+        "--choices-share",
+        type=float,
+        default=0.5,
+        help="with --tune-minutes: the share of the budget for the algorithm choices",
+    )
     p.add_argument("--json", default=str(Path(__file__).parent / "results" / "block_models.json"))
     args = p.parse_args(argv)
     rows = {}
     for name in tqdm(args.models, desc="models"):
         rows[name] = bench_model(name, args)
-    print_table(rows, args.rates, args.int8)
+    print_table(rows, args.rates, args.int8, args.tune_minutes > 0)
     payload = {"args": {k: str(v) for k, v in vars(args).items()}, "models": rows}
     write_results(Path(args.json), payload, args.threads)
     return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 import torch
 from conftest import int8_exact_in_ort
 from torch import nn
@@ -431,3 +432,47 @@ def test_a_choice_slower_in_the_model_does_not_sink_the_others(tmp_path, monkeyp
     with torch.no_grad():
         want = model(x).numpy()
     assert np.abs(np.asarray(final(x)) - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_block_pruned_layers_measured_as_block_kernels_against_dense(tmp_path):
+    """A block-pruned Linear is also measured as the block-sparse kernel, keyed by its block
+    and density; before any measurement the rule decides (4x: the kernel; 1.5x: dense), after
+    it the records do, and compile() raises exactly the layers whose kernel won. A model of
+    the same shapes pruned at another rate is measured again (its structure is new); a dense
+    layer of a known signature is not."""
+    from xgen_mlir import compress
+    from xgen_mlir.passes.block_sparse import block_records
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 128)).eval()
+    x = torch.randn(32, 128)
+    pruned = compress.prune(model, (x,), scheme="block", rate={"0": 4.0, "2": 1.5})
+    db = tmp_path / "t.db"
+    unmeasured = measure_choices(pruned, (x,), db=db, settings=FAST, progress=False, max_convs=0)
+    by_rows = {c.description.split(" *")[0]: c for c in unmeasured}
+    first, second = by_rows["matmul 32x128"], by_rows["matmul 32x256"]
+    assert first.density == pytest.approx(0.25, abs=0.02) and second.density > 0.6
+    assert first.algorithm.startswith("xgen_block") and first.algorithm == first.prior
+    assert not second.algorithm.startswith("xgen_block")
+
+    choices = measure_choices(pruned, (x,), db=db, settings=FAST, progress=False)
+    raised = 0
+    for c in choices:
+        (block,) = block_records(c.measured, c.block, c.density)
+        assert block.status == "ok" and block.seconds > 0, block  # numbers checked first
+        assert any(r.config["algorithm"] == "xgen_gemm" for r in c.measured)
+        raised += c.algorithm.startswith("xgen_block")
+    compiled = xgen_mlir.compile(pruned, (x,), tuning_db=db, tuning_threads=FAST.threads)
+    assert compiled.report.rewrites.get("xgen-raise-block-linear", {}).get("raised", 0) == raised
+    logged = [d for d, algorithm, _ in compiled.report.tuning.choices if "blocks keeping" in d]
+    assert len(logged) == 2
+    with torch.no_grad():
+        want = pruned(x).numpy()
+    assert np.abs(np.asarray(compiled(x)) - want).max() <= 1e-4 * np.abs(want).max()
+
+    again = compress.prune(model, (x,), scheme="block", rate={"0": 2.0})
+    later = measure_choices(again, (x,), db=db, settings=FAST, progress=False)
+    by_rows = {c.description.split(" *")[0]: c for c in later}
+    assert by_rows["matmul 32x128"].new
+    assert by_rows["matmul 32x128"].density == pytest.approx(0.5, abs=0.02)
+    assert by_rows["matmul 32x256"].block is None and not by_rows["matmul 32x256"].new

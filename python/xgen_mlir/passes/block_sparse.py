@@ -50,29 +50,159 @@ from ..dialects.block_sparse import (
     tables_of,
     weight_shape,
 )
-from ..irutil import ConstantReader, constant_op, find_func, ops_named, splice_functions
+from ..irutil import (
+    ConstantReader,
+    constant_op,
+    find_func,
+    function_of,
+    ops_named,
+    splice_functions,
+)
 from ..target import block_tile, host_threads, vector_registers
+from ..tunedb import ALGORITHM, REJECTED_IN_MODEL, Record
 from .consteval import ConstEval
 from .epilogue_c import epilogue
 from .generic_util import (
     erase_dead_tree,
-    has_default_maps,
     i64_array,
     transpose,
 )
 from .kernel_call import free_symbol
-from .kernel_match import NoMatch, bias_add
+from .kernel_match import NoMatch
+from .linear_parts import CONV_1X1, conv_parts, matmul_parts
 from .registry import PassFailure, register_pass
-
-_CONV_1X1 = ("linalg.conv_2d_nchw_fchw", "linalg.conv_3d_ncdhw_fcdhw")
+from .winograd_convs import (
+    BLOCK_ALGORITHM,
+    CHOICES,
+    MODES,
+    TunedChoices,
+    allowed_variants,
+    conv_signature,
+    load_choices,
+    matmul_signature,
+    variant_name,
+)
 
 
 @dataclass
 class RaiseBlockOptions:
+    # "true": raise where the compact blocks keep at most ``max_density`` (the rule); "false":
+    # none; "tuned": as this host's measurements decide (``decide_block``), the rule for a
+    # layer whose block structure was not measured (the target option ``block_kernels``)
+    enable: str = "true"
     vector_bits: int = 512  # the target's vector width: the block is its register tile (0: any)
-    max_density: float = 0.6  # raise where the compact blocks keep at most this share (measured)
+    max_density: float = 0.6  # the rule: the compact blocks keep at most this share (measured)
     min_rows: int = 0  # and at least this many rows (0: one vector of lanes)
+    functions: str = ""  # comma-separated function names to look in; empty: all
+    db: str = ""  # "tuned" outside compile(): the tuning database ("": the default one)
+    threads: int = 0  # "tuned": the thread count the records were measured with (0: this host's)
+    # "tuned": the dense routes the compile weighs for a layer left dense, which a measured
+    # block kernel must beat (the target's offload and gemm_kernels options and precision)
+    offload: str = "none"
+    gemm: str = "false"
+    precision: str = "fp32"
     verbose: bool = False
+
+
+# Layers whose compact blocks keep more than this share of the weights are not measured as
+# block-sparse kernels (``tuning/choices.py``): the kernel ran a fully dense layer at 0.81-0.86x
+# of the dense GEMM kernel (docs/block-pruning.md), and break-even lay at 0.67-0.8 on both
+# host types; in ``tuned`` mode such a layer follows the rule.
+MEASURED_MAX_DENSITY = 0.9
+# A record of a block structure serves a layer whose compact density is within this of its
+# own (the records of a model pruned at one rate, rounded to two decimals, serve it and a
+# model pruned again at that rate).
+DENSITY_MATCH = 0.02
+
+
+def block_config(block: tuple[int, int], density: float) -> dict[str, Any]:
+    """The config of an ``algorithm`` record for a linear layer run as the block-sparse
+    kernel with ``block`` tiles keeping ``density`` of its weights; its baseline is the dense
+    layer through IREE, as for the dense variants of the same signature."""
+    return {
+        "kind": ALGORITHM,
+        "algorithm": BLOCK_ALGORITHM,
+        "compute": "f32",
+        "block": [int(block[0]), int(block[1])],
+        "density": round(float(density), 2),
+    }
+
+
+def block_records(records: list[Record], block: tuple[int, int], density: float) -> list[Record]:
+    """The block-sparse kernel's records among ``records`` that serve a layer of this block
+    and compact density."""
+    return [
+        r
+        for r in records
+        if r.config.get("algorithm") == BLOCK_ALGORITHM
+        and list(r.config.get("block", ())) == list(block)
+        and abs(float(r.config.get("density", -1.0)) - density) <= DENSITY_MATCH
+    ]
+
+
+def decide_block(
+    records: list[Record], block: tuple[int, int], density: float, dense_allowed: Any
+) -> tuple[bool | None, str]:
+    """Whether a linear layer with this block structure runs as the block-sparse kernel, from
+    this host's records of its signature, and why; None where they do not say (no record of
+    this block within ``DENSITY_MATCH`` of this density, or the kernel's measured lead was
+    rejected in the model): then the rule decides. The kernel must be faster than the
+    direct layer and than each dense variant the compile weighs (``dense_allowed``: the GEMM
+    kernel, a library), as measured beside the same direct layer; one that failed its
+    measurement (wrong numbers, a crash) is never chosen."""
+    mine = block_records(records, block, density)
+    if not mine:
+        return None, "no measurement of this block structure on this host"
+    r = min(mine, key=lambda r: abs(float(r.config["density"]) - density))
+    if r.detail.startswith(REJECTED_IN_MODEL):
+        return None, f"the block kernel's measured lead not kept: {r.detail}"
+    if r.speedup is None or r.seconds is None or r.baseline_seconds is None:
+        detail = f": {r.detail}" if r.detail else ""
+        return False, f"the block kernel's measurement: {r.status}{detail}"
+    said = (
+        f"measured block kernel {r.seconds * 1e3:.3f} ms vs direct "
+        f"{r.baseline_seconds * 1e3:.3f} ms ({r.speedup:.2f}x)"
+    )
+    dense = [
+        d
+        for d in records
+        if dense_allowed(d.config)
+        and d.speedup is not None
+        and d.seconds is not None
+        and not d.detail.startswith(REJECTED_IN_MODEL)
+    ]
+    best = max(dense, key=lambda d: d.speedup or 0.0, default=None)
+    if best is not None and best.seconds is not None and (best.speedup or 0.0) >= r.speedup:
+        rival = f"{variant_name(best.config)} {best.seconds * 1e3:.3f} ms ({best.speedup:.2f}x)"
+        return False, f"{said}, {rival}: the dense layer faster"
+    if r.speedup <= 1.0:
+        return False, f"{said}: the dense layer faster"
+    return True, said
+
+
+def block_structure(
+    op: ir.Operation, ev: ConstEval, vector_bits: int
+) -> tuple[tuple[int, int], float] | None:
+    """The block and compact density ``op`` would be raised with (``best_block``), where it
+    is a linear layer or 1x1 conv this pass takes with enough rows; else None."""
+    try:
+        parts = (conv_parts if op.name in CONV_1X1 else matmul_parts)(op, ev)
+    except NoMatch:
+        return None
+    rows = ir.RankedTensorType(op.operands[0].type).shape
+    m = rows[0] if op.name == "linalg.matmul" else int(np.prod([rows[0], *rows[2:]]))
+    if m < block_tile(vector_bits or 128)[2]:
+        return None
+    return best_block(parts["w"], vector_bits)
+
+
+def _signature(op: ir.Operation) -> tuple[str, str] | None:
+    """The signature the tuner measures ``op`` under (a 1x1x1 3D conv: none)."""
+    if op.name == "linalg.matmul":
+        return matmul_signature(op)
+    if op.name == "linalg.conv_2d_nchw_fchw":
+        return conv_signature(op)
+    return None
 
 
 def block_shape(vector_bits: int) -> tuple[int, int]:
@@ -120,58 +250,6 @@ def compact_density(w: np.ndarray, block: tuple[int, int]) -> float:
     return float((rows * cols).sum()) / max(n * k, 1)
 
 
-def _matmul_parts(mm: ir.Operation, ev: ConstEval) -> dict[str, Any]:
-    if not has_default_maps(mm):
-        raise NoMatch("a matmul with transposing or broadcasting maps")
-    ty = ir.RankedTensorType(mm.results[0].type)
-    if not ty.has_static_shape or not ir.RankedTensorType(mm.operands[0].type).has_static_shape:
-        raise NoMatch("dynamic shape (the kernels take static shapes)")
-    if str(ty.element_type) != "f32" or str(mm.operands[0].type.element_type) != "f32":
-        raise NoMatch("not f32 (the kernels compute f32 only)")
-    rhs = ev.value(mm.operands[1])
-    if rhs is None or rhs.dtype != np.float32:
-        raise NoMatch("the right-hand side is not a constant f32 matrix")
-    init = ev.per_channel_init(mm.operands[2], 1)
-    if init is None:
-        raise NoMatch("the accumulator is not a per-column constant")
-    parts = {"x": mm.operands[0], "w": np.ascontiguousarray(rhs.T), "bias": init, "end": mm}
-    if not init.any():
-        found = bias_add(mm, ev)
-        if found is not None:
-            parts["end"], parts["bias"] = found
-    return parts
-
-
-def _conv_parts(conv: ir.Operation, ev: ConstEval) -> dict[str, Any]:
-    """A 1x1 (1x1x1) conv's input, weights [F, C] and per-channel init; channels first, or
-    last for ``linalg.conv_2d_nhwc_hwcf`` (filter [1, 1, C, F])."""
-    nhwc = conv.name == "linalg.conv_2d_nhwc_hwcf"
-    w = ev.value(conv.operands[1])
-    if w is None or w.dtype != np.float32:
-        raise NoMatch("the conv's weights are not a constant f32 tensor")
-    if any(s != 1 for s in (w.shape[:2] if nhwc else w.shape[2:])):
-        raise NoMatch("a conv with a kernel larger than 1 (only 1x1 / 1x1x1 are GEMMs)")
-    strides = np.array(conv.attributes["strides"]).tolist()
-    dil = np.array(conv.attributes["dilations"]).tolist()
-    if any(v != 1 for v in strides + dil):
-        raise NoMatch("a strided or dilated 1x1 conv")
-    ty = ir.RankedTensorType(conv.results[0].type)
-    if not ty.has_static_shape or not ir.RankedTensorType(conv.operands[0].type).has_static_shape:
-        raise NoMatch("dynamic shape (the kernels take static shapes)")
-    if str(ty.element_type) != "f32":
-        raise NoMatch("not f32 (the kernels compute f32 only)")
-    init = ev.per_channel_init(conv.operands[2], 3 if nhwc else 1)
-    if init is None:
-        raise NoMatch("the accumulator is not a per-channel constant")
-    weights = np.ascontiguousarray(w.reshape(w.shape[2], w.shape[3]).T) if nhwc else w
-    return {
-        "x": conv.operands[0],
-        "w": weights.reshape(weights.shape[0], -1),
-        "bias": init,
-        "end": conv,
-    }
-
-
 def _raise(op: ir.Operation, parts: dict[str, Any], block: tuple[int, int]) -> None:
     end: ir.Operation = parts["end"]
     f32 = ir.F32Type.get()
@@ -180,7 +258,7 @@ def _raise(op: ir.Operation, parts: dict[str, Any], block: tuple[int, int]) -> N
         b = constant_op(np.asarray(parts["bias"], np.float32), "xgen_block_bias").result
         x = parts["x"]
         shape = list(ir.RankedTensorType(x.type).shape)
-        conv = op.name in _CONV_1X1
+        conv = op.name in CONV_1X1
         if conv:  # N C *S -> N *S C -> (N * S) x C
             rank = len(shape)
             perm = [0, *range(2, rank), 1]
@@ -230,24 +308,31 @@ def _raise(op: ir.Operation, parts: dict[str, Any], block: tuple[int, int]) -> N
 )
 def raise_block_linear(module_op: ir.Operation, opts: RaiseBlockOptions | None) -> Counter:
     opts = opts or RaiseBlockOptions()
+    mode = str(opts.enable).lower()
+    if mode not in MODES:
+        raise PassFailure(f"enable={opts.enable!r} is not one of {', '.join(MODES)}")
+    counts: Counter[str] = Counter()
+    if mode == "false":
+        return counts
     load_xgen_dialects(module_op.context)
     min_rows = opts.min_rows or block_tile(opts.vector_bits or 128)[2]
-    counts: Counter[str] = Counter()
+    scope = {f for f in opts.functions.split(",") if f}
+    choices = (CHOICES.get() or load_choices(opts.db, opts.threads)) if mode == "tuned" else None
+    dense_allowed = allowed_variants("false", opts.offload, opts.precision, opts.gemm)
     with module_op.context:
         ev = ConstEval(module_op)
-        for op in ops_named(module_op, "linalg.matmul", *_CONV_1X1):
+        for op in ops_named(module_op, "linalg.matmul", *CONV_1X1):
+            if scope and function_of(op) not in scope:
+                continue
             where = format_location(op.location)
             try:
-                parts = (_conv_parts if op.name in _CONV_1X1 else _matmul_parts)(op, ev)
+                parts = (conv_parts if op.name in CONV_1X1 else matmul_parts)(op, ev)
                 block, dens = best_block(parts["w"], opts.vector_bits)
                 rows = ir.RankedTensorType(op.operands[0].type).shape
                 m = rows[0] if op.name == "linalg.matmul" else int(np.prod([rows[0], *rows[2:]]))
-                if dens > opts.max_density:
-                    raise NoMatch(
-                        f"dense enough: compact blocks keep {dens:.2f} > {opts.max_density}"
-                    )
                 if m < min_rows:
                     raise NoMatch(f"{m} rows < {min_rows} (a vector of tokens per tile)")
+                _decide(op, block, dens, opts, choices, dense_allowed)
             except NoMatch as e:
                 if op.name != "linalg.matmul" or "constant" not in str(e):
                     counts[f"stays dense: {e}"] += 1
@@ -263,6 +348,38 @@ def raise_block_linear(module_op: ir.Operation, opts: RaiseBlockOptions | None) 
                     file=sys.stderr,
                 )
     return counts
+
+
+def _decide(
+    op: ir.Operation,
+    block: tuple[int, int],
+    dens: float,
+    opts: RaiseBlockOptions,
+    choices: TunedChoices | None,
+    dense_allowed: Any,
+) -> None:
+    """Raise NoMatch (with the reason) where ``op`` stays dense: by this host's records under
+    ``tuned`` (logged in ``choices``), else by the rule (``max_density``)."""
+    rule = dens <= opts.max_density
+    signed = _signature(op) if choices is not None and dens <= MEASURED_MAX_DENSITY else None
+    if choices is None or signed is None:
+        if not rule:
+            raise NoMatch(f"dense enough: compact blocks keep {dens:.2f} > {opts.max_density}")
+        return
+    sig, desc = signed
+    use, why = decide_block(choices.records.get(sig, []), block, dens, dense_allowed)
+    short = "measured faster dense (tuned)" if use is False else ""
+    if use is None:
+        use = rule
+        sign = "<=" if rule else ">"
+        why = f"{why}; the rule: compact blocks keep {dens:.2f} {sign} {opts.max_density}"
+        short = f"dense enough: compact blocks keep {dens:.2f} > {opts.max_density}"
+    what = f"{desc}, {block[0]}x{block[1]} blocks keeping {dens:.2f}"
+    choices.log.append((what, f"{BLOCK_ALGORITHM} (f32)" if use else "dense", why))
+    if opts.verbose:
+        print(f"xgen-raise-block-linear: {what}: {why}", file=sys.stderr)
+    if not use:
+        raise NoMatch(short)  # (the counts' key: the measured times are in the log)
 
 
 def bcsr_tables(w: np.ndarray, block: tuple[int, int]) -> tuple[list[np.ndarray], np.ndarray]:

@@ -36,12 +36,12 @@ from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
 from ..irutil import function_of, ops_named
 from ..target import gemm_tile, host_threads
-from .block_sparse import _conv_parts, _matmul_parts
 from .consteval import ConstEval
 from .epilogue_c import Epilogue, Operands, epilogue
 from .generic_util import has_default_maps, transpose
 from .kernel_call import free_symbol, install_kernel
 from .kernel_match import NoMatch
+from .linear_parts import conv_parts, matmul_parts
 from .registry import register_pass
 
 # The attribute xgen-winograd-convs sets on a linear layer this pass is to lower.
@@ -70,9 +70,9 @@ def gemm_parts(op: ir.Operation, ev: ConstEval) -> dict[str, Any]:
     """What the kernel computes ``op`` from (input, weights [N, K], bias, the op its result
     leaves), or NoMatch with why it cannot."""
     if op.name == "linalg.matmul":
-        return _matmul_parts(op, ev)
+        return matmul_parts(op, ev)
     if op.name in (NHWC_CONV, NCHW_CONV):
-        return _conv_parts(op, ev)
+        return conv_parts(op, ev)
     if op.name == BATCH_MATMUL:
         return _batch_parts(op, ev)
     raise NoMatch(f"{op.name} is not a linear layer or a 1x1 conv")

@@ -160,6 +160,8 @@ MODES = ("false", "true", "tuned")
 GEMM_ALGORITHM = "xgen_gemm"
 # ... and of the generated attention kernel's (passes/attention_kernels.py decides those)
 ATTENTION_ALGORITHM = "xgen_attention"
+# ... and of the block-sparse kernel's (passes/block_sparse.py decides those, before this pass)
+BLOCK_ALGORITHM = "xgen_block"
 
 
 @dataclass
@@ -244,6 +246,9 @@ def gemm_config(group: int = 0) -> dict[str, Any]:
 
 
 def variant_name(config: dict[str, Any]) -> str:
+    if config.get("algorithm") == BLOCK_ALGORITHM:
+        r, c = config.get("block", (0, 0))
+        return f"{BLOCK_ALGORITHM} {r}x{c} at {float(config.get('density', 0)):.2f}"
     if config.get("algorithm") == "winograd":
         m = int(config.get("m", 0))
         return f"F({m}x{m})" + (" in the GEMM kernel" if _gemm_kernel(config) else "")
@@ -724,8 +729,10 @@ def allowed_variants(mode: str, offload: str, precision: str, gemm: str = "false
             return mode == "tuned" and (not in_kernel or kernel_ok)
         if config.get("algorithm") == GEMM_ALGORITHM:
             return gemm == "tuned" and f32_compute(precision)
-        if config.get("algorithm") == ATTENTION_ALGORITHM:
-            return False  # not a conv's or linear layer's variant
+        if config.get("algorithm") in (ATTENTION_ALGORITHM, BLOCK_ALGORITHM):
+            # not a dense conv's or linear layer's variant: xgen-attention-kernels and
+            # xgen-raise-block-linear decide those
+            return False
         return (
             offload == "tuned"
             and config.get("compute") in (compute, "s8")

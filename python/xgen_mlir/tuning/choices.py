@@ -55,12 +55,23 @@ from ..irutil import np_dtype
 from ..passes.attention_kernels import AttentionKernelOptions, Found, attention_config
 from ..passes.attention_kernels import candidates as attention_candidates
 from ..passes.attention_kernels import decide as decide_attention
+from ..passes.block_sparse import (
+    MEASURED_MAX_DENSITY,
+    BcsrKernelOptions,
+    RaiseBlockOptions,
+    block_config,
+    block_records,
+    block_structure,
+    decide_block,
+)
 from ..passes.byoc_offload import is_integer
+from ..passes.consteval import ConstEval
 from ..passes.gemm_kernels import GemmKernelOptions
 from ..passes.integer_in_float import library_may_take_convs
 from ..passes.registry import get_pass
 from ..passes.runner import run_steps
 from ..passes.winograd_convs import (
+    BLOCK_ALGORITHM,
     TRANSFORMS,
     Candidate,
     WinogradOptions,
@@ -91,6 +102,7 @@ WINOGRAD_TOLERANCE = 1e-3
 # output is off by a few 1e-3 of the scale; a wrong primitive by O(1).
 BF16_TOLERANCE = 3e-2
 STEP = "xgen-winograd-convs"
+BLOCK_STEP = "xgen-raise-block-linear"
 # The generated GEMM kernel's panels per workgroup measured for each linear layer: one panel
 # per workgroup balances small layers over the threads, two halve the x reads of large ones
 GEMM_GROUPS = (1, 2)
@@ -113,6 +125,10 @@ class ConvChoice:
     new: bool = False  # measured in this call (not found in the database)
     # what compile() does before any measurement (the attention kernel is its cores' prior)
     prior: str = "direct"
+    # a block-pruned layer's block and compact density (its block-sparse kernel is measured
+    # too, and decides first: xgen-raise-block-linear runs before xgen-winograd-convs)
+    block: tuple[int, int] | None = None
+    density: float = 0.0
 
     def times(self) -> dict[str, float | None]:
         """Milliseconds: the direct conv (median over the variants' batches) and each variant."""
@@ -160,7 +176,13 @@ def _graph_module(
     module, _ = _import(model, example_inputs, opts)
     if module is model:
         module = ir.Module.parse(str(module), module.context)
-    values = {**opts.target_options, "winograd": "false", "offload": "none"}
+    # block-pruned layers stay linear layers: their block-sparse kernel is one of their variants
+    values = {
+        **opts.target_options,
+        "winograd": "false",
+        "offload": "none",
+        "block_kernels": "false",
+    }
     compiled = load_pipeline(target).with_options(opts.target_options)
     if compiled.option_value("integer_contractions") == "convs":
         # xgen-integer-in-float keeps integer convs a library may take (the compile's offload
@@ -293,6 +315,7 @@ def variants_module(
     precision: str = "fp32",
     gemm_step: str | None = None,
     threads: int = 1,
+    block: tuple[tuple[int, int], float, int] | None = None,
 ) -> tuple[ir.Module, list[dict[str, Any]]]:
     """One module of ``base`` (the direct conv, or matmul, with its pad, bias and epilogue)
     and ``c0``, ``c1`` ...: the same as Winograd F(m x m), one per transform that fits
@@ -301,8 +324,10 @@ def variants_module(
     the library takes it; and the
     config of each ``c`` function, in order; with ``gemm_step`` (the target's
     xgen-gemm-kernels step), a linear layer also as xgen_mlir's generated GEMM kernel, and
-    each Winograd tile also with its batched GEMM in that kernel. One module: one compile and
-    one child process measure every variant of the op."""
+    each Winograd tile also with its batched GEMM in that kernel; with ``block`` (the layer's
+    block, compact density and the target's vector width), a block-pruned layer also as
+    xgen_mlir's block-sparse kernel. One module: one compile and one child process measure
+    every variant of the op."""
     cut = _Slice(cand)
     module = ir.Module.create(ir.Location.unknown(cand.op.context))
     cut.function(module, "base", order)
@@ -362,6 +387,16 @@ def variants_module(
         else:  # the kernel does not take it
             module.body.operations[len(module.body.operations) - 1].erase()
             break
+    if block is not None:
+        shape, density, bits = block
+        name = f"c{len(configs)}"
+        cut.function(module, name, order)
+        step = f"{BLOCK_STEP}{{enable=true max-density=1.0 vector-bits={bits} functions={name}}}"
+        counts = run_steps(module, [step], what=f"raising {cand.description} to block-sparse")
+        if counts.get(BLOCK_STEP, {}).get("raised"):
+            configs.append(block_config(shape, density))
+        else:
+            module.body.operations[len(module.body.operations) - 1].erase()
     module.operation.verify()
     return module, configs
 
@@ -462,11 +497,13 @@ def measure_conv(
     compile_options: dict[str, Any],
     offload: str | None = None,
     gemm_step: str | None = None,
+    block: tuple[tuple[int, int], float, int] | None = None,
 ) -> list[Measurement]:
     """Compile ``cand``'s variants through the target's pipeline and measure them against
     the direct conv (numerics, then interleaved timing, in a child process): its Winograd
-    tiles where it has any, its offload to kernel library ``offload`` where given, and a
-    linear layer's generated GEMM kernel with ``gemm_step``."""
+    tiles where it has any, its offload to kernel library ``offload`` where given, a
+    linear layer's generated GEMM kernel with ``gemm_step``, and a block-pruned layer's
+    block-sparse kernel with ``block``."""
     precision = str(compile_options.get("precision") or "fp32")
     bf16 = precision == "bf16"
     options = compile_options.get("target_options") or {}
@@ -476,7 +513,7 @@ def measure_conv(
     try:
         winograd = not bf16 and str(options.get("winograd", "tuned")) != "false"
         module, configs = variants_module(
-            cand, order, winograd, offload, precision, gemm_step, settings.threads
+            cand, order, winograd, offload, precision, gemm_step, settings.threads, block
         )
     except Exception as e:  # the offload pass failed on the slice
         if offload is None:  # the slice itself cannot be made: nothing to measure
@@ -484,7 +521,7 @@ def measure_conv(
         detail = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
         config = offload_config(str(offload), _compute(cand, precision))
         return [
-            *measure_conv(cand, order, target, settings, compile_options, None, gemm_step),
+            *measure_conv(cand, order, target, settings, compile_options, None, gemm_step, block),
             Measurement(config, "compile_error", detail=detail),
         ]
     # a bf16 library's output is off by a few 1e-3 of the scale (each operand rounded to 8
@@ -509,7 +546,12 @@ def _measure_module(
         return []
     options = dict(compile_options)
     # the variants are already in the IR
-    chosen = {"winograd": "false", "offload": "none", "attention_kernels": "false"}
+    chosen = {
+        "winograd": "false",
+        "offload": "none",
+        "attention_kernels": "false",
+        "block_kernels": "false",
+    }
     options["target_options"] = {**options.get("target_options", {}), **chosen}
     options.update(entry="base", tuning_db=False, precision_check=False)
     if options.get("precision") == "int8":  # the slice is quantized already: compile as is
@@ -576,9 +618,14 @@ def measure_choices(
     offload = _offload_backend(target, compile_options)
     gemm_step = _gemm_step(target, compile_options)
     found = candidates(module.operation, offload=offload is not None or gemm_step is not None)
+    # one choice per signature, and per block structure within it: the records of the dense
+    # variants serve every layer of a signature, the block-sparse kernel's only its structure
+    structure = _block_structures(module, found, target, compile_options)
     by_sig: dict[str, list[Candidate]] = {}
     for c in found:
-        by_sig.setdefault(c.signature, []).append(c)
+        shape = structure.get(c.op)
+        key = c.signature if shape is None else f"{c.signature}@{shape[0]}:{shape[1]:.2f}"
+        by_sig.setdefault(key, []).append(c)
     attention = _attention_step(target, compile_options)
     attention_step, bits = attention if attention is not None else (None, 0)
     cores: dict[str, Found] = {}  # attention signatures: the first core of each
@@ -590,23 +637,32 @@ def measure_choices(
         tdb.add_host(host)
         known = tdb.choices(host)
     step = _step_options(target, compile_options)
-    out = [
-        ConvChoice(
-            sig,
+    block_step = _block_step(target, compile_options)
+    out: list[ConvChoice] = []
+    first_of: dict[int, Candidate] = {}  # id(choice) -> the op measured for it
+    for key, cs in by_sig.items():
+        shape = structure.get(cs[0].op)
+        choice = ConvChoice(
+            cs[0].signature,
             cs[0].description,
             len(cs),
-            _flops(cs[0], cores.get(sig)),
-            _weight_bytes(cs[0].op) if sig not in cores else 0,
-            prior=ATTENTION_TEXT if sig in cores else _prior(cs[0], step),
+            _flops(cs[0], cores.get(key)),
+            _weight_bytes(cs[0].op) if key not in cores else 0,
+            prior=ATTENTION_TEXT if key in cores else _prior(cs[0], step),
+            block=None if shape is None else shape[0],
+            density=0.0 if shape is None else shape[1],
         )
-        for sig, cs in by_sig.items()
-    ]
+        if shape is not None and block_step is not None and shape[1] <= block_step.max_density:
+            choice.prior = _block_text(choice)
+        out.append(choice)
+        first_of[id(choice)] = cs[0]
     todo = [
         c
         for c in out
         if remeasure
         or c.signature not in known
         or (offload is not None and _library_changed(known[c.signature]))
+        or (c.block is not None and not block_records(known[c.signature], c.block, c.density))
     ]
     todo.sort(key=lambda c: -measure_priority(c))
     if max_convs is not None:
@@ -616,7 +672,7 @@ def measure_choices(
     for choice in todo:
         if deadline is not None and time.perf_counter() > deadline:
             break
-        cand = by_sig[choice.signature][0]
+        cand = first_of[id(choice)]
         first = cores.get(choice.signature)
         if first is not None:
             assert attention_step is not None
@@ -624,8 +680,11 @@ def measure_choices(
                 first, cand, order, target, settings, compile_options, attention_step
             )
         else:
+            block = None
+            if choice.block is not None and block_step is not None:
+                block = (choice.block, choice.density, block_step.vector_bits)
             measured = measure_conv(
-                cand, order, target, settings, compile_options, offload, gemm_step
+                cand, order, target, settings, compile_options, offload, gemm_step, block
             )
         with TuningDB(db_path) as tdb:
             for m in measured:
@@ -658,14 +717,67 @@ ATTENTION_TEXT = "xgen_attention (f32)"
 
 def _decision(choice: ConvChoice, allowed: Any) -> tuple[str, str]:
     """What compile() does with the op(s) of ``choice`` given its records, and why: as
-    xgen-winograd-convs decides, its prior where no record overrides it."""
+    xgen-raise-block-linear (for a block-pruned layer) and then xgen-winograd-convs decide,
+    the prior where no record overrides it."""
     if choice.prior == ATTENTION_TEXT:
         use, why = decide_attention(choice.measured)
         return (ATTENTION_TEXT if use else "direct"), why
+    block_said = ""
+    if choice.block is not None:
+        block, block_said = decide_block(choice.measured, choice.block, choice.density, allowed)
+        if block or (block is None and choice.prior == _block_text(choice)):
+            return _block_text(choice), block_said
+        block_said += "; "
     config, why = decide_algorithm(choice.measured, allowed)
     if config is None and not live_records(choice.measured, allowed):
-        return choice.prior, why
-    return ("direct" if config is None else _algorithm_text(config)), why
+        prior = choice.prior if choice.prior != _block_text(choice) else "direct"
+        return prior, block_said + why
+    return ("direct" if config is None else _algorithm_text(config)), block_said + why
+
+
+def _block_text(choice: ConvChoice) -> str:
+    if choice.block is None:
+        return ""
+    return _algorithm_text(block_config(choice.block, choice.density))
+
+
+def _block_step(target: str, compile_options: dict[str, Any]) -> RaiseBlockOptions | None:
+    """The options of the target's xgen-raise-block-linear step in a compile with these
+    options, where block-pruned layers are to be measured as the block-sparse kernel: a
+    target that generates the kernel (a vector width), ``block_kernels=tuned``, a compile
+    that computes f32 contractions (not bf16), and a C compiler here; else None."""
+    opts = CompileOptions.from_kwargs(compile_options)
+    pipeline = load_pipeline(target)
+    resolved = pipeline.with_options(_target_options(pipeline, opts))
+    if resolved.option_value("block_kernels") != "tuned" or opts.precision == "bf16":
+        return None
+    step = next((s for s in resolved.pass_steps(opts.entry) if s.startswith(BLOCK_STEP)), None)
+    if step is None:
+        return None
+    text = step[len(BLOCK_STEP) :].strip().removeprefix("{").removesuffix("}")
+    parsed = get_pass(BLOCK_STEP).parse_options(text)
+    if not isinstance(parsed, RaiseBlockOptions) or not parsed.vector_bits:
+        return None
+    return parsed if BcsrKernelOptions().toolchain().available() else None
+
+
+def _block_structures(
+    module: ir.Module, found: list[Candidate], target: str, compile_options: dict[str, Any]
+) -> dict[Any, tuple[tuple[int, int], float]]:
+    """Each block-pruned linear layer or 1x1 conv among ``found`` whose block-sparse kernel
+    is to be measured (``_block_step``): its block and compact density, rounded as records
+    keep it; layers that keep more than ``MEASURED_MAX_DENSITY`` are not."""
+    step = _block_step(target, compile_options)
+    if step is None:
+        return {}
+    out: dict[Any, tuple[tuple[int, int], float]] = {}
+    with module.context:
+        ev = ConstEval(module.operation)
+        for c in found:
+            got = block_structure(c.op, ev, step.vector_bits)
+            if got is not None and got[1] <= MEASURED_MAX_DENSITY:
+                out[c.op] = (got[0], round(got[1], 2))
+    return out
 
 
 def _step_options(target: str, compile_options: dict[str, Any]) -> WinogradOptions | None:
@@ -717,6 +829,8 @@ def _attention_step(target: str, compile_options: dict[str, Any]) -> tuple[str, 
 
 
 def _algorithm_text(config: dict[str, Any]) -> str:
+    if config.get("algorithm") == BLOCK_ALGORITHM:
+        return f"{variant_name(config)} (f32)"
     if config.get("algorithm") == "winograd":
         return f"winograd {variant_name(config)}"
     return f"{library_label(config)} ({config.get('compute')})"
@@ -807,6 +921,7 @@ def tune_choices(
         _offload_backend(target, compile_options) is not None,
         _gemm_step(target, compile_options) is not None,
         _attention_step(target, compile_options) is not None,
+        _block_step(target, compile_options) is not None,
     )
     if not any(chooses):
         return [], current  # every choice forbidden by the user (or not on this host)
