@@ -39,6 +39,7 @@ import sys
 import time
 import traceback
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -304,7 +305,7 @@ def print_table(
     if int8:
         names += [*(f"xgen_mlir block {r:g}x int8" for r in rates), *REDUCED_PEERS]
     print("\nmedian ms per call (rel err vs its PyTorch model); block: pruned model vs pruned")
-    head = f"{'model':<12}" + "".join(f"{n:>24}" for n in names)
+    head = f"{'model':<12}" + "".join(f"{n:>28}" for n in names)
     print(head)
     print("-" * len(head))
     for model, r in rows.items():
@@ -315,7 +316,7 @@ def print_table(
                 cell = f"{c['median_ms']:.1f} ({c['rel_err']:.0e})"
             else:
                 cell = "failed" if "error" in c else "-"
-            line += f"{cell:>24}"
+            line += f"{cell:>28}"
         print(line)
     for model, r in rows.items():
         if "fastest_dense_peer" not in r:
@@ -340,8 +341,9 @@ def print_table(
             print(f"{model}: " + "; ".join(int8_parts))
     for model, r in rows.items():
         for n, c in r["systems"].items():
-            for choice in c.get("block_choices", []):
-                print(f"{model} / {n}: {choice['layer']} -> {choice['decision']}")
+            said = Counter((ch["layer"], ch["decision"]) for ch in c.get("block_choices", []))
+            for (layer, decision), count in said.items():
+                print(f"{model} / {n}: {layer} -> {decision} (x{count})")
     print("goal (issue 29): block 4x >= 2x faster than the fastest dense fp32 peer")
     if int8:
         print("with int8 on top: block 4x int8 ahead of OpenVINO's default precision (dense)")

@@ -545,10 +545,14 @@ def _measure_module(
     if not configs:
         return []
     options = dict(compile_options)
-    # the variants are already in the IR
+    # the variants are already in the IR; ``base`` is the op as IREE's code computes it, the
+    # "direct" every record's speedup is over, so no prior may apply to it (on AVX2 the
+    # GEMM kernel's prior made ``base`` the kernel, and a tune that found nothing faster by
+    # MIN_GAIN sent the layer to IREE's code, which was never measured)
     chosen = {
         "winograd": "false",
         "offload": "none",
+        "gemm_kernels": "false",
         "attention_kernels": "false",
         "block_kernels": "false",
     }
