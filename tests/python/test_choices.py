@@ -476,3 +476,30 @@ def test_block_pruned_layers_measured_as_block_kernels_against_dense(tmp_path):
     assert by_rows["matmul 32x128"].new
     assert by_rows["matmul 32x128"].density == pytest.approx(0.5, abs=0.02)
     assert by_rows["matmul 32x256"].block is None and not by_rows["matmul 32x256"].new
+
+
+def test_the_base_every_variant_is_timed_against_is_iree_code(tmp_path, monkeypatch):
+    """``base`` is the op in IREE's code, the "direct" of every record: no prior may turn it
+    into a variant (on an AVX2 target the GEMM kernel's prior once made it the kernel, and a
+    layer where nothing won by MIN_GAIN then went to IREE's code, never measured)."""
+    from xgen_mlir.tuning import choices as ch
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64)).eval()
+    x = torch.randn(32, 64)
+    seen: list[dict] = []
+    real = ch.compile_model
+
+    def spy(module, inputs, target, **options):
+        seen.append(dict(options["target_options"]))
+        return real(module, inputs, target, **options)
+
+    monkeypatch.setattr(ch, "compile_model", spy)
+    avx2 = {"target_options": {"vector_bits": "256"}}
+    (choice,) = measure_choices(
+        model, (x,), db=tmp_path / "t.db", settings=FAST, progress=False, **avx2
+    )
+    assert seen and all(
+        o["gemm_kernels"] == "false" and o["block_kernels"] == "false" for o in seen
+    )
+    assert choice.prior.startswith("xgen_gemm")  # the prior on a 256-bit target, not the base

@@ -176,13 +176,12 @@ def _graph_module(
     module, _ = _import(model, example_inputs, opts)
     if module is model:
         module = ir.Module.parse(str(module), module.context)
-    # block-pruned layers stay linear layers: their block-sparse kernel is one of their variants
-    values = {
-        **opts.target_options,
-        "winograd": "false",
-        "offload": "none",
-        "block_kernels": "false",
-    }
+    values = {**opts.target_options, "winograd": "false", "offload": "none"}
+    if _block_step(target, compile_options) is not None:
+        # block-pruned layers stay Linear layers: their block-sparse kernel is a variant
+        values["block_kernels"] = "false"
+    elif load_pipeline(target).with_options(values).option_value("block_kernels") == "tuned":
+        values["block_kernels"] = "true"  # not measured here: the rule, not a database's
     compiled = load_pipeline(target).with_options(opts.target_options)
     if compiled.option_value("integer_contractions") == "convs":
         # xgen-integer-in-float keeps integer convs a library may take (the compile's offload
