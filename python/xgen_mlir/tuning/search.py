@@ -262,7 +262,8 @@ def tune(
     compiles) decides, op signature by signature, which confirmed configs make the model
     faster (``check_in_model``; ``model_timer`` replaces its timing, for tests);
     ``measure_model=False`` skips that, and only configs accepted in an earlier run apply.
-    First, ``choices_share`` of the budget the first compile leaves goes to the algorithm
+    First, ``choices_share`` of the budget the first compile leaves (all of it where no
+    contraction is left to search) goes to the algorithm
     choices (the generated GEMM kernel, Winograd, oneDNN per conv and Linear layer, largest
     first; the model with them is kept only if faster): on conv nets and transformers they
     are most of the gain, a kernel that takes a layer leaves its contraction configs unused,
@@ -307,8 +308,12 @@ def tune(
     # transformers alike, and a kernel that takes a layer leaves its contraction configs
     # unused. The model with the choices is the baseline the contraction configs are checked
     # against; the search leaves the end of the budget to those checks.
+    # With no contraction left to search (every Linear layer and conv in a generated kernel
+    # or a library: MiniLM on an AVX2 host) the choices get the whole budget: a 3-minute tune
+    # ended after 64 s with its changed choices rejected, "not checked in the model".
+    share = 0.0 if foreign else (choices_share if ops else 1.0)
     elapsed_s = time.perf_counter() - t_start
-    kept_s = elapsed_s + max(0.0, budget_s - elapsed_s) * (0.0 if foreign else choices_share)
+    kept_s = elapsed_s + max(0.0, budget_s - elapsed_s) * share
     inputs = example_inputs if example_inputs is not None else untuned_module.random_inputs(seed)
     baseline: Any = untuned_module
     choices: list[Any] = []
