@@ -6,9 +6,12 @@
   compact block form small enough, becomes ``xgen_sparse.block_linear`` (a conv between
   transposes to and from rows of pixels). The block is the target's register tile
   (``target.block_tile`` of ``vector-bits``: the shape ``compress.prune(scheme="block")``
-  prunes to by default). Raised only where profitable: the compact form keeps at most
-  ``max-density`` of the weights, and there are at least ``min-rows`` rows (default: one
-  vector of lanes); every other candidate stays dense and its reason is counted.
+  prunes to by default). Raised only where profitable: under ``enable=tuned`` (the cpu
+  target's ``block_kernels`` default) where this host's record of the layer's block and
+  compact density measured the kernel faster than the dense layer (``decide_block``;
+  ``tuning/choices.py`` measures it), else by the rule: the compact form keeps at most
+  ``max-density`` of the weights; and only with at least ``min-rows`` rows (default: one
+  vector of lanes). Every other candidate stays dense and its reason is counted.
 - ``xgen-bcsr-compact``: ``block_linear`` -> ``bcsr_linear`` (non-empty blocks only, their
   kept rows and columns, values column by column).
 - ``xgen-lower-bcsr-kernels``: ``bcsr_linear`` -> a generated C kernel
