@@ -882,8 +882,14 @@ def summary(choices: list[ConvChoice]) -> str:
     lines = ["algorithm choices (ms per call of the conv with its epilogue):"]
     for c in choices:
         t = c.times()
+        if c.block is not None:  # only this structure's kernel record, not the signature's others
+            mine = {variant_name(block_config(c.block, c.density))}
+            t = {k: v for k, v in t.items() if not k.startswith(BLOCK_ALGORITHM) or k in mine}
         cells = "  ".join(f"{k} {v:.3f}" if v else f"{k} -" for k, v in t.items())
-        lines.append(f"  {c.description:<52} x{c.count}  {cells}  -> {c.algorithm}")
+        what = c.description
+        if c.block is not None:
+            what += f", {c.block[0]}x{c.block[1]} blocks keeping {c.density:.2f}"
+        lines.append(f"  {what:<52} x{c.count}  {cells}  -> {c.algorithm}")
     return "\n".join(lines)
 
 

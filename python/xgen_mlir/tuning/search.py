@@ -125,6 +125,10 @@ class TuneResult:
                 f"  {op.description:<44} x{op.count}  IREE {base:>10}  tuned {best:>10}  "
                 f"{op.speedup:5.2f}x  ({op.trials} trials, {op.failed} failed){op.dead}"
             )
+        if self.choices:
+            from .choices import summary as choices_summary
+
+            lines += ["  " + line for line in choices_summary(self.choices).splitlines()]
         for v in sorted(self.verdicts.values(), key=lambda v: (v.status, -v.expected_gain)):
             lines.append(f"  {v.description:<44} x{v.count}  {v.status}: {v.why}")
         if self.verdicts:
