@@ -192,11 +192,15 @@ def block_structure(
         parts = (conv_parts if op.name in CONV_1X1 else matmul_parts)(op, ev)
     except NoMatch:
         return None
-    rows = ir.RankedTensorType(op.operands[0].type).shape
-    m = rows[0] if op.name == "linalg.matmul" else int(np.prod([rows[0], *rows[2:]]))
-    if m < block_tile(vector_bits or 128)[2]:
+    if _gemm_rows(op) < block_tile(vector_bits or 128)[2]:
         return None
     return best_block(parts["w"], vector_bits)
+
+
+def _gemm_rows(op: ir.Operation) -> int:
+    """Rows of ``op``'s GEMM: a matmul's, or a 1x1 conv's pixels over the batch."""
+    rows = ir.RankedTensorType(op.operands[0].type).shape
+    return rows[0] if op.name == "linalg.matmul" else int(np.prod([rows[0], *rows[2:]]))
 
 
 def _signature(op: ir.Operation) -> tuple[str, str] | None:
@@ -331,8 +335,7 @@ def raise_block_linear(module_op: ir.Operation, opts: RaiseBlockOptions | None) 
             try:
                 parts = (conv_parts if op.name in CONV_1X1 else matmul_parts)(op, ev)
                 block, dens = best_block(parts["w"], opts.vector_bits)
-                rows = ir.RankedTensorType(op.operands[0].type).shape
-                m = rows[0] if op.name == "linalg.matmul" else int(np.prod([rows[0], *rows[2:]]))
+                m = _gemm_rows(op)
                 if m < min_rows:
                     raise NoMatch(f"{m} rows < {min_rows} (a vector of tokens per tile)")
                 _decide(op, block, dens, opts, choices, dense_allowed)

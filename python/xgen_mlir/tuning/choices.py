@@ -129,6 +129,8 @@ class ConvChoice:
     # too, and decides first: xgen-raise-block-linear runs before xgen-winograd-convs)
     block: tuple[int, int] | None = None
     density: float = 0.0
+    # what the dense layer's prior is, where ``prior`` is the block kernel (the rule's)
+    dense_prior: str = ""
 
     def times(self) -> dict[str, float | None]:
         """Milliseconds: the direct conv (median over the variants' batches) and each variant."""
@@ -623,7 +625,8 @@ def measure_choices(
     found = candidates(module.operation, offload=offload is not None or gemm_step is not None)
     # one choice per signature, and per block structure within it: the records of the dense
     # variants serve every layer of a signature, the block-sparse kernel's only its structure
-    structure = _block_structures(module, found, target, compile_options)
+    block_step = _block_step(target, compile_options)
+    structure = _block_structures(module, found, block_step)
     by_sig: dict[str, list[Candidate]] = {}
     for c in found:
         shape = structure.get(c.op)
@@ -640,7 +643,6 @@ def measure_choices(
         tdb.add_host(host)
         known = tdb.choices(host)
     step = _step_options(target, compile_options)
-    block_step = _block_step(target, compile_options)
     out: list[ConvChoice] = []
     first_of: dict[int, Candidate] = {}  # id(choice) -> the op measured for it
     for key, cs in by_sig.items():
@@ -656,7 +658,7 @@ def measure_choices(
             density=0.0 if shape is None else shape[1],
         )
         if shape is not None and block_step is not None and shape[1] <= block_step.max_density:
-            choice.prior = _block_text(choice)
+            choice.dense_prior, choice.prior = choice.prior, _block_text(choice)
         out.append(choice)
         first_of[id(choice)] = cs[0]
     todo = [
@@ -733,8 +735,7 @@ def _decision(choice: ConvChoice, allowed: Any) -> tuple[str, str]:
         block_said += "; "
     config, why = decide_algorithm(choice.measured, allowed)
     if config is None and not live_records(choice.measured, allowed):
-        prior = choice.prior if choice.prior != _block_text(choice) else "direct"
-        return prior, block_said + why
+        return choice.dense_prior or choice.prior, block_said + why
     return ("direct" if config is None else _algorithm_text(config)), block_said + why
 
 
@@ -765,12 +766,12 @@ def _block_step(target: str, compile_options: dict[str, Any]) -> RaiseBlockOptio
 
 
 def _block_structures(
-    module: ir.Module, found: list[Candidate], target: str, compile_options: dict[str, Any]
+    module: ir.Module, found: list[Candidate], step: RaiseBlockOptions | None
 ) -> dict[Any, tuple[tuple[int, int], float]]:
     """Each block-pruned linear layer or 1x1 conv among ``found`` whose block-sparse kernel
-    is to be measured (``_block_step``): its block and compact density, rounded as records
-    keep it; layers that keep more than ``MEASURED_MAX_DENSITY`` are not."""
-    step = _block_step(target, compile_options)
+    is to be measured (``step``: ``_block_step``'s, None: none): its block and compact
+    density, rounded as records keep it; layers that keep more than ``MEASURED_MAX_DENSITY``
+    are not."""
     if step is None:
         return {}
     out: dict[Any, tuple[tuple[int, int], float]] = {}
