@@ -121,8 +121,11 @@ def test_mlp_compiles_to_block_kernels_with_numerics():
     assert rw["xgen-raise-block-linear"]["raised"] == 2
     assert rw["xgen-lower-bcsr-kernels"]["block-sparse kernels"] == 2
     assert rw["xgen-lower-bcsr-kernels"]["of them with their activations"] == 1
+    # the first kernel's output, after the ReLU, is only the second's x: handed over packed
+    assert rw["xgen-lower-bcsr-kernels"]["of them handing their output packed to the next"] == 1
     assert _rel(compiled(x), pruned(x).detach()) < 1e-5
-    # NaN at an input meets pruned weights: NaN, as the dense product gives
+    # NaN at an input meets pruned weights: NaN, as the dense product gives (through the
+    # handoff: the first kernel's rows of flags)
     bad = x.clone()
     bad[3, 5] = float("nan")
     out = np.asarray(compiled(bad))
@@ -225,6 +228,45 @@ def test_kernel_edges_tokens_columns_and_chunks(tokens):
     bad[-1, 299] = float("inf")  # the last token and the last (tail) column
     out = np.asarray(compiled(bad))
     assert np.isnan(out[-1]).any() and not np.isnan(out[:-1]).any()
+
+
+class _Chain(nn.Module):
+    """Three Linear layers in a row; ``tap``: the first layer's ReLU output is returned too."""
+
+    def __init__(self, tap: bool):
+        super().__init__()
+        self.tap = tap
+        self.a, self.b, self.c = nn.Linear(300, 70), nn.Linear(70, 130), nn.Linear(130, 40)
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        y = self.c(nn.functional.gelu(self.b(h)))
+        return (h, y) if self.tap else y
+
+
+@pytest.mark.parametrize("tap", [False, True], ids=["chain", "tapped"])
+def test_kernels_in_a_row_hand_x_over_packed(tap):
+    """A kernel whose output (after its fused activation) is only the next kernel's x writes
+    it in that kernel's packed layout, with one row of NaN flags per workgroup, and the next
+    kernel skips its pack: across widths that are not whole blocks (70, 130) and tokens that
+    leave a tile part-filled (45). An output that is also used elsewhere is written plainly."""
+    torch.manual_seed(2)
+    model = _Chain(tap).eval()
+    x = torch.randn(45, 300)
+    pruned = compress.prune(model, (x,), scheme="block", rate=4.0)
+    compiled, rw = _compiled(pruned, x)
+    kernels = rw["xgen-lower-bcsr-kernels"]
+    assert kernels["block-sparse kernels"] == 3, rw
+    assert kernels.get("of them handing their output packed to the next", 0) == (1 if tap else 2)
+    with torch.no_grad():
+        want = pruned(x)
+    got = compiled(x)
+    for g, w in zip(got if tap else [got], want if tap else [want], strict=True):
+        assert _rel(g, w) < 1e-5
+    bad = x.clone()
+    bad[-1, 299] = float("inf")  # the last token's (tail) column, through both handoffs
+    out = np.asarray(compiled(bad)[1] if tap else compiled(bad))
+    assert np.isnan(out[-1]).all() and not np.isnan(out[:-1]).any()
 
 
 def test_kernel_workgroups_share_x_and_balance_the_workers():

@@ -16,7 +16,9 @@ chunk of columns, runs every block of each of them in that chunk: the chunk of x
 from L2 once and reused by all of them from L1. Column indices are stored as byte offsets
 inside their chunk (16 bits), so a column costs one table load and no address arithmetic.
 After the last chunk: the bias (the tile's start), the NaN flags, the activation, and the
-store of ``rows`` consecutive outputs per token.
+store: 8 outputs at a time transposed in registers to one vector per token. Where the output
+is only the next kernel's x (a transformer's FFN), the tile rows are stored as they are, in
+that kernel's packed layout, and it skips its pack (``packed_out``, ``flag_rows``).
 
 Nothing but the compact tables is indexed at run time: per block-row and chunk its first
 block, per block its case, kept rows and column offsets (static const arrays in the
@@ -63,6 +65,8 @@ class BcsrSpec:
     workers: int = 0  # threads the dispatch runs on (0: not known)
     chunk_bytes: int = 16 * 1024  # the x chunk a workgroup's block-rows share from L1
     tile_bytes: int = 16 * 1024  # the workgroup's output tiles (on the stack, in L1)
+    flag_rows: int = 1  # rows of NaN flags after the packed x (its producer's workgroups)
+    packed_out: bool = False  # write y packed for the next kernel (``packed_out_size``)
 
     @property
     def nm(self) -> int:
@@ -270,8 +274,37 @@ def _case_function(spec: BcsrSpec, r: int, c: int) -> str:
 
 
 def packed_x_size(spec: BcsrSpec) -> int:
-    """Floats of the packed x buffer: the token tiles, then the NaN flags (``nan_checks``)."""
-    return spec.k * spec.m_padded + (spec.m_padded if spec.nan_checks else 0)
+    """Floats of the packed x buffer: the token tiles, then ``flag_rows`` rows of NaN flags
+    (``nan_checks``) that the kernel adds up."""
+    return spec.k * spec.m_padded + (spec.flag_rows * spec.m_padded if spec.nan_checks else 0)
+
+
+def packed_out_size(spec: BcsrSpec) -> int:
+    """Floats of y written packed (``packed_out``): the next kernel's x, ``[MP / MT][N][MT]``,
+    then, with ``nan_checks``, one row of flags per workgroup (its outputs' ``y * 0`` per
+    token; the next kernel adds the rows, so no workgroup waits for another)."""
+    return spec.n * spec.m_padded + (spec.workgroups * spec.m_padded if spec.nan_checks else 0)
+
+
+#: C: an 8 x 8 transpose of ``v8`` rows in registers (the pack and the kernel's stores)
+TRANSPOSE8 = """/* r[i] = row i of an 8 x 8 block -> r[c] = its column c */
+static inline __attribute__((always_inline)) void transpose8(v8 r[8]) {
+  v8 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = SH(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = SH(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int h = 0; h < 2; ++h) {
+      u[i + 2 * h] = SH(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[i + 2 * h + 1] = SH(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = SH(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[c + 4] = SH(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+"""
 
 
 def generate_pack(spec: BcsrSpec) -> str:
@@ -292,24 +325,7 @@ typedef float v8u __attribute__((vector_size(32), aligned(4)));
 #define MP {spec.m_padded}
 #define SH __builtin_shufflevector
 
-/* r[i] = row i of an 8 x 8 block -> r[c] = its column c */
-static inline __attribute__((always_inline)) void transpose8(v8 r[8]) {{
-  v8 t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {{
-    t[i] = SH(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    t[i + 1] = SH(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  }}
-  for (int i = 0; i < 8; i += 4)
-    for (int h = 0; h < 2; ++h) {{
-      u[i + 2 * h] = SH(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-      u[i + 2 * h + 1] = SH(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-    }}
-  for (int c = 0; c < 4; ++c) {{
-    r[c] = SH(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    r[c + 4] = SH(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-  }}
-}}
-
+{TRANSPOSE8}
 void {spec.symbol}_pack_impl(MEMREF(const float, x), MEMREF(float, o), size_t gx) {{
   const float* restrict xs = x + x_off;
   float* restrict out = o + o_off;
@@ -345,6 +361,76 @@ void {spec.symbol}_pack_impl(MEMREF(const float, x), MEMREF(float, o), size_t gx
 """
 
 
+def _flags_c(spec: BcsrSpec) -> str:
+    """C adding token ``m0 + VL * j``'s NaN flags (every row of them) to ``t``."""
+    if not spec.nan_checks:
+        return ""
+    return """          for (int f = 0; f < FLAG_ROWS; ++f)
+            t += *(const vfu*)(xall + (size_t)K * MP + (size_t)f * MP + m0 + VL * j);"""
+
+
+def _store_c(spec: BcsrSpec) -> str:
+    """C storing the workgroup's tiles after the last chunk (bias in, flags added, activated).
+    Packed (``packed_out``): each output's tile row is the next kernel's x row as it is, one
+    vector store per vector of tokens, and the outputs' ``y * 0`` summed per token into this
+    workgroup's row of flags. Else ``y[M][N]``: the group's outputs are consecutive, so 8 at
+    a time are transposed (8 x 8, in registers) to 8 outputs per token, one vector store each
+    (element by element at the edge of N)."""
+    if spec.packed_out:
+        flags = (
+            "\n".join(
+                [
+                    "    for (int j = 0; j < NM; ++j)",
+                    "      *(v16*)(out + (size_t)N * MP + gx * MP + m0 + VL * j) = fl[j];",
+                ]
+            )
+            if spec.nan_checks
+            else "    (void)fl;"
+        )
+        return f"""    v16 fl[NM];
+    for (int j = 0; j < NM; ++j) fl[j] = SPLAT(0.0f);
+    for (int g = 0; g < ng; ++g)
+      for (int r = 0; r < BR; ++r) {{
+        const int n = (i0 + g) * BR + r;
+        if (n >= N) break;
+        for (int j = 0; j < NM; ++j) {{
+          v16 t = tile[g][r][j];
+{_flags_c(spec)}
+          t = act(t);
+          *(v16*)(out + (size_t)m0 * N + (size_t)n * MT + VL * j) = t;
+          fl[j] += t * 0.0f;
+        }}
+      }}
+{flags}"""
+    return f"""    const v16* restrict rows_of = (const v16*)tile;
+    const int q_end = ng * BR, nbase = i0 * BR;
+    const int q_valid = N - nbase < q_end ? N - nbase : q_end;
+    for (int q0 = 0; q0 < q_valid; q0 += 8) {{
+      float t_out[8][MT] __attribute__((aligned(64)));
+      for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < NM; ++j) {{
+          v16 t = q0 + i < q_end ? rows_of[(q0 + i) * NM + j] : SPLAT(0.0f);
+{_flags_c(spec)}
+          *(v16*)(&t_out[i][VL * j]) = act(t);
+        }}
+      const int nq = q_valid - q0 < 8 ? q_valid - q0 : 8;
+      for (int mb = 0; mb < MT; mb += 8) {{
+        v8 r[8];
+        for (int i = 0; i < 8; ++i) r[i] = *(const v8*)(&t_out[i][mb]);
+        transpose8(r);
+        for (int c = 0; c < 8; ++c) {{
+          const int m = m0 + mb + c;
+          if (m >= M) break;
+          float* restrict yr = out + (size_t)m * N + nbase + q0;
+          if (nq == 8)
+            *(v8u*)yr = r[c];
+          else
+            for (int i = 0; i < nq; ++i) yr[i] = r[c][i];
+        }}
+      }}
+    }}"""
+
+
 def generate(spec: BcsrSpec) -> str:
     """C source with the IREE entry ``<symbol>_impl(packed x, w, y, workgroup)``."""
     voff = np.concatenate(
@@ -372,12 +458,15 @@ def generate(spec: BcsrSpec) -> str:
         for i, (r, c) in enumerate(cases)
     )
     body = "\n".join(f"  {s}" for s in spec.act)
-    flags_add = "          t += *(const vfu*)(xall + (size_t)K * MP + m0 + VL * j);"
     return f"""/* generated by xgen_mlir for {spec.symbol}: {spec.m} x {spec.k} -> {spec.n}, blocks {br}x{spec.block[1]}, {len(spec.row_offsets) - 1} kept blocks, tiles of {spec.m_tile} tokens, {spec.group} block-rows per workgroup, chunks of {kc} columns */
 #include <stddef.h>
 typedef float v16 __attribute__((vector_size({4 * spec.lanes})));
 typedef float vfu __attribute__((vector_size({4 * spec.lanes}), aligned(4)));
 typedef int vi16 __attribute__((vector_size({4 * spec.lanes})));
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4)));
+#define SH __builtin_shufflevector
+{TRANSPOSE8}
 #define SEL(m, a, b) ((v16)(((m) & (vi16)(a)) | (~(m) & (vi16)(b))))
 #define SPLAT(c) ((v16){{0}} + (c))
 #define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
@@ -394,6 +483,7 @@ typedef int vi16 __attribute__((vector_size({4 * spec.lanes})));
 #define KC {kc}
 #define CHUNKS {chunks}
 #define NVALS {int(voff[-1])}
+#define FLAG_ROWS {spec.flag_rows}
 {tables}
 {math_c()}
 static inline v16 act(v16 v) {{
@@ -436,22 +526,7 @@ void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), MEMREF(f
         }}
       }}
     }}
-    for (int g = 0; g < ng; ++g) {{
-      const int n0 = (i0 + g) * BR;
-      const int nr = N - n0 < BR ? N - n0 : BR;
-      float t_out[BR][MT] __attribute__((aligned(64)));
-      for (int r = 0; r < BR; ++r)
-        for (int j = 0; j < NM; ++j) {{
-          v16 t = tile[g][r][j];
-{flags_add if spec.nan_checks else ""}
-          *(v16*)(&t_out[r][VL * j]) = act(t);
-        }}
-      const int mend = M - m0 < MT ? M - m0 : MT;
-      for (int mm = 0; mm < mend; ++mm) {{
-        float* restrict yr = out + (size_t)(m0 + mm) * N + n0;
-        for (int r = 0; r < nr; ++r) yr[r] = t_out[r][mm];
-      }}
-    }}
+{_store_c(spec)}
   }}
 }}
 """

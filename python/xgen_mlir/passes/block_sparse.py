@@ -38,6 +38,7 @@ from ..codegen.block_sparse import (
     generate,
     generate_pack,
     pack_values,
+    packed_out_size,
     packed_x_size,
 )
 from ..codegen.dispatch import EXECUTABLE_ATTR
@@ -515,21 +516,73 @@ class BcsrKernelOptions(ToolchainOptions):
     threads: int = 0  # the threads the module runs on (0: this host's): workgroups balance
 
 
-def _wrapper_text(spec: BcsrSpec, wlen: int) -> str:
-    """``<symbol>_call(x, w)``: the pack of x into token tiles (and NaN flags), the kernel."""
+def _wrapper_text(spec: BcsrSpec, wlen: int, packed_in: bool) -> str:
+    """``<symbol>_call(x, w)``: the pack of x into token tiles (and NaN flags), the kernel.
+    ``packed_in``: x comes packed from the kernel before (no pack); ``spec.packed_out``: the
+    result is the next kernel's packed x, not ``y[M][N]``."""
     m, k, n = spec.m, spec.k, spec.n
     sym, px = spec.symbol, packed_x_size(spec)
+    ny = packed_out_size(spec) if spec.packed_out else m * n
+    lines = []
+    if packed_in:
+        x_type = _t([px])
+        lines.append(f"  %o = func.call @{sym}(%x, %w) : ({_t([px])}, {_t([wlen])}) -> {_t([ny])}")
+    else:
+        x_type = _t([m, k])
+        lines += [
+            f"  %flat = tensor.collapse_shape %x [[0, 1]] : {_t([m, k])} into {_t([m * k])}",
+            f"  %p = func.call @{sym}_pack(%flat) : ({_t([m * k])}) -> {_t([px])}",
+            f"  %o = func.call @{sym}(%p, %w) : ({_t([px])}, {_t([wlen])}) -> {_t([ny])}",
+        ]
+    if spec.packed_out:
+        y_type, result = _t([ny]), "%o"
+    else:
+        y_type, result = _t([m, n]), "%r"
+        lines.append(
+            f"  %r = tensor.expand_shape %o [[0, 1]] output_shape [{m}, {n}] "
+            f": {_t([m * n])} into {_t([m, n])}"
+        )
+    body = "\n".join(lines)
+    pack = "" if packed_in else f"func.func private @{sym}_pack({_t([m * k])}) -> {_t([px])}\n"
     return f"""
-func.func private @{sym}_call(%x: {_t([m, k])}, %w: {_t([wlen])}) -> {_t([m, n])} {{
-  %flat = tensor.collapse_shape %x [[0, 1]] : {_t([m, k])} into {_t([m * k])}
-  %p = func.call @{sym}_pack(%flat) : ({_t([m * k])}) -> {_t([px])}
-  %o = func.call @{sym}(%p, %w) : ({_t([px])}, {_t([wlen])}) -> {_t([m * n])}
-  %r = tensor.expand_shape %o [[0, 1]] output_shape [{m}, {n}] : {_t([m * n])} into {_t([m, n])}
-  return %r : {_t([m, n])}
+func.func private @{sym}_call(%x: {x_type}, %w: {_t([wlen])}) -> {y_type} {{
+{body}
+  return {result} : {y_type}
 }}
-func.func private @{sym}_pack({_t([m * k])}) -> {_t([px])}
-func.func private @{sym}({_t([px])}, {_t([wlen])}) -> {_t([m * n])}
+{pack}func.func private @{sym}({_t([px])}, {_t([wlen])}) -> {_t([ny])}
 """
+
+
+@dataclass
+class _KernelPlan:
+    """What a bcsr_linear op becomes: its kernel's spec, weights and fused epilogue."""
+
+    spec: BcsrSpec
+    vals: np.ndarray
+    bias: np.ndarray
+    act_ops: list[ir.Operation]
+    end: ir.Operation  # the op whose result the kernel's call replaces
+
+
+def _handoffs(plans: list[_KernelPlan | None], ops: list[ir.Operation]) -> dict[int, int]:
+    """producer index -> consumer index, where a kernel's result (after its fused epilogue) is
+    used only as the x of the next kernel, for the same tokens: the producer then writes its
+    output in the consumer's packed layout and the consumer skips its pack (a transformer's
+    FFN: up-projection, GELU, down-projection)."""
+    index = {op.operation: i for i, op in enumerate(ops)}
+    pairs: dict[int, int] = {}
+    for i, plan in enumerate(plans):
+        if plan is None:
+            continue
+        uses = list(plan.end.results[0].uses)
+        if len(uses) != 1 or uses[0].operand_number != 0:
+            continue
+        j = index.get(uses[0].owner.operation)
+        consumer = plans[j] if j is not None else None
+        if j is None or consumer is None or consumer.spec.m != plan.spec.m:
+            continue
+        pairs[i] = j
+    return pairs
 
 
 @register_pass(
@@ -553,22 +606,20 @@ def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) 
     workers = opts.threads or host_threads()
     with module_op.context:
         ev = ConstEval(module_op)
+        plans: list[_KernelPlan | None] = []
         for op in ops:
             tab = tables_of(op, reader)
             vals = reader.value_of(op.operands[1])
             bias = reader.value_of(op.operands[2])
             if not toolchain.available() or tab is None or vals is None or bias is None:
-                lower_to_linalg(module_op, op, reader)
-                counts["lowered dense"] += 1
+                plans.append(None)
                 continue
             n, k = weight_shape(op)
             m = ir.RankedTensorType(op.operands[0].type).shape[0]
-            symbol = free_symbol(module_op, "xgen_bcsr", 1)
             epi = epilogue(op.results[0], ev)
-            act, act_ops = epi.lines, epi.ops
             br, bc = block_of(op)
             spec = BcsrSpec(
-                symbol=symbol,
+                symbol="",
                 m=m,
                 n=n,
                 k=k,
@@ -580,33 +631,56 @@ def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) 
                 col_offsets=tab.col_offsets,
                 kept_rows=tab.kept_rows,
                 kept_cols=tab.kept_cols,
-                act=tuple(act),
+                act=tuple(epi.lines),
                 nan_checks=opts.nan_checks,
                 registers=registers,
                 workers=workers,
             )
-            packed = pack_values(vals, bias)
+            end = epi.ops[-1] if epi.ops else op
+            plans.append(_KernelPlan(spec, vals, bias, list(epi.ops), end))
+        handoffs = _handoffs(plans, ops)
+        for i, j in handoffs.items():
+            producer, consumer = plans[i], plans[j]
+            assert producer is not None and consumer is not None
+            producer.spec.packed_out = True
+            consumer.spec.flag_rows = producer.spec.workgroups
+        packed_in = set(handoffs.values())
+        for i, (op, plan) in enumerate(zip(ops, plans, strict=True)):
+            if plan is None:
+                lower_to_linalg(module_op, op, reader)
+                counts["lowered dense"] += 1
+                continue
+            spec = plan.spec
+            spec.symbol = symbol = free_symbol(module_op, "xgen_bcsr", 1)
+            m, k, n = spec.m, spec.k, spec.n
+            packed = pack_values(plan.vals, plan.bias)
             obj = compile_object(generate(spec), toolchain, symbol)
-            pack_obj = compile_object(generate_pack(spec), toolchain, f"{symbol}_pack")
-            splice_functions(module_op, _wrapper_text(spec, packed.size))
+            splice_functions(module_op, _wrapper_text(spec, packed.size, i in packed_in))
             px = packed_x_size(spec)
-            for name, path, operands, result, groups in (
-                (f"{symbol}_pack", pack_obj, [m * k], px, spec.m_padded // spec.m_tile),
-                (symbol, obj, [px, packed.size], m * n, spec.workgroups),
-            ):
+            ny = packed_out_size(spec) if spec.packed_out else m * n
+            dispatches = [(symbol, obj, [px, packed.size], ny, spec.workgroups)]
+            if i not in packed_in:
+                pack_obj = compile_object(generate_pack(spec), toolchain, f"{symbol}_pack")
+                dispatches.append(
+                    (f"{symbol}_pack", pack_obj, [m * k], px, spec.m_padded // spec.m_tile)
+                )
+            for name, path, operands, result, groups in dispatches:
                 find_func(module_op, name).attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(
                     dispatch.executable_text(
                         name, str(path), opts.object_format, operands, result, (groups, 1, 1), 1
                     )
                 )
-            end = act_ops[-1] if act_ops else op
+            end, act_ops = plan.end, plan.act_ops
             with ir.InsertionPoint(end), end.location:
                 w = constant_op(packed, "xgen_bcsr_weights").result
                 call = func.CallOp(
-                    [op.results[0].type],
+                    [ir.RankedTensorType.get([ny], ir.F32Type.get())]
+                    if spec.packed_out
+                    else [op.results[0].type],
                     ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
                     [op.operands[0], w],
                 )
+            # a producer's packed result becomes its consumer's x, which is lowered next
             end.results[0].replace_all_uses_with(call.results[0])
             for a in reversed(act_ops):
                 a.erase()
@@ -614,6 +688,8 @@ def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) 
             op.erase()
             erase_dead_tree(old)
             counts["block-sparse kernels"] += 1
-            if act:
+            if spec.act:
                 counts["of them with their activations"] += 1
+            if spec.packed_out:
+                counts["of them handing their output packed to the next"] += 1
     return counts
