@@ -201,7 +201,7 @@ static inline v16 xg_roundeven(v16 x) {{
 
 
 def _table(name: str, arr: np.ndarray, ctype: str = "int") -> str:
-    body = ",".join(str(int(v)) for v in arr)
+    body = ",".join(map(str, np.asarray(arr, np.int64).ravel().tolist()))
     return f"static const {ctype} {name}[{max(len(arr), 1)}] = {{{body or '0'}}};\n"
 
 

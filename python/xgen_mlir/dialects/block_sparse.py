@@ -76,11 +76,12 @@ def bcsr_to_dense(op: ir.Operation, reader: ConstantReader) -> np.ndarray | None
     n, k = weight_shape(op)
     dense = np.zeros((n, k), np.float32)
     voff = tab.value_offsets
-    for b in range(len(tab.row_offsets) - 1):
-        rows = tab.kept_rows[tab.row_offsets[b] : tab.row_offsets[b + 1]]
-        cols = tab.kept_cols[tab.col_offsets[b] : tab.col_offsets[b + 1]]
-        block = vals.reshape(-1)[voff[b] : voff[b + 1]].reshape(len(cols), len(rows))
-        dense[np.ix_(rows, cols)] = block.T
+    nr = np.diff(tab.row_offsets)
+    block = np.repeat(np.arange(len(nr)), np.diff(voff))  # each value's block
+    at = np.arange(int(voff[-1])) - voff[block]  # its place in the block, column by column
+    rows = tab.kept_rows[tab.row_offsets[block] + at % nr[block]]
+    cols = tab.kept_cols[tab.col_offsets[block] + at // nr[block]]
+    dense[rows, cols] = np.asarray(vals, np.float32).reshape(-1)
     return dense
 
 
@@ -137,7 +138,10 @@ def verify_block_op(op: ir.Operation, reader: ConstantReader, errs: list[str]) -
         b = int(np.flatnonzero((np.diff(ro) == 0) | (np.diff(co) == 0))[0])
         errs.append(f"block {b} keeps no row or no column (a removed block is not listed)")
         return
-    for i in range(nbr):
+    if _blocks_valid(tab, n, k, br, bc):
+        _check_values(op, tab, errs)
+        return
+    for i in range(nbr):  # the first broken block, named
         last_bc = -1
         for b in range(bo[i], bo[i + 1]):
             rows = tab.kept_rows[ro[b] : ro[b + 1]]
@@ -162,6 +166,37 @@ def verify_block_op(op: ir.Operation, reader: ConstantReader, errs: list[str]) -
                 )
                 return
             last_bc = bcol
+    _check_values(op, tab, errs)
+
+
+def _blocks_valid(tab: BcsrTables, n: int, k: int, br: int, bc: int) -> bool:
+    """Every block's kept rows rise strictly inside its block-row, its kept columns rise
+    strictly inside one column tile, after the previous block's tile in its block-row: the
+    per-block rules, checked over all blocks at once (offsets already checked)."""
+    ro, co = tab.row_offsets, tab.col_offsets
+    nb = len(ro) - 1
+    if nb == 0:
+        return True
+    block_row = np.searchsorted(tab.block_offsets, np.arange(nb), side="right") - 1
+    rows, cols = tab.kept_rows, tab.kept_cols
+    row_block = np.repeat(np.arange(nb), np.diff(ro))
+    col_block = np.repeat(np.arange(nb), np.diff(co))
+    lo = block_row[row_block] * br
+    if np.any(rows < lo) or np.any(rows >= np.minimum(lo + br, n)):
+        return False
+    if np.any(cols < 0) or np.any(cols >= k):
+        return False
+    same_r, same_c = row_block[1:] == row_block[:-1], col_block[1:] == col_block[:-1]
+    if np.any(np.diff(rows)[same_r] <= 0) or np.any(np.diff(cols)[same_c] <= 0):
+        return False
+    first, last = cols[co[:-1]] // bc, cols[co[1:] - 1] // bc
+    if np.any(first != last):
+        return False
+    same_row = block_row[1:] == block_row[:-1]
+    return not np.any(first[1:][same_row] <= first[:-1][same_row])
+
+
+def _check_values(op: ir.Operation, tab: BcsrTables, errs: list[str]) -> None:
     want = int(tab.value_offsets[-1])
     got_len = _shape(op.operands[1])
     if got_len != [want]:

@@ -391,29 +391,29 @@ def _decide(
 
 def bcsr_tables(w: np.ndarray, block: tuple[int, int]) -> tuple[list[np.ndarray], np.ndarray]:
     """Compact tables ([block_offsets, row_offsets, col_offsets, kept_rows, kept_cols]) and
-    values of ``w`` [N, K] in ``block`` tiles."""
+    values of ``w`` [N, K] in ``block`` tiles: the blocks with a nonzero, by block-row then
+    block-column; in each, the rows and the columns with a nonzero, rising; its values
+    column by column (kept rows x kept columns, zeros where both are kept included)."""
     br, bc = block
     n, k = w.shape
     nbr, nbc = -(-n // br), -(-k // bc)
-    bo, ro, co, rows, cols, vals = [0], [0], [0], [], [], []
-    for i in range(nbr):
-        for j in range(nbc):
-            tile = w[i * br : (i + 1) * br, j * bc : (j + 1) * bc]
-            nz = tile != 0
-            r = np.flatnonzero(nz.any(1))
-            c = np.flatnonzero(nz.any(0))
-            if not len(r):
-                continue
-            rows.extend((r + i * br).tolist())
-            cols.extend((c + j * bc).tolist())
-            ro.append(len(rows))
-            co.append(len(cols))
-            vals.append(tile[np.ix_(r, c)].T.ravel())
-        bo.append(len(ro) - 1)
+    padded = np.zeros((nbr * br, nbc * bc), np.float32)
+    padded[:n, :k] = w
+    tiles = padded.reshape(nbr, br, nbc, bc).transpose(0, 2, 1, 3)  # [nbr, nbc, br, bc]
+    nz = tiles != 0
+    row_kept, col_kept = nz.any(3), nz.any(2)  # [nbr, nbc, br], [nbr, nbc, bc]
+    kept = row_kept.any(2)  # blocks with a nonzero
+    row_kept &= kept[..., None]
+    col_kept &= kept[..., None]
+    bi, _, r = np.nonzero(row_kept)  # C order: block-row, block-column, row
+    _, bj, c = np.nonzero(col_kept)
     i32 = np.int32
-    tables = [np.array(t, i32) for t in (bo, ro, co, rows, cols)]
-    values = np.concatenate(vals).astype(np.float32) if vals else np.zeros(0, np.float32)
-    return tables, values
+    bo = np.concatenate([[0], np.cumsum(kept.sum(1))])
+    ro = np.concatenate([[0], np.cumsum(row_kept.sum(2)[kept])])
+    co = np.concatenate([[0], np.cumsum(col_kept.sum(2)[kept])])
+    values = tiles.transpose(0, 1, 3, 2)[col_kept[..., :, None] & row_kept[..., None, :]]
+    tables = [np.asarray(t, i32) for t in (bo, ro, co, r + bi * br, c + bj * bc)]
+    return tables, np.asarray(values, np.float32)
 
 
 @register_pass(
