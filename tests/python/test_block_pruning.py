@@ -568,7 +568,10 @@ def test_compact_tables_round_trip_and_the_verifier_checks_every_block():
   %v = arith.constant {_dense_text(values)}
   %b = arith.constant dense<0.0> : tensor<{n}xf32>
 {consts}
-  %y = "xgen_sparse.bcsr_linear"(%x, %v, %b, %t0, %t1, %t2, %t3, %t4) {{block = [{br}, {bc}], weight_shape = [{n}, {k}]}} : (tensor<2x{k}xf32>, tensor<{values.size}xf32>, tensor<{n}xf32>, {types}) -> tensor<2x{n}xf32>
+  %y = "xgen_sparse.bcsr_linear"(%x, %v, %b, %t0, %t1, %t2, %t3, %t4)
+    {{block = [{br}, {bc}], weight_shape = [{n}, {k}]}}
+    : (tensor<2x{k}xf32>, tensor<{values.size}xf32>, tensor<{n}xf32>, {types})
+    -> tensor<2x{n}xf32>
   return %y : tensor<2x{n}xf32>
 }}"""
             with ir.Context() as ctx:
