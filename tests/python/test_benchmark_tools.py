@@ -203,3 +203,20 @@ def test_dispatch_profile_counts_the_submissions_of_a_host_loop():
     assert set(other) == {"loop_matmul", "loop_gates"}
     assert other["loop_matmul"]["per_call"] == 5
     assert abs(other["loop_matmul"]["ms"] - 0.25) < 1e-9
+
+
+def test_kernel_ab_times_two_variants_both_link_orders_and_compares_outputs(tmp_path):
+    """ab_bcsr_kernels.py: one binary per link order, the same numbers from both variants
+    where only the chunk size differs, and a modified generator loaded from a file."""
+    import ab_bcsr_kernels
+
+    variant = tmp_path / "variant.py"
+    variant.write_text((Path(ab_bcsr_kernels.in_tree.__file__)).read_text())
+    out = tmp_path / "ab.json"
+    argv = ["--shapes", "16x64x64", "--rounds", "3", "--iters", "1", "--json", str(out)]
+    assert ab_bcsr_kernels.main([*argv, "--b", "chunk_bytes=4096", "--b-source", str(variant)]) == 0
+    result = json.loads(out.read_text())
+    assert [r["linked first"] for r in result["rows"]] == ["A", "B"]
+    assert all(r["max |A - B|"] == 0 and r["B/A median"] > 0 for r in result["rows"])
+    assert result["b"] == {"fields": {"chunk_bytes": "4096"}, "source": str(variant)}
+    assert result["host"]["cpu_model"]
