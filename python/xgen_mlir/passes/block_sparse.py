@@ -523,20 +523,18 @@ def _wrapper_text(spec: BcsrSpec, wlen: int, packed_in: bool) -> str:
     m, k, n = spec.m, spec.k, spec.n
     sym, px = spec.symbol, packed_x_size(spec)
     ny = packed_out_size(spec) if spec.packed_out else m * n
-    lines = []
-    if packed_in:
-        x_type = _t([px])
-        lines.append(f"  %o = func.call @{sym}(%x, %w) : ({_t([px])}, {_t([wlen])}) -> {_t([ny])}")
-    else:
-        x_type = _t([m, k])
+    lines, x_type, packed = [], _t([px]), "%x"
+    if not packed_in:
         lines += [
             f"  %flat = tensor.collapse_shape %x [[0, 1]] : {_t([m, k])} into {_t([m * k])}",
             f"  %p = func.call @{sym}_pack(%flat) : ({_t([m * k])}) -> {_t([px])}",
-            f"  %o = func.call @{sym}(%p, %w) : ({_t([px])}, {_t([wlen])}) -> {_t([ny])}",
         ]
-    if spec.packed_out:
-        y_type, result = _t([ny]), "%o"
-    else:
+        x_type, packed = _t([m, k]), "%p"
+    lines.append(
+        f"  %o = func.call @{sym}({packed}, %w) : ({_t([px])}, {_t([wlen])}) -> {_t([ny])}"
+    )
+    y_type, result = _t([ny]), "%o"
+    if not spec.packed_out:
         y_type, result = _t([m, n]), "%r"
         lines.append(
             f"  %r = tensor.expand_shape %o [[0, 1]] output_shape [{m}, {n}] "
@@ -680,7 +678,8 @@ def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) 
                     ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
                     [op.operands[0], w],
                 )
-            # a producer's packed result becomes its consumer's x, which is lowered next
+            # a producer's packed result becomes its consumer's x (lowered later in this loop:
+            # the consumer reads the producer's result, so it comes after it)
             end.results[0].replace_all_uses_with(call.results[0])
             for a in reversed(act_ops):
                 a.erase()
