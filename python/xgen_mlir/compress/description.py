@@ -151,9 +151,9 @@ def describe(model: nn.Module) -> SparsityDescription:
             desc.block_weights_before += desc.layers[name].weights
             desc.block_weights_after += desc.layers[name].nonzeros
             continue
-        lib = buffer_of(m, "xgen_patterns")
+        lib = buffer_of(m, "xgen_patterns").cpu()  # one copy, not a device sync per item
         flat = lib.reshape(len(lib), -1)
-        groups = buffer_of(m, "xgen_groups").long()
+        groups = buffer_of(m, "xgen_groups").long().cpu()
         members = [torch.nonzero(groups == g).flatten().tolist() for g in groups.unique()]
         desc.layers[name] = LayerSparsity(
             name=name,
@@ -180,8 +180,8 @@ def describe(model: nn.Module) -> SparsityDescription:
 
 def _describe_blocks(name: str, m: nn.Module) -> LayerSparsity:
     w = weight_of(m)
-    rows = buffer_of(m, "xgen_block_rows")
-    cols = buffer_of(m, "xgen_block_cols")
+    rows = buffer_of(m, "xgen_block_rows").cpu()  # one copy, not a device sync per block
+    cols = buffer_of(m, "xgen_block_cols").cpu()
     kind = "linear" if isinstance(m, nn.Linear) else f"conv{w.dim() - 2}d"
     if kind == "conv2d" and w.shape[-1] == w.shape[-2] == 1:
         kind = "pointwise"

@@ -8,7 +8,6 @@ history) written atomically, and a run that finds its checkpoint continues from 
 
 from __future__ import annotations
 
-import copy
 import io
 import math
 import os
@@ -200,16 +199,16 @@ def _kd(
 
 
 def _save_checkpoint(path, model, opt, sched, epoch, history) -> None:
-    on_cpu = next(model.parameters()).device.type == "cpu"
-    # the description reads every block's kept rows: one device sync each on an accelerator
-    plain = model if on_cpu else copy.deepcopy(model).cpu()
+    # described where it is (the structure buffers are copied to the CPU once per layer): a
+    # deep copy would also copy the model's hooks and what they hold (a distillation loss's
+    # taps of the last forward: tensors a deep copy refuses)
     state = {
         "model": model.state_dict(),
         "optimizer": opt.state_dict(),
         "scheduler": sched.state_dict(),
         "epoch": epoch,
         "history": history,
-        "description": describe(plain).to_dict() if pruned_layers(plain) else None,
+        "description": describe(model).to_dict() if pruned_layers(model) else None,
     }
     buf = io.BytesIO()
     torch.save(state, buf)
