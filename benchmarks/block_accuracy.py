@@ -451,6 +451,13 @@ def main() -> None:
         default=None,
         help="write this Python's pydoc and standard-library sentences as JSON, then stop",
     )
+    ap.add_argument(
+        "--row-share",
+        type=float,
+        default=0.5,
+        help="the part of each block's reduction taken by rows (compress.prune's row_share; "
+        "0: blocks keep whole columns)",
+    )
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--max-len", type=int, default=48, help="tokens per sentence at most")
     ap.add_argument("--lr", type=float, default=2e-4)
@@ -514,6 +521,8 @@ def main() -> None:
         cfg.update(text=args.text, layerwise=args.layerwise)
     if args.stages > 1:
         cfg["stages"] = args.stages
+    if args.row_share != 0.5:
+        cfg["row_share"] = args.row_share
     if args.minutes:
         cfg.update(minutes=args.minutes, tf32=args.tf32)
     calib = calibration_batches(train_tok, args.calibration, args.batch)
@@ -565,6 +574,7 @@ def variant_suffix(args) -> str:
         ("_stdlib" if args.text == "pydoc+stdlib" else "")
         + ("_layerwise" if args.layerwise else "")
         + (f"_{args.stages}stages" if args.stages > 1 else "")
+        + (f"_rows{args.row_share:g}" if args.row_share != 0.5 else "")
     )
 
 
@@ -578,6 +588,7 @@ def method(row: dict) -> str:
         + (" + stdlib text" if cfg.get("text") == "pydoc+stdlib" else "")
         + (" + layer-wise" if cfg.get("layerwise") else "")
         + (f" + {cfg['stages']} stages" if cfg.get("stages", 1) > 1 else "")
+        + (f" + row share {cfg['row_share']:g}" if "row_share" in cfg else "")
     )
 
 
@@ -600,6 +611,7 @@ def run_config(args, cfg, dense, example, data, shape, level, criterion, refit) 
             scheme="block",
             rate=rate,
             block_shape=shape,
+            row_share=args.row_share,
             layers=in_encoder,
             criterion=criterion,
             calibration=calib if criterion == "activation" or refit else None,
