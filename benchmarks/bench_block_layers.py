@@ -33,7 +33,7 @@ from bench_models import IREE_BEST, iree_plain
 from harness import time_blocks, write_results
 from xgen_mlir import compress
 from xgen_mlir.frontend import import_model
-from xgen_mlir.passes.block_sparse import block_shape, compact_density
+from xgen_mlir.passes.block_sparse import best_block
 from xgen_mlir.passes.runner import snapshot
 from xgen_mlir.target import host_fact
 
@@ -53,9 +53,13 @@ def bench_shape(
     rounds: int,
     block: int,
     options: dict[str, str] | None = None,
+    structures: dict[str, dict] | None = None,
 ) -> dict:
     """One Linear shape: plain IREE, xgen_mlir dense and each rate's block-pruned compile
-    (``options``: target options of the pruned compiles), timed side by side."""
+    (``options``: target options of the pruned compiles), timed side by side.
+    ``structures``: key suffix -> ``compress.prune`` arguments, each pruned and timed at
+    every rate (default: the target's default block only, suffix "")."""
+    structures = structures or {"": {}}
     torch.manual_seed(0)
     layer = torch.nn.Sequential(torch.nn.Linear(k, n)).eval()
     x = torch.randn(seq, k)
@@ -67,16 +71,16 @@ def bench_shape(
     }
     refs = {"iree": layer, "xgen_dense": layer, "io_floor": IoFloor(n)}
     fired, kept = {}, {}
-    for r in rates:
-        pruned = compress.prune(layer, (x,), scheme="block", rate=r)
+    keys = [(r, f"{r:g}x{suffix}", how) for suffix, how in structures.items() for r in rates]
+    for r, key, how in keys:
+        pruned = compress.prune(layer, (x,), scheme="block", rate=r, **how)
         compiled = xgen_mlir.compile(pruned, (x,), target_options=options or {})
-        key = f"{r:g}x"
         fired[key] = {
             **compiled.report.rewrites.get("xgen-raise-block-linear", {}),
             **compiled.report.rewrites.get("xgen-lower-bcsr-kernels", {}),
         }
         w = pruned[0].weight.detach().numpy()
-        kept[key] = compact_density(w, block_shape(host_fact("vector_bits")))
+        kept[key] = best_block(w, host_fact("vector_bits"))[1]
         systems[f"block_{key}"] = compiled
         refs[f"block_{key}"] = pruned
     # errors on an input the timing does not use, each system against its own PyTorch model
@@ -104,20 +108,18 @@ def bench_shape(
         "compact_density": kept,
     }
     out["speedup_vs_xgen_dense"] = {
-        f"{r:g}x": ms["xgen_dense"] / ms[f"block_{r:g}x"] for r in rates
+        key: ms["xgen_dense"] / ms[f"block_{key}"] for _, key, _ in keys
     }
-    out["speedup_vs_iree"] = {f"{r:g}x": ms["iree"] / ms[f"block_{r:g}x"] for r in rates}
-    out["fraction_of_ideal"] = {
-        f"{r:g}x": out["speedup_vs_xgen_dense"][f"{r:g}x"] / r for r in rates
-    }
+    out["speedup_vs_iree"] = {key: ms["iree"] / ms[f"block_{key}"] for _, key, _ in keys}
+    out["fraction_of_ideal"] = {key: out["speedup_vs_xgen_dense"][key] / r for r, key, _ in keys}
     floor = ms["io_floor"]
     net = {name: max(v - floor, 1e-6) for name, v in ms.items()}
     out["io_floor_ms"] = floor
     out["net_speedup_vs_xgen_dense"] = {
-        f"{r:g}x": net["xgen_dense"] / net[f"block_{r:g}x"] for r in rates
+        key: net["xgen_dense"] / net[f"block_{key}"] for _, key, _ in keys
     }
     out["net_fraction_of_ideal"] = {
-        f"{r:g}x": out["net_speedup_vs_xgen_dense"][f"{r:g}x"] / r for r in rates
+        key: out["net_speedup_vs_xgen_dense"][key] / r for r, key, _ in keys
     }
     return out
 
@@ -183,6 +185,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the break-even kept share instead (results/block_threshold.json)",
     )
     p.add_argument("--shares", type=float, nargs="*", default=[0.8, 0.67, 0.57, 0.49, 0.4, 0.33])
+    p.add_argument(
+        "--whole-columns",
+        action="store_true",
+        help="also prune each rate in blocks of two vectors of rows that keep whole columns "
+        "(block_shape (2 x lanes, 4 x lanes), row_share 0: the whole-column kernel), "
+        "timed beside the default block as '<rate>x_cols'",
+    )
     args = p.parse_args(argv)
     results = Path(__file__).parent / "results"
     if args.sweep:
@@ -190,25 +199,29 @@ def main(argv: list[str] | None = None) -> int:
         return sweep(args)
     args.json = args.json or str(results / "block_layers.json")
     rows = {}
+    structures: dict[str, dict] = {"": {}}
+    if args.whole_columns:
+        lanes = host_fact("vector_bits") // 32
+        structures["_cols"] = {"block_shape": (2 * lanes, 4 * lanes), "row_share": 0.0}
+    keys = [f"{r:g}x{suffix}" for suffix in structures for r in args.rates]
     for name, k, n, count in tqdm(BERT_BASE_LINEARS, desc="shapes"):
         t0 = time.perf_counter()
-        r = bench_shape(k, n, args.rates, args.seq, args.rounds, args.block)
+        r = bench_shape(k, n, args.rates, args.seq, args.rounds, args.block, structures=structures)
         r.update({"shape": f"{args.seq}x{k} -> {n}", "count": count})
         rows[name] = r
         tqdm.write(f"{name}: {time.perf_counter() - t0:.0f}s")
     print(f"\nBERT-base Linear layers, sequence {args.seq}, median ms per call (wall clock)")
     head = f"{'layer':<22}{'shape':<18}{'IREE':>8}{'xgen dense':>11}{'I/O floor':>10}"
-    for r in args.rates:
-        head += f"{f'{r:g}x ms':>9}{'speedup':>8}{'of ideal':>9}{'net':>6}{'rel err':>9}"
+    for key in keys:
+        head += f"{f'{key} ms':>12}{'speedup':>8}{'of ideal':>9}{'net':>6}{'rel err':>9}"
     print(head)
     print("-" * len(head))
     for name, r in rows.items():
         line = f"{name:<22}{r['shape']:<18}{r['ms']['iree']:>8.3f}{r['ms']['xgen_dense']:>11.3f}"
         line += f"{r['io_floor_ms']:>10.3f}"
-        for rate in args.rates:
-            key = f"{rate:g}x"
+        for key in keys:
             line += (
-                f"{r['ms'][f'block_{key}']:>9.3f}{r['speedup_vs_xgen_dense'][key]:>7.2f}x"
+                f"{r['ms'][f'block_{key}']:>12.3f}{r['speedup_vs_xgen_dense'][key]:>7.2f}x"
                 f"{r['fraction_of_ideal'][key]:>9.2f}{r['net_fraction_of_ideal'][key]:>6.2f}"
                 f"{r['max_rel_err'][f'block_{key}']:>9.1e}"
             )

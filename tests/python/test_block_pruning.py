@@ -269,6 +269,51 @@ def test_kernels_in_a_row_hand_x_over_packed(tap):
     assert np.isnan(out[-1]).all() and not np.isnan(out[:-1]).any()
 
 
+class _Columns(nn.Module):
+    """300 -> 64 -> 70 -> 48: the middle layer's 70 outputs are not whole blocks of 16."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(300, 64), nn.Linear(64, 70), nn.Linear(70, 48)
+
+    def forward(self, x):
+        return self.c(nn.functional.gelu(self.b(torch.relu(self.a(x)))))
+
+
+def test_blocks_keeping_whole_columns_run_the_column_kernel():
+    """``row_share=0`` in blocks of 16 rows (two AVX2 vectors, one AVX-512 vector): the raise
+    takes the 16-row blocks (they keep all their rows), and the whole-column kernel runs
+    them, outputs in the vectors and x read in place; a layer whose outputs are not whole
+    blocks (70) keeps the row-and-column kernel. Against PyTorch with 45 tokens (a part-filled
+    row tile), and an Inf at a pruned column gives its token NaN."""
+    from xgen_mlir.passes.block_sparse import best_block, whole_columns
+
+    torch.manual_seed(3)
+    model = _Columns().eval()
+    x = torch.randn(45, 300)
+    pruned = compress.prune(
+        model, (x,), scheme="block", rate=4.0, block_shape=(16, 32), row_share=0.0
+    )
+    w = pruned.a.weight.detach().numpy()
+    assert whole_columns(w, (16, 32)) and whole_columns(w, (8, 32))
+    assert not whole_columns(pruned.b.weight.detach().numpy(), (16, 32))  # 70 rows
+    assert best_block(w, 256) == ((16, 32), 0.25)
+    default = compress.prune(model, (x,), scheme="block", rate=4.0)  # 4 x 32, rows pruned
+    assert not whole_columns(default.a.weight.detach().numpy(), (16, 32))
+    compiled, rw = _compiled(pruned, x)
+    kernels = rw["xgen-lower-bcsr-kernels"]
+    assert kernels["block-sparse kernels"] == 3, rw
+    assert kernels["of them on whole columns"] == 2, rw
+    with torch.no_grad():
+        want = pruned(x)
+    assert _rel(compiled(x), want) < 1e-5
+    bad = x.clone()
+    pruned_everywhere = np.flatnonzero(~(w != 0).any(0))  # inputs no output of `a` reads
+    bad[-1, int(pruned_everywhere[-1])] = float("inf")  # only the flags carry it
+    out = np.asarray(compiled(bad))
+    assert np.isnan(out[-1]).all() and not np.isnan(out[:-1]).any()
+
+
 def test_kernel_workgroups_share_x_and_balance_the_workers():
     """Block-rows per workgroup: as many as share each chunk of x while IREE's two workers
     stay evenly loaded (they take 8 workgroups at a time once there are 16 or more) and the

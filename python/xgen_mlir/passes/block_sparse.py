@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .._mlir import func, ir, tensor
-from ..codegen import dispatch
+from ..codegen import column_sparse, dispatch
 from ..codegen.block_sparse import (
     TOKEN_VECTORS,
     BcsrSpec,
@@ -71,7 +71,7 @@ from .generic_util import (
     i64_array,
     transpose,
 )
-from .kernel_call import free_symbol
+from .kernel_call import free_symbol, install_kernel
 from .kernel_match import NoMatch
 from .linear_parts import CONV_1X1, conv_parts, matmul_parts
 from .registry import PassFailure, register_pass
@@ -236,12 +236,36 @@ def best_block(w: np.ndarray, vector_bits: int) -> tuple[tuple[int, int], float]
     of every CPU width (targets without kernels, which only detect block-pruned layers)."""
     widths = [vector_bits] if vector_bits else [128, 256, 512]
     tiles = {(r, c * lanes) for r, _, lanes in map(block_tile, widths) for c in (4, 2, 1)}
+    # blocks of one or two vectors of rows that keep all their rows: the whole-column kernel's
+    # panels (``codegen/column_sparse.py``), taken only where the weights are such blocks
+    tiles |= {
+        (v * lanes, c * lanes)
+        for _, _, lanes in map(block_tile, widths)
+        for v in (2, 1)
+        for c in (4, 2, 1)
+        if whole_columns(w, (v * lanes, c * lanes))
+    }
     # widest first (most columns, then most rows): the first near the least is the one
     found = [
         (tile, compact_density(w, tile)) for tile in sorted(tiles, key=lambda t: (-t[1], -t[0]))
     ]
     least = min(d for _, d in found)
     return next(f for f in found if f[1] <= least * (1 + NARROWER_MIN_SAVING))
+
+
+def whole_columns(w: np.ndarray, block: tuple[int, int]) -> bool:
+    """Whether ``w`` [N, K] is blocks of whole rows' columns: N whole blocks, and every
+    block that keeps anything keeps all its rows (as ``compress.prune(scheme="block",
+    row_share=0)`` prunes)."""
+    br, bc = block
+    n, k = w.shape
+    if n % br:
+        return False
+    nbc = -(-k // bc)
+    nz = np.zeros((n, nbc * bc), bool)
+    nz[:, :k] = w != 0
+    rows = nz.reshape(n // br, br, nbc, bc).any(3).sum(1)  # [block-rows, blocks]: kept rows
+    return bool(np.all((rows == 0) | (rows == br)))
 
 
 def compact_density(w: np.ndarray, block: tuple[int, int]) -> float:
@@ -583,6 +607,56 @@ def _handoffs(plans: list[_KernelPlan | None], ops: list[ir.Operation]) -> dict[
     return pairs
 
 
+def _lower_whole_columns(
+    module_op: ir.Operation,
+    op: ir.Operation,
+    reader: ConstantReader,
+    ev: ConstEval,
+    opts: BcsrKernelOptions,
+    workers: int,
+) -> Counter:
+    """Lower ``op`` to the whole-column kernel (``codegen/column_sparse.py``) where every
+    block keeps all its rows and blocks are whole vectors of rows (an empty Counter where
+    not: the row-and-column kernel takes it)."""
+    tab = tables_of(op, reader)
+    vals = reader.value_of(op.operands[1])
+    bias = reader.value_of(op.operands[2])
+    _, _, lanes = block_tile(opts.vector_bits or 128)
+    n, k = weight_shape(op)
+    br, bc = block_of(op)
+    block = (br, bc)
+    if (
+        tab is None
+        or vals is None
+        or bias is None
+        or not column_sparse.whole_column_panels(
+            n, block, tab.block_offsets, tab.row_offsets, lanes
+        )
+    ):
+        return Counter()
+    m = ir.RankedTensorType(op.operands[0].type).shape[0]
+    epi = epilogue(op.results[0], ev)
+    nv = block[0] // lanes
+    rows = min(12, (vector_registers(opts.vector_bits or 128) - nv - 1) // nv)
+    symbol = free_symbol(module_op, "xgen_bcsr", 1)
+    spec = column_sparse.ColumnSpec(
+        symbol, m, n, k, lanes, rows, nv,
+        column_sparse.panel_tables(tab.block_offsets, tab.col_offsets, n // block[0]),
+        tab.kept_cols, tuple(epi.lines), opts.nan_checks, workers,
+    )  # fmt: skip
+    obj = compile_object(column_sparse.generate(spec), opts.toolchain(), symbol)
+    end = epi.ops[-1] if epi.ops else op
+    install_kernel(
+        module_op, symbol, str(obj), opts.object_format,
+        [op.operands[0], pack_values(vals, bias)], end.results[0].type, spec.grid,
+        [op, *epi.ops], end, None, "xgen_bcsr_weights", ids=2,
+    )  # fmt: skip
+    counts = Counter({"block-sparse kernels": 1, "of them on whole columns": 1})
+    if spec.act:
+        counts["of them with their activations"] = 1
+    return counts
+
+
 @register_pass(
     "xgen-lower-bcsr-kernels",
     "Lower xgen_sparse.bcsr_linear to generated block-sparse C kernels in IREE dispatches.",
@@ -604,6 +678,14 @@ def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) 
     workers = opts.threads or host_threads()
     with module_op.context:
         ev = ConstEval(module_op)
+        if toolchain.available():  # blocks keeping whole columns: the dense kernel's way
+            rest = []
+            for op in ops:
+                done = _lower_whole_columns(module_op, op, reader, ev, opts, workers)
+                counts.update(done)
+                if not done:
+                    rest.append(op)
+            ops = rest
         plans: list[_KernelPlan | None] = []
         for op in ops:
             tab = tables_of(op, reader)
