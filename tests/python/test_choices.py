@@ -503,3 +503,23 @@ def test_the_base_every_variant_is_timed_against_is_iree_code(tmp_path, monkeypa
         o["gemm_kernels"] == "false" and o["block_kernels"] == "false" for o in seen
     )
     assert choice.prior.startswith("xgen_gemm")  # the prior on a 256-bit target, not the base
+
+
+def test_a_library_family_that_won_is_named_in_the_report(tmp_path):
+    """A record that says oneDNN's JIT family wins: the conv is offloaded asking for it, and
+    the report's choice names the family ("onednn[jit] f32", as the tune's decision does)."""
+    model, x = _model()
+    module = xgen_mlir.frontend.import_model(model, (x,))
+    (cand,) = wc.candidates(module.operation)
+    db = tmp_path / "t.db"
+    host = HostIdentity.current(threads=2)
+    config = wc.offload_config("onednn", "f32", "jit")
+    with TuningDB(db) as tdb:
+        tdb.add(Record(cand.signature, config, "ok", 1e-4, 2e-4), host)
+    compiled = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=2)
+    assert compiled.report.tuning.choices[0][1] == "onednn[jit] f32"
+    assert any("-> onednn" in k for k in compiled.report.offload), compiled.report.offload
+    with torch.no_grad():
+        want = model(x).numpy()
+    got = np.asarray(compiled(x))
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()

@@ -805,7 +805,8 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 algorithm = None if config is None else config.get("algorithm")
                 if config is not None and algorithm != "winograd":
                     _mark(op, config)
-                    choices.log.append((desc, f"{algorithm} {config.get('compute')}", why))
+                    label = f"{library_label(config)} {config.get('compute')}"  # onednn[jit] f32
+                    choices.log.append((desc, label, why))
                     counts[f"{name} marked for {algorithm} (tuned)"] += 1
                     if opts.verbose:
                         print(
