@@ -53,7 +53,7 @@ from bench_models import build, export_onnx, log, openvino_session, ort_session,
 from harness import time_blocks, write_results
 from xgen_mlir import compress
 from xgen_mlir.compress.blocks import conv1d_to_linear
-from xgen_mlir.target import host_threads
+from xgen_mlir.target import host_fact, host_threads
 
 MODELS = ["minilm", "bert_base", "gpt2_small"]
 DENSE_PEERS = ["ORT fp32", "OpenVINO f32", "torch.compile"]
@@ -108,6 +108,13 @@ def xgen(model: torch.nn.Module, inputs: tuple, save: Path | None, tag: str, **o
     return m, info
 
 
+def whole_column_blocks() -> dict:
+    """``compress.prune`` arguments for blocks of two vectors of rows that keep whole columns
+    on this host (16 x 32 with AVX2, 32 x 64 with AVX-512)."""
+    lanes = host_fact("vector_bits") // 32
+    return {"block_shape": (2 * lanes, 4 * lanes), "row_share": 0.0}
+
+
 def bench_model(name: str, args: argparse.Namespace) -> dict:
     log(f"{name}: building")
     model, inputs = build(name)
@@ -137,15 +144,19 @@ def bench_model(name: str, args: argparse.Namespace) -> dict:
         return (lambda: m(*arrays)), info, dense_ref
 
     add("xgen_mlir dense", xgen_dense)
-    pruned_models: dict[float, tuple[torch.nn.Module, np.ndarray]] = {}
+    pruned_models: dict[tuple[float, bool], tuple[torch.nn.Module, np.ndarray]] = {}
 
-    def pruned_at(rate: float) -> tuple[torch.nn.Module, np.ndarray]:
-        """The model pruned to ``rate`` and its output, once per rate (fp32 and int8 share it)."""
-        if rate not in pruned_models:
-            pruned = compress.prune(model, inputs, scheme="block", rate=rate, layers=in_blocks)
+    def pruned_at(rate: float, cols: bool = False) -> tuple[torch.nn.Module, np.ndarray]:
+        """The model pruned to ``rate`` and its output, once per rate (fp32 and int8 share
+        it); ``cols``: in whole-column blocks (``whole_column_blocks``)."""
+        if (rate, cols) not in pruned_models:
+            how = whole_column_blocks() if cols else {}
+            pruned = compress.prune(
+                model, inputs, scheme="block", rate=rate, layers=in_blocks, **how
+            )
             with torch.no_grad():
-                pruned_models[rate] = pruned, first_output(pruned(*inputs))
-        return pruned_models[rate]
+                pruned_models[rate, cols] = pruned, first_output(pruned(*inputs))
+        return pruned_models[rate, cols]
 
     for rate in args.rates:
 
@@ -159,6 +170,15 @@ def bench_model(name: str, args: argparse.Namespace) -> dict:
             return (lambda: m(*arrays)), info, want
 
         add(f"xgen_mlir block {rate:g}x", pruned_system)
+        if args.whole_columns:
+
+            def pruned_columns(rate: float = rate):
+                pruned, want = pruned_at(rate, cols=True)
+                m, info = xgen(pruned, inputs, args.save_vmfb, f"{name}-block{rate:g}x-cols")
+                info["rel_err_vs_dense_model"] = rel_err(want, dense_ref)
+                return (lambda: m(*arrays)), info, want
+
+            add(f"xgen_mlir block {rate:g}x cols", pruned_columns)
         if args.tune_minutes > 0:
 
             def pruned_tuned(rate: float = rate):
@@ -242,6 +262,10 @@ def bench_model(name: str, args: argparse.Namespace) -> dict:
                 dense = cells["xgen_mlir dense"].get("median_ms")
                 if dense is not None:
                     out[f"speedup_{rate:g}x_vs_xgen_dense"] = float(dense) / ms  # type: ignore[arg-type]
+            cols = cells.get(f"{key} cols", {})
+            if "median_ms" in cols:
+                ms = float(cols["median_ms"])  # type: ignore[arg-type]
+                out[f"speedup_{rate:g}x_cols_vs_fastest_peer"] = float(peers[fastest]) / ms  # type: ignore[arg-type]
             tuned = cells.get(f"{key} tuned", {})
             if "median_ms" in tuned:
                 ms = float(tuned["median_ms"])  # type: ignore[arg-type]
@@ -296,9 +320,15 @@ def tuned_system(
 
 
 def print_table(
-    rows: dict[str, dict], rates: list[float], int8: bool = False, tuned: bool = False
+    rows: dict[str, dict],
+    rates: list[float],
+    int8: bool = False,
+    tuned: bool = False,
+    cols: bool = False,
 ) -> None:
     names = ["xgen_mlir dense", *(f"xgen_mlir block {r:g}x" for r in rates)]
+    if cols:
+        names += [f"xgen_mlir block {r:g}x cols" for r in rates]
     if tuned:
         names += [f"xgen_mlir block {r:g}x tuned" for r in rates]
     names += DENSE_PEERS
@@ -327,6 +357,11 @@ def print_table(
             f"{r['fastest_dense_peer']}, "
             f"{r.get(f'speedup_{rate:g}x_vs_xgen_dense', nan):.2f}x vs xgen_mlir dense"
             for rate in rates
+        ]
+        parts += [
+            f"{rate:g}x whole columns: {r[f'speedup_{rate:g}x_cols_vs_fastest_peer']:.2f}x"
+            for rate in rates
+            if f"speedup_{rate:g}x_cols_vs_fastest_peer" in r
         ]
         print(f"{model}: " + "; ".join(parts))
     for model, r in rows.items():
@@ -375,12 +410,18 @@ def main(argv: list[str] | None = None) -> int:
         default=0.5,
         help="with --tune-minutes: the share of the budget for the algorithm choices",
     )
+    p.add_argument(
+        "--whole-columns",
+        action="store_true",
+        help="also each rate in blocks of two vectors of rows keeping whole columns "
+        "(row_share 0: the whole-column kernel), as 'xgen_mlir block <rate>x cols'",
+    )
     p.add_argument("--json", default=str(Path(__file__).parent / "results" / "block_models.json"))
     args = p.parse_args(argv)
     rows = {}
     for name in tqdm(args.models, desc="models"):
         rows[name] = bench_model(name, args)
-    print_table(rows, args.rates, args.int8, args.tune_minutes > 0)
+    print_table(rows, args.rates, args.int8, args.tune_minutes > 0, args.whole_columns)
     payload = {"args": {k: str(v) for k, v in vars(args).items()}, "models": rows}
     write_results(Path(args.json), payload, args.threads)
     return 0
