@@ -610,29 +610,20 @@ def _handoffs(plans: list[_KernelPlan | None], ops: list[ir.Operation]) -> dict[
 def _lower_whole_columns(
     module_op: ir.Operation,
     op: ir.Operation,
-    reader: ConstantReader,
+    parts: tuple[Any, np.ndarray, np.ndarray],
     ev: ConstEval,
     opts: BcsrKernelOptions,
     workers: int,
 ) -> Counter:
-    """Lower ``op`` to the whole-column kernel (``codegen/column_sparse.py``) where every
-    block keeps all its rows and blocks are whole vectors of rows (an empty Counter where
-    not: the row-and-column kernel takes it)."""
-    tab = tables_of(op, reader)
-    vals = reader.value_of(op.operands[1])
-    bias = reader.value_of(op.operands[2])
+    """Lower ``op`` (its ``parts``: compact tables, values, bias) to the whole-column kernel
+    (``codegen/column_sparse.py``) where every block keeps all its rows and blocks are whole
+    vectors of rows; an empty Counter where not (the row-and-column kernel takes it)."""
+    tab, vals, bias = parts
     _, _, lanes = block_tile(opts.vector_bits or 128)
     n, k = weight_shape(op)
     br, bc = block_of(op)
     block = (br, bc)
-    if (
-        tab is None
-        or vals is None
-        or bias is None
-        or not column_sparse.whole_column_panels(
-            n, block, tab.block_offsets, tab.row_offsets, lanes
-        )
-    ):
+    if not column_sparse.whole_column_panels(n, block, tab.block_offsets, tab.row_offsets, lanes):
         return Counter()
     m = ir.RankedTensorType(op.operands[0].type).shape[0]
     epi = epilogue(op.results[0], ev)
@@ -678,22 +669,22 @@ def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) 
     workers = opts.threads or host_threads()
     with module_op.context:
         ev = ConstEval(module_op)
-        if toolchain.available():  # blocks keeping whole columns: the dense kernel's way
-            rest = []
-            for op in ops:
-                done = _lower_whole_columns(module_op, op, reader, ev, opts, workers)
-                counts.update(done)
-                if not done:
-                    rest.append(op)
-            ops = rest
         plans: list[_KernelPlan | None] = []
+        rest = []  # the ops not lowered here, one plan each
         for op in ops:
             tab = tables_of(op, reader)
             vals = reader.value_of(op.operands[1])
             bias = reader.value_of(op.operands[2])
             if not toolchain.available() or tab is None or vals is None or bias is None:
                 plans.append(None)
+                rest.append(op)
                 continue
+            # blocks keeping whole columns: the dense kernel's way, lowered right here
+            done = _lower_whole_columns(module_op, op, (tab, vals, bias), ev, opts, workers)
+            counts.update(done)
+            if done:
+                continue
+            rest.append(op)
             n, k = weight_shape(op)
             m = ir.RankedTensorType(op.operands[0].type).shape[0]
             epi = epilogue(op.results[0], ev)
@@ -718,6 +709,7 @@ def lower_bcsr_kernels(module_op: ir.Operation, opts: BcsrKernelOptions | None) 
             )
             end = epi.ops[-1] if epi.ops else op
             plans.append(_KernelPlan(spec, vals, bias, list(epi.ops), end))
+        ops = rest
         handoffs = _handoffs(plans, ops)
         for i, j in handoffs.items():
             producer, consumer = plans[i], plans[j]
