@@ -73,6 +73,7 @@ SYSTEMS = [
     "xgen_mlir bf16 tuned",
     "xgen_mlir int8",
     "xgen_mlir int8 integer",
+    "xgen_mlir int8 f32",
     "xgen_mlir int8 onednn",
     "xgen_mlir int8 tuned",
     "OpenVINO default",
@@ -86,6 +87,7 @@ TRANSFORMERS = ("minilm", "distilbert", "bert_base", "gpt2_small")
 INT8_SYSTEMS = (
     "xgen_mlir int8",
     "xgen_mlir int8 integer",
+    "xgen_mlir int8 f32",
     "xgen_mlir int8 onednn",
     "xgen_mlir int8 tuned",
     "ORT int8",
@@ -275,6 +277,10 @@ def bench_model(
             # computes them in f32 on a CPU without an exact int8 dot product)
             integer = {"integer_contractions": "integer"}
             makers["xgen_mlir int8 integer"] = lambda: xgen_runner(q, None, "int8", options=integer)
+            # every integer contraction as the f32 contraction of the same integers (no 16-bit
+            # multiply-add kernel for the Linear layers)
+            in_f32 = {"integer_contractions": "float"}
+            makers["xgen_mlir int8 f32"] = lambda: xgen_runner(q, None, "int8", options=in_f32)
             makers["xgen_mlir int8 onednn"] = lambda: xgen_runner(q, None, "int8", "onednn")
             makers["xgen_mlir int8 tuned"] = lambda: xgen_runner(q, None, "int8", "none", TUNE_MIN)
             makers["ORT int8"] = lambda: ort_proto_runner(q, threads)

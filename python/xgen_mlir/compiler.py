@@ -166,6 +166,11 @@ class CompileReport:
                 + (", per-channel weights" if q.get("per_channel") else "")
                 + f"; contractions: {c['integer']} integer (i8 x i8 -> i32), {c['float']} float"
             )
+            if q.get("in_int16_kernels"):
+                lines.append(
+                    f"  {q['in_int16_kernels']} integer Linear layer(s) in the exact 16-bit "
+                    "multiply-add kernel (integer_contractions=kernel)"
+                )
             if q.get("computed_in_f32"):
                 lines.append(
                     f"  {q['computed_in_f32']} integer contraction(s) computed as f32 on the same "
@@ -700,6 +705,8 @@ def _compile_once(
         report.quantization["computed_in_f32"] = sum(
             n for k, n in done.items() if k.endswith("-> f32")
         )
+        kernels = report.rewrites.get("xgen-integer-gemm-kernels", {})
+        report.quantization["in_int16_kernels"] = kernels.get("int16 kernels", 0)
         _pruned_int8_note(report)
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 

@@ -196,11 +196,17 @@ def matmul_tile_bytes(facts: TargetFacts) -> str:
 
 
 def integer_contractions(facts: TargetFacts) -> str:
-    """How an int8 model's integer contractions run (``xgen-integer-in-float``'s mode): all
-    as f32 contractions of the same integers on a target without an exact int8 dot product,
-    where integer kernels are slower than f32 or saturate; else only the integer convs that no
-    kernel library takes ("convs": IREE has no fast integer conv on any host measured)."""
-    return "convs" if facts.exact_int8 else "float"
+    """How an int8 model's integer contractions run (``xgen-integer-gemm-kernels`` and
+    ``xgen-integer-in-float``'s mode). On a target without an exact int8 dot product, where
+    IREE's integer kernels are slower than f32 and the libraries' u8 x s8 ones saturate: the
+    Linear layers in xgen_mlir's exact 16-bit multiply-add kernel where the target has 256- or
+    512-bit vectors ("kernel": ``vpmaddwd`` does twice an FMA's multiply-adds), the rest as f32
+    contractions of the same integers ("float"). With one: only the integer convs that no
+    kernel library takes in f32 ("convs": IREE has no fast integer conv on any host measured).
+    """
+    if facts.exact_int8:
+        return "convs"
+    return "kernel" if facts.vector_bits in (256, 512) else "float"
 
 
 def simd_lanes(vector_bits: int) -> int:

@@ -8,6 +8,7 @@ Against the fp32 model the error is the quantization's: loose bounds, and the re
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections import Counter
 
@@ -25,7 +26,7 @@ from xgen_mlir.frontend.onnx_import import import_onnx
 from xgen_mlir.frontend.onnx_quant import rewrite_per_channel_contractions
 from xgen_mlir.models import mlp, small_cnn
 from xgen_mlir.pipelines import pipelines_dir
-from xgen_mlir.target import EXACT_INT8_FLAGS, has_any
+from xgen_mlir.target import TargetFacts, host_fact, integer_contractions
 from xgen_mlir.tunedb import TuningDB
 
 
@@ -161,9 +162,11 @@ def test_integer_contractions_in_f32_equal_the_integer_code() -> None:
     same integers, rounded back to i32; every sum here stays below 2^24, so the outputs are
     the very same as IREE's integer code, static (convs with zero-point padding, the
     classifier) and dynamic (a 2-layer BERT: the zero point computed at run time). The report
-    says how many; auto is float on a CPU without an exact int8 dot product and keeps integer
-    matmuls on one with it; a one-row matmul (the classifier) converts for the pointwise
-    matrix-vector kernel, which takes it."""
+    says how many; auto is kernel on a CPU with AVX2 or AVX-512 and no exact int8 dot product
+    (the classifier in the 16-bit kernel, the convs in f32) and keeps integer matmuls on one
+    with it; a one-row matmul (the classifier) converts for the pointwise matrix-vector
+    kernel, which takes it. integer_contractions=kernel: the BERT's 12 Linear layers in the
+    exact 16-bit multiply-add kernel give the same output too."""
     from xgen_mlir.models.transformers_zoo import bert_tiny
 
     model, x = small_cnn(), torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
@@ -181,10 +184,13 @@ def test_integer_contractions_in_f32_equal_the_integer_code() -> None:
         "matrix-vector products replaced": 1
     }
     assert reports["integer"].quantization["computed_in_f32"] == 0
-    # auto: float without VNNI; with it the convs no library takes (offload=none: both)
-    assert reports["auto"].quantization["computed_in_f32"] == (
-        2 if has_any(EXACT_INT8_FLAGS) else 3
+    # auto: with VNNI the convs no library takes (offload=none: both); without it, the
+    # classifier in the 16-bit kernel (AVX2, AVX-512) and the convs in f32, or all three in f32
+    auto = integer_contractions(
+        TargetFacts(host_fact("vector_bits"), 0, 0, host_fact("exact_int8"))
     )
+    assert reports["auto"].quantization["computed_in_f32"] == (3 if auto == "float" else 2)
+    assert reports["auto"].quantization["in_int16_kernels"] == (auto == "kernel")
     assert "3 integer contraction(s) computed as f32" in reports["float"].text()
     assert "computed as f32" not in reports["integer"].text()
 
@@ -192,13 +198,59 @@ def test_integer_contractions_in_f32_equal_the_integer_code() -> None:
     arrays = [e.numpy() for e in example]
     common = dict(precision="int8", quantization={"mode": "dynamic"}, precision_check=False)
     got = []
-    for mode in ("float", "integer"):
+    for mode in ("float", "integer", "kernel"):
         options = {"offload": "none", "integer_contractions": mode}
         compiled = xgen_mlir.compile(model, example, target_options=options, **common)
         out = compiled(*arrays)
         got.append(np.asarray(out[0] if isinstance(out, tuple) else out))
-        assert compiled.report.quantization["computed_in_f32"] == (12 if mode == "float" else 0)
-    assert np.array_equal(got[0], got[1])
+        q = compiled.report.quantization
+        assert q["computed_in_f32"] == (12 if mode == "float" else 0)
+        assert q["in_int16_kernels"] == (12 if mode == "kernel" else 0)
+    assert np.array_equal(got[0], got[1]) and np.array_equal(got[2], got[1])
+    assert "12 integer Linear layer(s) in the exact 16-bit" in compiled.report.text()
+
+
+def test_int16_kernel_takes_odd_shapes_and_leaves_block_pruned_layers() -> None:
+    """integer_contractions=kernel on a static int8 MLP whose shapes are no whole tiles (13
+    rows, 45 inputs: K odd, padded with a zero input; 70 and 33 outputs: partial panels):
+    the very output of IREE's integer code. A block-pruned layer stays for the block-sparse
+    kernel (its f32 form), the dense one takes the 16-bit kernel."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(45, 70), torch.nn.ReLU(), torch.nn.Linear(70, 33)
+    ).eval()
+    x = torch.randn(13, 45, generator=torch.Generator().manual_seed(2))
+    cal = [torch.randn(13, 45, generator=torch.Generator().manual_seed(i)) for i in range(4)]
+    common = dict(precision="int8", calibration=cal, precision_check=False)
+    outs, reports = {}, {}
+    for mode in ("kernel", "integer"):
+        options = {"offload": "none", "integer_contractions": mode}
+        compiled = xgen_mlir.compile(model, x, target_options=options, **common)
+        outs[mode], reports[mode] = np.asarray(compiled(x.numpy())), compiled.report
+    assert reports["kernel"].quantization["in_int16_kernels"] == 2
+    assert np.array_equal(outs["kernel"], outs["integer"])
+
+    wide = torch.nn.Sequential(
+        torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 96)
+    ).eval()
+    pruned = torch.nn.Sequential(*[copy.deepcopy(m) for m in wide])
+    pruned[0] = compress.prune(torch.nn.Sequential(pruned[0]), (torch.randn(32, 128),),
+                               scheme="block", rate=4.0)[0]  # fmt: skip
+    x = torch.randn(32, 128, generator=torch.Generator().manual_seed(0))
+    compiled = xgen_mlir.compile(
+        pruned, (x,), precision="int8", quantization={"mode": "dynamic"}, precision_check=False,
+        target_options={"offload": "none", "integer_contractions": "kernel"},
+    )  # fmt: skip
+    rw = compiled.report.rewrites
+    assert rw["xgen-integer-gemm-kernels"]["int16 kernels"] == 1, rw
+    assert any(k.startswith("kept: block-pruned") for k in rw["xgen-integer-gemm-kernels"]), rw
+    assert rw["xgen-raise-block-linear"]["raised"] == 1, rw
+    from conftest import int8_reference
+
+    quantized = compress.quantize(pruned, (x,), mode="dynamic")
+    want = int8_reference(quantized, {quantized.graph.input[0].name: x.numpy()})
+    got = np.asarray(compiled(x.numpy()))
+    assert float(np.abs(got - want).max() / np.abs(want).max()) < 1e-5
 
 
 def test_dynamic_int8_linear_model() -> None:

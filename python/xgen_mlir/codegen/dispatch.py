@@ -1,8 +1,8 @@
 """The ``stream.executable`` text that links a generated C object into an IREE dispatch.
 
-Every generated kernel is called the same way: its operands and its one result are flat f32
-buffers (``memref<Nxf32>``, passed to C as base, aligned pointer, offset, size, stride), then
-the workgroup ids it uses. The workgroup count is fixed at compile time. The text is parsed
+Every generated kernel is called the same way: its operands and its one result are flat
+buffers (``memref<Nxf32>``, or of the element type the kernel names), passed to C as base,
+aligned pointer, offset, size, stride, then the workgroup ids it uses. The workgroup count is fixed at compile time. The text is parsed
 later, in IREE's own MLIR context (``backend/extern_kernels.py``).
 """
 
@@ -39,11 +39,13 @@ def executable_text(
     result_length: int,
     grid: tuple[int, int, int],
     ids: int,
+    elements: Sequence[str] | None = None,
 ) -> str:
     """``stream.executable @<symbol>_ex`` exporting ``@<symbol>``, which calls the object's
     ``<symbol>_impl(operands..., result, workgroup id 0..ids-1)`` on a ``grid`` of
-    workgroups."""
-    lengths, types, bindings, subspans = _bindings(operand_lengths, result_length)
+    workgroups. ``elements``: the buffers' element types (operands, then the result), f32 by
+    default."""
+    lengths, types, bindings, subspans = _bindings(operand_lengths, result_length, elements)
     id_ops = "\n".join(
         f"      %g{i} = stream.dispatch.workgroup.id[{i}] : index" for i in range(ids)
     )

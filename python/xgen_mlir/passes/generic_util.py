@@ -306,7 +306,13 @@ def zero_pad(x: ir.Value, low: Sequence[int], high: Sequence[int]) -> ir.Value:
         s if is_dynamic(s) else s + lo + hi for s, lo, hi in zip(src.shape, low, high, strict=True)
     ]
     ty = ir.RankedTensorType.get(shape, src.element_type)
-    zero = arith.ConstantOp(src.element_type, ir.FloatAttr.get(src.element_type, 0.0)).result
+    elem = src.element_type
+    zero_attr = (
+        ir.IntegerAttr.get(elem, 0)
+        if isinstance(elem, ir.IntegerType)
+        else ir.FloatAttr.get(elem, 0.0)
+    )
+    zero = arith.ConstantOp(elem, zero_attr).result
     pad = tensor.PadOp(ty, x, [], [], list(low), list(high))
     block = pad.regions[0].blocks.append(*([ir.IndexType.get()] * len(shape)))
     with ir.InsertionPoint(block):

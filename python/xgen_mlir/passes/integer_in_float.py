@@ -11,7 +11,8 @@ int8 26.8 against 6.7; MiniLM int8 39.1 against 23.9 (docs/precision.md). As f32
 they take every f32 route the compiler has (Winograd, the generated GEMM kernel, oneDNN's f32
 primitives, IREE's tiles), chosen as for an fp32 model.
 
-When (``mode``): ``float`` every integer contraction; ``integer`` none; ``convs`` the integer
+When (``mode``): ``float`` every integer contraction (``kernel``: every one that
+xgen-integer-gemm-kernels, which runs first, left); ``integer`` none; ``convs`` the integer
 convs that no kernel library takes (``offload=none`` or no oneDNN here): IREE's integer conv is
 the slow one on every host measured (ResNet-18 int8 2285 ms on an AMD Zen 4 with VNNI). The
 cpu target's ``integer_contractions=auto`` is ``float`` on a target without an exact int8 dot
@@ -75,7 +76,7 @@ FLOAT_OF = {
     "linalg.quantized_matmul": ("matmul", False),
     "linalg.quantized_batch_matmul": ("batch_matmul", False),
 }
-MODES = ("float", "integer", "convs")
+MODES = ("float", "integer", "convs", "kernel")
 
 
 @dataclass
@@ -215,7 +216,7 @@ def library_may_take_convs(offload: str) -> bool:
 
 
 def _wanted(op: ir.Operation, opts: IntegerInFloatOptions) -> bool:
-    if opts.mode == "float":
+    if opts.mode in ("float", "kernel"):  # kernel: what xgen-integer-gemm-kernels left
         return True
     if opts.mode == "integer":
         return False

@@ -135,6 +135,7 @@ def install_kernel(
         int(np.prod(result)) + scratch,
         grid,
         ids=ids,
+        elements=elements,
     )
     decl = find_func(module_op, symbol)
     decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(text)
