@@ -18,10 +18,15 @@ from torch import nn
 import xgen_mlir
 from xgen_mlir import compress
 from xgen_mlir.codegen.block_sparse import ERF_CLAMP, BcsrSpec, erf_coefficients
-from xgen_mlir.compress.blocks import block_structure, default_block_shape, kept_counts
+from xgen_mlir.compress.blocks import (
+    block_structure,
+    default_block_shape,
+    default_row_share,
+    kept_counts,
+)
 from xgen_mlir.errors import FallbackWarning, XGenError
 from xgen_mlir.models.video import INPUT_SHAPE, small_3d_cnn
-from xgen_mlir.target import block_tile
+from xgen_mlir.target import block_tile, host_fact
 
 
 def _mlp() -> nn.Module:
@@ -35,11 +40,29 @@ def _rel(a, b) -> float:
 
 
 def test_default_block_is_the_register_tile():
+    """The target's blocks: the block-sparse kernel's tile with AVX-512 and on 128-bit
+    vectors; on AVX2 two vectors of rows keeping whole columns (the column kernel's panels),
+    which compress.prune then prunes by columns only."""
     rows, _, lanes = block_tile(512)
     assert default_block_shape("cpu", vector_bits=512) == (rows, 4 * lanes) == (8, 64)
-    assert default_block_shape("cpu", vector_bits=256) == (4, 32)
+    assert default_row_share("cpu", vector_bits=512) == 0.5
+    assert default_block_shape("cpu", vector_bits=256) == (16, 32)
+    assert default_row_share("cpu", vector_bits=256) == 0.0
+    assert default_block_shape("cpu", vector_bits=128) == (4, 16)
     with pytest.raises(XGenError, match="block_shape"):
         default_block_shape("vulkan")
+    from xgen_mlir.passes.block_sparse import compact_density, whole_columns
+
+    w = torch.randn(64, 96)
+    model = nn.Sequential(nn.Linear(96, 64))
+    with torch.no_grad():
+        model[0].weight.copy_(w)
+    x = torch.randn(8, 96)
+    pruned = compress.prune_blocks(model, (x,), rate=4.0, vector_bits=256)
+    kept = pruned[0].weight.detach().numpy()
+    assert whole_columns(kept, (16, 32)) and compact_density(kept, (16, 32)) == 0.25
+    given = compress.prune(model, (x,), scheme="block", rate=4.0, block_shape=(16, 32))
+    assert not whole_columns(given[0].weight.detach().numpy(), (16, 32))  # rows pruned too
 
 
 def test_blocks_keep_rows_times_columns():
@@ -114,9 +137,18 @@ def _compiled(model, x, **kw):
     return compiled, compiled.report.rewrites
 
 
+def _row_and_column_blocks() -> tuple[int, int]:
+    """This host's blocks of the row-and-column kernel (its register tile's rows x 4 vectors:
+    the default on AVX-512; AVX2's default keeps whole columns, the column kernel's)."""
+    rows, _, lanes = block_tile(host_fact("vector_bits") or 128)
+    return rows, 4 * lanes
+
+
 def test_mlp_compiles_to_block_kernels_with_numerics():
     model, x = _mlp(), torch.randn(32, 128)
-    pruned = compress.prune(model, (x,), scheme="block", rate=4.0)
+    pruned = compress.prune(
+        model, (x,), scheme="block", rate=4.0, block_shape=_row_and_column_blocks()
+    )
     compiled, rw = _compiled(pruned, x)
     assert rw["xgen-raise-block-linear"]["raised"] == 2
     assert rw["xgen-lower-bcsr-kernels"]["block-sparse kernels"] == 2
@@ -253,7 +285,9 @@ def test_kernels_in_a_row_hand_x_over_packed(tap):
     torch.manual_seed(2)
     model = _Chain(tap).eval()
     x = torch.randn(45, 300)
-    pruned = compress.prune(model, (x,), scheme="block", rate=4.0)
+    pruned = compress.prune(
+        model, (x,), scheme="block", rate=4.0, block_shape=_row_and_column_blocks()
+    )
     compiled, rw = _compiled(pruned, x)
     kernels = rw["xgen-lower-bcsr-kernels"]
     assert kernels["block-sparse kernels"] == 3, rw
@@ -298,8 +332,8 @@ def test_blocks_keeping_whole_columns_run_the_column_kernel():
     assert whole_columns(w, (16, 32)) and whole_columns(w, (8, 32))
     assert not whole_columns(pruned.b.weight.detach().numpy(), (16, 32))  # 70 rows
     assert best_block(w, 256) == ((16, 32), 0.25)
-    default = compress.prune(model, (x,), scheme="block", rate=4.0)  # 4 x 32, rows pruned
-    assert not whole_columns(default.a.weight.detach().numpy(), (16, 32))
+    rows = compress.prune(model, (x,), scheme="block", rate=4.0, block_shape=(4, 32))
+    assert not whole_columns(rows.a.weight.detach().numpy(), (16, 32))  # rows pruned too
     compiled, rw = _compiled(pruned, x)
     kernels = rw["xgen-lower-bcsr-kernels"]
     assert kernels["block-sparse kernels"] == 3, rw

@@ -20,7 +20,7 @@ kept input channels and patterns. The structure also lives in three buffers per 
 (``xgen_patterns``, ``xgen_pattern_ids``, ``xgen_groups``; see :mod:`.structure`).
 """
 
-from .blocks import default_block_shape, prune_blocks
+from .blocks import default_block_shape, default_row_share, prune_blocks
 from .description import LayerSparsity, SparsityDescription, describe
 from .finetune import finetune, progressive_prune, recalibrate_bn
 from .io import load, save
@@ -37,6 +37,7 @@ __all__ = [
     "StructureError",
     "check_structure",
     "default_block_shape",
+    "default_row_share",
     "describe",
     "finetune",
     "load",

@@ -55,6 +55,7 @@ __all__ = [
     "check_block_layer",
     "conv1d_to_linear",
     "default_block_shape",
+    "default_row_share",
     "gemm_view",
     "input_mean_squares",
     "is_block_pruned",
@@ -73,8 +74,7 @@ LayerFilter = Iterable[str] | Callable[[str, nn.Module], bool] | None
 _CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
 
 
-def default_block_shape(target: str = "cpu", vector_bits: int | None = None) -> tuple[int, int]:
-    """(rows, cols) of the target's block: its kernel's register tile (``target.block_tile``)."""
+def _vector_bits(target: str, vector_bits: int | None) -> int:
     if vector_bits is None:
         if target not in HOST_TARGETS:
             raise XGenError(
@@ -82,8 +82,35 @@ def default_block_shape(target: str = "cpu", vector_bits: int | None = None) -> 
                 f"(the block shape of {HOST_TARGETS} comes from the host's vector width)"
             )
         vector_bits = host_fact("vector_bits")
-    rows, _, lanes = block_tile(vector_bits or 128)
+    return vector_bits or 128
+
+
+def whole_column_default(vector_bits: int) -> bool:
+    """Whether the target's default blocks keep whole columns (``row_share`` 0): on 256-bit
+    vectors (AVX2), where the whole-column kernel (``codegen/column_sparse.py``) ran every
+    BERT-base shape at 4x at 0.70-0.81 of the ideal speedup against 0.44-0.77 for blocks of
+    the block-sparse kernel's tile, and MiniLM distilled at 4x to the same held-out cosine at
+    the same budget (0.674 against 0.675, ``docs/block-pruning.md``). Other widths keep the
+    block-sparse kernel's tile: the whole-column blocks are not measured there."""
+    return vector_bits == 256
+
+
+def default_block_shape(target: str = "cpu", vector_bits: int | None = None) -> tuple[int, int]:
+    """(rows, cols) of the target's block, the co-design contract with its kernels: two
+    vectors of rows keeping whole columns where :func:`whole_column_default` (16 x 32 on
+    AVX2), else the block-sparse kernel's register tile (``target.block_tile``: 8 x 64 with
+    AVX-512, 4 x 16 on 128-bit vectors)."""
+    bits = _vector_bits(target, vector_bits)
+    rows, _, lanes = block_tile(bits)
+    if whole_column_default(bits):
+        return 2 * lanes, 4 * lanes
     return rows, 4 * lanes
+
+
+def default_row_share(target: str = "cpu", vector_bits: int | None = None) -> float:
+    """The part of a default block's reduction taken by its rows: 0 where the default blocks
+    keep whole columns, else 0.5 (rows and columns pruned alike, in log scale)."""
+    return 0.0 if whole_column_default(_vector_bits(target, vector_bits)) else 0.5
 
 
 def conv1d_to_linear(model: nn.Module) -> nn.Module:
@@ -450,7 +477,7 @@ def prune_blocks(
     *,
     rate: float | dict[str, float] = 4.0,
     block_shape: tuple[int, int] | dict[str, tuple[int, int]] | None = None,
-    row_share: float = 0.5,
+    row_share: float | None = None,
     allocation: str = "uniform",
     layers: LayerFilter = None,
     exclude: LayerFilter = (),
@@ -467,8 +494,10 @@ def prune_blocks(
     ``{glob: rate}`` dict; unmatched layers stay dense); ``allocation``: "uniform" or "erk"
     (big layers pruned harder, the pruned layers together still ``rate``x fewer);
     ``block_shape``: (rows, cols) for all layers or ``{glob: shape}`` (default: the
-    target's register tile, :func:`default_block_shape`); ``row_share``: the part of each
-    block's reduction (in log scale) taken by removing rows, the rest by columns.
+    target's blocks, :func:`default_block_shape`); ``row_share``: the part of each
+    block's reduction (in log scale) taken by removing rows, the rest by columns (default:
+    the target's, :func:`default_row_share`, with its default blocks; 0.5 with blocks given:
+    0 keeps whole columns).
     ``criterion``: "reconstruction" chooses each layer's columns and rows at its refit, on
     the inputs the already-pruned layers before it give: a weight's square times its column's
     ``1 / [H^-1]_jj`` (:func:`.refit.column_saliency_scale`: what removing it costs once the
@@ -485,6 +514,8 @@ def prune_blocks(
     with a warning.
     Candidates: Linear and groups=1 Conv1d/2d/3d layers at least one block big.
     """
+    if row_share is None:
+        row_share = default_row_share(target, vector_bits) if block_shape is None else 0.5
     if not 0.0 <= row_share <= 1.0:
         raise XGenError(f"row_share={row_share} not in [0, 1]")
     if criterion not in CRITERIA:

@@ -104,7 +104,7 @@ def prune(
     scheme: str = "pattern",
     rate: float | dict[str, float] = 4.0,
     block_shape: tuple[int, int] | dict[str, tuple[int, int]] | None = None,
-    row_share: float = 0.5,
+    row_share: float | None = None,
     criterion: str | None = None,
     calibration: Iterable | None = None,
     refit: bool | None = None,

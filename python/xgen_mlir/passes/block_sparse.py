@@ -213,12 +213,6 @@ def _signature(op: ir.Operation) -> tuple[str, str] | None:
     return None
 
 
-def block_shape(vector_bits: int) -> tuple[int, int]:
-    """The target's block (what ``compress.prune(scheme="block")`` prunes to by default)."""
-    rows, _, lanes = block_tile(vector_bits or 128)
-    return rows, 4 * lanes
-
-
 # A narrower block is taken only where it stores this much less of the weights than the
 # widest one within reach: each block costs the kernel its own setup (its case, its rows'
 # accumulators loaded and stored), so 4x more blocks of a quarter the columns run slower
