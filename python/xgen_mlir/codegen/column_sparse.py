@@ -26,6 +26,7 @@ import numpy as np
 
 from ..target import busy_share
 from .block_sparse import _table, math_c
+from .dense_gemm import WORKGROUP_RANGE
 
 
 @dataclass
@@ -191,11 +192,7 @@ void {spec.symbol}_impl(MEMREF(const float, xm), MEMREF(const float, w), MEMREF(
   const float* restrict vals = w + w_off;
   const float* restrict biases = vals + NVALS;
   float* restrict y0 = ym + ym_off;
-  const int p0 = (int)gx * GROUP;
-  const int p1 = p0 + GROUP < PANELS ? p0 + GROUP : PANELS;
-  const int m_start = (int)gy * MC;
-  const int m_end = m_start + MC < M ? m_start + MC : M;
-  float fl[MR];
+{WORKGROUP_RANGE}  float fl[MR];
   for (int m0 = m_start; m0 < m_end; m0 += MR) {{
     const int R = m_end - m0 < MR ? m_end - m0 : MR;
     const float* restrict x = x0 + (size_t)m0 * K;

@@ -114,6 +114,15 @@ class GemmSpec:
         return self.panels * self.nr * (self.k + 1 + self.columns)
 
 
+#: C: the panels ``p0 .. p1`` and rows ``m_start .. m_end`` of workgroup (``gx``, ``gy``) of a
+#: kernel laid out in panel groups (``GROUP`` of ``PANELS``) and M blocks (``MC`` of ``M``).
+WORKGROUP_RANGE = """  const int p0 = (int)gx * GROUP;
+  const int p1 = p0 + GROUP < PANELS ? p0 + GROUP : PANELS;
+  const int m_start = (int)gy * MC;
+  const int m_end = m_start + MC < M ? m_start + MC : M;
+"""
+
+
 def pack_weights(
     w: np.ndarray, bias: np.ndarray, nr: int, columns: list[np.ndarray] | None = None
 ) -> np.ndarray:
@@ -248,11 +257,7 @@ void {spec.symbol}_impl(MEMREF(const float, xm), MEMREF(const float, w), {tensor
   const float* restrict weights = w + w_off + gz * (size_t){spec.weights_length};
   const float* restrict biases = weights + (size_t)PANELS * NR * K;
   float* restrict y0 = ym + ym_off + gz * (size_t)M * N;
-  const int p0 = (int)gx * GROUP;
-  const int p1 = p0 + GROUP < PANELS ? p0 + GROUP : PANELS;
-  const int m_start = (int)gy * MC;
-  const int m_end = m_start + MC < M ? m_start + MC : M;
-  for (int k0 = 0; k0 < K; k0 += KC) {{
+{WORKGROUP_RANGE}  for (int k0 = 0; k0 < K; k0 += KC) {{
     const int k1 = k0 + KC < K ? k0 + KC : K;
     const int first = k0 == 0, last = k1 == K;
     for (int p = p0; p < p1; ++p) {{

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dense_gemm import GemmSpec
+from .dense_gemm import WORKGROUP_RANGE, GemmSpec
 
 #: The widest weight magnitude the kernel takes, after the zero point: int8 less an int8.
 MAX_OPERAND = 255
@@ -160,11 +160,7 @@ void {spec.symbol}_impl(MEMREF(const int16_t, xm), MEMREF(const int16_t, w),
   const int16_t* restrict weights = w + w_off;
   const int32_t* restrict starts = s + s_off;
   int32_t* restrict y0 = ym + ym_off;
-  const int p0 = (int)gx * GROUP;
-  const int p1 = p0 + GROUP < PANELS ? p0 + GROUP : PANELS;
-  const int m_start = (int)gy * MC;
-  const int m_end = m_start + MC < M ? m_start + MC : M;
-  for (int k0 = 0; k0 < K; k0 += KC) {{
+{WORKGROUP_RANGE}  for (int k0 = 0; k0 < K; k0 += KC) {{
     const int k1 = k0 + KC < K ? k0 + KC : K;
     const int first = k0 == 0;
     for (int p = p0; p < p1; ++p) {{
