@@ -83,8 +83,9 @@ def test_cpu_model_names_the_generation(tmp_path):
 
 def test_exact_int8_fact_and_the_integer_contractions_it_picks(tmp_path):
     """An exact int8 dot product (VNNI, AMX-INT8, arm64's dot product) is a target fact read
-    from cpuinfo; integer_contractions=auto is float without one, convs with one, and a user's
-    value or a stated fact overrides it."""
+    from cpuinfo; integer_contractions=auto is, without one, kernel where the target has 256-
+    or 512-bit vectors (the 16-bit multiply-add kernel) and float elsewhere, convs with one,
+    and a user's value or a stated fact overrides it."""
     from xgen_mlir.target import integer_contractions
 
     info = tmp_path / "cpuinfo"
@@ -93,13 +94,17 @@ def test_exact_int8_fact_and_the_integer_contractions_it_picks(tmp_path):
     for flags in ("avx2 avx512f avx512_vnni", "avx2 avx_vnni", "avx512f amx_int8", "asimd asimddp"):
         info.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
         assert host_fact("exact_int8", cpuinfo=info) == 1, flags
-    assert integer_contractions(TargetFacts(exact_int8=0)) == "float"
-    assert integer_contractions(TargetFacts(exact_int8=1)) == "convs"
+    assert integer_contractions(TargetFacts(exact_int8=0)) == "float"  # vector width unknown
+    assert integer_contractions(TargetFacts(vector_bits=128, exact_int8=0)) == "float"
+    assert integer_contractions(TargetFacts(vector_bits=256, exact_int8=0)) == "kernel"
+    assert integer_contractions(TargetFacts(vector_bits=512, exact_int8=0)) == "kernel"
+    assert integer_contractions(TargetFacts(vector_bits=512, exact_int8=1)) == "convs"
 
     def step(**options) -> str:
         steps = load_pipeline("cpu").with_options(options).pass_steps("main")
         return next(s for s in steps if s.startswith("xgen-integer-in-float"))
 
-    assert "mode=float" in step(exact_int8="0")
+    assert "mode=kernel" in step(exact_int8="0", vector_bits="256")
+    assert "mode=float" in step(exact_int8="0", vector_bits="128")
     assert "mode=convs" in step(exact_int8="1")
     assert "mode=integer" in step(exact_int8="0", integer_contractions="integer")
