@@ -277,7 +277,7 @@ def test_int8_convs_measured_against_their_offload(tmp_path):
 
 
 def test_integer_convs_in_f32_are_tuned_as_f32_convs(tmp_path):
-    """integer_contractions=float (auto on a CPU without VNNI): the tuner sees the int8
+    """integer_contractions=float (auto's choice for convs without VNNI): the tuner sees the int8
     model's convs as the compile will, f32 convs of the same integers, and measures their f32
     variants (Winograd, oneDNN's f32 primitive); the tuned compile applies what won, and its
     output stays within one output step of IREE's integer code (the f32 routes' rounding is
