@@ -447,7 +447,12 @@ def _pruned_int8_note(report: CompileReport) -> None:
         report.rewrites.get("xgen-raise-block-linear", {}).get("raised", 0)
     )
     kinds = report.quantization.get("contractions", {})
-    integer = kinds.get("integer", 0) - report.quantization.get("computed_in_f32", 0)
+    # the 16-bit kernel takes no layer the block-sparse kernel would (xgen-integer-gemm-kernels)
+    integer = (
+        kinds.get("integer", 0)
+        - report.quantization.get("computed_in_f32", 0)
+        - report.quantization.get("in_int16_kernels", 0)
+    )
     names = f"{', '.join(list(pruned)[:4])}{', ...' if len(pruned) > 4 else ''}"
     if integer <= 0 or sparse >= len(pruned):
         note = (

@@ -195,6 +195,11 @@ def matmul_tile_bytes(facts: TargetFacts) -> str:
     return str(facts.l2_bytes // 2) if facts.l2_bytes else ""
 
 
+#: The vector widths xgen_mlir's 16-bit multiply-add kernel is written for
+#: (``codegen/int16_gemm.py``): AVX2 (``vpmaddwd`` on 256 bits) and AVX-512BW (512).
+INT16_KERNEL_VECTOR_BITS = (256, 512)
+
+
 def integer_contractions(facts: TargetFacts) -> str:
     """How an int8 model's integer contractions run (``xgen-integer-gemm-kernels`` and
     ``xgen-integer-in-float``'s mode). On a target without an exact int8 dot product, where
@@ -206,7 +211,7 @@ def integer_contractions(facts: TargetFacts) -> str:
     """
     if facts.exact_int8:
         return "convs"
-    return "kernel" if facts.vector_bits in (256, 512) else "float"
+    return "kernel" if facts.vector_bits in INT16_KERNEL_VECTOR_BITS else "float"
 
 
 def simd_lanes(vector_bits: int) -> int:

@@ -222,15 +222,17 @@ def test_the_widest_block_unless_a_narrower_one_stores_clearly_less():
 
 def test_pruned_int8_note_counts_merged_siblings_as_sparse():
     """Q, K and V merged into one contraction make one kernel for three pruned layers: no
-    warning while no contraction stayed integer; a warning when some did."""
+    warning while no contraction stayed integer (a dense layer in the 16-bit kernel is not one
+    that lost its sparsity); a warning when some did."""
     from xgen_mlir.compiler import CompileReport, _pruned_int8_note
 
-    def report(in_f32: int) -> CompileReport:
+    def report(in_f32: int, in_int16: int = 0) -> CompileReport:
         r = CompileReport()
         r.quantization = {
             "pruned_layers": {"q": 1, "k": 1, "v": 1},
-            "contractions": {"integer": 3, "float": 0},
+            "contractions": {"integer": 3 + in_int16, "float": 0},
             "computed_in_f32": in_f32,
+            "in_int16_kernels": in_int16,
         }
         r.rewrites = {"xgen-raise-block-linear": {"raised": 1}}
         return r
@@ -239,6 +241,7 @@ def test_pruned_int8_note_counts_merged_siblings_as_sparse():
         warnings.simplefilter("error")
         r = report(3)
         _pruned_int8_note(r)
+        _pruned_int8_note(report(3, in_int16=2))
     assert "1 sparse kernel(s)" in r.quantization["pruned_note"]
     with pytest.warns(FallbackWarning, match="run as dense integer contractions"):
         _pruned_int8_note(report(0))

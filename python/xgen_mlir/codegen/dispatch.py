@@ -2,8 +2,9 @@
 
 Every generated kernel is called the same way: its operands and its one result are flat
 buffers (``memref<Nxf32>``, or of the element type the kernel names), passed to C as base,
-aligned pointer, offset, size, stride, then the workgroup ids it uses. The workgroup count is fixed at compile time. The text is parsed
-later, in IREE's own MLIR context (``backend/extern_kernels.py``).
+aligned pointer, offset, size, stride, then the workgroup ids it uses. The workgroup count is
+fixed at compile time. The text is parsed later, in IREE's own MLIR context
+(``backend/extern_kernels.py``).
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ from ..codegen.int16_gemm import MAX_OPERAND, generate, pack_weights
 from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
 from ..irutil import function_of, ops_named
-from ..target import gemm_tile, host_threads, simd_lanes
+from ..target import INT16_KERNEL_VECTOR_BITS, gemm_tile, host_threads, simd_lanes
 from .block_sparse import best_block
 from .consteval import WEIGHT_ELEMENTS, ConstEval
 from .generic_util import empty, generic, i64_array, mixed_sizes, producer, zero_pad
@@ -212,7 +212,7 @@ def integer_gemm_kernels(module_op: ir.Operation, opts: IntegerGemmKernelOptions
     counts: Counter[str] = Counter()
     if not ops or opts.mode != "kernel":
         return counts
-    if opts.vector_bits not in (256, 512):
+    if opts.vector_bits not in INT16_KERNEL_VECTOR_BITS:
         return Counter({f"kept: no 16-bit kernel for {opts.vector_bits}-bit vectors": len(ops)})
     if not opts.toolchain().available():
         warn_fallback(

@@ -15,8 +15,9 @@ When (``mode``): ``float`` every integer contraction (``kernel``: every one that
 xgen-integer-gemm-kernels, which runs first, left); ``integer`` none; ``convs`` the integer
 convs that no kernel library takes (``offload=none`` or no oneDNN here): IREE's integer conv is
 the slow one on every host measured (ResNet-18 int8 2285 ms on an AMD Zen 4 with VNNI). The
-cpu target's ``integer_contractions=auto`` is ``float`` on a target without an exact int8 dot
-product and ``convs`` on one with it (``target.integer_contractions``).
+cpu target's ``integer_contractions=auto`` is ``kernel`` (AVX2, AVX-512) or ``float`` on a
+target without an exact int8 dot product and ``convs`` on one with it
+(``target.integer_contractions``).
 
 What it matches: ``linalg.conv_2d_nchw_fchw_q``, ``conv_2d_nhwc_hwcf_q``, ``quantized_matmul``
 and ``quantized_batch_matmul`` with i8 operands, i32 scalar zero points and an i32 accumulator
