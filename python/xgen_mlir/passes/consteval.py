@@ -185,6 +185,12 @@ class ConstEval:
     def _eval_generic(self, op: ir.Operation) -> np.ndarray:
         out_ty = ir.RankedTensorType(op.results[0].type)
         loops = list(out_ty.shape)
+        copy = _copied_input(op)
+        if copy is not None:  # a copy adding unit dims or permuting: free, like a reshape
+            src = self._eval(op.operands[copy])
+            if src.size == int(np.prod(loops)):
+                view = loop_view(src, map_dims(indexing_maps(op)[copy]), loops)
+                return np.ascontiguousarray(view)
         if int(np.prod(loops)) > self.max_elements:
             raise NotConstant
         n_in = num_inputs(op)
@@ -275,6 +281,19 @@ def _dynamic(ty: ir.Type) -> bool:
     return isinstance(ty, ir.RankedTensorType) and any(
         ir.ShapedType.is_dynamic_size(d) for d in ty.shape
     )
+
+
+def _copied_input(op: ir.Operation) -> int | None:
+    """The input an elementwise generic yields unchanged (torch-mlir's broadcast of a tied
+    weight to [1, K, N]), else None."""
+    ops = body_ops(op)
+    if len(ops) != 1 or ops[0].name != "linalg.yield":
+        return None
+    args = list(op.regions[0].blocks[0].arguments)[: num_inputs(op)]
+    for i, arg in enumerate(args):
+        if ops[0].operands[0] == arg:
+            return i
+    return None
 
 
 def loop_view(arr: np.ndarray, dims: list[int | None] | None, loops: list[int]) -> np.ndarray:

@@ -174,9 +174,13 @@ class _Inputs:
     def name_of(self, operand: ir.Value, amap: ir.AffineMap, rank: int, like: ir.Type) -> str:
         if operand in self.env and is_identity(amap):
             return self.env[operand]
-        for cand in (self.column(operand, amap, rank), self.tensor(operand, amap, like)):
-            if cand is not None:
-                return cand
+        # a column constant first; only if it is none a tensor (registering both would pass
+        # a constant that broadcasts along the rows twice)
+        found = self.column(operand, amap, rank)
+        if found is None:
+            found = self.tensor(operand, amap, like)
+        if found is not None:
+            return found
         raise NoMatch("an epilogue input that is neither the layer's output nor a scalar")
 
 

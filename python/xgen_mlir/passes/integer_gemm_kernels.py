@@ -10,8 +10,12 @@ quantized to i32), becomes:
   read one conversion; IREE fuses it into the op that quantizes ``x``), padded with a zero
   input where K is odd;
 - one IREE dispatch of the generated kernel (``codegen/int16_gemm.py``) on ``x16``, the
-  weights less their zero point packed as 16-bit pairs, and the start; its i32 result is the
-  op's, so everything after it is unchanged.
+  weights less their zero point packed as 16-bit pairs, and the start. Where the op's one
+  user converts its i32 result to f32 (the dequantize's ``sitofp``), the kernel also takes
+  that and the elementwise ops after it that translate to C (``epilogue_c.py``: the scale,
+  computed at run time from the input's, the bias, GELU, a residual add): its f32 output
+  replaces the last of them, so the dequantized output never goes through memory as i32 and
+  needs no dispatch of its own. Otherwise its i32 result replaces the op's.
 
 Why: on a CPU without an exact int8 dot product (AVX2: no VNNI) the alternatives are the f32
 contraction of the same integers (``xgen-integer-in-float``, f32's rate) or IREE's integer
@@ -51,7 +55,19 @@ from ..irutil import function_of, ops_named
 from ..target import INT16_KERNEL_VECTOR_BITS, gemm_tile, host_threads, simd_lanes
 from .block_sparse import best_block
 from .consteval import WEIGHT_ELEMENTS, ConstEval
-from .generic_util import empty, generic, i64_array, mixed_sizes, producer, zero_pad
+from .epilogue_c import Epilogue, Operands, epilogue
+from .generic_util import (
+    body_ops,
+    empty,
+    generic,
+    i64_array,
+    indexing_maps,
+    is_elementwise,
+    is_identity,
+    mixed_sizes,
+    producer,
+    zero_pad,
+)
 from .integer_in_float import MODES
 from .kernel_call import free_symbol, install_kernel
 from .kernel_match import NoMatch
@@ -79,7 +95,7 @@ class IntegerGemmKernelOptions(ToolchainOptions):
 class _Parts:
     x: ir.Value  # [..., M, K] i8
     zx: ir.Value  # i32 scalar
-    w: np.ndarray  # [N, K] int64, less the weights' zero point
+    w: np.ndarray  # [N, K] int32, less the weights' zero point
     start: np.ndarray  # [N] int64, the accumulator's start
 
 
@@ -105,7 +121,7 @@ def _parts(op: ir.Operation, ev: ConstEval, opts: IntegerGemmKernelOptions) -> _
         if not np.all(weights == weights[:1]):
             raise NoMatch("the batches multiply by different weights")
         weights = weights[0]
-    shifted = weights.astype(np.int64).T - int(zero)
+    shifted = weights.T.astype(np.int32) - np.int32(zero)  # int32: GPT-2's head is 38.6 M
     if np.abs(shifted).max(initial=0) > MAX_OPERAND:
         raise NoMatch(f"weights more than {MAX_OPERAND} from their zero point")
     rank = len(types[2].shape)
@@ -120,6 +136,44 @@ def _parts(op: ir.Operation, ev: ConstEval, opts: IntegerGemmKernelOptions) -> _
     if start is None:
         raise NoMatch("the accumulator is not a constant per column")
     return _Parts(x, zx, shifted, np.asarray(start, np.float64).astype(np.int64))
+
+
+def _dequantize_epilogue(
+    op: ir.Operation, ev: ConstEval
+) -> tuple[Epilogue, list[ir.Operation], tuple[int, ...]]:
+    """The f32 epilogue the kernel can take after ``op``: its result's one user converting it
+    to f32 (``sitofp``, an elementwise generic of nothing else) and the ops after that which
+    ``epilogue_c`` translates, with the ops they replace and the indices of the tensors that
+    hold one row (a dequantize scale: the input's scale times each column's, computed at run
+    time). An empty epilogue where there is none, or where a tensor is read otherwise than
+    whole or as one row."""
+    none: tuple[Epilogue, list[ir.Operation], tuple[int, ...]] = (Epilogue(), [], ())
+    users = [u.owner.operation for u in op.results[0].uses]
+    if len(users) != 1 or users[0].name != "linalg.generic":
+        return none
+    conv = users[0]
+    inner = body_ops(conv)
+    if (
+        not is_elementwise(conv)
+        or len(conv.operands) != 2
+        or not all(is_identity(m) for m in indexing_maps(conv))
+        or [o.name for o in inner] != ["arith.sitofp", "linalg.yield"]
+        or str(ir.RankedTensorType(conv.results[0].type).element_type) != "f32"
+    ):
+        return none
+    epi = epilogue(conv.results[0], ev, Operands(op, broadcast=True))
+    if not epi:
+        return none
+    rows: list[int] = []
+    for i, (t, amap) in enumerate(zip(epi.tensors, epi.tensor_maps, strict=True)):
+        ty = ir.RankedTensorType(t.type)
+        if str(ty.element_type) != "f32":
+            return none
+        if prod(ty.shape[:-1]) == 1:
+            rows.append(i)
+        elif not is_identity(amap):
+            return none
+    return epi, [conv, *epi.ops], tuple(rows)
 
 
 def _image_rows(x: ir.Value) -> bool:
@@ -161,22 +215,26 @@ def _lower(
     ev: ConstEval,
     opts: IntegerGemmKernelOptions,
     converted: dict[tuple, ir.Value],
-) -> None:
+) -> Epilogue:
+    """Replace ``op`` (with the dequantize epilogue it can take) by the kernel's call."""
     parts = _parts(op, ev, opts)
     n, k = parts.w.shape
     k_even = k + k % 2
     w = np.pad(parts.w, [(0, 0), (0, k_even - k)])
-    out_type = ir.RankedTensorType(op.results[0].type)
-    m = prod(out_type.shape[:-1])
+    m = prod(ir.RankedTensorType(op.results[0].type).shape[:-1])
+    epi, fused, one_row = _dequantize_epilogue(op, ev)
+    last = fused[-1] if fused else op
+    out_type = ir.RankedTensorType(last.results[0].type)
     rows, n_vectors, lanes = gemm_tile(opts.vector_bits)
     symbol = free_symbol(module_op, "xgen_igemm", 1)
     l2 = opts.l2_bytes if opts.l2_bytes > 0 else 512 * 1024
     spec = GemmSpec(
         symbol, m, n, k_even, lanes, rows, n_vectors, opts.kc + opts.kc % 2, 0, 0, l2,
+        tuple(epi.lines), len(epi.columns), len(epi.tensors),
         workers=opts.threads or host_threads(),
     )  # fmt: skip
-    weights, start = pack_weights(w, parts.start, spec.nr)
-    obj = compile_object(generate(spec), opts.toolchain(), symbol)
+    weights, start = pack_weights(w, parts.start, spec.nr, epi.columns)
+    obj = compile_object(generate(spec, one_row), opts.toolchain(), symbol)
     key = (parts.x, parts.zx)
     with ir.InsertionPoint(op), op.location:
         x16 = converted.get(key)
@@ -187,14 +245,15 @@ def _lower(
         symbol,
         str(obj),
         opts.object_format,
-        [x16, weights, start],
+        [x16, weights, start, *epi.tensors],
         out_type,
         spec.grid,
-        [op],
-        op,
+        [op, *fused],
+        last,
         weights_name="xgen_igemm_weights",
         ids=spec.ids,
     )
+    return epi
 
 
 @register_pass(
@@ -226,13 +285,15 @@ def integer_gemm_kernels(module_op: ir.Operation, opts: IntegerGemmKernelOptions
         for op in ops:
             where = format_location(op.location)
             try:
-                _lower(module_op, op, ev, opts, converted)
+                fused = _lower(module_op, op, ev, opts, converted)
             except NoMatch as e:
                 counts[f"kept: {e}"] += 1
                 if opts.verbose:
                     print(f"xgen-integer-gemm-kernels: {where}: kept: {e}", file=sys.stderr)
                 continue
             counts["int16 kernels"] += 1
+            if fused:
+                counts["of them with their dequantize epilogues"] += 1
             if opts.verbose:
                 print(f"xgen-integer-gemm-kernels: {where}: generated kernel", file=sys.stderr)
     return counts

@@ -24,6 +24,9 @@
 // WHY: model.py:9:3: generated kernel
 // WHY: model.py:20:3: generated kernel
 // WHY: model.py:21:3: generated kernel
+// WHY: model.py:70:3: generated kernel
+// WHY: model.py:80:3: generated kernel
+// WHY: model.py:81:3: generated kernel
 // WHY: model.py:30:3: kept: the weights or their zero point are not constant
 // WHY: model.py:40:3: kept: the accumulator is not a constant per column
 // WHY: model.py:50:3: kept: weights more than 255 from their zero point
@@ -84,6 +87,104 @@ func.func @batched_siblings(%x: tensor<2x4x6xi8>) -> (tensor<2x4x5xi32>, tensor<
   %y = linalg.quantized_batch_matmul ins(%x, %wb, %zx, %c0 : tensor<2x4x6xi8>, tensor<2x6x5xi8>, i32, i32) outs(%i : tensor<2x4x5xi32>) -> tensor<2x4x5xi32> loc("model.py":20:3)
   %y2 = linalg.quantized_batch_matmul ins(%x, %wb, %zx, %c0 : tensor<2x4x6xi8>, tensor<2x6x5xi8>, i32, i32) outs(%i : tensor<2x4x5xi32>) -> tensor<2x4x5xi32> loc("model.py":21:3)
   return %y, %y2 : tensor<2x4x5xi32>, tensor<2x4x5xi32>
+}
+
+// -----
+
+// The dequantize fused: the i32 result's one user converts it to f32 (sitofp), then a scale
+// computed at run time (the input's scale times each column's: one row, read at the columns)
+// and a constant bias; the kernel returns the f32 output and no generic is left after it.
+// CHECK-LABEL: func.func @dequantize_fused
+// CHECK: %[[S:.*]] = linalg.generic {{.*}} ins(%arg2, %{{.*}} : tensor<f32>, tensor<3xf32>)
+// CHECK: call @xgen_igemm_{{[0-9]+}}_call(%{{.*}}, %{{.*}}, %{{.*}}, %[[S]]) : (tensor<2x4xi16>, tensor<{{[0-9]+}}xi16>, tensor<32xi32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NOT: arith.sitofp
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// SRC-DAG: act(__builtin_convertvector((vs32)acc[r][j], v16), COLUMN(0), TENSOR(0))
+#row = affine_map<(d0, d1) -> (d1)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#scalar = affine_map<(d0) -> ()>
+#vec = affine_map<(d0) -> (d0)>
+func.func @dequantize_fused(%x: tensor<2x4xi8>, %zp: i32, %sx: tensor<f32>) -> tensor<2x3xf32> {
+  %c0 = arith.constant 0 : i32
+  %w = arith.constant dense<[[1, 2, 3], [-4, -5, -6], [7, 8, 9], [0, 1, 0]]> : tensor<4x3xi8>
+  %sw = arith.constant dense<[0.5, 0.25, 0.125]> : tensor<3xf32>
+  %bias = arith.constant dense<[1.0, -2.0, 3.0]> : tensor<3xf32>
+  %se = tensor.empty() : tensor<3xf32>
+  %s = linalg.generic {indexing_maps = [#scalar, #vec, #vec], iterator_types = ["parallel"]} ins(%sx, %sw : tensor<f32>, tensor<3xf32>) outs(%se : tensor<3xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<3xf32>
+  %e = tensor.empty() : tensor<2x3xi32>
+  %i = linalg.fill ins(%c0 : i32) outs(%e : tensor<2x3xi32>) -> tensor<2x3xi32>
+  %y = linalg.quantized_matmul ins(%x, %w, %zp, %c0 : tensor<2x4xi8>, tensor<4x3xi8>, i32, i32) outs(%i : tensor<2x3xi32>) -> tensor<2x3xi32> loc("model.py":70:3)
+  %fe = tensor.empty() : tensor<2x3xf32>
+  %f = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<2x3xi32>) outs(%fe : tensor<2x3xf32>) {
+  ^bb0(%a: i32, %o: f32):
+    %c = arith.sitofp %a : i32 to f32
+    linalg.yield %c : f32
+  } -> tensor<2x3xf32>
+  %d = linalg.generic {indexing_maps = [#id2, #row, #row, #id2], iterator_types = ["parallel", "parallel"]} ins(%f, %s, %bias : tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) outs(%fe : tensor<2x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %p = arith.addf %m, %c : f32
+    linalg.yield %p : f32
+  } -> tensor<2x3xf32>
+  return %d : tensor<2x3xf32>
+}
+
+// -----
+
+// The dequantize not fused: the i32 result has a second user (the kernel returns i32, the
+// sitofp stays); and a tensor read neither whole nor as one row ([1, 4, 5] over a batch of 2).
+// CHECK-LABEL: func.func @dequantize_not_fused
+// CHECK: %[[A:.*]] = call @xgen_igemm_{{[0-9]+}}_call({{.*}}) : ({{.*}}) -> tensor<2x3xi32>
+// CHECK: arith.sitofp
+// CHECK: call @xgen_igemm_{{[0-9]+}}_call({{.*}}) : ({{.*}}) -> tensor<2x4x5xi32>
+// CHECK: arith.sitofp
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#bcast = affine_map<(d0, d1, d2) -> (d1, d2)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#batch1 = affine_map<(d0, d1, d2) -> (0, d1, d2)>
+func.func @dequantize_not_fused(%x: tensor<2x4xi8>, %xb: tensor<2x4x6xi8>, %t: tensor<1x4x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x4x5xf32>) {
+  %c0 = arith.constant 0 : i32
+  %w = arith.constant dense<[[1, 2, 3], [-4, -5, -6], [7, 8, 9], [0, 1, 0]]> : tensor<4x3xi8>
+  %e = tensor.empty() : tensor<2x3xi32>
+  %i = linalg.fill ins(%c0 : i32) outs(%e : tensor<2x3xi32>) -> tensor<2x3xi32>
+  %y = linalg.quantized_matmul ins(%x, %w, %c0, %c0 : tensor<2x4xi8>, tensor<4x3xi8>, i32, i32) outs(%i : tensor<2x3xi32>) -> tensor<2x3xi32> loc("model.py":80:3)
+  %fe = tensor.empty() : tensor<2x3xf32>
+  %f = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<2x3xi32>) outs(%fe : tensor<2x3xf32>) {
+  ^bb0(%a: i32, %o: f32):
+    %c = arith.sitofp %a : i32 to f32
+    linalg.yield %c : f32
+  } -> tensor<2x3xf32>
+  %g = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%f : tensor<2x3xf32>) outs(%fe : tensor<2x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %h = arith.mulf %a, %a : f32
+    linalg.yield %h : f32
+  } -> tensor<2x3xf32>
+  %wb0 = arith.constant dense<3> : tensor<6x5xi8>
+  %we = tensor.empty() : tensor<2x6x5xi8>
+  %wb = linalg.generic {indexing_maps = [#bcast, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%wb0 : tensor<6x5xi8>) outs(%we : tensor<2x6x5xi8>) {
+  ^bb0(%in: i8, %out: i8):
+    linalg.yield %in : i8
+  } -> tensor<2x6x5xi8>
+  %eb = tensor.empty() : tensor<2x4x5xi32>
+  %ib = linalg.fill ins(%c0 : i32) outs(%eb : tensor<2x4x5xi32>) -> tensor<2x4x5xi32>
+  %yb = linalg.quantized_batch_matmul ins(%xb, %wb, %c0, %c0 : tensor<2x4x6xi8>, tensor<2x6x5xi8>, i32, i32) outs(%ib : tensor<2x4x5xi32>) -> tensor<2x4x5xi32> loc("model.py":81:3)
+  %fbe = tensor.empty() : tensor<2x4x5xf32>
+  %fb = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%yb : tensor<2x4x5xi32>) outs(%fbe : tensor<2x4x5xf32>) {
+  ^bb0(%a: i32, %o: f32):
+    %c = arith.sitofp %a : i32 to f32
+    linalg.yield %c : f32
+  } -> tensor<2x4x5xf32>
+  %db = linalg.generic {indexing_maps = [#id3, #batch1, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%fb, %t : tensor<2x4x5xf32>, tensor<1x4x5xf32>) outs(%fbe : tensor<2x4x5xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.addf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<2x4x5xf32>
+  return %g, %y, %db : tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x4x5xf32>
 }
 
 // -----
