@@ -167,9 +167,11 @@ class CompileReport:
                 + f"; contractions: {c['integer']} integer (i8 x i8 -> i32), {c['float']} float"
             )
             if q.get("in_int16_kernels"):
+                fused = q.get("int16_epilogues", 0)
                 lines.append(
                     f"  {q['in_int16_kernels']} integer Linear layer(s) in the exact 16-bit "
                     "multiply-add kernel (integer_contractions=kernel)"
+                    + (f", {fused} with the dequantize after it fused" if fused else "")
                 )
             if q.get("computed_in_f32"):
                 lines.append(
@@ -712,6 +714,9 @@ def _compile_once(
         )
         kernels = report.rewrites.get("xgen-integer-gemm-kernels", {})
         report.quantization["in_int16_kernels"] = kernels.get("int16 kernels", 0)
+        report.quantization["int16_epilogues"] = kernels.get(
+            "of them with their dequantize epilogues", 0
+        )
         _pruned_int8_note(report)
     report.stage_seconds["xgen-passes"] = time.perf_counter() - t0
 

@@ -214,6 +214,7 @@ def test_integer_contractions_in_f32_equal_the_integer_code() -> None:
     assert np.array_equal(got[0], got[1])
     assert float(np.abs(got[2] - got[1]).max() / np.abs(got[1]).max()) < 1e-6
     assert "12 integer Linear layer(s) in the exact 16-bit" in compiled.report.text()
+    assert "12 with the dequantize after it fused" in compiled.report.text()
 
 
 def test_int16_kernel_takes_odd_shapes_and_leaves_block_pruned_layers() -> None:

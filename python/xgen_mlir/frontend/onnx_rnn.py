@@ -35,6 +35,7 @@ dynamic.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -205,6 +206,8 @@ def _unroll(
     if quantized:
         w_s, w_zp, r_s, r_zp = (_constant(g, v) for v in _inputs(node, 12)[8:])
     flat = e.ints(-1, hidden)
+    in_width = w_all.shape[1] if quantized else w_all.shape[-1]  # W: [in, 4H] or [gates H, in]
+    seq = _Sequence(e("Reshape", [x, e.ints(-1, in_width)]), steps)
     ys, hs, cs = [], [], []
     for d in range(dirs):
         h = e("Reshape", [e.part(h0, d, d + 1, 0), flat]) if h0 else ""
@@ -216,7 +219,7 @@ def _unroll(
                 _dynamic_product(e, w_all[d], w_s[d], w_zp[d], "w"),
                 _dynamic_product(e, r_all[d], r_s[d], r_zp[d], "r"),
                 b_all[d],
-                x,
+                seq,
                 hidden,
             )
         elif form == "LSTM":
@@ -225,11 +228,11 @@ def _unroll(
                 _float_product(e, w_all[d].T, "w_t"),
                 _float_product(e, r_all[d].T, "r_t"),
                 b_all[d],
-                x,
+                seq,
                 hidden,
             )
         else:
-            step = _gru_step(e, w_all[d], r_all[d], b_all[d], x, hidden, attrs)
+            step = _gru_step(e, w_all[d], r_all[d], b_all[d], seq, hidden, attrs)
         per_step: dict[int, str] = {}
         for t in range(steps - 1, -1, -1) if backwards else range(steps):
             h, c = step(t, h, c)
@@ -273,20 +276,34 @@ def _dynamic_product(
     return product
 
 
+@dataclass(frozen=True)
+class _Sequence:
+    """The recurrence's input: ``rows`` is X (T, batch, in) as (T * batch, in), so that each
+    hoisted input projection is one 2-D product of T * batch rows (a Linear layer the GEMM
+    routes take; as a 3-D MatMul it became T one-row batched products), shared by the
+    directions (which merge into one product); ``steps`` is T."""
+
+    rows: str
+    steps: int
+
+
 def _projection(
-    e: _Emitter, w: Product, bias: np.ndarray, x: str, width: int
+    e: _Emitter, w: Product, bias: np.ndarray, x: _Sequence, width: int
 ) -> Callable[[int], str]:
-    """The input projection of every step at once, hoisted: X (T, batch, in) @ W^T + bias;
-    returns step t's (batch, width) slice."""
-    projected = e("Add", [w(x), e.const("bias", bias)])  # the model's float type
+    """The input projection of every step at once, hoisted: X (T * batch, in) @ W^T + bias,
+    viewed as (T, batch, width); returns step t's (batch, width) slice."""
+    projected = e("Add", [w(x.rows), e.const("bias", bias)])  # the model's float type
+    in_time = e("Reshape", [projected, e.ints(x.steps, -1, width)])
 
     def at(t: int) -> str:
-        return e("Reshape", [e.part(projected, t, t + 1, 0), e.ints(-1, width)])
+        return e("Reshape", [e.part(in_time, t, t + 1, 0), e.ints(-1, width)])
 
     return at
 
 
-def _lstm_step(e: _Emitter, w: Product, r: Product, b: np.ndarray, x: str, hidden: int) -> Step:
+def _lstm_step(
+    e: _Emitter, w: Product, r: Product, b: np.ndarray, x: _Sequence, hidden: int
+) -> Step:
     """ONNX's LSTM step (gates i, o, f, c; no peepholes): the hidden state times all four
     gates' recurrent weights at once (``r``: products with the (H, 4H) weight)."""
     n = 4 * hidden
@@ -311,7 +328,7 @@ def _gru_step(
     w: np.ndarray,
     r: np.ndarray,
     b: np.ndarray,
-    x: str,
+    x: _Sequence,
     hidden: int,
     attrs: dict[str, Any],
 ) -> Step:
