@@ -38,8 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .block_sparse import math_c
-from .dense_gemm import WORKGROUP_RANGE, GemmSpec
+from .dense_gemm import WORKGROUP_RANGE, GemmSpec, epilogue_helpers
 
 #: The widest weight magnitude the kernel takes, after the zero point: int8 less an int8.
 MAX_OPERAND = 255
@@ -109,7 +108,6 @@ def generate(spec: GemmSpec, column_tensors: tuple[int, ...] = ()) -> str:
     else:
         raise ValueError(f"no 16-bit multiply-add kernel for {spec.lanes} i32 lanes")
     nt = spec.tensors
-    body = "\n".join(f"  {line}" for line in spec.act)
     params = "".join(f", v16 c{i}" for i in range(spec.columns))
     params += "".join(f", v16 t{i}" for i in range(nt))
     args = "".join(f", COLUMN({i})" for i in range(spec.columns))
@@ -120,22 +118,7 @@ def generate(spec: GemmSpec, column_tensors: tuple[int, ...] = ()) -> str:
     y_type = "float" if epi else "int32_t"
     # the epilogue's vector types and helpers (dense_gemm's names, which its C uses)
     floats = (
-        f"""typedef float v16 __attribute__((vector_size({4 * spec.lanes})));
-typedef float vfu __attribute__((vector_size({4 * spec.lanes}), aligned(4)));
-typedef int vi16 __attribute__((vector_size({4 * spec.lanes})));
-#define SEL(m, a, b) ((v16)(((m) & (vi16)(a)) | (~(m) & (vi16)(b))))
-#define SPLAT(c) ((v16){{0}} + (c))
-{math_c()}
-static inline v16 act(v16 v{params}) {{
-{body}
-  return v;
-}}
-/* n < VL floats from p, zeros after them (a partial panel's last columns) */
-static inline v16 load_part(const float* p, int n) {{
-  float t[VL] __attribute__((aligned(64)));
-  for (int c = 0; c < VL; ++c) t[c] = c < n ? p[c] : 0.0f;
-  return *(const v16*)t;
-}}
+        f"""{epilogue_helpers(spec.lanes, spec.act, params)}
 /* the epilogue's operands at row r, vector j: a column constant (after the start, one padded
    row of PANELS * NR f32 each) and a tensor (rows of N, or one row: stride 0) */
 #define COLUMN(i) (*(const vfu*)((const float*)start + (size_t)((i) + 1) * PANELS * NR + VL * j))
