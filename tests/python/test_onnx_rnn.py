@@ -109,6 +109,17 @@ def test_unrolled_lstm_matches_onnxruntime(direction, states):
     _check(model, xs, f"{direction} LSTM, {'given' if states else 'zero'} states")
 
 
+def test_hoisted_projection_is_one_linear_layer_per_direction():
+    """The input projection takes the sequence as T * batch rows: one 2-D matmul per
+    direction (a Linear layer the GEMM routes take), not a batched product of T matrices."""
+    model, xs = _rnn("bidirectional")
+    module, _ = import_onnx(model, input_shapes=[x.shape for x in xs])
+    text = str(module)
+    projection = f"tensor<{T * B}x{IN}xf32>, tensor<{IN}x{4 * H}xf32>"
+    assert text.count(projection) == 2, text
+    assert "batch_matmul" not in text
+
+
 def test_unrolled_lstm_with_only_some_outputs():
     """A model that reads only the last hidden state (Y_h), as classifiers do."""
     model, xs = _rnn("bidirectional", outputs=("Yh",))
