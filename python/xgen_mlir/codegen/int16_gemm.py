@@ -129,16 +129,16 @@ def generate(spec: GemmSpec, column_tensors: tuple[int, ...] = ()) -> str:
         else ""
     )
     store = (
-        """      if (last) {
+        f"""      if (last) {{
         const v16 v = act(__builtin_convertvector((vs32)acc[r][j], v16){args});
         if (full) STOREF(y + (size_t)r * N + VL * j, v);
-        else {
+        else {{
           float f[VL];
           __builtin_memcpy(f, &v, sizeof f);
           for (int c = 0; c < VL && VL * j + c < cols; ++c) y[(size_t)r * N + VL * j + c] = f[c];
-        }
+        }}
         continue;
-      }""".replace("{args}", args)
+      }}"""
         if epi
         else ""
     )
