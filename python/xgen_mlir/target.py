@@ -28,6 +28,9 @@ class TargetFacts:
     # 1: the target multiplies int8 exactly in dot-product instructions (EXACT_INT8_FLAGS, arm64's
     # dot product); 0: it has none (or it is unknown): integer contractions are then no faster
     exact_int8: int = 0
+    # 1: the target has matrix tiles that multiply bf16 (AMX-BF16): a kernel library's bf16
+    # GEMMs reach them, IREE's code does not (its bf16 matmuls use AVX512-BF16 dot products)
+    bf16_tiles: int = 0
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -98,6 +101,8 @@ NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
 #: cpuinfo flags of an exact int8 dot product. Without them x86 int8 kernels (oneDNN's, ONNX
 #: Runtime's) use vpmaddubsw, which saturates pairs of u8 x s8 products at int16.
 EXACT_INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+#: cpuinfo flags of matrix tiles that multiply bf16 (Intel AMX).
+BF16_TILE_FLAGS = ("amx_bf16",)
 
 
 def has_any(flags: tuple[str, ...], cpuinfo: Path = _CPUINFO) -> bool:
@@ -184,6 +189,8 @@ def host_fact(name: str, cpuinfo: Path = _CPUINFO, caches: Path = _CACHES) -> in
         return host_threads()
     if name == "exact_int8":
         return int(has_any(EXACT_INT8_FLAGS + ("asimddp",), cpuinfo))
+    if name == "bf16_tiles":
+        return int(has_any(BF16_TILE_FLAGS, cpuinfo))
     raise KeyError(name)
 
 

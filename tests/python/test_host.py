@@ -108,3 +108,20 @@ def test_exact_int8_fact_and_the_integer_contractions_it_picks(tmp_path):
     assert "mode=float" in step(exact_int8="0", vector_bits="128")
     assert "mode=convs" in step(exact_int8="1")
     assert "mode=integer" in step(exact_int8="0", integer_contractions="integer")
+
+
+def test_bf16_tiles_fact_reaches_the_algorithm_choice_step(tmp_path):
+    """bf16 matrix tiles (AMX-BF16) are a target fact read from cpuinfo, not AVX512-BF16's dot
+    products; the cpu pipeline hands it to xgen-winograd-convs (where an unmeasured bf16
+    Linear layer picks its prior), and a stated value overrides the host's."""
+    info = tmp_path / "cpuinfo"
+    for flags, tiles in (("avx512f avx512_bf16", 0), ("avx512f amx_tile amx_bf16", 1)):
+        info.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        assert host_fact("bf16_tiles", cpuinfo=info) == tiles, flags
+
+    def step(**options) -> str:
+        steps = load_pipeline("cpu").with_options(options).pass_steps("main")
+        return next(s for s in steps if s.startswith("xgen-winograd-convs"))
+
+    assert "bf16-tiles=1" in step(bf16_tiles="1")
+    assert "bf16-tiles=0" in step(bf16_tiles="0")

@@ -186,6 +186,9 @@ class WinogradOptions:
     # the target's SIMD width: with offload=tuned, an unmeasured f32 KxK conv starts in the
     # kernel library on a target whose width xgen_mlir's own tiles were not made for
     vector_bits: int = 0
+    # the target has bf16 matrix tiles (AMX-BF16): with offload=tuned, an unmeasured bf16
+    # Linear layer starts in the kernel library, whose bf16 GEMMs reach them
+    bf16_tiles: int = 0
 
 
 @dataclass
@@ -1004,9 +1007,17 @@ def _float_linear_prior(
       9.70 -> 9.62, and on real ONNX models the PP-OCRv4 recognizer 14.6 -> 11.4, ddddocr's
       detector 46.0 -> 42.1, YOLOv8n 15.8 -> 15.1, the PP-OCRv4 detector 53.3 -> 53.9.
 
+    - bf16 on a target with bf16 matrix tiles (AMX-BF16; ``offload=tuned``, the same sizes):
+      oneDNN's bf16 matmul, whose kernels run on the tiles; IREE's bf16 code uses AVX512-BF16
+      dot products only. On an Intel Xeon with AMX, MiniLM in bf16 ran 18.30 ms with its
+      Linear layers in IREE, 4.58 in oneDNN (fp32: 10.45; 2 threads, docs/precision.md).
+
     A classifier's one row is reading the weights once: it stays with IREE, as do bf16
-    Linear layers (IREE's bf16 matmuls were level in the model, docs/precision.md). A tune
-    replaces the prior by measurements."""
+    Linear layers on a target without bf16 tiles (IREE's bf16 matmuls were level with
+    oneDNN's in the model on an AMD Zen 4, docs/precision.md). A tune replaces the prior by
+    measurements."""
+    if opts.precision == "bf16" and opts.bf16_tiles:
+        return _bf16_tile_prior(op, opts, why)
     pointwise = _pointwise_conv(op)
     if (
         not f32_compute(opts.precision)
@@ -1044,6 +1055,30 @@ def _float_linear_prior(
         "no measurement on this host: an f32 Linear layer starts in oneDNN (xgen_mlir.tune decides)"
     )
     return offload_config(ONEDNN.name, "f32"), prior
+
+
+def _bf16_tile_prior(
+    op: ir.Operation, opts: WinogradOptions, why: str
+) -> tuple[dict[str, Any] | None, str]:
+    """``_float_linear_prior``'s bf16 case: a Linear layer of at least
+    ``LINEAR_PRIOR_MIN_ROWS`` rows and ``LINEAR_PRIOR_MIN_WIDTH`` inputs and outputs starts
+    in oneDNN's bf16 matmul on a target with bf16 matrix tiles."""
+    if (
+        opts.offload != "tuned"
+        or op.name not in ("linalg.matmul", "linalg.batch_matmul")
+        or not _static_f32(op)
+        or not _bf16_primitives()
+    ):
+        return None, why
+    lhs = ir.RankedTensorType(op.operands[0].type).shape
+    out = ir.RankedTensorType(op.results[0].type).shape
+    rows = lhs[0] if op.name == "linalg.matmul" else lhs[0] * lhs[1]
+    if rows < LINEAR_PRIOR_MIN_ROWS or min(lhs[-1], out[-1]) < LINEAR_PRIOR_MIN_WIDTH:
+        return None, why
+    return offload_config(ONEDNN.name, "bf16"), (
+        "no measurement on this host: a bf16 Linear layer starts in oneDNN, whose bf16 GEMMs"
+        " run on the target's matrix tiles (xgen_mlir.tune decides)"
+    )
 
 
 def _integer_prior(why: str, what: str) -> tuple[dict[str, Any] | None, str]:

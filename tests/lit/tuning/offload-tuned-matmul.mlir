@@ -7,6 +7,8 @@
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned db=%t.db vector-bits=512 verbose=true},xgen-byoc-offload{backend=tuned}' 2>%t.512.err | FileCheck %s --check-prefix=P512
 // RUN: FileCheck %s --check-prefix=WHY512 < %t.512.err
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned precision=bf16 db=%t.db vector-bits=512},xgen-byoc-offload{backend=tuned precision=bf16}' | FileCheck %s --check-prefix=P512BF16
+// RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned precision=bf16 db=%t.db vector-bits=512 bf16-tiles=1 verbose=true},xgen-byoc-offload{backend=tuned precision=bf16}' 2>%t.tiles.err | FileCheck %s --check-prefix=%if onednn-bf16 %{TILES%} %else %{NOTILES%}
+// RUN: FileCheck %s --check-prefix=%if onednn-bf16 %{WHYTILES%} %else %{NOTILES%} < %t.tiles.err
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned gemm=tuned db=%t.db vector-bits=256 verbose=true}' 2>%t.256.err | FileCheck %s --check-prefix=P256
 // RUN: FileCheck %s --check-prefix=WHY256 < %t.256.err
 // RUN: xgen-opt %s -p 'xgen-winograd-convs{enable=tuned offload=tuned gemm=false db=%t.db vector-bits=256}' | FileCheck %s --check-prefix=P256OFF
@@ -82,6 +84,31 @@
 // P512BF16-LABEL: func.func @linear_prior
 // P512BF16-NOT: xgen_onednn
 // P512BF16: linalg.matmul
+
+// bf16 on a target with bf16 matrix tiles (AMX-BF16): the same Linear layers start in
+// oneDNN's bf16 matmul. Must not fire: 8 rows; 128 inputs; the 4-row layers; offload=none
+// (OFF above); a target without the tiles (P512BF16 above); a CPU where oneDNN makes no
+// bf16 primitives (NOTILES).
+// TILES-LABEL: func.func @linear_onednn_slower
+// TILES-NOT: xgen_onednn
+// TILES-LABEL: func.func @linear_bf16_only
+// TILES: call @xgen_onednn_matmul_{{[0-9]+}}_call
+// TILES-LABEL: func.func @linear_no_record
+// TILES-NOT: xgen_onednn
+// TILES-LABEL: func.func @linear_prior
+// TILES: call @xgen_onednn_matmul_{{[0-9]+}}_call
+// TILES-NOT: linalg.matmul
+// TILES-LABEL: func.func @linear_prior_few_rows
+// TILES-NOT: xgen_onednn
+// TILES: linalg.matmul
+// TILES-LABEL: func.func @linear_prior_narrow
+// TILES-NOT: xgen_onednn
+// TILES: linalg.matmul
+// WHYTILES: matmul 16x256 * 256x256 +addf: onednn bf16, no measurement on this host: a bf16 Linear layer starts in oneDNN, whose bf16 GEMMs run on the target's matrix tiles
+// WHYTILES: matmul 8x256 * 256x256 +addf: IREE, no measurement on this host
+// WHYTILES: matmul 16x128 * 128x256 +addf: IREE, no measurement on this host
+// NOTILES-NOT: call @xgen_onednn
+// NOTILES-NOT: onednn bf16
 
 // The prior on a narrower target (AVX2, fp32, gemm=tuned): an f32 Linear layer with no record
 // and at least 16 rows starts in xgen_mlir's GEMM kernel, narrow ones too. Must not fire: 8
