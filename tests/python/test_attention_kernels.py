@@ -181,6 +181,45 @@ def test_bf16_attention_rounds_its_products():
     np.testing.assert_array_equal(np.isnan(np.asarray(m(q, k2, v, mask))), np.isnan(want2))
 
 
+@pytest.mark.parametrize("tq, tk, d", [(13, 13, 15), (40, 37, 64), (128, 128, 32)])
+def test_amx_attention_agrees_with_the_dot_product_kernel(tq, tk, d):
+    """On a CPU with bf16 matrix tiles (AMX-BF16) a bf16 compile multiplies in the tiles, 16
+    query rows at a time (13 and 40 rows: a partial tile; 15 features and 37 keys: pairs
+    padded to the tiles' 16). Its operands are the vdpbf16ps kernel's, so the two agree but
+    for the order of f32 sums, and a NaN spreads as in f32. (bf16_tiles=0 compiles the
+    vdpbf16ps kernel on the same host.)"""
+    from xgen_mlir.target import BF16_TILE_FLAGS, has_any
+
+    if not has_any(BF16_TILE_FLAGS):
+        pytest.skip("this CPU has no AMX-BF16 tiles (the AMX kernel compiles for the host)")
+    torch.manual_seed(5)
+    q = torch.randn(1, 2, tq, d)
+    k, v = torch.randn(1, 2, tk, d), torch.randn(1, 2, tk, d)
+    mask = torch.zeros(1, 1, tq, tk)
+    mask[..., -3:] = float("-inf")
+    model = _Core().eval()
+    with torch.no_grad():
+        want = model(q, k, v, mask).numpy()
+    got = {}
+    for tiles in ("1", "0"):
+        m = xgen_mlir.compile(
+            model, (q, k, v, mask), precision="bf16", target_options={"bf16_tiles": tiles}
+        )
+        counts = m.report.rewrites.get("xgen-attention-kernels", {})
+        assert counts.get("with bf16 products") == 1, counts
+        assert counts.get("in AMX tiles", 0) == int(tiles), counts
+        got[tiles] = np.array(m(q, k, v, mask))  # (a copy: the next call reuses the buffer)
+        if tiles == "1":
+            k2 = k.clone()
+            k2[0, 1, 4, 9] = float("nan")
+            with torch.no_grad():
+                want2 = model(q, k2, v, mask).numpy()
+            np.testing.assert_array_equal(np.isnan(np.asarray(m(q, k2, v, mask))), np.isnan(want2))
+    scale = np.abs(want).max()
+    assert np.abs(got["1"] - got["0"]).max() / scale < 1e-5
+    assert 1e-4 < np.abs(got["1"] - want).max() / scale < 2e-2
+
+
 def test_tuned_attention_measured_on_this_host_recorded_and_applied(tmp_path):
     """attention_kernels=tuned (the default): xgen_mlir.tune's choices step measures the core
     as the kernel against IREE's dispatches and records it; compile() follows the record, and

@@ -26,6 +26,15 @@ products with V, then moves on, so a score never leaves the stack.
   ``exp(s - max)``; each output is scaled by ``1 / sum`` of its row once at the end, instead
   of each of the row's ``TK`` probabilities.
 
+AMX (``AttentionSpec.amx``, bf16 on a CPU with bf16 matrix tiles): the same pairs, multiplied
+in AMX tiles (``tdpbf16ps``: 16 rows x 32 bf16 by 32 x 16, f32 sums) 16 query rows at a time:
+``K^T`` and ``V`` packed as above are the tiles' B operands (pairs along the reduction, padded
+to 16 pairs), the tile's ``Q`` rows and ``exp(s - max)`` rows the A operands. The scores are
+stored from the tiles, then scored and softmaxed in vectors as above. The kernel asks Linux
+for the tiles' state once per workgroup (``arch_prctl(ARCH_REQ_XCOMP_PERM)``, a raw system
+call: the object has no libc); where that is refused it runs the ``vdpbf16ps`` products
+instead, so a module never faults for want of the permission.
+
 Every product is computed (no online softmax: the whole key row is on the stack, which caps
 ``(D + MR) x TKP`` floats; longer sequences stay with IREE).
 
@@ -48,6 +57,9 @@ from .block_sparse import math_c
 # goes to scratch after the result, and score rows that pass SCORE_BYTES are not taken
 STACK_BYTES = 48 * 1024
 SCORE_BYTES = 32 * 1024
+# an AMX tile: 16 rows of 64 bytes (16 f32, or 16 pairs of bf16)
+AMX_ROWS = 16
+AMX_PAIRS = 16
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,7 @@ class AttentionSpec:
     kt_scratch: bool = False  # K^T in scratch past the result, not on the stack
     out_size: int = 0  # the result's floats (where the scratch starts)
     bf16: bool = False  # bf16 products (vdpbf16ps), f32 sums: 16 lanes, K^T and V on the stack
+    amx: bool = False  # (with bf16) the products in AMX tiles, 16 query rows at a time
 
     @property
     def tkp(self) -> int:
@@ -120,7 +133,35 @@ class AttentionSpec:
         return -(-self.d // 2)
 
     @property
+    def dpa(self) -> int:
+        """Pairs of features padded to whole AMX tiles (16 pairs: 64 bytes a row); bf16 only."""
+        return -(-self.dp // AMX_PAIRS) * AMX_PAIRS if self.amx else self.dp
+
+    @property
+    def jpa(self) -> int:
+        """Pairs of keys (P V's reduction) padded to whole AMX tiles; bf16 only."""
+        jp = -(-self.tk // 2)
+        return -(-jp // AMX_PAIRS) * AMX_PAIRS if self.amx else jp
+
+    @property
+    def score_rows(self) -> int:
+        """Rows of the score buffer: the register tile's, or an AMX tile's 16."""
+        return max(self.rows, AMX_ROWS) if self.amx else self.rows
+
+    @property
+    def score_row_floats(self) -> int:
+        """Floats per row of the score buffer: the padded keys; with AMX, at least the
+        output's padded features (P V's tiles are stored there)."""
+        return max(self.tkp, self.dv) if self.amx else self.tkp
+
+    @property
     def stack_bytes(self) -> int:
+        if self.amx:  # as bf16, padded to tiles; the AMX path's own Q and P rows (its
+            # output tile reuses the score rows)
+            words = self.dpa * self.tkp + self.jpa * self.dv
+            own = AMX_ROWS * (self.dpa + self.jpa)
+            regs = self.rows * (self.tkp // 2 + self.dp)
+            return 4 * (self.score_rows * self.score_row_floats + words + max(own, regs)) + 64
         if self.bf16:  # K^T and V in pairs, each tile's P and Q rows in pairs
             words = self.dp * self.tkp + -(-self.tk // 2) * self.dv
             return self.score_bytes + 4 * (words + self.rows * (self.tkp // 2 + self.dp))
@@ -246,6 +287,47 @@ static inline uint32_t pair(float lo, float hi) { return bf16_bits(lo) | (bf16_b
 """
 
 
+def _kt_pack(spec: AttentionSpec, k2: str) -> str:
+    """``K^T`` of head h as pairs of features per key (``kt[fp][j]``), zero past TK and DP:
+    a key row of contiguous features rounded as one vector run (``to_bf16``), else pair by
+    pair."""
+    zero = """  for (int fp = 0; fp < DPA; ++fp)
+    for (int j = 0; j < TKP; ++j) kt[(size_t)fp * TKP + j] = 0u;"""
+    if spec.k.fs != 1:
+        return f"""{zero}
+  for (int j = 0; j < TK; ++j)
+    for (int fp = 0; fp < DP; ++fp)
+      kt[(size_t)fp * TKP + j] = pair(k[{spec.k.c("h", "j", "2 * fp")}], {k2});"""
+    return f"""{zero}
+  for (int j = 0; j < TK; ++j) {{
+    uint32_t row[DP + 1] __attribute__((aligned(64)));
+    to_bf16(k + {spec.k.c("h", "j", "0")}, row, D);
+    for (int fp = 0; fp < DP; ++fp) kt[(size_t)fp * TKP + j] = row[fp];
+  }}"""
+
+
+def _v_pack(spec: AttentionSpec, v2: str) -> str:
+    """``V`` of head h as pairs of keys per feature (``vp[jp][f]``), zero past TK and D: two
+    key rows of contiguous features rounded a vector at a time (V's features are always
+    contiguous, ``fs`` 1) and interleaved into words."""
+    if spec.v.fs != 1:
+        return f"""  for (int jp = 0; jp < JPA; ++jp)
+    for (int f = 0; f < DV; ++f)
+      vp[(size_t)jp * DV + f] =
+          f < D && jp < JP ? pair(v[{spec.v.c("h", "2 * jp", "f")}], {v2}) : 0u;"""
+    return f"""  for (int jp = 0; jp < JPA; ++jp)
+    for (int f = 0; f < DV; f += 16) {{
+      const __mmask16 m = jp < JP ? (__mmask16)(D - f >= 16 ? 0xffffu : (1u << (D - f)) - 1u) : 0;
+      const __mmask16 m2 = 2 * jp + 1 < TK ? m : 0;
+      const __m512 lo = _mm512_maskz_loadu_ps(m, v + {spec.v.c("h", "2 * jp", "f")});
+      const __m512 hi = _mm512_maskz_loadu_ps(m2, v + {spec.v.c("h", "2 * jp + 1", "f")});
+      const __m512i a = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(lo));
+      const __m512i b = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(hi));
+      const __m512i w = _mm512_or_si512(a, _mm512_slli_epi32(b, 16));
+      _mm512_store_si512((void*)(vp + (size_t)jp * DV + f), w);
+    }}"""
+
+
 def _bf16_parts(spec: AttentionSpec) -> dict[str, str]:
     """The bf16 kernel's products: ``vdpbf16ps`` over pairs of features (Q K^T) and of keys
     (P V), f32 sums."""
@@ -273,7 +355,8 @@ def _bf16_parts(spec: AttentionSpec) -> dict[str, str]:
     v2 = f"2 * jp + 1 < TK ? v[{spec.v.c('h', '2 * jp + 1', 'f')}] : 0.0f"
     return {
         "head": f"{header('attention')}{TO_BF16}{_PAIR_C}#define DP {spec.dp}\n"
-        "#define JP ((TK + 1) / 2)\n",
+        f"#define JP ((TK + 1) / 2)\n#define DPA {spec.dpa}\n#define JPA {spec.jpa}\n"
+        f"#define SR {spec.score_rows}\n#define SN {spec.score_row_floats}\n",
         "kt_t": "uint32_t",
         "qk_params": ", const uint32_t (*restrict qb)[DP]",
         "qk_args": ", qb",
@@ -298,17 +381,137 @@ def _bf16_parts(spec: AttentionSpec) -> dict[str, str]:
   for (int r = 0; r < R; ++r) to_bf16(s + (size_t)r * TKP, pb[r], TK);
 """,
         "pv_loop": pv,
-        "pack": f"""  uint32_t kt[DP * TKP] __attribute__((aligned(64)));
-  uint32_t vp[JP * DV] __attribute__((aligned(64)));
-  float s[MR * TKP] __attribute__((aligned(64)));
-  for (int j = 0; j < TKP; ++j)
-    for (int fp = 0; fp < DP; ++fp)
-      kt[(size_t)fp * TKP + j] = j < TK ? pair(k[{spec.k.c("h", "j", "2 * fp")}], {k2}) : 0u;
-  for (int jp = 0; jp < JP; ++jp)
-    for (int f = 0; f < DV; ++f)
-      vp[(size_t)jp * DV + f] = f < D ? pair(v[{spec.v.c("h", "2 * jp", "f")}], {v2}) : 0u;""",
+        "pack": f"""  uint32_t kt[DPA * TKP] __attribute__((aligned(64)));
+  uint32_t vp[JPA * DV] __attribute__((aligned(64)));
+  float s[SR * SN] __attribute__((aligned(64)));
+{_kt_pack(spec, k2)}
+{_v_pack(spec, v2)}""",
         "vbuf": "vp",
     }
+
+
+def _tile_groups(blocks: int) -> list[list[int]]:
+    """Output tiles in groups of at most four (the accumulators: tiles 0-3)."""
+    return [list(range(g, min(g + 4, blocks))) for g in range(0, blocks, 4)]
+
+
+def _amx_products(
+    a: str, a_stride: str, b: str, b_row: str, b_stride: str, steps: str, out: str, ld: str,
+    blocks: int,
+) -> str:  # fmt: skip
+    """C of ``out[16][blocks x 16] = a[16][steps x 16 pairs] x b``: per group of up to four
+    16-column blocks, accumulators in tiles 0-3, A in tile 4, B alternating in tiles 5 and 6
+    (``b + ks * b_row + 16 * block``)."""
+    text = []
+    for group in _tile_groups(blocks):
+        lines = [f"  _tile_zero({t});" for t in range(len(group))]
+        lines.append(f"  for (int ks = 0; ks < {steps}; ++ks) {{")
+        lines.append(f"    _tile_loadd(4, {a} + 16 * ks, {a_stride});")
+        for t, block in enumerate(group):
+            lines.append(
+                f"    _tile_loadd({5 + t % 2}, {b} + (size_t)ks * {b_row} + {16 * block},"
+                f" {b_stride});"
+            )
+            lines.append(f"    _tile_dpbf16ps({t}, 4, {5 + t % 2});")
+        lines.append("  }")
+        lines += [
+            f"  _tile_stored({t}, {out} + {16 * block}, {ld});" for t, block in enumerate(group)
+        ]
+        text.append("\n".join(lines))
+    return "\n".join(text)
+
+
+def _amx_c(spec: AttentionSpec, loads: str, tparams: str, targs: str) -> str:
+    """The AMX path: ``amx_ready`` (the tiles' permission, asked of Linux) and ``amx_rows``
+    (query rows i0..i1 of head h, 16 at a time)."""
+    second = "2 * fp + 1 < D ? {} : 0.0f"
+    q2 = second.format(f"q[{spec.q.c('h', 'i + r', '2 * fp + 1')}]")
+    at = spec.o.c("h", "i + r", "VL * fv")
+    store = (
+        f"*(vfu*)(o + {at}) = y;"
+        if spec.d == spec.dv
+        else f"{{ if (VL * fv + VL <= D) *(vfu*)(o + {at}) = y;\n"
+        f"          else for (int c = 0; c < D - VL * fv; ++c) o[{at} + c] = y[c]; }}"
+    )
+    if spec.q.fs == 1:  # a row of contiguous features rounded as one vector run
+        q_pack = f"""    for (int r = 0; r < 16; ++r) {{
+      int w = 0;
+      if (r < R) {{
+        to_bf16(q + {spec.q.c("h", "i + r", "0")}, qb[r], D);
+        w = DP;
+      }}
+      for (; w < DPA; ++w) qb[r][w] = 0u;
+    }}"""
+    else:
+        q_pack = f"""    for (int r = 0; r < 16; ++r)
+      for (int fp = 0; fp < DPA; ++fp)
+        qb[r][fp] = r < R && fp < DP ? pair(q[{spec.q.c("h", "i + r", "2 * fp")}], {q2}) : 0u;"""
+    qk = _amx_products(
+        "(const uint32_t*)qb", "DPA * 4", "kt", "16 * TKP", "TKP * 4", "DPA / 16", "s",
+        "TKP * 4", spec.tkp // AMX_ROWS,
+    )  # fmt: skip
+    pv = _amx_products(
+        "(const uint32_t*)pb", "JPA * 4", "vp", "16 * DV", "DV * 4", "JPA / 16", "s",
+        "DV * 4", spec.dv // AMX_ROWS,
+    )  # fmt: skip
+    return f"""
+/* Linux's permission for this process to use the AMX tiles' state (arch_prctl
+   ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA; granted once, asking again is cheap): 1 if given */
+static int amx_ready(void) {{
+  long ret;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"(158L), "D"(0x1023L), "S"(18L)
+                   : "rcx", "r11", "memory");
+  return ret == 0;
+}}
+
+/* every tile 16 rows of 64 bytes (palette 1) */
+struct amx_config {{
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+}} __attribute__((packed, aligned(64)));
+
+/* query rows i0..i1 of head h, 16 at a time: Q K^T and P V in AMX tiles */
+static __attribute__((noinline)) void amx_rows(
+    const float* restrict q, const uint32_t* restrict kt, const uint32_t* restrict vp,
+    float* restrict o, float* restrict s{tparams}, const int h, const int i0, const int i1) {{
+  struct amx_config cfg;
+  for (int b = 0; b < 64; ++b) ((uint8_t*)&cfg)[b] = 0;
+  cfg.palette = 1;
+  for (int t = 0; t < 8; ++t) {{ cfg.colsb[t] = 64; cfg.rows[t] = 16; }}
+  _tile_loadconfig(&cfg);
+  uint32_t qb[16][DPA] __attribute__((aligned(64)));
+  uint32_t pb[16][JPA] __attribute__((aligned(64)));
+  for (int i = i0; i < i1; i += 16) {{
+    const int R = i1 - i < 16 ? i1 - i : 16;
+{q_pack}
+{qk}
+    for (int r = 0; r < R; ++r)
+      for (int jv = 0; jv < JV; ++jv) {{
+        const int n = 0;
+        v16* restrict at = (v16*)(s + (size_t)r * TKP + VL * jv);
+        *at = score(*at{loads});
+      }}
+    v16 inv[16];
+    softmax_rows(s, inv, R);
+    for (int r = 0; r < 16; ++r) {{
+      int w = 0;
+      if (r < R) {{
+        to_bf16(s + (size_t)r * TKP, pb[r], TK);
+        w = (TK + 1) / 2;
+      }}
+      for (; w < JPA; ++w) pb[r][w] = 0u;
+    }}
+{pv}
+    for (int r = 0; r < R; ++r)
+      for (int fv = 0; fv < DV / VL; ++fv) {{
+        const v16 y = *(const v16*)(s + (size_t)r * DV + VL * fv) * inv[r];
+        {store}
+      }}
+  }}
+  _tile_release();
+}}
+"""
 
 
 def generate(spec: AttentionSpec) -> str:
@@ -337,6 +540,17 @@ def generate(spec: AttentionSpec) -> str:
         f"          else for (int c = 0; c < D - VL * (fv + n); ++c) o[{at} + c] = acc[r][n][c]; }}"
     )
     b = _bf16_parts(spec) if spec.bf16 else _f32_parts(spec)
+    amx, amx_call = "", ""
+    if spec.amx:
+        b["head"] += (
+            "#ifndef __AMX_BF16__\n#error \"xgen_mlir's AMX attention kernel needs AMX-BF16"
+            ' (-march=native on such a CPU)"\n#endif\n'
+        )
+        amx = _amx_c(spec, loads, tparams, targs)
+        amx_call = (
+            f"  if (amx_ready()) {{\n    amx_rows(q, kt, vp, o, s{targs}, h, i0, i1);\n"
+            "    return;\n  }\n"
+        )
     cases = "\n".join(
         f"      case {r}: row_tile(q, kt, {b['vbuf']}, o, s{targs}, h, i, {r}); break;"
         for r in range(1, spec.rows)
@@ -345,6 +559,7 @@ def generate(spec: AttentionSpec) -> str:
         f"{spec.heads} heads, {spec.tq} x {spec.tk} keys, d {spec.d}, tile {spec.rows}x"
         f"{spec.n_vectors * spec.lanes}, {spec.q_block} query rows per workgroup"
         + (", bf16 products" if spec.bf16 else "")
+        + (" in AMX tiles" if spec.amx else "")
     )
     return f"""/* generated by xgen_mlir for {spec.symbol}: attention, {head} */
 #include <stddef.h>
@@ -379,33 +594,12 @@ static inline v16 score(v16 v{params}) {{
   return v;
 }}
 
-/* score rows i..i+R-1, keys VL*jv .. VL*(jv+NVT)-1, into s */
-static inline __attribute__((always_inline)) void qk_tile(
-    const float* restrict q, const {b["kt_t"]}* restrict kt, float* restrict s{tparams},
-    const int h, const int i, const int R, const int jv, const int NVT{b["qk_params"]}) {{
-  v16 acc[MR][NV];
-  #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-    #pragma GCC unroll 4
-    for (int n = 0; n < NVT; ++n) acc[r][n] = SPLAT(0.0f);
-{b["qk_loop"]}
-  #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-    #pragma GCC unroll 4
-    for (int n = 0; n < NVT; ++n)
-      *(v16*)(s + (size_t)r * TKP + VL * (jv + n)) = score(acc[r][n]{loads});
-}}
-
-/* R query rows of one head: scores, softmax, P V into o */
-static inline __attribute__((always_inline)) void row_tile(
-    const float* restrict q, const {b["kt_t"]}* restrict kt, const {b["kt_t"]}* restrict v,
-    float* restrict o, float* restrict s{tparams}, const int h, const int i, const int R) {{
-{b["q_pack"]}  int jv = 0;
-  for (; jv + NV <= JV; jv += NV) qk_tile(q, kt, s{targs}, h, i, R, jv, NV{b["qk_args"]});
-  for (; jv < JV; ++jv) qk_tile(q, kt, s{targs}, h, i, R, jv, 1{b["qk_args"]});
+/* the softmax of score rows 0..R-1 in place, unnormalized (exp(s - max)); 1 / each row's sum
+   in inv: P V is scaled once per output, not each probability */
+static inline __attribute__((always_inline)) void softmax_rows(
+    float* restrict s, v16* restrict inv, const int R) {{
   vi16 lane;
   for (int c = 0; c < VL; ++c) lane[c] = c;
-  v16 inv[MR]; /* 1 / each row's sum: P V is scaled once per output, not each probability */
   #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {{
     float* restrict row = s + (size_t)r * TKP;
@@ -433,6 +627,34 @@ static inline __attribute__((always_inline)) void row_tile(
     for (int c = 0; c < VL; ++c) total += sum[c];
     inv[r] = SPLAT(1.0f) / SPLAT(total);
   }}
+}}
+
+/* score rows i..i+R-1, keys VL*jv .. VL*(jv+NVT)-1, into s */
+static inline __attribute__((always_inline)) void qk_tile(
+    const float* restrict q, const {b["kt_t"]}* restrict kt, float* restrict s{tparams},
+    const int h, const int i, const int R, const int jv, const int NVT{b["qk_params"]}) {{
+  v16 acc[MR][NV];
+  #pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 4
+    for (int n = 0; n < NVT; ++n) acc[r][n] = SPLAT(0.0f);
+{b["qk_loop"]}
+  #pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 4
+    for (int n = 0; n < NVT; ++n)
+      *(v16*)(s + (size_t)r * TKP + VL * (jv + n)) = score(acc[r][n]{loads});
+}}
+
+/* R query rows of one head: scores, softmax, P V into o */
+static inline __attribute__((always_inline)) void row_tile(
+    const float* restrict q, const {b["kt_t"]}* restrict kt, const {b["kt_t"]}* restrict v,
+    float* restrict o, float* restrict s{tparams}, const int h, const int i, const int R) {{
+{b["q_pack"]}  int jv = 0;
+  for (; jv + NV <= JV; jv += NV) qk_tile(q, kt, s{targs}, h, i, R, jv, NV{b["qk_args"]});
+  for (; jv < JV; ++jv) qk_tile(q, kt, s{targs}, h, i, R, jv, 1{b["qk_args"]});
+  v16 inv[MR]; /* 1 / each row's sum: P V is scaled once per output, not each probability */
+  softmax_rows(s, inv, R);
 {b["p_pack"]}  for (int fv = 0; fv < DV / VL; fv += NV) {{
     const int nf = DV / VL - fv < NV ? DV / VL - fv : NV;
     v16 acc[MR][NV];
@@ -450,6 +672,7 @@ static inline __attribute__((always_inline)) void row_tile(
   }}
 }}
 
+{amx}
 void {spec.symbol}_impl({ins}{tens}MEMREF(float, om), size_t gx, size_t gy) {{
   {qkv}
   {tbases}float* restrict o = om + om_off;
@@ -457,7 +680,7 @@ void {spec.symbol}_impl({ins}{tens}MEMREF(float, om), size_t gx, size_t gy) {{
   const int i0 = (int)gy * QB;
   const int i1 = i0 + QB < TQ ? i0 + QB : TQ;
 {b["pack"]}
-  int i = i0;
+{amx_call}  int i = i0;
   for (; i + MR <= i1; i += MR) row_tile(q, kt, {b["vbuf"]}, o, s{targs}, h, i, MR);
   if (i < i1) {{
     switch (i1 - i) {{

@@ -19,7 +19,8 @@ pass finds the chain and replaces it by one dispatch of ``codegen/attention.py``
 Only f32, static shapes, Q K^T's feature count equal to V's, and key rows that fit the
 kernel's stack tile; the rest stays with IREE, counted with the reason. In a bf16 compile
 (``precision=bf16``) on a 512-bit target the kernel's two products are bf16 dot products with
-f32 sums, where K^T and V paired fit its stack (else the f32 kernel).
+f32 sums, where K^T and V paired fit its stack (else the f32 kernel); on a target with bf16
+matrix tiles (the ``bf16-tiles`` fact: AMX-BF16) they run in AMX tiles.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ class AttentionKernelOptions(ToolchainOptions):
     # IREE's demoted batch matmuls would compute them (the pipeline allows bf16 only on a CPU
     # with bf16 dot products or AMX)
     precision: str = "fp32"
+    # the target has bf16 matrix tiles (AMX-BF16): a bf16 kernel's products run in them
+    bf16_tiles: int = 0
     verbose: bool = False
 
 
@@ -439,6 +442,9 @@ def _match(
     spec.out_size = int(np.prod(_shape(last.results[0])))
     spec.for_workers(opts.threads or host_threads())
     spec.bf16 = opts.precision == "bf16" and opts.vector_bits == 512
+    spec.amx = spec.bf16 and bool(opts.bf16_tiles)
+    if spec.amx and spec.stack_bytes > STACK_BYTES:
+        spec.amx = False  # the tiles' padding and rows must fit too: vdpbf16ps then
     if spec.bf16 and spec.stack_bytes > STACK_BYTES:
         spec.bf16 = False  # K^T and V in pairs must both fit the stack: the f32 kernel then
     spec.place()
@@ -570,6 +576,8 @@ def attention_kernels(module_op: ir.Operation, opts: AttentionKernelOptions | No
                 counts["with their score ops"] += 1
             if found.spec.bf16:
                 counts["with bf16 products"] += 1
+            if found.spec.amx:
+                counts["in AMX tiles"] += 1
             if opts.verbose:
                 print(f"xgen-attention-kernels: {where}: generated kernel", file=sys.stderr)
     return counts

@@ -10,6 +10,12 @@
 // RUN: cat %t.narrow/kernels/*.c | FileCheck %s --check-prefix=F32
 // RUN: env XGEN_CACHE_DIR=%t.f32 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512}" | FileCheck %s
 // RUN: cat %t.f32/kernels/*.c | FileCheck %s --check-prefix=F32
+// bf16 matrix tiles change neither the 256-bit target's kernel nor an fp32 compile's.
+// RUN: rm -rf %t.narrow %t.f32
+// RUN: env XGEN_CACHE_DIR=%t.narrow xgen-opt %s -p "xgen-attention-kernels{vector-bits=256 precision=bf16 bf16-tiles=1}" | FileCheck %s
+// RUN: cat %t.narrow/kernels/*.c | FileCheck %s --check-prefix=F32
+// RUN: env XGEN_CACHE_DIR=%t.f32 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 bf16-tiles=1}" | FileCheck %s
+// RUN: cat %t.f32/kernels/*.c | FileCheck %s --check-prefix=F32
 // CHECK-LABEL: func.func @attention
 // CHECK: call @xgen_attention_{{[0-9]+}}_call(%arg0, %arg1)
 // CHECK-NOT: linalg.batch_matmul
@@ -17,12 +23,17 @@
 // BF16: attention, 2 heads, 8 x 8 keys, d 8, tile 12x32, {{.*}}, bf16 products
 // BF16-DAG: #define DP 4
 // BF16-DAG: #define JP ((TK + 1) / 2)
-// BF16-DAG: uint32_t kt[DP * TKP]
+// BF16-DAG: uint32_t kt[DPA * TKP]
+// BF16-DAG: #define DPA 4
+// BF16-DAG: to_bf16(k + {{.*}}, row, D);
+// BF16-DAG: _mm512_cvtneps_pbh(hi)
 // BF16-DAG: qb[r][fp] = pair(
 // BF16-DAG: to_bf16(s + (size_t)r * TKP, pb[r], TK);
 // BF16-DAG: _mm512_dpbf16_ps((__m512)acc[r][n], a, b[n])
+// BF16-NOT: amx_rows
 // F32-NOT: bf16
 // F32-NOT: dpbf16
+// F32-NOT: _tile_
 // F32: acc[r][n] += a * b[n];
 
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
