@@ -14,6 +14,8 @@ import xgen_mlir
 from xgen_mlir.codegen.pointwise import PointwiseSpec, generate, pack_weights, unsupported
 
 NONE = {"target_options": {"pointwise_min_padding": "16"}}
+# the vdpbf16ps kernels, also on a CPU with AMX tiles (where bf16 keeps the f32 kernels)
+DOT = {"target_options": {"bf16_tiles": "0"}}
 
 
 class Tail(nn.Module):
@@ -295,7 +297,7 @@ def test_bf16_kernels_take_every_1x1_conv_and_match_pytorch(hw):
         pytest.skip("bf16 compiles as fp32 on a host without AVX512-BF16")
     m = _model()
     x = torch.randn(1, 32, hw, hw)
-    compiled = xgen_mlir.compile(m, (x,), precision="bf16", precision_check=False)
+    compiled = xgen_mlir.compile(m, (x,), precision="bf16", precision_check=False, **DOT)
     assert compiled.report.rewrites["xgen-pointwise-kernels"]["convs replaced"] == 3
     want = m(x).detach().numpy()
     got = np.asarray(compiled(x.numpy()))
@@ -304,6 +306,14 @@ def test_bf16_kernels_take_every_1x1_conv_and_match_pytorch(hw):
     assert fp32.report.rewrites.get("xgen-pointwise-kernels", {}).get("convs replaced", 0) == (
         3 if hw == 7 else 0
     )
+    # On a target with bf16 matrix tiles (AMX) a bf16 compile takes what fp32 takes, in f32.
+    tiles = {"target_options": {"bf16_tiles": "1"}}
+    compiled = xgen_mlir.compile(m, (x,), precision="bf16", precision_check=False, **tiles)
+    assert compiled.report.rewrites.get("xgen-pointwise-kernels", {}).get("convs replaced", 0) == (
+        3 if hw == 7 else 0
+    )
+    got = np.asarray(compiled(x.numpy()))
+    assert np.abs(got - want).max() / np.abs(want).max() < 1e-5
 
 
 class SiluBlock(nn.Module):
@@ -335,7 +345,7 @@ def test_silu_after_a_1x1_conv_is_in_its_bf16_kernel():
     m = SiluBlock().eval()
     x = torch.randn(1, 32, 14, 14)
     bf16 = {"precision": "bf16", "precision_check": False}
-    compiled = xgen_mlir.compile(m, (x,), **bf16)
+    compiled = xgen_mlir.compile(m, (x,), **bf16, **DOT)
     counts = compiled.report.rewrites["xgen-pointwise-kernels"]
     assert counts["convs replaced"] == 3 and counts["of them with their activations"] == 1
     want = m(x).detach().numpy()
@@ -343,7 +353,8 @@ def test_silu_after_a_1x1_conv_is_in_its_bf16_kernel():
     fp32 = xgen_mlir.compile(m, (x,), target_options={"pointwise_min_padding": "0"})
     assert "of them with their activations" not in fp32.report.rewrites["xgen-pointwise-kernels"]
     x[0, 3, 2, 2], x[0, 4, 1, 1], x[0, 5, 3, 3] = float("inf"), float("nan"), -float("inf")
-    ours = np.asarray(xgen_mlir.compile(m, (x,), **bf16)(x.numpy()))
-    plain = np.asarray(xgen_mlir.compile(m, (x,), **bf16, **NONE)(x.numpy()))
+    ours = np.asarray(xgen_mlir.compile(m, (x,), **bf16, **DOT)(x.numpy()))
+    no_kernels = {"target_options": {**NONE["target_options"], **DOT["target_options"]}}
+    plain = np.asarray(xgen_mlir.compile(m, (x,), **bf16, **no_kernels)(x.numpy()))
     np.testing.assert_array_equal(np.isnan(ours), np.isnan(plain))
     np.testing.assert_array_equal(np.isinf(ours), np.isinf(plain))

@@ -99,8 +99,11 @@ class FuseOptions(ToolchainOptions):
     # also fuse depthwise + project where there is no expand conv to take in (see the docstring)
     without_expand: bool = False
     verbose: bool = False  # print every fused block to stderr
-    # bf16: expand and project as bf16 dot products on 512-bit targets (codegen docstring)
+    # bf16: expand and project as bf16 dot products on 512-bit targets (codegen docstring),
+    # but for a target with bf16 matrix tiles (AMX-BF16), where they lost to the f32 kernel
+    # (as the pointwise kernels did: PointwiseOptions.bf16_kernels)
     precision: str = "fp32"
+    bf16_tiles: int = 0
 
 
 def _zero_pad_1(op: ir.Operation | None) -> None:
@@ -371,6 +374,7 @@ def fuse_block(module_op: ir.Operation, block: Block, symbol: str, opts: FuseOpt
         batch=block.batch,
         vl=vl,
         bf16=opts.precision == "bf16"
+        and not opts.bf16_tiles
         and not (block.cols_expand or block.cols_depthwise)
         and bf16_unsupported(cin, block.expand, vl) is None,
         cols_expand=len(block.cols_expand),
