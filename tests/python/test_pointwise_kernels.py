@@ -306,14 +306,52 @@ def test_bf16_kernels_take_every_1x1_conv_and_match_pytorch(hw):
     assert fp32.report.rewrites.get("xgen-pointwise-kernels", {}).get("convs replaced", 0) == (
         3 if hw == 7 else 0
     )
-    # On a target with bf16 matrix tiles (AMX) a bf16 compile takes what fp32 takes, in f32.
-    tiles = {"target_options": {"bf16_tiles": "1"}}
-    compiled = xgen_mlir.compile(m, (x,), precision="bf16", precision_check=False, **tiles)
-    assert compiled.report.rewrites.get("xgen-pointwise-kernels", {}).get("convs replaced", 0) == (
-        3 if hw == 7 else 0
-    )
-    got = np.asarray(compiled(x.numpy()))
-    assert np.abs(got - want).max() / np.abs(want).max() < 1e-5
+
+
+class OddConvs(nn.Module):
+    """1x1 convs whose channels fill no AMX tile: 33 inputs (17 pairs, padded to 32), 40
+    outputs (two and a half vectors), then 40 -> 40 with ReLU6 and a residual add, around a
+    depthwise conv (so the pipeline goes NHWC)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(33, 40, 1)
+        self.dw = nn.Conv2d(40, 40, 3, 1, 1, groups=40)
+        self.b = nn.Sequential(nn.Conv2d(40, 40, 1), nn.ReLU6())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.dw(self.a(x))
+        return y + self.b(y)
+
+
+@pytest.mark.parametrize("model, shape", [(_model, (1, 32, 14, 14)), (OddConvs, (1, 33, 7, 9))])
+def test_amx_kernels_agree_with_the_dot_product_kernels(model, shape):
+    """On a CPU with bf16 matrix tiles (AMX-BF16) a bf16 compile's 1x1 convs multiply in the
+    tiles, 16 rows at a time (196 and 63 rows: partial tiles; 33 channels: pairs padded to a
+    tile). Their operands are the vdpbf16ps kernels' (bf16_tiles=0), so the two agree but for
+    the order of f32 sums; NaN and Inf come out where they do."""
+    from xgen_mlir.target import BF16_TILE_FLAGS, has_any
+
+    if not has_any(BF16_TILE_FLAGS):
+        pytest.skip("this CPU has no AMX-BF16 tiles (the AMX kernel compiles for the host)")
+    torch.manual_seed(1)
+    m = model().eval()
+    x = torch.randn(*shape)
+    want = m(x).detach().numpy()
+    bf16 = {"precision": "bf16", "precision_check": False}
+    tiles = xgen_mlir.compile(m, (x,), **bf16, target_options={"bf16_tiles": "1"})
+    dot = xgen_mlir.compile(m, (x,), **bf16, **DOT)
+    counts = tiles.report.rewrites["xgen-pointwise-kernels"]
+    assert counts == dot.report.rewrites["xgen-pointwise-kernels"], counts
+    assert counts["convs replaced"] >= 2, counts
+    got = np.array(tiles(x.numpy()))
+    scale = np.abs(want).max()
+    assert np.abs(got - np.asarray(dot(x.numpy()))).max() / scale < 1e-5
+    assert 1e-5 < np.abs(got - want).max() / scale < 1e-2
+    x[0, 3, 2, 2], x[0, 4, 1, 1] = float("inf"), float("nan")
+    ours, theirs = np.array(tiles(x.numpy())), np.asarray(dot(x.numpy()))
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    np.testing.assert_array_equal(np.isinf(ours), np.isinf(theirs))
 
 
 class SiluBlock(nn.Module):

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .bf16 import TO_BF16, header
+from .bf16 import AMX_C, TO_BF16, amx_header, amx_products, header
 from .block_sparse import math_c
 
 # stack bytes the packed K^T (and V) and one tile's score rows may take (IREE's worker
@@ -390,37 +390,6 @@ def _bf16_parts(spec: AttentionSpec) -> dict[str, str]:
     }
 
 
-def _tile_groups(blocks: int) -> list[list[int]]:
-    """Output tiles in groups of at most four (the accumulators: tiles 0-3)."""
-    return [list(range(g, min(g + 4, blocks))) for g in range(0, blocks, 4)]
-
-
-def _amx_products(
-    a: str, a_stride: str, b: str, b_row: str, b_stride: str, steps: str, out: str, ld: str,
-    blocks: int,
-) -> str:  # fmt: skip
-    """C of ``out[16][blocks x 16] = a[16][steps x 16 pairs] x b``: per group of up to four
-    16-column blocks, accumulators in tiles 0-3, A in tile 4, B alternating in tiles 5 and 6
-    (``b + ks * b_row + 16 * block``)."""
-    text = []
-    for group in _tile_groups(blocks):
-        lines = [f"  _tile_zero({t});" for t in range(len(group))]
-        lines.append(f"  for (int ks = 0; ks < {steps}; ++ks) {{")
-        lines.append(f"    _tile_loadd(4, {a} + 16 * ks, {a_stride});")
-        for t, block in enumerate(group):
-            lines.append(
-                f"    _tile_loadd({5 + t % 2}, {b} + (size_t)ks * {b_row} + {16 * block},"
-                f" {b_stride});"
-            )
-            lines.append(f"    _tile_dpbf16ps({t}, 4, {5 + t % 2});")
-        lines.append("  }")
-        lines += [
-            f"  _tile_stored({t}, {out} + {16 * block}, {ld});" for t, block in enumerate(group)
-        ]
-        text.append("\n".join(lines))
-    return "\n".join(text)
-
-
 def _amx_c(spec: AttentionSpec, loads: str, tparams: str, targs: str) -> str:
     """The AMX path: ``amx_ready`` (the tiles' permission, asked of Linux) and ``amx_rows``
     (query rows i0..i1 of head h, 16 at a time)."""
@@ -446,40 +415,21 @@ def _amx_c(spec: AttentionSpec, loads: str, tparams: str, targs: str) -> str:
         q_pack = f"""    for (int r = 0; r < 16; ++r)
       for (int fp = 0; fp < DPA; ++fp)
         qb[r][fp] = r < R && fp < DP ? pair(q[{spec.q.c("h", "i + r", "2 * fp")}], {q2}) : 0u;"""
-    qk = _amx_products(
+    qk = amx_products(
         "(const uint32_t*)qb", "DPA * 4", "kt", "16 * TKP", "TKP * 4", "DPA / 16", "s",
         "TKP * 4", spec.tkp // AMX_ROWS,
     )  # fmt: skip
-    pv = _amx_products(
+    pv = amx_products(
         "(const uint32_t*)pb", "JPA * 4", "vp", "16 * DV", "DV * 4", "JPA / 16", "s",
         "DV * 4", spec.dv // AMX_ROWS,
     )  # fmt: skip
     return f"""
-/* Linux's permission for this process to use the AMX tiles' state (arch_prctl
-   ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA; granted once, asking again is cheap): 1 if given */
-static int amx_ready(void) {{
-  long ret;
-  __asm__ volatile("syscall" : "=a"(ret) : "a"(158L), "D"(0x1023L), "S"(18L)
-                   : "rcx", "r11", "memory");
-  return ret == 0;
-}}
-
-/* every tile 16 rows of 64 bytes (palette 1) */
-struct amx_config {{
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-}} __attribute__((packed, aligned(64)));
-
+{AMX_C}
 /* query rows i0..i1 of head h, 16 at a time: Q K^T and P V in AMX tiles */
 static __attribute__((noinline)) void amx_rows(
     const float* restrict q, const uint32_t* restrict kt, const uint32_t* restrict vp,
     float* restrict o, float* restrict s{tparams}, const int h, const int i0, const int i1) {{
-  struct amx_config cfg;
-  for (int b = 0; b < 64; ++b) ((uint8_t*)&cfg)[b] = 0;
-  cfg.palette = 1;
-  for (int t = 0; t < 8; ++t) {{ cfg.colsb[t] = 64; cfg.rows[t] = 16; }}
-  _tile_loadconfig(&cfg);
+  amx_configure();
   uint32_t qb[16][DPA] __attribute__((aligned(64)));
   uint32_t pb[16][JPA] __attribute__((aligned(64)));
   for (int i = i0; i < i1; i += 16) {{
@@ -542,10 +492,7 @@ def generate(spec: AttentionSpec) -> str:
     b = _bf16_parts(spec) if spec.bf16 else _f32_parts(spec)
     amx, amx_call = "", ""
     if spec.amx:
-        b["head"] += (
-            "#ifndef __AMX_BF16__\n#error \"xgen_mlir's AMX attention kernel needs AMX-BF16"
-            ' (-march=native on such a CPU)"\n#endif\n'
-        )
+        b["head"] += amx_header("attention")
         amx = _amx_c(spec, loads, tparams, targs)
         amx_call = (
             f"  if (amx_ready()) {{\n    amx_rows(q, kt, vp, o, s{targs}, h, i0, i1);\n"

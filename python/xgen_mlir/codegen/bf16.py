@@ -51,3 +51,64 @@ TO_BF16 = """static inline void to_bf16(const float* restrict x, uint32_t* restr
   if (n % 2) ((uint16_t*)out)[n] = 0;
 }
 """
+
+
+def amx_header(kernel: str) -> str:
+    """A compile error naming the kernel on a CPU without AMX-BF16 (after ``header``)."""
+    return f"""#ifndef __AMX_BF16__
+#error "xgen_mlir's AMX {kernel} kernel needs AMX-BF16 (-march=native on such a CPU)"
+#endif
+"""
+
+
+# What the AMX kernels share: Linux's permission for the process to use the tiles' state
+# (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, a raw system call: the kernels' objects
+# have no libc; granted once per process, asking again is cheap), and the one tile shape they
+# use: every tile 16 rows of 64 bytes (16 f32, or 16 pairs of bf16), palette 1.
+AMX_C = """static int amx_ready(void) {
+  long ret;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"(158L), "D"(0x1023L), "S"(18L)
+                   : "rcx", "r11", "memory");
+  return ret == 0;
+}
+struct amx_config {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} __attribute__((packed, aligned(64)));
+static inline void amx_configure(void) {
+  struct amx_config cfg;
+  for (int b = 0; b < 64; ++b) ((uint8_t*)&cfg)[b] = 0;
+  cfg.palette = 1;
+  for (int t = 0; t < 8; ++t) { cfg.colsb[t] = 64; cfg.rows[t] = 16; }
+  _tile_loadconfig(&cfg);
+}
+"""
+
+
+def amx_products(
+    a: str, a_stride: str, b: str, b_row: str, b_stride: str, steps: str, out: str, ld: str,
+    blocks: int,
+) -> str:  # fmt: skip
+    """C of ``out[16][blocks x 16] = a[16][steps x 16 pairs] x b``: per group of up to four
+    16-column blocks, accumulators in tiles 0-3, A in tile 4, B alternating in tiles 5 and 6
+    (B of step ks and block c at ``b + ks * b_row + 16 * c``); the sums stored to ``out``
+    (rows ``ld`` bytes apart)."""
+    text = []
+    for g in range(0, blocks, 4):
+        group = list(range(g, min(g + 4, blocks)))
+        lines = [f"  _tile_zero({t});" for t in range(len(group))]
+        lines.append(f"  for (int ks = 0; ks < {steps}; ++ks) {{")
+        lines.append(f"    _tile_loadd(4, {a} + 16 * ks, {a_stride});")
+        for t, block in enumerate(group):
+            lines.append(
+                f"    _tile_loadd({5 + t % 2}, {b} + (size_t)ks * {b_row} + {16 * block},"
+                f" {b_stride});"
+            )
+            lines.append(f"    _tile_dpbf16ps({t}, 4, {5 + t % 2});")
+        lines.append("  }")
+        lines += [
+            f"  _tile_stored({t}, {out} + {16 * block}, {ld});" for t, block in enumerate(group)
+        ]
+        text.append("\n".join(lines))
+    return "\n".join(text)

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bf16 import TO_BF16, pair_rows
+from .bf16 import AMX_C, TO_BF16, amx_header, amx_products, pair_rows
 from .bf16 import header as bf16_header
 from .block_sparse import math_c
 
@@ -63,6 +63,7 @@ class PointwiseSpec:
     registers: int = REGISTERS  # vector registers on the target
     bf16: bool = False  # products of bf16 pairs (AVX512-BF16 dot products), f32 sums
     row_chunks: int = 1  # workgroups along the rows (workgroup y), each whole row blocks
+    amx: bool = False  # (with bf16) the products in AMX tiles, 16 rows at a time
 
     @property
     def nv(self) -> int:
@@ -96,6 +97,12 @@ class PointwiseSpec:
         """bf16: the input channels in pairs (one 32-bit lane of a dot product), a zero
         channel after an odd K."""
         return -(-self.k // 2)
+
+    @property
+    def k_pairs_padded(self) -> int:
+        """bf16: the pairs of input channels the packed weights hold: with AMX, whole tiles
+        of 16 pairs (zero rows after K)."""
+        return -(-self.k_pairs // 16) * 16 if self.amx else self.k_pairs
 
     @property
     def chunk_rows(self) -> int:
@@ -138,7 +145,8 @@ def pack_weights(w: np.ndarray, b: np.ndarray, spec: PointwiseSpec) -> np.ndarra
     width = spec.vl * spec.nv
     if spec.bf16:
         pairs = pair_rows(w)  # [K2, NP]
-        panels = pairs.reshape(spec.k_pairs, spec.panels, width).transpose(1, 0, 2)
+        pairs = np.pad(pairs, ((0, spec.k_pairs_padded - spec.k_pairs), (0, 0)))  # AMX tiles
+        panels = pairs.reshape(spec.k_pairs_padded, spec.panels, width).transpose(1, 0, 2)
         return np.concatenate([panels.ravel(), b])
     panels = w.reshape(spec.k, spec.panels, width).transpose(1, 0, 2)
     return np.concatenate([panels.ravel(), b]).astype(np.float32)
@@ -293,9 +301,16 @@ def _generate_bf16(spec: PointwiseSpec) -> str:
         f"products, f32 sums, panels of {width} channels, {spec.pixels} rows per register "
         f"block, {spec.chunk_rows} rows per workgroup"
     )
-    defines = f"#define K2 {spec.k_pairs}\n#define CHUNK {spec.chunk_rows}\n"
-    return f"""{_prelude(spec, title, bf16_header("pointwise"), defines)}
-{TO_BF16}
+    defines = (
+        f"#define K2 {spec.k_pairs}\n#define K2A {spec.k_pairs_padded}\n"
+        f"#define CHUNK {spec.chunk_rows}\n"
+    )
+    head = bf16_header("pointwise") + (amx_header("pointwise") if spec.amx else "")
+    amx, amx_call = (_amx(spec), _AMX_CALL) if spec.amx else ("", "")
+    if spec.amx:
+        title += ", in AMX tiles"
+    return f"""{_prelude(spec, title, head, defines)}
+{TO_BF16}{amx}
 /* rows m0 .. m0 + R - 1 (R <= PB) of panel `panel`, nv vectors */
 static inline __attribute__((always_inline)) void block(
     const float* restrict x, const uint32_t* restrict wp, const float* restrict bias,
@@ -331,10 +346,10 @@ static inline __attribute__((always_inline)) void block(
 static inline __attribute__((always_inline)) void panel_rows(
     const float* restrict x, const uint32_t* restrict w, const float* restrict r,
     float* restrict y, size_t panel, size_t m_begin, size_t m_end, const int nv, const int cols) {{
-  const uint32_t* restrict wp = w + panel * K2 * WIDTH;
-  const float* restrict bias = (const float*)(w + (size_t)K2 * NP) + panel * WIDTH;
+  const uint32_t* restrict wp = w + panel * K2A * WIDTH;
+  const float* restrict bias = (const float*)(w + (size_t)K2A * NP) + panel * WIDTH;
   const size_t col = panel * WIDTH;
-  size_t m0 = m_begin;
+{amx_call}  size_t m0 = m_begin;
   for (; m0 + PB <= m_end; m0 += PB) block(x, wp, bias, r, y, col, m0, PB, nv, cols);
   for (; m0 < m_end; ++m0) block(x, wp, bias, r, y, col, m0, 1, nv, cols);
 }}
@@ -352,5 +367,55 @@ static void run(const float* restrict x, const uint32_t* restrict w, const float
 void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), {r_arg}MEMREF(float, y),
                         size_t gx, size_t gy) {{
   run(x + x_off, (const uint32_t*)(w + w_off), {r_pass}, y + y_off, gx, gy);
+}}
+"""
+
+
+_AMX_CALL = """  if (amx_ready()) {
+    amx_rows(x, wp, bias, r, y, col, m_begin, m_end, nv, cols);
+    return;
+  }
+"""
+
+
+def _amx(spec: PointwiseSpec) -> str:
+    """The AMX path (``spec.amx``): rows m_begin..m_end of a panel 16 at a time, each tile of
+    rows rounded to bf16 pairs (zero past K and past the rows), multiplied by the panel's
+    ``NV`` 16-column blocks of weights (``tdpbf16ps``, f32 sums), the sums stored to the
+    stack; then the bias, the activation and the residual as the register-block kernel adds
+    them. The weights' padded columns (past N) are multiplied too and never stored."""
+    res, _, _, _, _ = _io(spec)
+    products = amx_products(
+        "(const uint32_t*)xb", "K2A * 4", "wp", "16 * WIDTH", "WIDTH * 4", "K2A / 16",
+        "(float*)cb", "WIDTH * 4", spec.nv,
+    )  # fmt: skip
+    return f"""
+{AMX_C}
+static __attribute__((noinline)) void amx_rows(
+    const float* restrict x, const uint32_t* restrict wp, const float* restrict bias,
+    const float* restrict r, float* restrict y, size_t col, size_t m_begin, size_t m_end,
+    const int nv, const int cols) {{
+  amx_configure();
+  uint32_t xb[16][K2A] __attribute__((aligned(64)));
+  float cb[16][WIDTH] __attribute__((aligned(64)));
+  (void)r;
+  for (size_t m0 = m_begin; m0 < m_end; m0 += 16) {{
+    const int R = m_end - m0 < 16 ? (int)(m_end - m0) : 16;
+    for (int p = 0; p < 16; ++p) {{
+      int w = 0;
+      if (p < R) {{
+        to_bf16(x + (m0 + p) * K, xb[p], K);
+        w = K2;
+      }}
+      for (; w < K2A; ++w) xb[p][w] = 0u;
+    }}
+{products}
+    for (int p = 0; p < R; ++p)
+      for (int j = 0; j < nv; ++j) {{
+        const v16 v = *(const v16*)(cb[p] + VL * j) + *(const v16u*)(bias + VL * j);
+        store(y + (m0 + p) * N + col + VL * j, act(v) {res}, j, nv, cols);
+      }}
+  }}
+  _tile_release();
 }}
 """

@@ -115,9 +115,19 @@ class PointwiseOptions(ToolchainOptions):
         allows only on a CPU with bf16 dot products or AMX) on a 512-bit target without bf16
         matrix tiles. With them (an Intel Xeon with AMX) the vdpbf16ps kernels lost to the
         f32 ones: MobileNetV2 in bf16 4.59 ms against 3.47 in fp32, its 1x1 convs 2.45 ms
-        against 1.83 (in-process medians, 2 threads); the f32 kernels then take what they
-        take in fp32 (the tiles are a kernel of their own, not written yet)."""
+        against 1.83 (in-process medians, 2 threads). There the products run in the tiles
+        instead (``amx_kernels``)."""
         return self.precision == "bf16" and self.vector_bits == 512 and not self.bf16_tiles
+
+    def amx_kernels(self) -> bool:
+        """Whether the kernels multiply in AMX tiles: ``precision=bf16`` on a 512-bit target
+        with bf16 matrix tiles."""
+        return self.precision == "bf16" and self.vector_bits == 512 and bool(self.bf16_tiles)
+
+    def bf16_products(self) -> bool:
+        """Whether the kernels compute bf16 products (in dot products or in tiles), taking
+        every 1x1 conv."""
+        return self.bf16_kernels() or self.amx_kernels()
 
 
 @dataclass
@@ -280,7 +290,7 @@ def replace(
 ) -> PointwiseSpec:
     """Replace the conv (with its activations and add) by a call of its generated kernel."""
     m, k, n = match.spec_args
-    bf16 = opts.bf16_kernels()
+    bf16 = opts.bf16_products()
     spec = PointwiseSpec(
         symbol,
         m,
@@ -293,6 +303,7 @@ def replace(
         vector_registers(opts.vector_bits),
         bf16=bf16,
         row_chunks=row_chunks(m, k, n) if bf16 else 1,
+        amx=opts.amx_kernels(),
     )
     packed = pack_weights(match.weights, match.bias, spec)
     obj = compile_object(generate(spec), opts.toolchain(), symbol)
@@ -335,7 +346,7 @@ def _candidates(module_op: ir.Operation, opts: PointwiseOptions) -> Iterator[tup
         row_tile = opts.row_tile or simd_lanes(opts.vector_bits)
         # bf16: every conv over more rows than a tile (fewer: a squeeze-excite conv on one
         # pooled pixel, a matrix-vector product IREE runs as such); 16: the off switch
-        every = opts.bf16_kernels() and opts.min_padding < 1 and rows > row_tile
+        every = opts.bf16_products() and opts.min_padding < 1 and rows > row_tile
         if every or padding(rows, row_tile) >= opts.min_padding:
             yield op, rows, match_conv, "convs"
 
@@ -354,7 +365,7 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
                 counts[f"not replaced: {kind}"] += 1
                 continue
             try:
-                match = matcher(op, ev, simd_lanes(opts.vector_bits), opts.bf16_kernels())
+                match = matcher(op, ev, simd_lanes(opts.vector_bits), opts.bf16_products())
             except NoMatch as e:
                 counts[f"not replaced: {e}"] += 1
                 continue
