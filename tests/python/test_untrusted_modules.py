@@ -200,6 +200,14 @@ _CORRUPT_CHILD = textwrap.dedent(
     """
 )
 SEEDS = list(range(10))
+# seconds after which a corrupted module's call counts as hung (a corrupted loop bound can make
+# a dispatch run forever): the child running them in-process is then killed, and an isolated
+# worker stopped by its call_timeout
+HANG_S = 120
+
+
+def _text(out: bytes | str | None) -> str:
+    return out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
 
 
 @pytest.fixture(scope="module")
@@ -218,29 +226,39 @@ def corrupted(cnn, tmp_path_factory):
 
 def test_corrupted_vmfb_in_process_raises_nothing_but_xgen_errors(corrupted):
     """In-process, a corrupted module either runs, raises an XGenError, or (machine code or
-    memory corrupted) kills the process by a signal: the documented limit isolated=True lifts.
-    It never raises a raw Python exception. Run in child processes, restarted after a death."""
+    memory corrupted) kills the process by a signal or never returns (a corrupted loop
+    bound): the documented limits isolated=True (with call_timeout) lifts. It never raises a
+    raw Python exception. Run in child processes, restarted after a death or a hang."""
     folder, paths = corrupted
     script = folder / "child.py"
     script.write_text(_CORRUPT_CHILD)
     left, outcomes = [str(p) for p in paths], {}
     while left:
-        proc = subprocess.run(
-            [sys.executable, str(script), str(folder / "x.npy"), *left],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        started = [ln.split()[1] for ln in proc.stdout.splitlines() if ln.startswith("START")]
-        for line in proc.stdout.splitlines():
+        hung = False
+        try:
+            proc = subprocess.run(
+                [sys.executable, str(script), str(folder / "x.npy"), *left],
+                capture_output=True,
+                text=True,
+                timeout=HANG_S,
+            )
+            stdout, stderr, code = proc.stdout, proc.stderr, proc.returncode
+        except subprocess.TimeoutExpired as e:  # killed on the one it started last
+            hung = True
+            stdout, stderr, code = _text(e.stdout), _text(e.stderr), None
+        started = [ln.split()[1] for ln in stdout.splitlines() if ln.startswith("START")]
+        for line in stdout.splitlines():
             if line.startswith("DONE"):
                 _, path, outcome = line.split(maxsplit=2)
                 outcomes[path] = outcome
-        assert started, f"child failed to start: {proc.stderr[-2000:]}"
+        assert started, f"child failed to start: {stderr[-2000:]}"
         last = started[-1]
-        if last not in outcomes:  # died on this one
-            assert proc.returncode < 0, f"{last}: child exited {proc.returncode}: {proc.stderr}"
-            outcomes[last] = f"signal {-proc.returncode}"
+        if last not in outcomes:  # died (or hung) on this one
+            if hung:
+                outcomes[last] = "hung"
+            else:
+                assert code is not None and code < 0, f"{last}: child exited {code}: {stderr}"
+                outcomes[last] = f"signal {-code}"
         left = left[left.index(last) + 1 :]
     raw = {p: o for p, o in outcomes.items() if o.startswith("RAW")}
     assert not raw, f"raw exceptions escaped: {raw}"
@@ -253,7 +271,7 @@ def test_corrupted_vmfb_isolated_never_kills_the_caller(corrupted, cnn):
     seen = set()
     for path in paths:
         try:
-            module = xgen_mlir.load(path, isolated=True)
+            module = xgen_mlir.load(path, isolated=True, call_timeout=HANG_S / 4)
             out = module(x)
             assert isinstance(out, torch.Tensor)
             seen.add("ran")

@@ -110,22 +110,24 @@ def test_tuned_by_default_rewrites_nothing_unmeasured_and_the_option_is_checked(
     model, x = _ConvBlock().eval(), torch.randn(1, 8, 30, 30)
     compiled = xgen_mlir.compile(model, (x,), tuning_db=False)
     assert not any("F(" in k for k in compiled.report.rewrites.get("xgen-winograd-convs", {}))
-    wide = {"vector_bits": "512"}  # the target's width, as the host would state it
+    # the target's width and its bf16 tiles, as the host would state them
+    wide = {"vector_bits": "512", "bf16_tiles": "0"}
     steps = [s for s in load_pipeline("cpu").with_options(wide).pass_steps() if "winograd" in s]
     # the pass also weighs the measured oneDNN offload (offload=tuned, the default); the
     # target's vector width decides whether unmeasured f32 convs start in oneDNN
     assert steps == [
-        "xgen-winograd-convs{enable=tuned offload=tuned gemm=tuned precision=fp32 vector-bits=512}"
+        "xgen-winograd-convs{enable=tuned offload=tuned gemm=tuned precision=fp32 vector-bits=512"
+        " bf16-tiles=0}"
     ]
     on = load_pipeline("cpu").with_options({"winograd": "true", **wide}).pass_steps()
     assert (
-        "xgen-winograd-convs{enable=true offload=tuned gemm=tuned precision=fp32 vector-bits=512}"
-        in on
+        "xgen-winograd-convs{enable=true offload=tuned gemm=tuned precision=fp32 vector-bits=512"
+        " bf16-tiles=0}" in on
     )
     off = load_pipeline("cpu").with_options({"winograd": "false", **wide}).pass_steps()
     assert (
-        "xgen-winograd-convs{enable=false offload=tuned gemm=tuned precision=fp32 vector-bits=512}"
-        in off
+        "xgen-winograd-convs{enable=false offload=tuned gemm=tuned precision=fp32 vector-bits=512"
+        " bf16-tiles=0}" in off
     )
     with pytest.raises(PipelineError, match="winograd='yes' is not one of false, true, tuned"):
         load_pipeline("cpu").with_options({"winograd": "yes"})

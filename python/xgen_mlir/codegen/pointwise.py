@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bf16 import AMX_C, TO_BF16, amx_header, amx_products, pair_rows
+from .bf16 import AMX_C, TO_BF16, amx_header, pair_rows
 from .bf16 import header as bf16_header
 from .block_sparse import math_c
 
@@ -379,16 +379,23 @@ _AMX_CALL = """  if (amx_ready()) {
 
 
 def _amx(spec: PointwiseSpec) -> str:
-    """The AMX path (``spec.amx``): rows m_begin..m_end of a panel 16 at a time, each tile of
-    rows rounded to bf16 pairs (zero past K and past the rows), multiplied by the panel's
-    ``NV`` 16-column blocks of weights (``tdpbf16ps``, f32 sums), the sums stored to the
-    stack; then the bias, the activation and the residual as the register-block kernel adds
-    them. The weights' padded columns (past N) are multiplied too and never stored."""
+    """The AMX path (``spec.amx``): rows m_begin..m_end of a panel 16 at a time; for each
+    step of 32 input channels the tile's rows are rounded to bf16 pairs (zero past K and past
+    the rows: a 1 KB A tile on the stack, whatever K) and multiplied by the panel's ``NV``
+    16-column blocks of weights (``tdpbf16ps`` into tiles 0..NV-1, f32 sums), the sums stored
+    to the stack; then the bias, the activation and the residual as the register-block kernel
+    adds them. The weights' padded columns (past N) are multiplied too and never stored."""
     res, _, _, _, _ = _io(spec)
-    products = amx_products(
-        "(const uint32_t*)xb", "K2A * 4", "wp", "16 * WIDTH", "WIDTH * 4", "K2A / 16",
-        "(float*)cb", "WIDTH * 4", spec.nv,
-    )  # fmt: skip
+    nv = spec.nv
+    zero = "\n".join(f"    _tile_zero({j});" for j in range(nv))
+    dots = "\n".join(
+        f"      _tile_loadd({5 + j % 2}, wp + (size_t)ks * 16 * WIDTH + {16 * j}, WIDTH * 4);\n"
+        f"      _tile_dpbf16ps({j}, 4, {5 + j % 2});"
+        for j in range(nv)
+    )
+    stores = "\n".join(
+        f"    _tile_stored({j}, (float*)cb + {16 * j}, WIDTH * 4);" for j in range(nv)
+    )
     return f"""
 {AMX_C}
 static __attribute__((noinline)) void amx_rows(
@@ -396,20 +403,26 @@ static __attribute__((noinline)) void amx_rows(
     const float* restrict r, float* restrict y, size_t col, size_t m_begin, size_t m_end,
     const int nv, const int cols) {{
   amx_configure();
-  uint32_t xb[16][K2A] __attribute__((aligned(64)));
+  uint32_t xa[16][16] __attribute__((aligned(64)));
   float cb[16][WIDTH] __attribute__((aligned(64)));
   (void)r;
   for (size_t m0 = m_begin; m0 < m_end; m0 += 16) {{
     const int R = m_end - m0 < 16 ? (int)(m_end - m0) : 16;
-    for (int p = 0; p < 16; ++p) {{
-      int w = 0;
-      if (p < R) {{
-        to_bf16(x + (m0 + p) * K, xb[p], K);
-        w = K2;
+{zero}
+    for (int ks = 0; ks < K2A / 16; ++ks) {{
+      const int c0 = 32 * ks, n = K - c0 < 32 ? K - c0 : 32;
+      for (int p = 0; p < 16; ++p) {{
+        int w = 0;
+        if (p < R && n > 0) {{
+          to_bf16(x + (m0 + p) * K + c0, xa[p], n);
+          w = (n + 1) / 2;
+        }}
+        for (; w < 16; ++w) xa[p][w] = 0u;
       }}
-      for (; w < K2A; ++w) xb[p][w] = 0u;
+      _tile_loadd(4, (const uint32_t*)xa, 64);
+{dots}
     }}
-{products}
+{stores}
     for (int p = 0; p < R; ++p)
       for (int j = 0; j < nv; ++j) {{
         const v16 v = *(const v16*)(cb[p] + VL * j) + *(const v16u*)(bias + VL * j);

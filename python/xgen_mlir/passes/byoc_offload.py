@@ -342,9 +342,38 @@ def _nchw_quantized_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOpti
     n, ic, ih, iw = ir.RankedTensorType(op.operands[0].type).shape
     _, oc, oh, ow = ir.RankedTensorType(op.results[0].type).shape
     fields = _fields(op, (n, ih, iw, ic), (oh, ow, oc), weight.shape[2:], [0, 0, 0, 0])
-    symbol = conv_symbol("s8", "none", **fields, zero_point=zp)
+    # (a zero point computed at run time, by dynamic quantization, is an operand of the call)
+    constant_zp = zp if isinstance(zp, int) else RUNTIME_ZERO_POINT
+    symbol = conv_symbol("s8", "none", **fields, zero_point=constant_zp)
     backend = _backend(opts.backend)
     return "" if _can_build(backend, symbol) else f"kept: {backend.name} has no primitive for it"
+
+
+# an op whose every input is a constant: IREE evaluates it at compile time (its const-eval
+# hoists it into an initializer), where a kernel library's import cannot run; left to IREE
+CONSTANT_SOURCE = "kept: a constant source (IREE computes it at compile time)"
+
+
+def _constant_source(op: ir.Operation, ev: ConstEval) -> bool:
+    """Whether ``op``'s source (its first operand) is known at compile time (a recurrent
+    layer's first step on a constant initial state, say): a constant, or computed from
+    constants alone (no function argument in its producers), which IREE's const-eval folds
+    even where ``ConstEval`` does not (a dynamic quantization's reductions)."""
+    if ev.value(op.operands[0]) is not None:
+        return True
+    seen: set = set()
+    stack = [op.operands[0]]
+    while stack:
+        value = stack.pop()
+        owner = value.owner
+        if isinstance(owner, ir.Block):  # a block argument: the function's input
+            return False
+        owner = owner.operation if hasattr(owner, "operation") else owner
+        if owner in seen:
+            continue
+        seen.add(owner)
+        stack.extend(owner.operands)
+    return True
 
 
 def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> str:
@@ -354,6 +383,8 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
     the next quantize) stays with IREE, which fuses it."""
     backend = _backend(opts.backend)
     conv = op.name == "linalg.conv_2d_nhwc_hwcf_q"
+    if _constant_source(op, ev):
+        return CONSTANT_SOURCE
     found = quantized_operands(op, ev)
     if isinstance(found, str):
         return found
@@ -470,6 +501,8 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
     """Replace NHWC conv ``op`` (with the residual add and ReLU after it, where there are)
     by the library's primitive; returns what happened (a count key)."""
     backend = _backend(opts.backend)
+    if _constant_source(op, ev):
+        return CONSTANT_SOURCE
     conv = _conv_of(op, ev)
     if isinstance(conv, str):
         return conv
@@ -521,6 +554,8 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
     library's matmul primitive; returns what happened (a count key). A batch_matmul with one
     weight for every batch is one matmul of B*M rows (its row-major input is that matrix)."""
     backend = _backend(opts.backend)
+    if _constant_source(op, ev):
+        return CONSTANT_SOURCE
     found = linear_weights(op, ev)
     if isinstance(found, str):
         return found

@@ -352,3 +352,30 @@ func.func @sigmoid_gelu(%x: tensor<4x8xf32>) -> tensor<4x9xf32> {
   } -> tensor<4x9xf32>
   return %r : tensor<4x9xf32>
 }
+
+// -----
+
+// Must not fire: a source computed from constants alone (a recurrent layer's first step on a
+// constant initial state). IREE evaluates such a matmul at compile time, where a kernel
+// library's import cannot run; a source that reaches the function's input is offloaded.
+// CHECK-LABEL: func.func @constant_source
+// CHECK-NOT: xgen_onednn
+// CHECK: linalg.matmul
+// CHECK: call @xgen_onednn_matmul_{{[0-9]+}}_call
+// WHY: linalg.matmul kept: a constant source (IREE computes it at compile time)
+func.func @constant_source(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %h0 = arith.constant dense<0.5> : tensor<4x2xf32>
+  %eh = tensor.empty() : tensor<4x2xf32>
+  %h = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%h0 : tensor<4x2xf32>) outs(%eh : tensor<4x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = math.tanh %in : f32
+    linalg.yield %t : f32
+  } -> tensor<4x2xf32>
+  %w = arith.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %e = tensor.empty() : tensor<4x3xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %a = linalg.matmul ins(%h, %w : tensor<4x2xf32>, tensor<2x3xf32>) outs(%i : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %b = linalg.matmul ins(%x, %w : tensor<4x2xf32>, tensor<2x3xf32>) outs(%i : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %a, %b : tensor<4x3xf32>, tensor<4x3xf32>
+}

@@ -1,7 +1,8 @@
 // REQUIRES: cpu-amx-bf16
 // A bf16 compile on a target with bf16 matrix tiles (bf16-tiles=1: AMX-BF16): the 1x1 conv's
 // products run in AMX tiles, 16 rows at a time (49 rows: a partial last tile), its 32 input
-// channels as 16 pairs (one tile of the reduction), the weights packed as the tiles' B
+// channels as 16 pairs (one tile of the reduction, rounded 32 channels at a time into a 1 KB
+// A tile), the weights packed as the tiles' B
 // operand; the vdpbf16ps register blocks stay for a process Linux refuses the tiles' state.
 // (The kernel is compiled for this host: it needs AMX-BF16.) Must not fire: a 256-bit target
 // (the f32 kernel), an fp32 compile, a target without the tiles (vdpbf16ps products).
@@ -21,7 +22,8 @@
 // AMX-DAG: #define K2 16
 // AMX-DAG: #define K2A 16
 // AMX-DAG: static int amx_ready(void)
-// AMX-DAG: _tile_loadd(4, (const uint32_t*)xb + 16 * ks, K2A * 4);
+// AMX-DAG: _tile_loadd(4, (const uint32_t*)xa, 64);
+// AMX-DAG: to_bf16(x + (m0 + p) * K + c0, xa[p], n);
 // AMX-DAG: _tile_dpbf16ps(0, 4, 5);
 // AMX-DAG: _tile_stored(0, (float*)cb + 0, WIDTH * 4);
 // AMX-DAG: amx_rows(x, wp, bias, r, y, col, m_begin, m_end, nv, cols);
