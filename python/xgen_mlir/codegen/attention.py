@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .bf16 import AMX_C, TO_BF16, amx_header, amx_products, header
+from .bf16 import AMX_C, TO_BF16, amx_header, header
 from .block_sparse import math_c
 
 # stack bytes the packed K^T (and V) and one tile's score rows may take (IREE's worker
@@ -390,18 +390,52 @@ def _bf16_parts(spec: AttentionSpec) -> dict[str, str]:
     }
 
 
+def _amx_products(
+    a: str, a_stride: str, b: str, b_row: str, b_stride: str, steps: str, out: str, ld: str,
+    blocks: int,
+) -> str:  # fmt: skip
+    """C of ``out[16][blocks x 16] = a[16][steps x 16 pairs] x b``: per group of up to four
+    16-column blocks, accumulators in tiles 0-3, A in tile 4, B alternating in tiles 5 and 6
+    (B of step ks and block c at ``b + ks * b_row + 16 * c``); the sums stored to ``out``
+    (rows ``ld`` bytes apart)."""
+    text = []
+    for g in range(0, blocks, 4):
+        group = list(range(g, min(g + 4, blocks)))
+        lines = [f"  _tile_zero({t});" for t in range(len(group))]
+        lines.append(f"  for (int ks = 0; ks < {steps}; ++ks) {{")
+        lines.append(f"    _tile_loadd(4, {a} + 16 * ks, {a_stride});")
+        for t, block in enumerate(group):
+            lines.append(
+                f"    _tile_loadd({5 + t % 2}, {b} + (size_t)ks * {b_row} + {16 * block},"
+                f" {b_stride});"
+            )
+            lines.append(f"    _tile_dpbf16ps({t}, 4, {5 + t % 2});")
+        lines.append("  }")
+        lines += [
+            f"  _tile_stored({t}, {out} + {16 * block}, {ld});" for t, block in enumerate(group)
+        ]
+        text.append("\n".join(lines))
+    return "\n".join(text)
+
+
+def _output_store(spec: AttentionSpec, feature: str, value: str) -> str:
+    """C storing vector ``value`` at output row i + r, features ``feature`` on: whole vectors,
+    or (a head's features fill no whole vector) only the features that exist."""
+    at = spec.o.c("h", "i + r", feature)
+    if spec.d == spec.dv:
+        return f"*(vfu*)(o + {at}) = {value};"
+    return (
+        f"{{ if ({feature} + VL <= D) *(vfu*)(o + {at}) = {value};\n"
+        f"          else for (int c = 0; c < D - {feature}; ++c) o[{at} + c] = {value}[c]; }}"
+    )
+
+
 def _amx_c(spec: AttentionSpec, loads: str, tparams: str, targs: str) -> str:
     """The AMX path: ``amx_ready`` (the tiles' permission, asked of Linux) and ``amx_rows``
     (query rows i0..i1 of head h, 16 at a time)."""
     second = "2 * fp + 1 < D ? {} : 0.0f"
     q2 = second.format(f"q[{spec.q.c('h', 'i + r', '2 * fp + 1')}]")
-    at = spec.o.c("h", "i + r", "VL * fv")
-    store = (
-        f"*(vfu*)(o + {at}) = y;"
-        if spec.d == spec.dv
-        else f"{{ if (VL * fv + VL <= D) *(vfu*)(o + {at}) = y;\n"
-        f"          else for (int c = 0; c < D - VL * fv; ++c) o[{at} + c] = y[c]; }}"
-    )
+    store = _output_store(spec, "VL * fv", "y")
     if spec.q.fs == 1:  # a row of contiguous features rounded as one vector run
         q_pack = f"""    for (int r = 0; r < 16; ++r) {{
       int w = 0;
@@ -415,11 +449,11 @@ def _amx_c(spec: AttentionSpec, loads: str, tparams: str, targs: str) -> str:
         q_pack = f"""    for (int r = 0; r < 16; ++r)
       for (int fp = 0; fp < DPA; ++fp)
         qb[r][fp] = r < R && fp < DP ? pair(q[{spec.q.c("h", "i + r", "2 * fp")}], {q2}) : 0u;"""
-    qk = amx_products(
+    qk = _amx_products(
         "(const uint32_t*)qb", "DPA * 4", "kt", "16 * TKP", "TKP * 4", "DPA / 16", "s",
         "TKP * 4", spec.tkp // AMX_ROWS,
     )  # fmt: skip
-    pv = amx_products(
+    pv = _amx_products(
         "(const uint32_t*)pb", "JPA * 4", "vp", "16 * DV", "DV * 4", "JPA / 16", "s",
         "DV * 4", spec.dv // AMX_ROWS,
     )  # fmt: skip
@@ -482,13 +516,7 @@ def generate(spec: AttentionSpec) -> str:
         f"  const float* restrict k = in{spec.k_input} + in{spec.k_input}_off;\n"
         f"  const float* restrict v = in{spec.v_input} + in{spec.v_input}_off;"
     )
-    at = spec.o.c("h", "i + r", "VL * (fv + n)")
-    store = (
-        f"*(vfu*)(o + {at}) = acc[r][n];"
-        if spec.d == spec.dv
-        else f"{{ if (VL * (fv + n) + VL <= D) *(vfu*)(o + {at}) = acc[r][n];\n"
-        f"          else for (int c = 0; c < D - VL * (fv + n); ++c) o[{at} + c] = acc[r][n][c]; }}"
-    )
+    store = _output_store(spec, "VL * (fv + n)", "acc[r][n]")
     b = _bf16_parts(spec) if spec.bf16 else _f32_parts(spec)
     amx, amx_call = "", ""
     if spec.amx:

@@ -84,31 +84,3 @@ static inline void amx_configure(void) {
   _tile_loadconfig(&cfg);
 }
 """
-
-
-def amx_products(
-    a: str, a_stride: str, b: str, b_row: str, b_stride: str, steps: str, out: str, ld: str,
-    blocks: int,
-) -> str:  # fmt: skip
-    """C of ``out[16][blocks x 16] = a[16][steps x 16 pairs] x b``: per group of up to four
-    16-column blocks, accumulators in tiles 0-3, A in tile 4, B alternating in tiles 5 and 6
-    (B of step ks and block c at ``b + ks * b_row + 16 * c``); the sums stored to ``out``
-    (rows ``ld`` bytes apart)."""
-    text = []
-    for g in range(0, blocks, 4):
-        group = list(range(g, min(g + 4, blocks)))
-        lines = [f"  _tile_zero({t});" for t in range(len(group))]
-        lines.append(f"  for (int ks = 0; ks < {steps}; ++ks) {{")
-        lines.append(f"    _tile_loadd(4, {a} + 16 * ks, {a_stride});")
-        for t, block in enumerate(group):
-            lines.append(
-                f"    _tile_loadd({5 + t % 2}, {b} + (size_t)ks * {b_row} + {16 * block},"
-                f" {b_stride});"
-            )
-            lines.append(f"    _tile_dpbf16ps({t}, 4, {5 + t % 2});")
-        lines.append("  }")
-        lines += [
-            f"  _tile_stored({t}, {out} + {16 * block}, {ld});" for t, block in enumerate(group)
-        ]
-        text.append("\n".join(lines))
-    return "\n".join(text)

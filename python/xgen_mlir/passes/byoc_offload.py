@@ -69,6 +69,7 @@ from .generic_util import (
     body,
     body_ops,
     clone_scalar_chain,
+    computed_from_constants,
     empty,
     generic,
     has_default_maps,
@@ -349,31 +350,10 @@ def _nchw_quantized_candidate(op: ir.Operation, ev: ConstEval, opts: OffloadOpti
     return "" if _can_build(backend, symbol) else f"kept: {backend.name} has no primitive for it"
 
 
-# an op whose every input is a constant: IREE evaluates it at compile time (its const-eval
-# hoists it into an initializer), where a kernel library's import cannot run; left to IREE
+# an op whose source is computed from constants alone (a recurrent layer's first step on a
+# constant initial state): IREE evaluates it at compile time (its const-eval hoists it into
+# an initializer), where a kernel library's import cannot run; left to IREE
 CONSTANT_SOURCE = "kept: a constant source (IREE computes it at compile time)"
-
-
-def _constant_source(op: ir.Operation, ev: ConstEval) -> bool:
-    """Whether ``op``'s source (its first operand) is known at compile time (a recurrent
-    layer's first step on a constant initial state, say): a constant, or computed from
-    constants alone (no function argument in its producers), which IREE's const-eval folds
-    even where ``ConstEval`` does not (a dynamic quantization's reductions)."""
-    if ev.value(op.operands[0]) is not None:
-        return True
-    seen: set = set()
-    stack = [op.operands[0]]
-    while stack:
-        value = stack.pop()
-        owner = value.owner
-        if isinstance(owner, ir.Block):  # a block argument: the function's input
-            return False
-        owner = owner.operation if hasattr(owner, "operation") else owner
-        if owner in seen:
-            continue
-        seen.add(owner)
-        stack.extend(owner.operands)
-    return True
 
 
 def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> str:
@@ -383,7 +363,7 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
     the next quantize) stays with IREE, which fuses it."""
     backend = _backend(opts.backend)
     conv = op.name == "linalg.conv_2d_nhwc_hwcf_q"
-    if _constant_source(op, ev):
+    if computed_from_constants(op.operands[0]):
         return CONSTANT_SOURCE
     found = quantized_operands(op, ev)
     if isinstance(found, str):
@@ -501,7 +481,7 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
     """Replace NHWC conv ``op`` (with the residual add and ReLU after it, where there are)
     by the library's primitive; returns what happened (a count key)."""
     backend = _backend(opts.backend)
-    if _constant_source(op, ev):
+    if computed_from_constants(op.operands[0]):
         return CONSTANT_SOURCE
     conv = _conv_of(op, ev)
     if isinstance(conv, str):
@@ -554,7 +534,7 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
     library's matmul primitive; returns what happened (a count key). A batch_matmul with one
     weight for every batch is one matmul of B*M rows (its row-major input is that matrix)."""
     backend = _backend(opts.backend)
-    if _constant_source(op, ev):
+    if computed_from_constants(op.operands[0]):
         return CONSTANT_SOURCE
     found = linear_weights(op, ev)
     if isinstance(found, str):

@@ -20,6 +20,22 @@ from ..irutil import clone_body, constant_op, defining_op
 producer = defining_op  # the op defining a value (None for block arguments)
 
 
+def computed_from_constants(value: ir.Value) -> bool:
+    """Whether ``value`` depends on no block argument (no function input): a constant, or
+    computed from constants alone, which IREE's const-eval folds at compile time (even
+    through ops ``ConstEval`` does not evaluate, a dynamic quantization's reductions)."""
+    seen: set[ir.Operation] = set()
+    stack = [value]
+    while stack:
+        op = producer(stack.pop())
+        if op is None:
+            return False
+        if op not in seen:
+            seen.add(op)
+            stack.extend(op.operands)
+    return True
+
+
 def producer_named(value: ir.Value, *names: str) -> ir.Operation | None:
     op = producer(value)
     return op if op is not None and op.name in names else None
