@@ -673,7 +673,8 @@ def test_wide_matmuls_split_along_columns(threads, tmp_path):
     """An f32 matmul with more columns than rows is split among the workers along its
     columns (each part reads 1/P of the weights, not all of them) when each share is a whole
     number of 16 columns: the parts' offsets into the weights, the bias and the output come
-    out right, at 2 and 3 parts, against PyTorch. (bf16 and s8 stay on rows: the lit test.)"""
+    out right, at 2 and 3 parts, against PyTorch. (bf16 and s8 stay on rows unless the
+    matmul_split option says columns: the lit test, and the bf16 test below.)"""
     torch.manual_seed(5)
     model, x = WideLinears().eval(), torch.randn(6, 24)
     with torch.no_grad():
@@ -692,6 +693,51 @@ def test_wide_matmuls_split_along_columns(threads, tmp_path):
     }, symbols
     err = max_abs_err(m(x).numpy(), want) / _scale(want)
     assert err < 1e-5, f"column-split matmuls: relative error {err:.2e}"
+
+
+class ResidualWide(torch.nn.Module):
+    """Linear layers with more columns than rows (6 rows): with GELU, with ReLU, one before a
+    residual add, and 50 columns (shares of 16 and 17 at 3 parts)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(32, 96)
+        self.b = torch.nn.Linear(96, 96)
+        self.c = torch.nn.Linear(96, 96)
+        self.d = torch.nn.Linear(96, 50)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.nn.functional.gelu(self.a(x))
+        y = torch.relu(self.b(y))
+        return self.d(torch.relu(y + self.c(y)))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_bf16_column_shares_equal_the_row_shares(threads, tmp_path):
+    """matmul_split=columns in bf16: each part computes its columns into a dense buffer (the
+    bias and the activation fused), then copies them into place. Every
+    output element is the same sum as in a row share, so the two modules agree (to f32
+    rounding), at 2 and 3 parts, ragged shares (50 columns in 3) included; and both are
+    within bf16's error of PyTorch."""
+    torch.manual_seed(6)
+    model, x = ResidualWide().eval(), torch.randn(6, 32)
+    with torch.no_grad():
+        want = model(x).numpy()
+    got, symbols = {}, {}
+    for split in ("rows", "columns"):
+        options = {**OFFLOAD, "threads": str(threads), "matmul_split": split}
+        dump = tmp_path / split
+        m = xgen_mlir.compile(model, (x,), target_options=options, precision="bf16", dump_ir=dump)
+        final = sorted(dump.glob("*.mlir"))[-1].read_text()
+        symbols[split] = set(re.findall(r"xgen_dnnl_matmul_\w+", final))
+        got[split] = np.array(m(x).numpy())
+        _check_bf16(m, max_abs_err(got[split], want) / _scale(want), f"bf16 {split}")
+    if not HOST_BF16:
+        return  # (f32 primitives: the columns as in test_wide_matmuls_split_along_columns)
+    post = ["gelu_b_6_32_96", "relu_b_6_96_96", "none_b_6_96_96", "none_b_6_96_50"]
+    assert symbols["columns"] == {f"xgen_dnnl_matmul_bf16_{p}_c{threads}" for p in post}
+    assert symbols["rows"] == {f"xgen_dnnl_matmul_bf16_{p}_p{threads}" for p in post}
+    assert max_abs_err(got["columns"], got["rows"]) <= 1e-6 * _scale(want)
 
 
 def _kept_linear(name: str):

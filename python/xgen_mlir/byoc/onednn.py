@@ -281,18 +281,32 @@ def conv_parts(n: int, oh: int, threads: int) -> int:
     return max(1, min(threads, oh if n == 1 else n))
 
 
-def matmul_split(m: int, n: int, threads: int, compute: str = "f32") -> tuple[int, bool]:
+def matmul_split(
+    m: int, n: int, threads: int, compute: str = "f32", direction: str = "count"
+) -> tuple[int, bool]:
     """How many workgroups run an [M,K] x [K,N] matmul computing in ``compute``, and whether
     along its columns (else its rows). Along the rows every part reads all the weights,
     along the columns all the source: the parts together read P*K*N + M*K elements or
     P*M*K + K*N, so the columns read less exactly when N > M (a transformer's Linear layers
-    at small batch, whose weights stream from memory on every call). A column share stays a
-    whole number of 16 columns (an AVX-512 register of f32); otherwise the rows, never more
-    parts than rows. Only for f32: oneDNN's bf16 and s8 kernels ran slower on a column
-    share than on a row share of the same GEMM (docs/byoc.md, "Rows or columns")."""
-    if compute == "f32" and threads > 1 and n > m and n % (16 * threads) == 0:
+    at small batch, whose weights stream from memory on every call).
+
+    ``direction`` "count": that count, for f32 only, with a column share a whole number of 16
+    columns (an AVX-512 register of f32); bf16 and s8 on rows: their column share is computed
+    into a dense buffer and copied into place, which costs more than it saves where the
+    weights stay in cache (docs/byoc.md, "Rows or columns"). "columns": along the columns
+    wherever N > M and, in f32, the shares stay whole registers; "rows": always the rows.
+    Never more parts than rows or columns."""
+    if direction not in MATMUL_SPLITS:
+        raise ValueError(f"matmul split {direction!r}: one of {', '.join(MATMUL_SPLITS)}")
+    wanted = direction == "columns" or (direction == "count" and compute == "f32")
+    whole = n % (16 * threads) == 0 or compute != "f32"
+    if wanted and threads > 1 and n > m and n >= 16 * threads and whole:
         return threads, True
     return max(1, min(threads, m)), False
+
+
+# the directions matmul_split takes (the cpu target's matmul_split option)
+MATMUL_SPLITS = ("count", "rows", "columns")
 
 
 def _name(

@@ -16,7 +16,8 @@
 //
 // Threads: a name ending in _pP is an operation split into P parts along its output's outer
 // rows (a conv's output rows at batch 1, else its images; a matmul's rows), _cP a matmul
-// split along its columns (the compiler's choice: byoc/onednn.py, matmul_split), called
+// split along its columns (the compiler's choice: byoc/onednn.py, matmul_split; a bf16 or s8
+// share is computed into a per-thread dense buffer and copied into place), called
 // from a dispatch of P workgroups: workgroup i runs part i as a single-threaded primitive on the
 // IREE worker that runs it. IREE's workers are the only threads: no OpenMP team to wake for
 // each primitive, none spinning beside IREE's next dispatch, none placed on a core an IREE
@@ -193,6 +194,10 @@ struct Op {
   memory::desc src_user, src_prim, wei_user, wei_prim, bias_desc, dst_desc;
   bool has_bias = false;
   bool has_residual = false;  // a binary-add post-op reading a tensor shaped like dst
+  // A column share computed into a dense buffer, then copied out at row length ``out_ld``:
+  // oneDNN's bf16 and s8 kernels run their fast (AMX brgemm) code only on a dense output.
+  memory::dim out_ld = 0;  // 0: the primitive writes dst itself
+  memory::dim share_rows = 0, share_cols = 0;  // the dense share's sizes
   bool runtime_zero_point = false;  // s8: the source's zero point is an operand (one int32)
   int32_t zero_point = 0;  // s8: else the name's (passed at run time to oneDNN 3)
   std::string impl;  // the implementation's name (jit:avx2, brgconv:avx2, ...)
@@ -229,7 +234,17 @@ struct Op {
       src = found->second;
     }
     memory wei = prepared_weights(wei_ptr);
-    memory dst(dst_desc, eng, dst_ptr);
+    thread_local std::map<const Op*, memory> dense;
+    memory dst;
+    if (out_ld != 0) {
+      auto found = dense.find(this);
+      if (found == dense.end() || found->second.get_desc() != dst_desc) {
+        found = dense.insert_or_assign(this, memory(dst_desc, eng)).first;
+      }
+      dst = found->second;
+    } else {
+      dst = memory(dst_desc, eng, dst_ptr);
+    }
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     if (has_bias) {
@@ -254,6 +269,13 @@ struct Op {
     }
     prim.execute(s, args);
     s.wait();
+    if (out_ld != 0) {  // the dense share's rows (f32 or s32: 4 bytes) into place
+      const char* from = static_cast<const char*>(dst.get_data_handle());
+      const size_t row = share_cols * 4;
+      for (memory::dim r = 0; r < share_rows; ++r) {
+        std::memcpy(static_cast<char*>(dst_ptr) + r * out_ld * 4, from + r * row, row);
+      }
+    }
     return 0;
   }
 };
@@ -393,15 +415,25 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
   UserTypes user = user_types(ct);
   auto op = std::make_unique<Op>();
   const memory::dims rows_of_ld{ld, 1};
+  // f32 kernels write a column share in place; bf16 and s8 ones into a dense buffer (oneDNN
+  // 3.2 on AMX runs an older, slower GEMM for a strided output)
+  const bool dense_share = ld != n && ct != f32;
   op->src_user = memory::desc({m, k}, user.src, tag::ab);
   op->src_prim = memory::desc({m, k}, ct, tag::ab);
-  op->dst_desc = memory::desc({m, n}, user.dst, rows_of_ld);
+  op->dst_desc = dense_share ? memory::desc({m, n}, user.dst, tag::ab)
+                             : memory::desc({m, n}, user.dst, rows_of_ld);
   op->wei_user = memory::desc({k, n}, user.wei, rows_of_ld);
   memory::desc wei_any({k, n}, ct, tag::any);
   op->has_bias = h.bias;
   op->bias_desc = memory::desc({1, n}, f32, tag::ab);
   dnnl::post_ops ops;
   if (!post_ops(h.post, op->dst_desc, &ops, &op->has_residual)) return nullptr;
+  if (dense_share) {
+    if (op->has_residual) return nullptr;  // (the compiler fuses no residual into a matmul)
+    op->out_ld = ld;
+    op->share_rows = m;
+    op->share_cols = n;
+  }
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

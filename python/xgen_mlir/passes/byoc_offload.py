@@ -53,6 +53,7 @@ from .._mlir import ir, tensor
 from ..byoc import OFFLOAD_ATTR, Backend, backend_named
 from ..byoc.onednn import (
     IMPL_FAMILIES,
+    MATMUL_SPLITS,
     RUNTIME_ZERO_POINT,
     conv_parts,
     conv_symbol,
@@ -120,6 +121,8 @@ class OffloadOptions:
     # the library's implementation family for the f32/bf16 ops (byoc/onednn.py IMPL_FAMILIES;
     # empty: the library's own first choice); with backend=tuned, each op's record says
     impl: str = ""
+    # a matmul's parts along its rows or its columns (byoc/onednn.py, matmul_split)
+    split: str = "count"
 
 
 def _pad_of(x: ir.Value, ev: ConstEval | None = None, value: int = 0) -> tuple[ir.Value, list[int]]:
@@ -387,7 +390,7 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
         x = op.operands[0]
         shape = ir.RankedTensorType(x.type).shape
         m, k, n = int(np.prod(shape[:-1])), shape[-1], weight.shape[1]
-        parts, columns = matmul_split(m, n, opts.threads, "s8")
+        parts, columns = matmul_split(m, n, opts.threads, "s8", opts.split)
         symbol = matmul_symbol(
             "s8", "none", m, k, n, zero_point=constant_zp, parts=parts, columns=columns
         )
@@ -555,7 +558,7 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
         end, post = relu, "relu"
     elif gelu is not None:
         end, post = gelu
-    parts, columns = matmul_split(m, n, opts.threads, _compute(opts))
+    parts, columns = matmul_split(m, n, opts.threads, _compute(opts), opts.split)
     symbol = matmul_symbol(
         _compute(opts), post, m, k, n, parts=parts, columns=columns, impl=opts.impl
     )
@@ -588,6 +591,8 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
         raise PassFailure(f"impl '{opts.impl}' is not one of {', '.join(IMPL_FAMILIES)}")
     if opts.phase not in ("layout", "call"):
         raise PassFailure(f"phase '{opts.phase}' is not one of layout, call")
+    if opts.split not in MATMUL_SPLITS:
+        raise PassFailure(f"split '{opts.split}' is not one of {', '.join(MATMUL_SPLITS)}")
     listed = _locations(opts.only)
     forbidden = _locations(opts.never)
     scope = {s.strip() for s in opts.functions.split(",") if s.strip()}
