@@ -273,7 +273,8 @@ def test_int8_convs_measured_against_their_offload(tmp_path):
     won = [c.algorithm.startswith("onednn") for c in choices]
     offloaded = sum(n for k, n in compiled.report.offload.items() if "-> onednn (int8)" in k)
     assert offloaded == sum(won)
-    decisions = [d for _, d, _ in compiled.report.tuning.choices]
+    # (the Linear layers' split, decided as one group, has a line of its own)
+    decisions = [d for op, d, _ in compiled.report.tuning.choices if not op.startswith("split of")]
     assert sorted(decisions) == sorted(
         c.algorithm.replace(" (s8)", " s8")
         if w
@@ -529,3 +530,48 @@ def test_a_library_family_that_won_is_named_in_the_report(tmp_path):
         want = model(x).numpy()
     got = np.asarray(compiled(x))
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_matmul_split_measured_in_the_model_and_applied(precision, tmp_path):
+    """tune() checks the other split of the model's offloaded Linear layers (the rows in
+    fp32, where the count takes the columns; the columns in bf16) in the model, as one
+    group, and records the verdict under the group's signature; compile() then follows the
+    record (applied, or rejected and so the count), reports the decision, and computes the
+    same numbers either way."""
+    from xgen_mlir.passes.byoc_offload import SPLIT_ALGORITHM, SPLIT_PREFIX
+    from xgen_mlir.target import NATIVE_BF16_FLAGS, has_any
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256)).eval()
+    x = torch.randn(32, 256)
+    db = tmp_path / "t.db"
+    TuningDB(db).close()
+    common = dict(precision=precision, target_options={"offload": "onednn", "threads": "2"})
+    before = xgen_mlir.compile(model, (x,), tuning_db=db, precision_check=False, **common)
+    (group,) = [c for c in before.report.tuning.choices if c[0].startswith(SPLIT_PREFIX)]
+    signature, counted, why = group
+    assert signature.startswith(f"{SPLIT_PREFIX} 2 matmuls {precision} "), signature
+    bf16 = precision == "bf16" and has_any(NATIVE_BF16_FLAGS)
+    # f32: both layers (N > M) on columns by the count; bf16: on rows
+    assert counted == ("count (0 of 2 on columns)" if bf16 else "count (2 of 2 on columns)")
+    assert why.startswith("unmeasured")
+    xgen_mlir.tune(model, (x,), db=db, budget_minutes=0.3, progress=False, **common)
+    with TuningDB(db) as tdb:
+        host = HostIdentity.current(threads=2)
+        records = tdb.choices(host).get(signature, [])
+    if precision == "bf16" and not bf16:
+        assert records == []  # (bf16 fell back to f32 here: the columns change nothing)
+        return
+    (record,) = records
+    other = "columns" if bf16 else "rows"
+    assert record.config == {"kind": "algorithm", "algorithm": SPLIT_ALGORITHM, "split": other}
+    assert record.status == "ok" and record.seconds > 0 and record.baseline_seconds > 0
+    rejected = record.detail.startswith("confirmed alone, slower in the model")
+    after = xgen_mlir.compile(model, (x,), tuning_db=db, precision_check=False, **common)
+    (decided,) = [c for c in after.report.tuning.choices if c[0] == signature]
+    if rejected:
+        assert decided[1] == counted, decided
+    else:
+        assert decided[1].startswith(other) and decided[2].startswith("measured in the model")
+    np.testing.assert_allclose(np.asarray(after(x)), np.asarray(before(x)), rtol=0, atol=1e-5)

@@ -41,6 +41,8 @@ s8 exact (integer sums).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import sys
 from collections import Counter
@@ -64,6 +66,7 @@ from ..codegen.dispatch import import_executable_text
 from ..diagnostics import location_matches, location_text, warn_fallback
 from ..errors import BackendCompileError
 from ..irutil import function_of, ops_named
+from ..tunedb import ALGORITHM, REJECTED_IN_MODEL
 from .consteval import WEIGHT_ELEMENTS, ConstEval, erf
 from .fold_batchnorm import fold_one
 from .generic_util import (
@@ -121,7 +124,8 @@ class OffloadOptions:
     # the library's implementation family for the f32/bf16 ops (byoc/onednn.py IMPL_FAMILIES;
     # empty: the library's own first choice); with backend=tuned, each op's record says
     impl: str = ""
-    # a matmul's parts along its rows or its columns (byoc/onednn.py, matmul_split)
+    # a matmul's parts along its rows or its columns (byoc/onednn.py, matmul_split); tuned:
+    # as this host's record for the model's Linear layers says (split_signature), else count
     split: str = "count"
 
 
@@ -591,8 +595,8 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
         raise PassFailure(f"impl '{opts.impl}' is not one of {', '.join(IMPL_FAMILIES)}")
     if opts.phase not in ("layout", "call"):
         raise PassFailure(f"phase '{opts.phase}' is not one of layout, call")
-    if opts.split not in MATMUL_SPLITS:
-        raise PassFailure(f"split '{opts.split}' is not one of {', '.join(MATMUL_SPLITS)}")
+    if opts.split not in (*MATMUL_SPLITS, "tuned"):
+        raise PassFailure(f"split '{opts.split}' is not one of {', '.join(MATMUL_SPLITS)}, tuned")
     listed = _locations(opts.only)
     forbidden = _locations(opts.never)
     scope = {s.strip() for s in opts.functions.split(",") if s.strip()}
@@ -601,13 +605,20 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
         names = (
             NCHW + tuple(QUANTIZED_CONVS) if opts.phase == "layout" else NHWC + MATMUL + QUANTIZED
         )
+
+        def considered(op: ir.Operation) -> bool:
+            if listed and not location_matches(location_text(op.location), listed):
+                return False
+            if scope and function_of(op) not in scope:
+                return False
+            return not tuned or OFFLOAD_ATTR in op.attributes
+
+        if opts.phase == "call":
+            matmuls = [op for op in ops_named(module_op, *SPLIT_GROUP) if considered(op)]
+            opts = replace(opts, split=_split_decision(matmuls, opts))
         for op in ops_named(module_op, *names):
             where, op_name = location_text(op.location), op.name
-            if listed and not location_matches(where, listed):
-                continue
-            if scope and function_of(op) not in scope:
-                continue
-            if tuned and OFFLOAD_ATTR not in op.attributes:
+            if not considered(op):
                 continue
             backend, impl = opts.backend, opts.impl
             if tuned:  # the op's mark: the backend and its implementation family ("onednn:jit")
@@ -651,6 +662,73 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
             if opts.verbose:
                 print(f"xgen-byoc-offload: {where}: {what}", file=sys.stderr)
     return counts
+
+
+# The matmuls whose split a tune decides together (the model's Linear layers): whether their
+# weights stay in cache from one call to the next is the whole model's question (its weights
+# against this host's caches), which a standalone dispatch, always warm, cannot answer.
+SPLIT_GROUP = ("linalg.matmul", "linalg.batch_matmul", "linalg.quantized_matmul")
+SPLIT_ALGORITHM = "matmul split"
+SPLIT_PREFIX = "split of"  # a group's signature (and its line in the report) starts so
+
+
+def split_signature(matmuls: list[ir.Operation], precision: str) -> str:
+    """The tuning database's signature of a model's offloadable matmuls as a group: their
+    count, the precision and a digest of their operand shapes (in the order of the module)."""
+    shapes = [[op.name, *(str(v.type) for v in op.operands[:2])] for op in matmuls]
+    digest = hashlib.sha256(json.dumps(shapes).encode()).hexdigest()[:16]
+    return f"{SPLIT_PREFIX} {len(matmuls)} matmuls {precision} {digest}"
+
+
+def split_config(direction: str) -> dict[str, str]:
+    """The ``algorithm`` record of a measured split direction for a group of matmuls."""
+    return {"kind": ALGORITHM, "algorithm": SPLIT_ALGORITHM, "split": direction}
+
+
+def _split_decision(matmuls: list[ir.Operation], opts: OffloadOptions) -> str:
+    """The direction ``opts.split`` gives this group of matmuls: under ``tuned`` the one this
+    host's records chose for it (measured in the model by ``xgen_mlir.tune``; not rejected
+    there), else ``count``. Within compile(), where the direction matters (a matmul of the
+    group may go on columns), the decision goes to its report with the others
+    (``report.tuning.choices``), with how many of the group it puts on columns (what the
+    tune compares)."""
+    from .winograd_convs import CHOICES  # (it imports this module)
+
+    choices = CHOICES.get()
+    direction, why = opts.split, "the matmul_split option"
+    if not matmuls:
+        return "count" if direction == "tuned" else direction
+    if choices is None and direction != "tuned":
+        return direction
+    signature = split_signature(matmuls, opts.precision)
+    if direction == "tuned":
+        won = [
+            r
+            for r in (choices.records.get(signature, []) if choices is not None else [])
+            if r.status == "ok" and not r.detail.startswith(REJECTED_IN_MODEL)
+        ]
+        direction, why = "count", "unmeasured: the rows or columns by count"
+        if won:
+            best = min(won, key=lambda r: r.seconds or math.inf)
+            direction = str(best.config.get("split", "count"))
+            why = f"measured in the model: {_ms(best.baseline_seconds)} -> {_ms(best.seconds)} ms"
+    if choices is not None:
+        columns, could = 0, 0  # how many go on columns, and how many may (there is a choice)
+        for op in matmuls:
+            shape = ir.RankedTensorType(op.results[0].type).shape
+            if all(d >= 0 for d in shape):
+                rows = int(np.prod(shape[:-1]))
+                compute = "s8" if is_integer(op) else _compute(opts)
+                columns += matmul_split(rows, shape[-1], opts.threads, compute, direction)[1]
+                could += matmul_split(rows, shape[-1], opts.threads, compute, "columns")[1]
+        if could:
+            decision = f"{direction} ({columns} of {len(matmuls)} on columns)"
+            choices.log.append((signature, decision, why))
+    return direction
+
+
+def _ms(seconds: float | None) -> str:
+    return "?" if seconds is None else f"{seconds * 1e3:.3f}"
 
 
 @register_pass(

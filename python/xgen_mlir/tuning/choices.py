@@ -64,7 +64,7 @@ from ..passes.block_sparse import (
     block_structure,
     decide_block,
 )
-from ..passes.byoc_offload import is_integer
+from ..passes.byoc_offload import SPLIT_PREFIX, is_integer, split_config
 from ..passes.consteval import ConstEval
 from ..passes.gemm_kernels import GemmKernelOptions
 from ..passes.integer_in_float import library_may_take_convs
@@ -935,6 +935,9 @@ def tune_choices(
     )
     if not any(chooses):
         return [], current  # every choice forbidden by the user (or not on this host)
+    current = tune_matmul_split(
+        current, model, example_inputs, inputs, target, db_path, settings, compile_options
+    )
     before: dict[str, list[Record]] = {}
     with TuningDB(db_path) as tdb:
         host = HostIdentity.current(threads=settings.threads)
@@ -986,6 +989,67 @@ def tune_choices(
         else:
             _reject(db_path, host, group, f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)")
     return choices, current
+
+
+def tune_matmul_split(
+    current: Any,
+    model: Any,
+    example_inputs: Any,
+    inputs: Any,
+    target: str,
+    db_path: Path,
+    settings: MeasureSettings,
+    compile_options: dict[str, Any],
+) -> Any:
+    """``tune()``'s check of the split of the model's offloaded matmuls (``matmul_split``):
+    compile the model with the other direction than the count's (the columns in bf16 and
+    int8, the rows in fp32), time it against ``current`` in the model (interleaved), and
+    record the group's verdict (``byoc_offload.split_signature``): applied where at least
+    ``MIN_GAIN`` faster, else rejected. A standalone dispatch cannot decide this: its weights
+    stay in cache from call to call, the model's may not (docs/byoc.md, "Rows or columns").
+    Skipped where the option is the user's, or where no matmul would change. Returns the
+    model module to go on from."""
+    from .search import time_models
+
+    options = dict(compile_options.get("target_options") or {})
+    if options.get("matmul_split", "tuned") != "tuned" or current.report.tuning is None:
+        return current
+    group = [c for c in current.report.tuning.choices if c[0].startswith(SPLIT_PREFIX)]
+    if len(group) != 1 or not group[0][1].startswith("count"):
+        return current  # no matmuls offloaded, or a direction already recorded
+    signature, counted, _ = group[0]
+    precision = str(compile_options.get("precision") or "fp32")
+    other = "rows" if precision == "fp32" else "columns"
+    options["matmul_split"] = other
+    settings_options = {"tuning_db": db_path, "tuning_threads": settings.threads}
+    candidate = compile_model(
+        model,
+        example_inputs,
+        target,
+        **{**compile_options, **settings_options, "target_options": options},
+    )
+    changed = [c for c in candidate.report.tuning.choices if c[0] == signature]
+    if not changed or _on_columns(changed[0][1]) == _on_columns(counted):
+        return current
+    old_ms, new_ms = time_models(current, candidate, inputs)
+    host = HostIdentity.current(threads=settings.threads)
+    description = f"{signature}: {other} against {counted}"
+    record = Record(
+        signature, split_config(other), "ok", new_ms / 1e3, old_ms / 1e3, description=description
+    )
+    won = new_ms * MIN_GAIN <= old_ms
+    with TuningDB(db_path) as tdb:
+        tdb.add(record, host)
+        if not won:
+            why = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)"
+            tdb.reject(host, signature, record.config, why)
+    return candidate if won else current
+
+
+def _on_columns(decision: str) -> str:
+    """How many of a split decision's matmuls go on columns ("columns (12 of 48 on ...)")."""
+    found = re.search(r"\((\d+) of", decision)
+    return found.group(1) if found else ""
 
 
 def _reject(db_path: Path, host: HostIdentity, group: list[ConvChoice], why: str) -> None:
