@@ -575,3 +575,26 @@ def test_matmul_split_measured_in_the_model_and_applied(precision, tmp_path):
     else:
         assert decided[1].startswith(other) and decided[2].startswith("measured in the model")
     np.testing.assert_allclose(np.asarray(after(x)), np.asarray(before(x)), rtol=0, atol=1e-5)
+
+
+def test_a_split_with_other_numbers_is_never_applied(tmp_path, monkeypatch):
+    """The same sums either way: where the other split's outputs differed from the count's
+    beyond the checks' bound (forced here), the tune records it as wrong numbers, does not
+    time it, and compile() keeps the count."""
+    from xgen_mlir.passes.byoc_offload import SPLIT_PREFIX
+    from xgen_mlir.tuning import search
+
+    monkeypatch.setattr(search, "_relative_error", lambda *a: 1.0)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 256)).eval()
+    x = torch.randn(32, 256)
+    db = tmp_path / "t.db"
+    common = dict(target_options={"offload": "onednn", "threads": "2"})
+    xgen_mlir.tune(model, (x,), db=db, budget_minutes=0.2, progress=False, **common)
+    with TuningDB(db) as tdb:
+        found = tdb.choices(HostIdentity.current(threads=2))
+    ((signature, records),) = [(s, r) for s, r in found.items() if s.startswith(SPLIT_PREFIX)]
+    assert [(r.status, r.seconds) for r in records] == [("wrong_numbers", None)], records
+    after = xgen_mlir.compile(model, (x,), tuning_db=db, precision_check=False, **common)
+    (decided,) = [c for c in after.report.tuning.choices if c[0] == signature]
+    assert decided[1] == "count (2 of 2 on columns)", decided

@@ -9,6 +9,7 @@ Against the fp32 model the error is the quantization's: loose bounds, and the re
 from __future__ import annotations
 
 import copy
+import re
 import warnings
 from collections import Counter
 
@@ -132,21 +133,29 @@ def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:
     assert np.array_equal(np.asarray(compiled(x.numpy())), np.asarray(kept(x.numpy())))
 
 
-def test_dynamic_int8_transformer_offloaded_to_onednn() -> None:
+def test_dynamic_int8_transformer_offloaded_to_onednn(tmp_path) -> None:
     """Dynamic int8 (activations quantized at run time, their zero point computed by the
     model): each Linear of a 2-layer BERT is a oneDNN s8 matmul taking that zero point as an
-    operand, and the output is the very same as IREE's own integer code; attention's products
-    of two activations stay with IREE."""
+    operand, and the output is the very same as IREE's own integer code, with the Linear
+    layers split along their rows or (matmul_split=columns: each share's int32 sums computed
+    into a dense buffer, then copied into place) their columns; attention's products of two
+    activations stay with IREE."""
     from xgen_mlir.models.transformers_zoo import bert_tiny
 
     model, example = bert_tiny()
     common = dict(precision="int8", quantization={"mode": "dynamic"}, precision_check=False)
     outs = []
-    for offload in ("onednn", "none"):
-        options = {"offload": offload, "integer_contractions": "integer"}
-        compiled = xgen_mlir.compile(model, example, target_options=options, **common)
+    for offload, split in (("onednn", "count"), ("onednn", "columns"), ("none", "count")):
+        options = {"offload": offload, "integer_contractions": "integer", "matmul_split": split}
+        dump = tmp_path / f"{offload}-{split}"
+        compiled = xgen_mlir.compile(model, example, target_options=options, dump_ir=dump, **common)
         out = compiled(*[e.numpy() for e in example])
         outs.append(np.asarray(out[0] if isinstance(out, tuple) else out))
+        final = sorted(dump.glob("*.mlir"))[-1].read_text()
+        parts = set(re.findall(r"xgen_dnnl_matmul_s8_\w+_([pc])\d+\b", final))
+        if offload == "onednn" and int8_exact_in_ort():
+            # the rows by count; the columns where asked (16 rows, 32 or 64 columns)
+            assert parts == ({"p"} if split == "count" else {"c"}), parts
         if offload == "onednn":
             assert compiled.report.offload == {
                 "linalg.quantized_batch_matmul -> onednn (int8)"
@@ -154,7 +163,8 @@ def test_dynamic_int8_transformer_offloaded_to_onednn() -> None:
                 else "linalg.quantized_batch_matmul kept: onednn has no primitive for it": 12,
                 "linalg.batch_matmul kept: right operand not a constant": 4,
             }
-    assert np.array_equal(outs[0], outs[1])
+    assert np.array_equal(outs[0], outs[2])
+    assert np.array_equal(outs[1], outs[2])
 
 
 def test_integer_contractions_in_f32_equal_the_integer_code() -> None:

@@ -197,7 +197,8 @@ struct Op {
   // A column share computed into a dense buffer, then copied out at row length ``out_ld``:
   // oneDNN's bf16 and s8 kernels run their fast (AMX brgemm) code only on a dense output.
   memory::dim out_ld = 0;  // 0: the primitive writes dst itself
-  memory::dim share_rows = 0, share_cols = 0;  // the dense share's sizes
+  memory::dim share_rows = 0, share_cols = 0, share_k = 0;  // the dense share's sizes
+  memory::data_type wei_type = memory::data_type::f32;  // the user's weights (f32 or s8)
   bool runtime_zero_point = false;  // s8: the source's zero point is an operand (one int32)
   int32_t zero_point = 0;  // s8: else the name's (passed at run time to oneDNN 3)
   std::string impl;  // the implementation's name (jit:avx2, brgconv:avx2, ...)
@@ -289,10 +290,24 @@ memory Op::prepared_weights(const void* user) {
   }
   dnnl::engine& eng = cpu_engine();
   memory src(wei_user, eng, const_cast<void*>(user));
+  memory::desc dense_desc;
+  if (out_ld != 0) {
+    // a dense share's weights are a strided view of the whole: copied dense first (oneDNN
+    // 3.2 has no reorder from strided s8 into its AMX layout)
+    const size_t bytes = wei_type == memory::data_type::s8 ? 1 : 4;
+    const size_t row = share_cols * bytes;
+    dense_desc = memory::desc({share_k, share_cols}, wei_type, memory::format_tag::ab);
+    memory dense(dense_desc, eng);
+    char* to = static_cast<char*>(dense.get_data_handle());
+    for (memory::dim r = 0; r < share_k; ++r) {
+      std::memcpy(to + r * row, static_cast<const char*>(user) + r * out_ld * bytes, row);
+    }
+    src = dense;
+  }
   memory dst(wei_prim, eng);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // not the shared one (see Op)
-  dnnl::reorder::primitive_desc pd(eng, wei_user, eng, wei_prim, attr);
+  dnnl::reorder::primitive_desc pd(eng, out_ld != 0 ? dense_desc : wei_user, eng, wei_prim, attr);
   std::unordered_map<int, memory> args{{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
   if (pd.scratchpad_desc().get_size() != 0) {
     args.emplace(DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng));
@@ -433,6 +448,8 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
     op->out_ld = ld;
     op->share_rows = m;
     op->share_cols = n;
+    op->share_k = k;
+    op->wei_type = user.wei;
   }
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);

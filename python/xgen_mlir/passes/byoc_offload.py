@@ -667,7 +667,7 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
 # The matmuls whose split a tune decides together (the model's Linear layers): whether their
 # weights stay in cache from one call to the next is the whole model's question (its weights
 # against this host's caches), which a standalone dispatch, always warm, cannot answer.
-SPLIT_GROUP = ("linalg.matmul", "linalg.batch_matmul", "linalg.quantized_matmul")
+SPLIT_GROUP = (*MATMUL, "linalg.quantized_matmul", "linalg.quantized_batch_matmul")
 SPLIT_ALGORITHM = "matmul split"
 SPLIT_PREFIX = "split of"  # a group's signature (and its line in the report) starts so
 

@@ -1005,11 +1005,12 @@ def tune_matmul_split(
     compile the model with the other direction than the count's (the columns in bf16 and
     int8, the rows in fp32), time it against ``current`` in the model (interleaved), and
     record the group's verdict (``byoc_offload.split_signature``): applied where at least
-    ``MIN_GAIN`` faster, else rejected. A standalone dispatch cannot decide this: its weights
+    ``MIN_GAIN`` faster, else rejected (and never applied where its outputs differ from the
+    count's by more than ``WRONG_IN_MODEL``). A standalone dispatch cannot decide this: its weights
     stay in cache from call to call, the model's may not (docs/byoc.md, "Rows or columns").
     Skipped where the option is the user's, or where no matmul would change. Returns the
     model module to go on from."""
-    from .search import time_models
+    from .search import WRONG_IN_MODEL, _relative_error, time_models
 
     options = dict(compile_options.get("target_options") or {})
     if options.get("matmul_split", "tuned") != "tuned" or current.report.tuning is None:
@@ -1031,9 +1032,24 @@ def tune_matmul_split(
     changed = [c for c in candidate.report.tuning.choices if c[0] == signature]
     if not changed or _on_columns(changed[0][1]) == _on_columns(counted):
         return current
-    old_ms, new_ms = time_models(current, candidate, inputs)
     host = HostIdentity.current(threads=settings.threads)
     description = f"{signature}: {other} against {counted}"
+    xs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+    err = _relative_error(candidate, current, xs)
+    if err > WRONG_IN_MODEL:  # the same sums either way: never applied
+        wrong = Record(
+            signature,
+            split_config(other),
+            "wrong_numbers",
+            None,
+            None,
+            description=description,
+            detail=f"relative error {err:.2g} against the count's split",
+        )
+        with TuningDB(db_path) as tdb:
+            tdb.add(wrong, host)
+        return current
+    old_ms, new_ms = time_models(current, candidate, inputs)
     record = Record(
         signature, split_config(other), "ok", new_ms / 1e3, old_ms / 1e3, description=description
     )
