@@ -79,7 +79,8 @@ class TuningRequest:
     applied: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     untuned: list[tuple[str, str]] = field(default_factory=list)  # (description, why)
     tasks: list[dict[str, Any]] = field(default_factory=list)
-    # xgen-winograd-convs' decisions under winograd=tuned: (conv, algorithm, why) per conv
+    # xgen-winograd-convs' decisions under winograd=tuned: (conv, algorithm, why) per conv;
+    # and xgen-byoc-offload's split of the Linear layers: (group signature, direction, why)
     choices: list[tuple[str, str, str]] = field(default_factory=list)
 
 
