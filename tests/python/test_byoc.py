@@ -652,15 +652,16 @@ class WeightInputLinear(torch.nn.Module):
 
 
 class WideLinears(torch.nn.Module):
-    """Linear layers with more columns than rows (6 rows, 96 or 48 columns): with GELU, with
-    ReLU, and two without a post-op, one of them 48 columns wide."""
+    """Linear layers with more columns than rows (6 rows, 96 or ``last`` columns): with GELU,
+    with ReLU, and two without a post-op, one before a residual add, the last ``last``
+    columns wide."""
 
-    def __init__(self) -> None:
+    def __init__(self, last: int = 48) -> None:
         super().__init__()
         self.a = torch.nn.Linear(24, 96)
         self.b = torch.nn.Linear(96, 96)
         self.c = torch.nn.Linear(96, 96)
-        self.d = torch.nn.Linear(96, 48)
+        self.d = torch.nn.Linear(96, last)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.nn.functional.gelu(self.a(x))
@@ -695,23 +696,6 @@ def test_wide_matmuls_split_along_columns(threads, tmp_path):
     assert err < 1e-5, f"column-split matmuls: relative error {err:.2e}"
 
 
-class ResidualWide(torch.nn.Module):
-    """Linear layers with more columns than rows (6 rows): with GELU, with ReLU, one before a
-    residual add, and 50 columns (shares of 16 and 17 at 3 parts)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.a = torch.nn.Linear(32, 96)
-        self.b = torch.nn.Linear(96, 96)
-        self.c = torch.nn.Linear(96, 96)
-        self.d = torch.nn.Linear(96, 50)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.nn.functional.gelu(self.a(x))
-        y = torch.relu(self.b(y))
-        return self.d(torch.relu(y + self.c(y)))
-
-
 @pytest.mark.parametrize("threads", [2, 3])
 def test_bf16_column_shares_equal_the_row_shares(threads, tmp_path):
     """matmul_split=columns in bf16: each part computes its columns into a dense buffer (the
@@ -720,7 +704,7 @@ def test_bf16_column_shares_equal_the_row_shares(threads, tmp_path):
     rounding), at 2 and 3 parts, ragged shares (50 columns in 3) included; and both are
     within bf16's error of PyTorch."""
     torch.manual_seed(6)
-    model, x = ResidualWide().eval(), torch.randn(6, 32)
+    model, x = WideLinears(last=50).eval(), torch.randn(6, 24)  # 3 shares of 16 and 17
     with torch.no_grad():
         want = model(x).numpy()
     got, symbols = {}, {}
@@ -734,7 +718,7 @@ def test_bf16_column_shares_equal_the_row_shares(threads, tmp_path):
         _check_bf16(m, max_abs_err(got[split], want) / _scale(want), f"bf16 {split}")
     if not HOST_BF16:
         return  # (f32 primitives: the columns as in test_wide_matmuls_split_along_columns)
-    post = ["gelu_b_6_32_96", "relu_b_6_96_96", "none_b_6_96_96", "none_b_6_96_50"]
+    post = ["gelu_b_6_24_96", "relu_b_6_96_96", "none_b_6_96_96", "none_b_6_96_50"]
     assert symbols["columns"] == {f"xgen_dnnl_matmul_bf16_{p}_c{threads}" for p in post}
     assert symbols["rows"] == {f"xgen_dnnl_matmul_bf16_{p}_p{threads}" for p in post}
     assert max_abs_err(got["columns"], got["rows"]) <= 1e-6 * _scale(want)

@@ -292,8 +292,9 @@ memory Op::prepared_weights(const void* user) {
   memory src(wei_user, eng, const_cast<void*>(user));
   memory::desc dense_desc;
   if (out_ld != 0) {
-    // a dense share's weights are a strided view of the whole: copied dense first (oneDNN
-    // 3.2 has no reorder from strided s8 into its AMX layout)
+    // a dense share's weights are a strided view of the whole: copied dense first, in
+    // bf16's f32 and in s8 alike (oneDNN 3.2 has no reorder from strided s8 into its AMX
+    // layout); once per weights pointer, like the reorder
     const size_t bytes = wei_type == memory::data_type::s8 ? 1 : 4;
     const size_t row = share_cols * bytes;
     dense_desc = memory::desc({share_k, share_cols}, wei_type, memory::format_tag::ab);

@@ -1033,32 +1033,28 @@ def tune_matmul_split(
     if not changed or _on_columns(changed[0][1]) == _on_columns(counted):
         return current
     host = HostIdentity.current(threads=settings.threads)
-    description = f"{signature}: {other} against {counted}"
+    record = Record(
+        signature,
+        split_config(other),
+        "ok",
+        None,
+        None,
+        description=f"{signature}: {other} against {counted}",
+    )
     xs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
     err = _relative_error(candidate, current, xs)
-    if err > WRONG_IN_MODEL:  # the same sums either way: never applied
-        wrong = Record(
-            signature,
-            split_config(other),
-            "wrong_numbers",
-            None,
-            None,
-            description=description,
-            detail=f"relative error {err:.2g} against the count's split",
-        )
-        with TuningDB(db_path) as tdb:
-            tdb.add(wrong, host)
-        return current
-    old_ms, new_ms = time_models(current, candidate, inputs)
-    record = Record(
-        signature, split_config(other), "ok", new_ms / 1e3, old_ms / 1e3, description=description
-    )
-    won = new_ms * MIN_GAIN <= old_ms
+    won = False
+    if err > WRONG_IN_MODEL:  # the same sums either way: never applied, not timed
+        record.status = "wrong_numbers"
+        record.detail = f"relative error {err:.2g} against the count's split"
+    else:
+        old_ms, new_ms = time_models(current, candidate, inputs)
+        record.seconds, record.baseline_seconds = new_ms / 1e3, old_ms / 1e3
+        won = new_ms * MIN_GAIN <= old_ms
+        if not won:
+            record.detail = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)"
     with TuningDB(db_path) as tdb:
         tdb.add(record, host)
-        if not won:
-            why = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)"
-            tdb.reject(host, signature, record.config, why)
     return candidate if won else current
 
 
