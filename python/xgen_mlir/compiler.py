@@ -227,7 +227,15 @@ def _winograd_choices(
     generated GEMM and attention kernels): the choices measured on ``host`` (none when the
     tuning database is off or no host's records apply), for xgen-winograd-convs and
     xgen-attention-kernels."""
-    names = ("winograd", "offload", "gemm_kernels", "attention_kernels", "matmul_split")
+    names = (
+        "winograd",
+        "offload",
+        "gemm_kernels",
+        "attention_kernels",
+        "matmul_split",
+        "conv_split",
+        "offload_convs",
+    )
     if "tuned" not in [pipeline.option_value(n) for n in names]:
         return None
     if host is None:

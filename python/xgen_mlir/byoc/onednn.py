@@ -252,11 +252,13 @@ def conv_symbol(
     zero_point: int | str | None = None,
     parts: int = 1,
     impl: str = "",
+    columns: bool = False,
 ) -> str:
     """``zero_point``: the source's, for ``compute="s8"`` (int8 in, int32 out, no bias), or
-    ``RUNTIME_ZERO_POINT``. ``parts``: see ``conv_parts``. ``impl``: see ``IMPL_FAMILIES``."""
+    ``RUNTIME_ZERO_POINT``. ``parts``, ``columns``: see ``conv_split``. ``impl``: see
+    ``IMPL_FAMILIES``."""
     fields = [n, ih, iw, ic, oh, ow, oc, *kernel, *strides, *pads, *dilations, groups]
-    return _name("conv", compute, post, fields, zero_point, parts, impl=impl)
+    return _name("conv", compute, post, fields, zero_point, parts, columns, impl)
 
 
 def matmul_symbol(
@@ -305,8 +307,53 @@ def matmul_split(
     return max(1, min(threads, m)), False
 
 
-# the directions matmul_split takes (the cpu target's matmul_split option)
+# the directions matmul_split and conv_split take (the cpu target's matmul_split and
+# conv_split options)
 MATMUL_SPLITS = ("count", "rows", "columns")
+
+# conv_split's count: the output channels where a conv's weights outnumber its source by this
+# factor. ResNet-18 in bf16 on an Intel Xeon with AMX (2 threads, every conv in oneDNN):
+# rows 3.69 ms; channels at 16x (its 7x7-pixel 512-channel convs) 3.55; at 4x (the 14x14
+# 256-channel ones too) 3.66; wherever the weights are the larger 4.13-4.26. In f32 the same
+# 16x: 10.73 -> 10.43 ms.
+CONV_COLUMNS_MIN_RATIO = 16
+
+
+def conv_split(
+    n: int,
+    oh: int,
+    oc: int,
+    source: int,
+    weights: int,
+    groups: int,
+    threads: int,
+    direction: str = "count",
+) -> tuple[int, bool]:
+    """How many workgroups run a conv (each a single-threaded primitive on its share) and
+    whether along its output channels (the columns of its GEMM view) rather than its rows
+    (output rows at batch 1, else images). Along the rows every part reads all the weights,
+    along the channels all the source (``source`` and ``weights``: their element counts), so
+    the channels read less where the weights are the larger: the deep layers of a conv net
+    (ResNet-18's 512-channel 3x3 convs on 7x7 pixels: 2.4M weights, 25K source), whose rows
+    are also too few to fill a matrix unit's tile. A channel share is computed into a dense
+    buffer and copied into place (the residual added there), in every compute type, and
+    its kernel runs fewer channels per source pixel: it pays only where the weights dominate.
+
+    ``direction`` "count": the channels where the weights outnumber the source
+    ``CONV_COLUMNS_MIN_RATIO`` times; "columns": wherever there are channels to share;
+    "rows": the rows. Channel shares are whole 16-channel blocks
+    where the channels allow; a grouped conv keeps its rows."""
+    if direction not in MATMUL_SPLITS:
+        raise ValueError(f"conv split {direction!r}: one of {', '.join(MATMUL_SPLITS)}")
+    rows = conv_parts(n, oh, threads)
+    unit = 16 if oc % 16 == 0 else 1
+    can = threads > 1 and groups == 1 and oc // unit >= threads
+    if can and (
+        direction == "columns"
+        or (direction == "count" and weights >= CONV_COLUMNS_MIN_RATIO * source)
+    ):
+        return threads, True
+    return rows, False
 
 
 def _name(
@@ -323,7 +370,7 @@ def _name(
     after the sizes, a negative one spelled ``m128`` (the name stays a plain identifier), one
     given at run time ``r``; then ``i`` and an implementation family, if one is asked for;
     last the number of parts (workgroups) after ``p`` (along the output's rows) or ``c`` (a
-    matmul's columns)."""
+    matmul's columns, a conv's output channels)."""
     if parts < 1:
         raise ValueError(f"{parts} parts: at least one")
     if impl and impl not in IMPL_FAMILIES:

@@ -15,8 +15,9 @@
 // success.
 //
 // Threads: a name ending in _pP is an operation split into P parts along its output's outer
-// rows (a conv's output rows at batch 1, else its images; a matmul's rows), _cP a matmul
-// split along its columns (the compiler's choice: byoc/onednn.py, matmul_split; a bf16 or s8
+// rows (a conv's output rows at batch 1, else its images; a matmul's rows), _cP one split
+// along its columns (a matmul's; a conv's output channels: always a dense share) (the
+// compiler's choice: byoc/onednn.py, matmul_split and conv_split; a bf16 or s8 matmul
 // share is computed into a per-thread dense buffer and copied into place), called
 // from a dispatch of P workgroups: workgroup i runs part i as a single-threaded primitive on the
 // IREE worker that runs it. IREE's workers are the only threads: no OpenMP team to wake for
@@ -196,9 +197,15 @@ struct Op {
   bool has_residual = false;  // a binary-add post-op reading a tensor shaped like dst
   // A column share computed into a dense buffer, then copied out at row length ``out_ld``:
   // oneDNN's bf16 and s8 kernels run their fast (AMX brgemm) code only on a dense output.
+  // (A conv's share is its output channels: rows are its pixels, K its KH*KW*IC taps.)
   memory::dim out_ld = 0;  // 0: the primitive writes dst itself
   memory::dim share_rows = 0, share_cols = 0, share_k = 0;  // the dense share's sizes
   memory::data_type wei_type = memory::data_type::f32;  // the user's weights (f32 or s8)
+  memory::desc wei_dense;  // the share's weights once copied dense (its share_k x share_cols)
+  // A dense share's residual add (and the ReLU after it, ``relu_after_residual``) is done
+  // while copying into place: oneDNN's binary post-op reads its tensor laid out as the
+  // primitive's dense output, which the strided residual is not.
+  bool residual_in_copy = false, relu_after_residual = false;
   bool runtime_zero_point = false;  // s8: the source's zero point is an operand (one int32)
   int32_t zero_point = 0;  // s8: else the name's (passed at run time to oneDNN 3)
   std::string impl;  // the implementation's name (jit:avx2, brgconv:avx2, ...)
@@ -257,7 +264,7 @@ struct Op {
       args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
                    memory(one, eng, const_cast<void*>(zp)));
     }
-    if (has_residual) {
+    if (has_residual && !residual_in_copy) {
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
                    memory(dst_desc, eng, const_cast<void*>(res_ptr)));
     }
@@ -270,7 +277,21 @@ struct Op {
     }
     prim.execute(s, args);
     s.wait();
-    if (out_ld != 0) {  // the dense share's rows (f32 or s32: 4 bytes) into place
+    if (out_ld != 0 && residual_in_copy) {  // f32: out = [relu](share + residual)
+      const float* from = static_cast<const float*>(dst.get_data_handle());
+      const float* res = static_cast<const float*>(res_ptr);
+      float* to = static_cast<float*>(dst_ptr);
+      for (memory::dim r = 0; r < share_rows; ++r) {
+        const float* a = from + r * share_cols;
+        const float* b = res + r * out_ld;
+        float* o = to + r * out_ld;
+        if (relu_after_residual) {
+          for (memory::dim c = 0; c < share_cols; ++c) o[c] = std::max(a[c] + b[c], 0.0f);
+        } else {
+          for (memory::dim c = 0; c < share_cols; ++c) o[c] = a[c] + b[c];
+        }
+      }
+    } else if (out_ld != 0) {  // the dense share's rows (f32 or s32: 4 bytes) into place
       const char* from = static_cast<const char*>(dst.get_data_handle());
       const size_t row = share_cols * 4;
       for (memory::dim r = 0; r < share_rows; ++r) {
@@ -297,7 +318,7 @@ memory Op::prepared_weights(const void* user) {
     // layout); once per weights pointer, like the reorder
     const size_t bytes = wei_type == memory::data_type::s8 ? 1 : 4;
     const size_t row = share_cols * bytes;
-    dense_desc = memory::desc({share_k, share_cols}, wei_type, memory::format_tag::ab);
+    dense_desc = wei_dense;
     memory dense(dense_desc, eng);
     char* to = static_cast<char*>(dense.get_data_handle());
     for (memory::dim r = 0; r < share_k; ++r) {
@@ -324,8 +345,9 @@ memory Op::prepared_weights(const void* user) {
 // add (+ a tensor shaped like the output: a residual), addrelu (add, then relu), gelu
 // (x * (1 + erf(x / sqrt 2)) / 2), gelut (GELU's tanh form). False: an unknown field.
 bool post_ops(const std::string& post, const memory::desc& dst, dnnl::post_ops* ops,
-              bool* residual) {
+              bool* residual, bool residual_in_copy = false) {
   *residual = post == "add" || post == "addrelu";
+  if (residual_in_copy && *residual) return true;  // both done while copying into place
   if (*residual) ops->append_binary(dnnl::algorithm::binary_add, dst);
   if (post == "relu" || post == "addrelu") {
     append_eltwise(ops, dnnl::algorithm::eltwise_relu);
@@ -367,8 +389,11 @@ bool pick_impl(PrimitiveDesc* pd, const std::string& family) {
 // reads it, <bias> b (a per-channel f32 bias) or nb. f32 and bf16: f32 in and out. s8: int8
 // source and weights, int32 out, no bias or post-op, the source's zero point ZP (a
 // linalg.conv_2d_nhwc_hwcf_q with a weights zero point of 0). F: an implementation family
-// (pick_impl). ``v``: the 18 sizes.
-std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v) {
+// (pick_impl). ``v``: the 18 sizes. ``oc_total``: the output channels of the whole conv when
+// this is a share of them (v[6] of them, starting where the part's offsets say): its weights
+// are copied dense and its output computed into a dense buffer, then copied into place.
+std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v,
+                              memory::dim oc_total = 0) {
   memory::dim n = v[0], ih = v[1], iw = v[2], ic = v[3], oh = v[4], ow = v[5], oc = v[6],
               kh = v[7], kw = v[8], sh = v[9], sw = v[10], pt = v[11], pl = v[12], pb = v[13],
               pr = v[14], dh = v[15], dw = v[16], g = v[17];
@@ -386,8 +411,22 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v) 
   memory::desc wei_any(wdims, ct, tag::any);
   op->has_bias = h.bias;
   op->bias_desc = memory::desc({oc}, f32, tag::a);
+  const bool share = oc_total != 0 && oc_total != oc;
+  if (share) {
+    if (g != 1) return nullptr;  // (a grouped conv's channel shares are other groups)
+    op->out_ld = oc_total;
+    op->share_rows = n * oh * ow;
+    op->share_cols = oc;
+    op->share_k = kh * kw * ic;
+    op->wei_type = user.wei;
+    op->wei_dense = memory::desc(wdims, user.wei, tag::hwio);
+    op->residual_in_copy = h.post == "add" || h.post == "addrelu";
+    op->relu_after_residual = h.post == "addrelu";
+  }
   dnnl::post_ops ops;
-  if (!post_ops(h.post, op->dst_desc, &ops, &op->has_residual)) return nullptr;
+  if (!post_ops(h.post, op->dst_desc, &ops, &op->has_residual, op->residual_in_copy)) {
+    return nullptr;
+  }
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -451,6 +490,7 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
     op->share_cols = n;
     op->share_k = k;
     op->wei_type = user.wei;
+    op->wei_dense = memory::desc({k, n}, user.wei, tag::ab);
   }
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
@@ -540,6 +580,28 @@ bool split_conv(const Head& h, const std::vector<memory::dim>& v, memory::dim p,
     Op* op = split->op_for(part, [&] { return make_conv(h, part); });
     if (!op) return false;
     split->parts.push_back({op, src_offset, dst_offset});
+  }
+  return true;
+}
+
+// A conv in P parts along its output channels (the columns of its GEMM view): each part reads
+// all of the source and its share of the weights, as many channels as the others give or take
+// one 16-channel block (a register of f32, an AMX tile's width). A grouped conv has none.
+bool split_conv_channels(const Head& h, const std::vector<memory::dim>& v, memory::dim p,
+                         Split* split) {
+  const memory::dim oc = v[6];
+  UserTypes user = user_types(h.ct);
+  const memory::dim unit = oc % 16 == 0 ? 16 : 1;
+  if (v[17] != 1 || p > oc / unit) return false;
+  for (memory::dim i = 0; i < p; ++i) {
+    auto [b0, b1] = part_rows(oc / unit, i, p);
+    memory::dim c0 = b0 * unit, c1 = b1 * unit;
+    std::vector<memory::dim> part = v;
+    part[6] = c1 - c0;
+    Op* op = split->op_for(part, [&] { return make_conv(h, part, oc); });
+    if (!op) return false;
+    split->parts.push_back({op, 0, c0 * element_bytes(user.dst), c0 * element_bytes(user.wei),
+                            c0 * sizeof(float)});
   }
   return true;
 }
@@ -687,8 +749,9 @@ Split* make_op(const char* symbol, bool quiet = false) {
     auto made = std::make_unique<Split>();
     made->whole = whole;
     bool ok = false;
-    if (f[0] == "conv" && sizes.size() == 18 && along != 'c') {
-      ok = split_conv(h, sizes, parts, made.get());
+    if (f[0] == "conv" && sizes.size() == 18) {
+      ok = along == 'c' ? split_conv_channels(h, sizes, parts, made.get())
+                        : split_conv(h, sizes, parts, made.get());
     }
     if (f[0] == "matmul" && sizes.size() == 3) {
       ok = split_matmul(h, sizes[0], sizes[1], sizes[2], parts, along == 'c', made.get());

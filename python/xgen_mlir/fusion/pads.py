@@ -14,9 +14,12 @@ dense 3x3 convs, whose tiles re-read their padded windows many times (ResNet-18 
 for all pads: p10 20.2 -> 22.4 ms), nor for 5x5 depthwise convs (EfficientNet-B0's: 0.90 ->
 1.49 ms per call in all). So ``place_pads`` leaves for IREE to fuse only the pads whose one
 reader is a 3x3 depthwise conv, and turns every other one into IREE's own fill + insert_slice
-form here, on which the flag has no effect. Also turned: a pad of a matmul that got
-xgen_mlir's tiles (``matmul_tiling``): IREE keeps them only while the result is written into
-the padded buffer. The result is bit-identical either way.
+form here, on which the flag has no effect. A 3x3 pooling op's pad (a max pool's -inf)
+stays too: ResNet's stem pool reads the output of a library call (the offloaded stem conv),
+which cannot write into a filled buffer, so the fill form cost a fill and a whole copy
+(ResNet-18 in bf16 on an Intel Xeon: pad 0.12 + pool 0.09 ms -> 0.11 for both). Also
+turned: a pad of a matmul that got xgen_mlir's tiles (``matmul_tiling``): IREE keeps them
+only while the result is written into the padded buffer. The result is bit-identical either way.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ _DW_INPUT = re.compile(
     r"^\(d0, d1, d2, d3, d4\) -> \(d0(?: \* (\d+))? \+ d3, d1(?: \* (\d+))? \+ d4, d2\)$"
 )
 _DW_FILTER = "(d0, d1, d2, d3, d4) -> (d3, d4, d2)"
+_POOL_WINDOW = "(d0, d1, d2, d3, d4) -> (d3, d4)"  # a pooling op's window operand
 _DW_OUTPUT = "(d0, d1, d2, d3, d4) -> (d0, d1, d2)"
 
 
@@ -74,6 +78,18 @@ def is_depthwise_conv(op: Any) -> bool:
     return depthwise_strides(op) is not None
 
 
+def is_pooling(op: Any) -> bool:
+    """A channels-last 2-D pooling op as IREE's global optimizations leave it: a generic like
+    a depthwise conv's whose second operand is the window alone (kh, kw)."""
+    op = op.operation
+    if op.name != "linalg.generic" or len(op.operands) != 3:
+        return False
+    maps = [
+        str(m).removeprefix("affine_map<").removesuffix(">") for m in op.attributes["indexing_maps"]
+    ]
+    return _DW_INPUT.match(maps[0]) is not None and maps[1:] == [_POOL_WINDOW, _DW_OUTPUT]
+
+
 def place_pads(block: Any) -> list[PadPlacement]:
     """Decide every pad at ``block``'s top level (see the module docstring); pads inside
     dispatch regions are already placed by the steps that formed them."""
@@ -88,8 +104,8 @@ def place_pads(block: Any) -> list[PadPlacement]:
 
 
 def stays_in_reader(pad: Any) -> bool:
-    """Whether ``pad`` is one this module leaves for its depthwise reader's dispatch (a static
-    zero pad read only by a 3x3 depthwise conv whose producer has no xgen_mlir tiles)."""
+    """Whether ``pad`` is one this module leaves for its reader's dispatch (a static pad read
+    only by a 3x3 depthwise conv or pooling op whose producer has no xgen_mlir tiles)."""
     pad = pad.operation
     return pad.name == "tensor.pad" and _placement(pad)[1] and _static_constant(pad) is not None
 
@@ -97,16 +113,17 @@ def stays_in_reader(pad: Any) -> bool:
 def _placement(pad: Any) -> tuple[str, bool, str]:
     """(who reads ``pad``, whether it stays a pad for its reader's dispatch, why)."""
     users = [u.owner.operation for u in pad.results[0].uses]
-    if len(users) != 1 or not is_depthwise_conv(users[0]):
+    pool = len(users) == 1 and is_pooling(users[0])
+    if len(users) != 1 or not (pool or is_depthwise_conv(users[0])):
         reader = users[0].name if len(users) == 1 else f"{len(users)} readers"
         return (
             reader,
             False,
-            "not read by a depthwise conv alone (fused pads made ResNet-18's "
+            "not read by a depthwise conv or a pooling op alone (fused pads made ResNet-18's "
             "dense convs 10% slower)",
         )
     kh, kw = ir_of(pad).RankedTensorType(users[0].operands[1].type).shape[:2]
-    reader = f"depthwise conv {kh}x{kw}"
+    reader = f"{'pooling' if pool else 'depthwise conv'} {kh}x{kw}"
     if (kh, kw) != (3, 3):
         why = "wider windows: fused pads made EfficientNet-B0's 5x5 convs 65% slower"
     elif _has_xgen_tiles(pad.operands[0]):

@@ -57,7 +57,7 @@ from ..byoc.onednn import (
     IMPL_FAMILIES,
     MATMUL_SPLITS,
     RUNTIME_ZERO_POINT,
-    conv_parts,
+    conv_split,
     conv_symbol,
     matmul_split,
     matmul_symbol,
@@ -127,6 +127,9 @@ class OffloadOptions:
     # a matmul's parts along its rows or its columns (byoc/onednn.py, matmul_split); tuned:
     # as this host's record for the model's Linear layers says (split_signature), else count
     split: str = "count"
+    # a conv's parts along its rows or its output channels (byoc/onednn.py, conv_split);
+    # tuned: as this host's record for the model's convs says, else count
+    conv_split: str = "count"
 
 
 def _pad_of(x: ir.Value, ev: ConstEval | None = None, value: int = 0) -> tuple[ir.Value, list[int]]:
@@ -320,6 +323,16 @@ def _fields(
     return dict(n=n, ih=ih, iw=iw, ic=ic, oh=oh, ow=ow, oc=oc, kernel=kernel, pads=pads, **steps)
 
 
+def _conv_split(fields: dict, weights: int, opts: OffloadOptions) -> tuple[int, bool]:
+    """conv_split for a conv of conv_symbol's ``fields`` and ``weights`` elements."""
+    f = fields
+    source = f["n"] * f["ih"] * f["iw"] * f["ic"]
+    groups = f.get("groups", 1)
+    return conv_split(
+        f["n"], f["oh"], f["oc"], source, weights, groups, opts.threads, opts.conv_split
+    )
+
+
 def _compute(opts: OffloadOptions) -> str:
     return "bf16" if opts.precision == "bf16" else "f32"
 
@@ -386,8 +399,10 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
         n, ih, iw, ic = ir.RankedTensorType(x.type).shape
         _, oh, ow, oc = ir.RankedTensorType(op.results[0].type).shape
         fields = _fields(op, (n, ih, iw, ic), (oh, ow, oc), weight.shape[:2], pads)
-        parts = conv_parts(n, oh, opts.threads)
-        symbol = conv_symbol("s8", "none", **fields, zero_point=constant_zp, parts=parts)
+        parts, columns = _conv_split(fields, weight.size, opts)
+        symbol = conv_symbol(
+            "s8", "none", **fields, zero_point=constant_zp, parts=parts, columns=columns
+        )
     else:
         if not has_default_maps(op):
             return "kept: transposed or broadcast operand maps"
@@ -504,8 +519,10 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
     relu = _relu_after(end.results[0])
     if relu is not None:
         end, post = relu, "addrelu" if post == "add" else "relu"
-    parts = conv_parts(conv.fields["n"], conv.fields["oh"], opts.threads)
-    symbol = conv_symbol(_compute(opts), post, **conv.fields, parts=parts, impl=opts.impl)
+    parts, columns = _conv_split(conv.fields, conv.weight.size, opts)
+    symbol = conv_symbol(
+        _compute(opts), post, **conv.fields, parts=parts, impl=opts.impl, columns=columns
+    )
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
     _install(module_op, backend, "conv", symbol, inputs, op, end, parts, perm)
@@ -595,8 +612,10 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
         raise PassFailure(f"impl '{opts.impl}' is not one of {', '.join(IMPL_FAMILIES)}")
     if opts.phase not in ("layout", "call"):
         raise PassFailure(f"phase '{opts.phase}' is not one of layout, call")
-    if opts.split not in (*MATMUL_SPLITS, "tuned"):
-        raise PassFailure(f"split '{opts.split}' is not one of {', '.join(MATMUL_SPLITS)}, tuned")
+    for name, value in (("split", opts.split), ("conv-split", opts.conv_split)):
+        if value not in (*MATMUL_SPLITS, "tuned"):
+            known = ", ".join(MATMUL_SPLITS)
+            raise PassFailure(f"{name} '{value}' is not one of {known}, tuned")
     listed = _locations(opts.only)
     forbidden = _locations(opts.never)
     scope = {s.strip() for s in opts.functions.split(",") if s.strip()}
@@ -615,7 +634,12 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
 
         if opts.phase == "call":
             matmuls = [op for op in ops_named(module_op, *SPLIT_GROUP) if considered(op)]
-            opts = replace(opts, split=_split_decision(matmuls, opts))
+            convs = [op for op in ops_named(module_op, *CONV_SPLIT_GROUP) if considered(op)]
+            opts = replace(
+                opts,
+                split=_split_decision(matmuls, opts, "matmuls"),
+                conv_split=_split_decision(convs, opts, "convs"),
+            )
         for op in ops_named(module_op, *names):
             where, op_name = location_text(op.location), op.name
             if not considered(op):
@@ -668,39 +692,67 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
 # weights stay in cache from one call to the next is the whole model's question (its weights
 # against this host's caches), which a standalone dispatch, always warm, cannot answer.
 SPLIT_GROUP = (*MATMUL, "linalg.quantized_matmul", "linalg.quantized_batch_matmul")
+# the convs whose split a tune decides together, for the same reason (a conv net's weights)
+CONV_SPLIT_GROUP = ("linalg.conv_2d_nhwc_hwcf", "linalg.conv_2d_nhwc_hwcf_q")
 SPLIT_ALGORITHM = "matmul split"
+CONV_SPLIT_ALGORITHM = "conv split"
 SPLIT_PREFIX = "split of"  # a group's signature (and its line in the report) starts so
+# each group: its algorithm's name and the target option that sets its direction
+SPLIT_GROUPS = {
+    "matmuls": (SPLIT_ALGORITHM, "matmul_split"),
+    "convs": (CONV_SPLIT_ALGORITHM, "conv_split"),
+}
 
 
-def split_signature(matmuls: list[ir.Operation], precision: str) -> str:
-    """The tuning database's signature of a model's offloadable matmuls as a group: their
-    count, the precision and a digest of their operand shapes (in the order of the module)."""
-    shapes = [[op.name, *(str(v.type) for v in op.operands[:2])] for op in matmuls]
+def split_signature(ops: list[ir.Operation], precision: str, kind: str = "matmuls") -> str:
+    """The tuning database's signature of a model's offloadable matmuls (or convs) as a
+    group: their count, the precision and a digest of their operand shapes (in the order of
+    the module)."""
+    shapes = [[op.name, *(str(v.type) for v in op.operands[:2])] for op in ops]
     digest = hashlib.sha256(json.dumps(shapes).encode()).hexdigest()[:16]
-    return f"{SPLIT_PREFIX} {len(matmuls)} matmuls {precision} {digest}"
+    return f"{SPLIT_PREFIX} {len(ops)} {kind} {precision} {digest}"
 
 
-def split_config(direction: str) -> dict[str, str]:
-    """The ``algorithm`` record of a measured split direction for a group of matmuls."""
-    return {"kind": ALGORITHM, "algorithm": SPLIT_ALGORITHM, "split": direction}
+def split_config(direction: str, kind: str = "matmuls") -> dict[str, str]:
+    """The ``algorithm`` record of a measured split direction for a group of matmuls (or
+    convs)."""
+    return {"kind": ALGORITHM, "algorithm": SPLIT_GROUPS[kind][0], "split": direction}
 
 
-def _split_decision(matmuls: list[ir.Operation], opts: OffloadOptions) -> str:
-    """The direction ``opts.split`` gives this group of matmuls: under ``tuned`` the one this
-    host's records chose for it (measured in the model by ``xgen_mlir.tune``; not rejected
-    there), else ``count``. Within compile(), where the direction matters (a matmul of the
-    group may go on columns), the decision goes to its report with the others
-    (``report.tuning.choices``), with how many of the group it puts on columns (what the
-    tune compares)."""
+def _on_columns(op: ir.Operation, opts: OffloadOptions, direction: str) -> bool | None:
+    """Whether ``direction`` puts matmul or conv ``op`` on columns (None: not static)."""
+    shape = ir.RankedTensorType(op.results[0].type).shape
+    if any(d < 0 for d in shape):
+        return None
+    if op.name in CONV_SPLIT_GROUP:
+        x, w = (ir.RankedTensorType(v.type).shape for v in op.operands[:2])
+        if any(d < 0 for d in x):
+            return None
+        n, oh, oc = shape[0], shape[1], shape[3]
+        source, weights = int(np.prod(x)), int(np.prod(w))
+        return conv_split(n, oh, oc, source, weights, 1, opts.threads, direction)[1]
+    rows = int(np.prod(shape[:-1]))
+    compute = "s8" if is_integer(op) else _compute(opts)
+    return matmul_split(rows, shape[-1], opts.threads, compute, direction)[1]
+
+
+def _split_decision(ops: list[ir.Operation], opts: OffloadOptions, kind: str) -> str:
+    """The direction ``opts.split`` (``opts.conv_split`` for ``kind`` "convs") gives this
+    group of matmuls (convs): under ``tuned`` the one this host's records chose for it
+    (measured in the model by ``xgen_mlir.tune``; not rejected there), else ``count``.
+    Within compile(), where the direction matters (an op of the group may go on columns),
+    the decision goes to its report with the others (``report.tuning.choices``), with how
+    many of the group it puts on columns (what the tune compares)."""
     from .winograd_convs import CHOICES  # (it imports this module)
 
     choices = CHOICES.get()
-    direction, why = opts.split, "the matmul_split option"
-    if not matmuls:
+    option = SPLIT_GROUPS[kind][1]
+    direction, why = (opts.split if kind == "matmuls" else opts.conv_split), f"the {option} option"
+    if not ops:
         return "count" if direction == "tuned" else direction
     if choices is None and direction != "tuned":
         return direction
-    signature = split_signature(matmuls, opts.precision)
+    signature = split_signature(ops, opts.precision, kind)
     if direction == "tuned":
         won = [
             r
@@ -714,15 +766,11 @@ def _split_decision(matmuls: list[ir.Operation], opts: OffloadOptions) -> str:
             why = f"measured in the model: {_ms(best.baseline_seconds)} -> {_ms(best.seconds)} ms"
     if choices is not None:
         columns, could = 0, 0  # how many go on columns, and how many may (there is a choice)
-        for op in matmuls:
-            shape = ir.RankedTensorType(op.results[0].type).shape
-            if all(d >= 0 for d in shape):
-                rows = int(np.prod(shape[:-1]))
-                compute = "s8" if is_integer(op) else _compute(opts)
-                columns += matmul_split(rows, shape[-1], opts.threads, compute, direction)[1]
-                could += matmul_split(rows, shape[-1], opts.threads, compute, "columns")[1]
+        for op in ops:
+            columns += bool(_on_columns(op, opts, direction))
+            could += bool(_on_columns(op, opts, "columns"))
         if could:
-            decision = f"{direction} ({columns} of {len(matmuls)} on columns)"
+            decision = f"{direction} ({columns} of {len(ops)} on columns)"
             choices.log.append((signature, decision, why))
     return direction
 

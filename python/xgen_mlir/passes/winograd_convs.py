@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import math
 import sys
 from collections import Counter
@@ -189,6 +190,11 @@ class WinogradOptions:
     # the target has bf16 matrix tiles (AMX-BF16): with offload=tuned, an unmeasured bf16
     # Linear layer starts in the kernel library, whose bf16 GEMMs reach them
     bf16_tiles: int = 0
+    # with offload=tuned, the model's float convs the library takes as one group (the target
+    # option offload_convs): "each" by its own records and priors; "all" every one in the
+    # library; "tuned" all of them where xgen_mlir.tune measured that faster in the model
+    # (conv_group_signature), else each
+    convs: str = "each"
 
 
 @dataclass
@@ -745,6 +751,63 @@ def allowed_variants(mode: str, offload: str, precision: str, gemm: str = "false
     return allowed
 
 
+# The model's float convs a kernel library takes, as one group: whether they run faster all
+# in the library than each by its own measurement is the whole model's question (between two
+# library convs the layout changes cancel, and a standalone conv's weights stay in cache):
+# ResNet-18 fp32 on an Intel Xeon with AMX, 2 threads: 15.5 ms as the priors have it, 13.9
+# tuned conv by conv, 10.4 with every conv in oneDNN (docs/tuning.md).
+CONV_GROUP_PREFIX = "offload of"
+CONV_GROUP_ALGORITHM = "conv group"
+CONV_GROUPS = ("each", "all", "tuned")
+
+
+def conv_group_signature(convs: list[ir.Operation], precision: str) -> str:
+    """The tuning database's signature of a model's library convs as a group: their count,
+    the precision and a digest of their operand shapes (in the order of the module)."""
+    shapes = [[op.name, *(str(v.type) for v in op.operands[:2])] for op in convs]
+    digest = hashlib.sha256(json.dumps(shapes).encode()).hexdigest()[:16]
+    return f"{CONV_GROUP_PREFIX} {len(convs)} convs {precision} {digest}"
+
+
+def conv_group_config(precision: str) -> dict[str, Any]:
+    """The ``algorithm`` record of a group of convs all run by oneDNN, computing in bf16 for
+    a bf16 compile where it has bf16 primitives, else f32."""
+    compute = "bf16" if precision == "bf16" and _bf16_primitives() else "f32"
+    config = offload_config(ONEDNN.name, compute)
+    return {**config, "algorithm": CONV_GROUP_ALGORITHM, "backend": ONEDNN.name}
+
+
+def _conv_group(
+    convs: list[ir.Operation], opts: WinogradOptions, choices: TunedChoices | None
+) -> tuple[dict[str, Any] | None, str, str]:
+    """The offload config every conv of ``convs`` (the model's float library convs) gets as
+    a group (None: each its own), why, and the group's signature."""
+    signature = conv_group_signature(convs, opts.precision)
+    if opts.convs == "all":
+        config = conv_group_config(opts.precision)
+        return offload_config(ONEDNN.name, config["compute"]), "offload_convs=all", signature
+    if opts.convs != "tuned" or choices is None:
+        return None, f"offload_convs={opts.convs}", signature
+    won = [
+        r
+        for r in choices.records.get(signature, [])
+        if r.status == "ok"
+        and not r.detail.startswith(REJECTED_IN_MODEL)
+        and r.config.get("algorithm") == CONV_GROUP_ALGORITHM
+        and r.config.get("library") == ONEDNN.library()
+    ]
+    if not won:
+        return None, "each by its own measurement: the group unmeasured in the model", signature
+    best = min(won, key=lambda r: r.seconds or math.inf)
+    said = (
+        "?"
+        if best.seconds is None or best.baseline_seconds is None
+        else (f"{best.baseline_seconds * 1e3:.3f} -> {best.seconds * 1e3:.3f} ms")
+    )
+    config = offload_config(ONEDNN.name, str(best.config.get("compute", "f32")))
+    return config, f"all in the library: measured in the model, {said}", signature
+
+
 def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None) -> Counter:
     """Rewrite the matching convs the mode asks for; returns counts by op name and tile.
     With ``offload=tuned``, mark the convs whose measured best is a kernel library."""
@@ -773,8 +836,30 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
         gemm = tuned_gemm or every_gemm
         any_conv = mode != "false" or tuned_offload
         convs = ops_named(module_op, *_CONVS) if any_conv or gemm else []
+        if opts.convs not in CONV_GROUPS:
+            raise PassFailure(f"convs={opts.convs!r} is not one of {', '.join(CONV_GROUPS)}")
+        group: list[ir.Operation] = []
+        if tuned_offload and ONEDNN.unavailable() is None:
+            group = [op for op in convs if not is_integer(op) and _library_conv(op, ev)]
+        if len(group) < 2:  # (one conv: its own measurement is the group's)
+            group = []
+        group_config, group_why, group_sig = (
+            _conv_group(group, opts, choices) if group else (None, "", "")
+        )
+        group_ids = {id(op) for op in group}
+        in_group = group_ids if group_config is not None else set()
+        in_library = 0  # how many of the group go to the library (the rest: IREE, Winograd)
         for op in convs:
             where, name = format_location(op.location), op.name
+            if id(op) in in_group:
+                assert group_config is not None
+                _mark(op, group_config)
+                in_library += 1
+                counts[f"{name} marked for {ONEDNN.name} (the model's convs)"] += 1
+                if choices is not None:
+                    label = f"{ONEDNN.name} {group_config['compute']}"
+                    choices.log.append((conv_signature(op)[1], label, group_why))
+                continue
             gemm_conv = gemm and _gemm_conv(op, ev)
             if not any_conv and not gemm_conv:
                 continue  # only the GEMM kernel is weighed, and it takes 1x1 convs only
@@ -808,6 +893,7 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                 algorithm = None if config is None else config.get("algorithm")
                 if config is not None and algorithm != "winograd":
                     _mark(op, config)
+                    in_library += id(op) in group_ids and algorithm == ONEDNN.name
                     label = f"{library_label(config)} {config.get('compute')}"  # onednn[jit] f32
                     choices.log.append((desc, label, why))
                     counts[f"{name} marked for {algorithm} (tuned)"] += 1
@@ -851,6 +937,10 @@ def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None)
                         f"{done} tiles{said}",
                         file=sys.stderr,
                     )
+        if group and choices is not None:
+            how = "all" if group_config is not None else "each"
+            decision = f"{how} ({in_library} of {len(group)} in the library)"
+            choices.log.append((group_sig, decision, group_why))
     return counts
 
 
@@ -1109,12 +1199,15 @@ def _float_prior_applies(op: ir.Operation, opts: WinogradOptions) -> tuple[str, 
       Except a conv of fewer than ``BF16_MIN_REDUCTION`` multiply-adds per output (a 3x3
       stem on an RGB image): its work is moving the image and the result, and the library's
       bf16 primitive adds two passes over them (the conversions) to IREE's f32 code.
-    Only KxK filters (K > 1): a 1x1 conv is a matmul, and the generated kernels take them."""
+    Only KxK filters (K > 1): a 1x1 conv is a matmul, and the generated kernels take them;
+    except in bf16 a strided 1x1 conv (ResNet's downsampling shortcuts), which no generated
+    kernel takes: IREE's f32 code ran ResNet-18's three in 0.29 ms, OpenVINO's bf16 0.07 on
+    an Intel Xeon with AMX."""
     if opts.vector_bits == 0 or not _static_f32(op):
         return None
     shape = ir.RankedTensorType(op.operands[1].type).shape
     kh, kw = (shape[2], shape[3]) if _CONVS[op.name] else (shape[0], shape[1])
-    if max(kh, kw) == 1:
+    if max(kh, kw) == 1 and (opts.precision != "bf16" or _pointwise_conv(op)):
         return None
     if opts.precision == "bf16":
         cin = shape[1] if _CONVS[op.name] else shape[2]

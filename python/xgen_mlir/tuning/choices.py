@@ -64,7 +64,7 @@ from ..passes.block_sparse import (
     block_structure,
     decide_block,
 )
-from ..passes.byoc_offload import SPLIT_PREFIX, is_integer, split_config
+from ..passes.byoc_offload import SPLIT_GROUPS, SPLIT_PREFIX, is_integer, split_config
 from ..passes.consteval import ConstEval
 from ..passes.gemm_kernels import GemmKernelOptions
 from ..passes.integer_in_float import library_may_take_convs
@@ -72,11 +72,13 @@ from ..passes.registry import get_pass
 from ..passes.runner import run_steps
 from ..passes.winograd_convs import (
     BLOCK_ALGORITHM,
+    CONV_GROUP_PREFIX,
     TRANSFORMS,
     Candidate,
     WinogradOptions,
     allowed_variants,
     candidates,
+    conv_group_config,
     decide_algorithm,
     epilogue,
     gemm_config,
@@ -923,7 +925,6 @@ def tune_choices(
     each (while the deadline allows, else they stay out), so that one loser does not sink the
     winners; a single choice that loses is marked ``REJECTED_IN_MODEL`` and not applied.
     Returns the choices and the model module to go on from."""
-    from .search import time_models
 
     options = compile_options.get("target_options") or {}
     chooses = (
@@ -935,9 +936,29 @@ def tune_choices(
     )
     if not any(chooses):
         return [], current  # every choice forbidden by the user (or not on this host)
-    current = tune_matmul_split(
-        current, model, example_inputs, inputs, target, db_path, settings, compile_options
-    )
+    args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
+    current = tune_split("matmuls", current, *args)
+    choices, current = _tune_each(current, *args, deadline, progress)
+    current = tune_conv_group(current, *args)
+    current = tune_split("convs", current, *args)
+    return choices, current
+
+
+def _tune_each(
+    current: Any,
+    model: Any,
+    example_inputs: Any,
+    inputs: Any,
+    target: str,
+    db_path: Path,
+    settings: MeasureSettings,
+    compile_options: dict[str, Any],
+    deadline: float,
+    progress: bool,
+) -> tuple[list[ConvChoice], Any]:
+    """``tune_choices``' measurement of each op's choices and their checks in the model."""
+    from .search import time_models
+
     before: dict[str, list[Record]] = {}
     with TuningDB(db_path) as tdb:
         host = HostIdentity.current(threads=settings.threads)
@@ -991,7 +1012,7 @@ def tune_choices(
     return choices, current
 
 
-def tune_matmul_split(
+def tune_conv_group(
     current: Any,
     model: Any,
     example_inputs: Any,
@@ -1001,27 +1022,102 @@ def tune_matmul_split(
     settings: MeasureSettings,
     compile_options: dict[str, Any],
 ) -> Any:
-    """``tune()``'s check of the split of the model's offloaded matmuls (``matmul_split``):
-    compile the model with the other direction than the count's (the columns in bf16 and
-    int8, the rows in fp32), time it against ``current`` in the model (interleaved), and
-    record the group's verdict (``byoc_offload.split_signature``): applied where at least
-    ``MIN_GAIN`` faster, else rejected (and never applied where its outputs differ from the
-    count's by more than ``WRONG_IN_MODEL``). A standalone dispatch cannot decide this: its weights
-    stay in cache from call to call, the model's may not (docs/byoc.md, "Rows or columns").
-    Skipped where the option is the user's, or where no matmul would change. Returns the
-    model module to go on from."""
+    """``tune()``'s check of the model's float library convs as one group
+    (``offload_convs``): where not all of them run in the library as each one's measurement
+    has it, compile the model with all of them there, time it against ``current`` in the
+    model (interleaved), and record the group's verdict (``conv_group_signature``): applied
+    where at least ``MIN_GAIN`` faster, else rejected (never where the outputs differ by
+    more than ``WRONG_IN_MODEL``). Conv by conv, a standalone module pays the layout changes
+    around each library conv that cancel between two of them in the model, and keeps weights
+    in cache that the model streams. Skipped where the user set the option or the offload.
+    Returns the model module to go on from."""
     from .search import WRONG_IN_MODEL, _relative_error, time_models
 
     options = dict(compile_options.get("target_options") or {})
-    if options.get("matmul_split", "tuned") != "tuned" or current.report.tuning is None:
+    if options.get("offload_convs", "tuned") != "tuned" or current.report.tuning is None:
         return current
-    group = [c for c in current.report.tuning.choices if c[0].startswith(SPLIT_PREFIX)]
+    if options.get("offload", "tuned") != "tuned" or ONEDNN.unavailable() is not None:
+        return current
+    group = [c for c in current.report.tuning.choices if c[0].startswith(CONV_GROUP_PREFIX)]
+    if len(group) != 1 or not group[0][1].startswith("each"):
+        return current  # no library convs, or the group's verdict already recorded
+    signature, decision, _ = group[0]
+    counted = re.search(r"\((\d+) of (\d+)", decision)
+    if counted is not None and counted.group(1) == counted.group(2):
+        return current  # each is in the library already
+    options["offload_convs"] = "all"
+    extra = {"tuning_db": db_path, "tuning_threads": settings.threads, "target_options": options}
+    candidate = compile_model(model, example_inputs, target, **{**compile_options, **extra})
+    precision = str(compile_options.get("precision") or "fp32")
+    record = Record(
+        signature,
+        conv_group_config(precision),
+        "ok",
+        None,
+        None,
+        description=f"{signature}: all in {ONEDNN.name} against {decision}",
+    )
+    xs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+    err = _relative_error(candidate, current, xs)
+    won = False
+    if err > WRONG_IN_MODEL:
+        record.status = "wrong_numbers"
+        record.detail = f"relative error {err:.2g} against each conv's own choice"
+    else:
+        old_ms, new_ms = time_models(current, candidate, inputs)
+        record.seconds, record.baseline_seconds = new_ms / 1e3, old_ms / 1e3
+        won = new_ms * MIN_GAIN <= old_ms
+        if not won:
+            record.detail = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)"
+    with TuningDB(db_path) as tdb:
+        tdb.add(record, HostIdentity.current(threads=settings.threads))
+    return candidate if won else current
+
+
+def tune_split(
+    kind: str,
+    current: Any,
+    model: Any,
+    example_inputs: Any,
+    inputs: Any,
+    target: str,
+    db_path: Path,
+    settings: MeasureSettings,
+    compile_options: dict[str, Any],
+) -> Any:
+    """``tune()``'s check of the split of the model's offloaded matmuls (``kind`` "matmuls",
+    the ``matmul_split`` option) or convs ("convs", ``conv_split``): compile the model with
+    the other direction than the count's (for matmuls the columns in bf16 and int8, the rows
+    in fp32; for convs the rows, where the count put some on their channels), time it
+    against ``current`` in the model (interleaved), and record the group's verdict
+    (``byoc_offload.split_signature``): applied where at least ``MIN_GAIN`` faster, else
+    rejected (and never applied where its outputs differ from the count's by
+    more than ``WRONG_IN_MODEL``). A standalone dispatch cannot decide this: its weights stay
+    in cache from call to call, the model's may not (docs/byoc.md, "Rows or columns").
+    Skipped where the option is the user's, or where no op would change. Returns the model
+    module to go on from."""
+    from .search import WRONG_IN_MODEL, _relative_error, time_models
+
+    option = SPLIT_GROUPS[kind][1]
+    options = dict(compile_options.get("target_options") or {})
+    if options.get(option, "tuned") != "tuned" or current.report.tuning is None:
+        return current
+    group = [
+        c
+        for c in current.report.tuning.choices
+        if c[0].startswith(f"{SPLIT_PREFIX} ") and c[0].split()[3] == kind
+    ]
     if len(group) != 1 or not group[0][1].startswith("count"):
-        return current  # no matmuls offloaded, or a direction already recorded
+        return current  # no such ops offloaded, or a direction already recorded
     signature, counted, _ = group[0]
     precision = str(compile_options.get("precision") or "fp32")
-    other = "rows" if precision == "fp32" else "columns"
-    options["matmul_split"] = other
+    if kind == "convs":  # (channels everywhere lost where the weights were few: not tried)
+        if _on_columns(counted) in ("", "0"):
+            return current
+        other = "rows"
+    else:
+        other = "rows" if precision == "fp32" else "columns"
+    options[option] = other
     settings_options = {"tuning_db": db_path, "tuning_threads": settings.threads}
     candidate = compile_model(
         model,
@@ -1035,7 +1131,7 @@ def tune_matmul_split(
     host = HostIdentity.current(threads=settings.threads)
     record = Record(
         signature,
-        split_config(other),
+        split_config(other, kind),
         "ok",
         None,
         None,
