@@ -599,3 +599,52 @@ def test_a_split_with_other_numbers_is_never_applied(tmp_path, monkeypatch):
     after = xgen_mlir.compile(model, (x,), tuning_db=db, precision_check=False, **common)
     (decided,) = [c for c in after.report.tuning.choices if c[0] == signature]
     assert decided[1] == "count (2 of 2 on columns)", decided
+
+
+def test_conv_group_measured_in_the_model_and_applied(tmp_path):
+    """tune() checks the model's float convs all in oneDNN against each by its own choice,
+    in the model, as one group, and records the verdict under the group's signature;
+    compile() then follows the record (every conv of the group in oneDNN where it won, each
+    its own choice where it lost), says so per conv and for the group, and computes what
+    PyTorch does either way. Where each conv is in the library already (an AVX2 host: the
+    priors put every f32 KxK conv there) there is nothing to check and nothing recorded."""
+    from xgen_mlir.passes.winograd_convs import CONV_GROUP_ALGORITHM, CONV_GROUP_PREFIX
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1), nn.ReLU()
+    ).eval()
+    x = torch.randn(1, 32, 14, 14)
+    with torch.no_grad():
+        want = model(x).numpy()
+    db = tmp_path / "t.db"
+    TuningDB(db).close()
+    common = dict(target_options={"threads": "2"})
+    before = xgen_mlir.compile(model, (x,), tuning_db=db, **common)
+    (group,) = [c for c in before.report.tuning.choices if c[0].startswith(CONV_GROUP_PREFIX)]
+    signature, decision, why = group
+    assert signature.startswith(f"{CONV_GROUP_PREFIX} 2 convs fp32 ")
+    assert decision.startswith("each (") and decision.endswith(" of 2 in the library)"), decision
+    assert why.startswith("each by its own measurement")
+    xgen_mlir.tune(model, (x,), db=db, budget_minutes=0.2, progress=False, **common)
+    with TuningDB(db) as tdb:
+        records = tdb.choices(HostIdentity.current(threads=2)).get(signature, [])
+    if decision == "each (2 of 2 in the library)":
+        assert records == []
+        return
+    (record,) = records
+    assert record.config["algorithm"] == CONV_GROUP_ALGORITHM
+    assert record.config["backend"] == "onednn" and record.config["compute"] == "f32"
+    assert record.status == "ok" and record.seconds > 0 and record.baseline_seconds > 0
+    rejected = record.detail.startswith("confirmed alone, slower in the model")
+    after = xgen_mlir.compile(model, (x,), tuning_db=db, **common)
+    decided = dict((c[0], c[1:]) for c in after.report.tuning.choices)
+    if rejected:
+        assert decided[signature][0].startswith("each"), decided
+    else:
+        assert decided[signature] == ("all (2 of 2 in the library)", decided[signature][1])
+        assert decided[signature][1].startswith("all in the library: measured in the model")
+        convs = [d for s, d in decided.items() if s.startswith("conv")]
+        assert convs and all(d[0] == "onednn f32" for d in convs), decided
+    got = np.asarray(after(x))
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
