@@ -100,6 +100,12 @@ def test_int8_convs_and_linear_offloaded_to_onednn() -> None:
     assert own.report.offload == {}
     got = np.asarray(offloaded(x.numpy()))
     assert np.array_equal(got, np.asarray(own(x.numpy())))
+    # the 16 -> 32 conv's two parts along its output channels (conv_split): each computes its
+    # int32 share into a dense buffer from its dense share of the int8 weights; the same sums
+    channels = {"offload": "onednn", "conv_split": "columns", "threads": "2", **integer}
+    split = xgen_mlir.compile(model, x, target_options=channels, **common)
+    if "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)" in split.report.offload:
+        assert np.array_equal(np.asarray(split(x.numpy())), got)
     quantized = compress.quantize(model, x, calibration=cal)
     want = _ort(quantized, x.numpy())
     check_close(got, want, atol=_output_step(quantized) * 1.001, rtol=0, what="oneDNN int8")
@@ -126,7 +132,11 @@ def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:
             "linalg.quantized_matmul -> onednn (int8)": 1,
         },
     )
-    decisions = sorted((d, w.split(":")[0]) for _, d, w in compiled.report.tuning.choices)
+    decisions = sorted(
+        (d, w.split(":")[0])
+        for op, d, w in compiled.report.tuning.choices
+        if not op.startswith("split of")  # (the convs' split as a group: its own line)
+    )
     assert decisions == [("onednn s8", "no measurement on this host")] * 3, decisions
     kept = xgen_mlir.compile(model, x, target_options={"offload": "none", **integer}, **common)
     assert kept.report.offload == {}
