@@ -696,3 +696,35 @@ def test_the_choices_get_the_whole_budget_when_no_contraction_is_left(tmp_path, 
     (deadline,) = deadlines
     share = (deadline - start) / 120.0
     assert share > 0.95 if left == "none" else share < 0.5, share
+
+
+def test_confirmation_measures_against_the_typical_baseline():
+    """A confirming batch whose IREE time came out slow (0.225 ms against 0.145-0.155 in the
+    op's other batches) would confirm a 1.5x that is noise: its candidates are measured
+    against the op's median baseline instead (their speedups shrink to about 1.0x); a batch
+    whose baseline is at or under the median keeps its own; failed results pass as they are."""
+    from xgen_mlir.tuning.search import OpProgress, _against_typical_baseline
+
+    op = OpProgress("sig", "desc", 1, None, "", [], {})  # type: ignore[arg-type]
+    op.base_samples = [1.45e-4, 1.50e-4, 1.55e-4, 1.48e-4, 1.52e-4, 1.47e-4]
+    slow = {
+        "results": [
+            {"config": {"a": 1}, "status": "ok", "seconds": 1.5e-4, "baseline_seconds": 2.25e-4},
+            {
+                "config": {"a": 2},
+                "status": "wrong_numbers",
+                "seconds": None,
+                "baseline_seconds": None,
+            },
+        ]
+    }
+    got = _against_typical_baseline(op, slow)["results"]
+    assert 1.47e-4 <= got[0]["baseline_seconds"] <= 1.52e-4
+    assert got[0]["baseline_seconds"] / got[0]["seconds"] < 1.02  # no gain left to confirm
+    assert got[1] == slow["results"][1]
+    assert slow["results"][0]["baseline_seconds"] == 2.25e-4  # (the batch itself untouched)
+    quiet = {
+        "results": [{"config": {}, "status": "ok", "seconds": 1e-4, "baseline_seconds": 1.4e-4}]
+    }
+    assert _against_typical_baseline(op, quiet) == quiet
+    assert _against_typical_baseline(op, {"error": "crashed"}) == {"error": "crashed"}

@@ -491,7 +491,32 @@ def _confirm(
     while pool.inflight:
         for op, measured in pool.wait(timeout=5.0):
             op.best_speedup, op.best_config = 1.0, None
-            _record(tdb, op, measured, host, vbits, l2, detail=CONFIRMED_ALONE)
+            typical = _against_typical_baseline(op, measured)
+            _record(tdb, op, typical, host, vbits, l2, detail=CONFIRMED_ALONE)
+
+
+def _against_typical_baseline(op: OpProgress, measured: dict[str, Any]) -> dict[str, Any]:
+    """A confirming batch's results with IREE's config no slower than its median over the
+    op's batches (this one included): a batch whose baseline came out slow makes its
+    candidates look fast, and the confirmation would pass them for that. MobileNetV2's
+    1x1 convs on an Intel Xeon: IREE's config 0.225 ms in one confirming batch against
+    0.145-0.155 in six others, and the 1.69x "confirmed" there was 1.0x in the model. The
+    batch's own baseline stays where it is the faster (a batch measured in a quiet moment).
+    (Every batch of an op times the same module the same way, so the samples compare.)"""
+    if measured.get("error"):
+        return measured
+    results = measured.get("results", [])
+    batch = [m["baseline_seconds"] for m in results if m["status"] == "ok"]
+    if not batch:
+        return measured
+    typical = statistics.median([*op.base_samples, batch[-1]])
+    capped = []
+    for m in results:
+        base = m.get("baseline_seconds")
+        if m["status"] == "ok" and base is not None and base > typical:
+            m = {**m, "baseline_seconds": typical}
+        capped.append(m)
+    return {**measured, "results": capped}
 
 
 # The checks in the model: rounds of the interleaved timing, and the margin, in standard
