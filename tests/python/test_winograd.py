@@ -116,18 +116,18 @@ def test_tuned_by_default_rewrites_nothing_unmeasured_and_the_option_is_checked(
     # the pass also weighs the measured oneDNN offload (offload=tuned, the default); the
     # target's vector width decides whether unmeasured f32 convs start in oneDNN
     assert steps == [
-        "xgen-winograd-convs{enable=tuned offload=tuned gemm=tuned precision=fp32 vector-bits=512"
-        " bf16-tiles=0}"
+        "xgen-winograd-convs{enable=tuned offload=tuned convs=tuned gemm=tuned precision=fp32"
+        " vector-bits=512 bf16-tiles=0}"
     ]
     on = load_pipeline("cpu").with_options({"winograd": "true", **wide}).pass_steps()
     assert (
-        "xgen-winograd-convs{enable=true offload=tuned gemm=tuned precision=fp32 vector-bits=512"
-        " bf16-tiles=0}" in on
+        "xgen-winograd-convs{enable=true offload=tuned convs=tuned gemm=tuned precision=fp32"
+        " vector-bits=512 bf16-tiles=0}" in on
     )
     off = load_pipeline("cpu").with_options({"winograd": "false", **wide}).pass_steps()
     assert (
-        "xgen-winograd-convs{enable=false offload=tuned gemm=tuned precision=fp32 vector-bits=512"
-        " bf16-tiles=0}" in off
+        "xgen-winograd-convs{enable=false offload=tuned convs=tuned gemm=tuned precision=fp32"
+        " vector-bits=512 bf16-tiles=0}" in off
     )
     with pytest.raises(PipelineError, match="winograd='yes' is not one of false, true, tuned"):
         load_pipeline("cpu").with_options({"winograd": "yes"})
