@@ -648,3 +648,51 @@ def test_conv_group_measured_in_the_model_and_applied(tmp_path):
         assert convs and all(d[0] == "onednn f32" for d in convs), decided
     got = np.asarray(after(x))
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_convs_of_a_channels_last_model_are_measured_channels_last(tmp_path):
+    """In a model with a depthwise conv the cpu target runs every conv NHWC
+    (xgen-nhwc-convs), so a 1x1 conv's direct conv is measured so: each function of its
+    variants module takes and returns NHWC, and the base is the named NHWC conv (its
+    transposes cancel against the function's, as between convs in the model), not the NCHW
+    conv IREE computes 5-10x slower than the model's data-tiled matmul. The variants are
+    checked against that base (same numbers) and measured beside it. A model without a
+    depthwise conv keeps NCHW slices."""
+    from xgen_mlir.tuning import choices
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.ReLU(), nn.Conv2d(16, 64, 1)
+    ).eval()
+    x = torch.randn(1, 16, 14, 14)
+    module = choices._graph_module(model, (x,), "cpu", {})
+    (cand,) = [
+        c for c in wc.candidates(module.operation, offload=True) if "conv1x1" in c.description
+    ]
+    assert choices._runs_nhwc(cand, "cpu")
+    order = {}
+
+    def number(op):
+        order[op] = len(order)
+        return wc.ir.WalkResult.ADVANCE
+
+    module.operation.walk(number)
+    variants, configs = choices.variants_module(cand, order, offload="onednn", nhwc=True)
+    text = str(variants)
+    assert "func.func @base(%arg0: tensor<1x14x14x16xf32>) -> tensor<1x14x14x64xf32>" in text
+    assert "linalg.conv_2d_nhwc_hwcf" in text.split("func.func @c0")[0]
+    assert configs and all(
+        "tensor<1x14x14x16xf32>) -> tensor<1x14x14x64xf32>" in text.split(f"@c{i}(")[1][:200]
+        for i in range(len(configs))
+    )
+    (choice,) = [
+        c
+        for c in measure_choices(model, (x,), db=tmp_path / "t.db", settings=FAST, progress=False)
+        if "conv1x1" in c.description
+    ]
+    assert choice.measured and all(r.status == "ok" for r in choice.measured), choice.measured
+    plain = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 64, 1)).eval()
+    module = choices._graph_module(plain, (x,), "cpu", {})
+    assert not any(
+        choices._runs_nhwc(c, "cpu") for c in wc.candidates(module.operation, offload=True)
+    )

@@ -67,7 +67,9 @@ from ..passes.block_sparse import (
 from ..passes.byoc_offload import SPLIT_GROUPS, SPLIT_PREFIX, is_integer, split_config
 from ..passes.consteval import ConstEval
 from ..passes.gemm_kernels import GemmKernelOptions
+from ..passes.generic_util import transpose
 from ..passes.integer_in_float import library_may_take_convs
+from ..passes.nhwc_convs import to_nhwc
 from ..passes.registry import get_pass
 from ..passes.runner import run_steps
 from ..passes.winograd_convs import (
@@ -272,19 +274,30 @@ class _Slice:
             self._take(x)
         self.keep.append(o)
 
-    def function(self, module: ir.Module, name: str, order: dict[Any, int]) -> Any:
+    def function(
+        self, module: ir.Module, name: str, order: dict[Any, int], nhwc: bool = False
+    ) -> Any:
         """Clone the slice into ``module`` as public ``func.func @name``; returns its conv (or
-        matmul)."""
+        matmul). ``nhwc``: its 4-D activations in and out are NHWC (transposed to the slice's
+        NCHW inside), as in a model that runs its convs NHWC: there the transposes around
+        each conv cancel, and here they cancel against the conv's own."""
+
+        def channels_last(t: Any) -> Any:
+            if not nhwc or not isinstance(t, ir.RankedTensorType) or t.rank != 4:
+                return t
+            n, c, h, w = t.shape
+            return ir.RankedTensorType.get([n, h, w, c], t.element_type)
+
         ops = sorted(self.keep, key=lambda o: order[o])
         with module.context, ir.Location.unknown():
             # a scalar read from outside is a 0-d tensor argument, extracted in the function
             types = [
-                a.type
+                channels_last(a.type)
                 if isinstance(a.type, ir.RankedTensorType)
                 else ir.RankedTensorType.get([], a.type)
                 for a in self.args
             ]
-            ftype = ir.FunctionType.get(types, [self.result.type])
+            ftype = ir.FunctionType.get(types, [channels_last(self.result.type)])
             fn = ir.Operation.create(
                 "func.func",
                 regions=1,
@@ -302,11 +315,16 @@ class _Slice:
                     if not isinstance(a.type, ir.RankedTensorType):
                         extract = ir.Operation.create("tensor.extract", [a.type], [b])
                         mapping[a] = extract.results[0]
+                    elif b.type != a.type:  # NHWC in: the slice reads NCHW
+                        mapping[a] = transpose(b, [0, 3, 1, 2])
                 for o in ops:
                     c = clone_remapped(ir, o, mapping)
                     if o == self.root:
                         conv = c
-                ir.Operation.create("func.return", operands=[mapping[self.result]])
+                out = mapping[self.result]
+                if ftype.results[0] != out.type:  # NHWC out
+                    out = transpose(out, [0, 2, 3, 1])
+                ir.Operation.create("func.return", operands=[out])
         return conv
 
 
@@ -319,8 +337,11 @@ def variants_module(
     gemm_step: str | None = None,
     threads: int = 1,
     block: tuple[tuple[int, int], float, int] | None = None,
+    nhwc: bool = False,
 ) -> tuple[ir.Module, list[dict[str, Any]]]:
-    """One module of ``base`` (the direct conv, or matmul, with its pad, bias and epilogue)
+    """One module of ``base`` (the direct conv, or matmul, with its pad, bias and epilogue;
+    with ``nhwc``, an NCHW conv as the named NHWC conv between transposes, as a model that
+    runs its convs NHWC has it: ``_runs_nhwc``)
     and ``c0``, ``c1`` ...: the same as Winograd F(m x m), one per transform that fits
     (``winograd``), then run by kernel library ``offload`` as xgen-byoc-offload makes it in
     the model (NHWC, the residual add and ReLU fused, split over ``threads`` workgroups) if
@@ -333,7 +354,9 @@ def variants_module(
     every variant of the op."""
     cut = _Slice(cand)
     module = ir.Module.create(ir.Location.unknown(cand.op.context))
-    cut.function(module, "base", order)
+    base = cut.function(module, "base", order, nhwc)
+    if nhwc and base is not None and base.name == "linalg.conv_2d_nchw_fchw":
+        to_nhwc(base, ConstEval(module.operation))
     configs: list[dict[str, Any]] = []
     kernels = (False, True) if gemm_step is not None and precision == "fp32" else (False,)
     for t in TRANSFORMS if winograd else ():
@@ -341,7 +364,7 @@ def variants_module(
             continue
         for kernel in kernels:
             name = f"c{len(configs)}"
-            conv = cut.function(module, name, order)
+            conv = cut.function(module, name, order, nhwc)
             done = rewrite_conv(module.operation, conv, t.m, kernel=kernel)
             if isinstance(done, int) and kernel:  # the marked batched GEMM -> the kernel
                 step = _scoped(str(gemm_step), f"functions={name}")
@@ -356,7 +379,7 @@ def variants_module(
         """Add a function of the op run by ``library`` (in implementation family ``impl``);
         returns the import names it calls (none: the library does not take it)."""
         name = f"c{len(configs)}"
-        cut.function(module, name, order)
+        cut.function(module, name, order, nhwc)
         before = _imports(module)
         step = (
             f"xgen-byoc-offload{{backend={library} precision={precision} functions={name} "
@@ -382,7 +405,7 @@ def variants_module(
     gemm = gemm_step is not None and cand.op.name in GEMM_OPS and not is_integer(cand.op)
     for group in GEMM_GROUPS if gemm else ():
         name = f"c{len(configs)}"
-        cut.function(module, name, order)
+        cut.function(module, name, order, nhwc)
         step = _scoped(str(gemm_step), f"all=true functions={name} group={group}")
         counts = run_steps(module, [step], what=f"generating a GEMM kernel for {cand.description}")
         if counts.get("xgen-gemm-kernels", {}).get("gemm kernels"):
@@ -393,7 +416,7 @@ def variants_module(
     if block is not None:
         shape, density, bits = block
         name = f"c{len(configs)}"
-        cut.function(module, name, order)
+        cut.function(module, name, order, nhwc)
         step = f"{BLOCK_STEP}{{enable=true max-density=1.0 vector-bits={bits} functions={name}}}"
         counts = run_steps(module, [step], what=f"raising {cand.description} to block-sparse")
         if counts.get(BLOCK_STEP, {}).get("raised"):
@@ -492,6 +515,34 @@ def _library_changed(records: list[Record]) -> bool:
     return bool(offloads) and not any(library_matches(r.config) for r in offloads)
 
 
+def _runs_nhwc(cand: Candidate, target: str) -> bool:
+    """Whether the model runs ``cand``'s conv NHWC: the target converts the convs of a
+    function with a depthwise conv (``xgen-nhwc-convs{only-if-depthwise=true}``; MobileNets,
+    EfficientNets) and ``cand``'s function has one. Its direct conv is then measured so: as
+    the NCHW conv alone, IREE's code for a 1x1 conv was 5-10x slower than the data-tiled
+    matmul the model runs (MobileNetV2's 96->576 at 14x14 on an Intel Xeon: 1.16 ms alone,
+    about 0.1 in the model), and every variant won alone and lost in the model."""
+    if cand.op.name != "linalg.conv_2d_nchw_fchw":
+        return False
+    if not any(s.startswith("xgen-nhwc-convs") for s in load_pipeline(target).pass_steps()):
+        return False
+    func = cand.op.parent
+    while func is not None and func.name != "func.func":
+        func = func.parent
+    if func is None:
+        return False
+    found = []
+
+    def visit(op: Any) -> Any:
+        if op.name == "linalg.depthwise_conv_2d_nchw_chw":
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+    return bool(found)
+
+
 def measure_conv(
     cand: Candidate,
     order: dict[Any, int],
@@ -515,8 +566,9 @@ def measure_conv(
     # scale (measured on every ResNet-18 conv), far over WINOGRAD_TOLERANCE.
     try:
         winograd = not bf16 and str(options.get("winograd", "tuned")) != "false"
+        nhwc = _runs_nhwc(cand, target)
         module, configs = variants_module(
-            cand, order, winograd, offload, precision, gemm_step, settings.threads, block
+            cand, order, winograd, offload, precision, gemm_step, settings.threads, block, nhwc
         )
     except Exception as e:  # the offload pass failed on the slice
         if offload is None:  # the slice itself cannot be made: nothing to measure
