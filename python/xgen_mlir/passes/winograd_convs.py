@@ -788,16 +788,21 @@ def _conv_group(
         return offload_config(ONEDNN.name, config["compute"]), "offload_convs=all", signature
     if opts.convs != "tuned" or choices is None:
         return None, f"offload_convs={opts.convs}", signature
-    won = [
+    records = [
         r
         for r in choices.records.get(signature, [])
-        if r.status == "ok"
-        and not r.detail.startswith(REJECTED_IN_MODEL)
-        and r.config.get("algorithm") == CONV_GROUP_ALGORITHM
+        if r.config.get("algorithm") == CONV_GROUP_ALGORITHM
         and r.config.get("library") == ONEDNN.library()
     ]
+    won = [r for r in records if r.status == "ok" and not r.detail.startswith(REJECTED_IN_MODEL)]
     if not won:
-        return None, "each by its own measurement: the group unmeasured in the model", signature
+        lost = "; ".join(f"{r.status}{': ' + r.detail if r.detail else ''}" for r in records)
+        said = (
+            f"all in the library measured in the model: {lost}"
+            if lost
+            else ("the group unmeasured in the model")
+        )
+        return None, f"each by its own measurement: {said}", signature
     best = min(won, key=lambda r: r.seconds or math.inf)
     said = (
         "?"
