@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -678,6 +679,16 @@ class WideLinears(torch.nn.Module):
         return self.d(y + self.c(y))
 
 
+def _compiled_imports(
+    model: torch.nn.Module, x: torch.Tensor, dump: Path, kind: str, **options: Any
+) -> tuple[xgen_mlir.CompiledModule, set[str]]:
+    """``model`` compiled with ``options`` (its IR after each step dumped to ``dump``), and
+    the names of the oneDNN imports of ``kind`` (conv, matmul) its final IR calls."""
+    m = xgen_mlir.compile(model, (x,), dump_ir=dump, **options)
+    final = sorted(dump.glob("*.mlir"))[-1].read_text()
+    return m, set(re.findall(rf"xgen_dnnl_{kind}_\w+", final))
+
+
 @pytest.mark.parametrize("threads", [2, 3])
 def test_wide_matmuls_split_along_columns(threads, tmp_path):
     """An f32 matmul with more columns than rows is split among the workers along its
@@ -690,9 +701,7 @@ def test_wide_matmuls_split_along_columns(threads, tmp_path):
     with torch.no_grad():
         want = model(x).numpy()
     options = {**OFFLOAD, "threads": str(threads)}
-    m = xgen_mlir.compile(model, (x,), target_options=options, dump_ir=tmp_path)
-    final = sorted(tmp_path.glob("*.mlir"))[-1].read_text()
-    symbols = set(re.findall(r"xgen_dnnl_matmul_\w+", final))
+    m, symbols = _compiled_imports(model, x, tmp_path, "matmul", target_options=options)
     # 48 columns make 3 shares of 16, not 2 of 24: the rows then
     d = "xgen_dnnl_matmul_f32_none_b_6_96_48_" + ("c3" if threads == 3 else "p2")
     assert symbols == {
@@ -719,10 +728,9 @@ def test_bf16_column_shares_equal_the_row_shares(threads, tmp_path):
     got, symbols = {}, {}
     for split in ("rows", "columns"):
         options = {**OFFLOAD, "threads": str(threads), "matmul_split": split}
-        dump = tmp_path / split
-        m = xgen_mlir.compile(model, (x,), target_options=options, precision="bf16", dump_ir=dump)
-        final = sorted(dump.glob("*.mlir"))[-1].read_text()
-        symbols[split] = set(re.findall(r"xgen_dnnl_matmul_\w+", final))
+        m, symbols[split] = _compiled_imports(
+            model, x, tmp_path / split, "matmul", target_options=options, precision="bf16"
+        )
         got[split] = np.array(m(x).numpy())
         _check_bf16(m, max_abs_err(got[split], want) / _scale(want), f"bf16 {split}")
     if not HOST_BF16:
@@ -935,12 +943,9 @@ def test_conv_channel_shares_equal_the_row_shares(precision, threads, tmp_path):
     got, symbols = {}, {}
     for split in ("rows", "count"):
         options = {**OFFLOAD, "threads": str(threads), "conv_split": split}
-        dump = tmp_path / split
-        m = xgen_mlir.compile(
-            model, (x,), target_options=options, precision=precision, dump_ir=dump
+        m, symbols[split] = _compiled_imports(
+            model, x, tmp_path / split, "conv", target_options=options, precision=precision
         )
-        final = sorted(dump.glob("*.mlir"))[-1].read_text()
-        symbols[split] = set(re.findall(r"xgen_dnnl_conv_\w+", final))
         got[split] = np.array(m(x).numpy())
         err = max_abs_err(got[split], want) / _scale(want)
         if precision == "bf16":

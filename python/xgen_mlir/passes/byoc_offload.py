@@ -66,7 +66,7 @@ from ..codegen.dispatch import import_executable_text
 from ..diagnostics import location_matches, location_text, warn_fallback
 from ..errors import BackendCompileError
 from ..irutil import function_of, ops_named
-from ..tunedb import ALGORITHM, REJECTED_IN_MODEL
+from ..tunedb import ALGORITHM, REJECTED_IN_MODEL, Record
 from .consteval import WEIGHT_ELEMENTS, ConstEval, erf
 from .fold_batchnorm import fold_one
 from .generic_util import (
@@ -704,13 +704,28 @@ SPLIT_GROUPS = {
 }
 
 
-def split_signature(ops: list[ir.Operation], precision: str, kind: str = "matmuls") -> str:
-    """The tuning database's signature of a model's offloadable matmuls (or convs) as a
-    group: their count, the precision and a digest of their operand shapes (in the order of
-    the module)."""
+def group_signature(prefix: str, ops: list[ir.Operation], kind: str, precision: str) -> str:
+    """The tuning database's signature of a group of a model's ops decided together in the
+    model: ``prefix``, their count and ``kind``, the precision and a digest of their operand
+    shapes (in the order of the module)."""
     shapes = [[op.name, *(str(v.type) for v in op.operands[:2])] for op in ops]
     digest = hashlib.sha256(json.dumps(shapes).encode()).hexdigest()[:16]
-    return f"{SPLIT_PREFIX} {len(ops)} {kind} {precision} {digest}"
+    return f"{prefix} {len(ops)} {kind} {precision} {digest}"
+
+
+def best_in_model(records: list[Record]) -> tuple[Record | None, str]:
+    """Of a group's records, the fastest that won its check in the model (None: none did),
+    and what it measured there."""
+    won = [r for r in records if r.status == "ok" and not r.detail.startswith(REJECTED_IN_MODEL)]
+    if not won:
+        return None, ""
+    best = min(won, key=lambda r: r.seconds or math.inf)
+    return best, f"measured in the model: {_ms(best.baseline_seconds)} -> {_ms(best.seconds)} ms"
+
+
+def split_signature(ops: list[ir.Operation], precision: str, kind: str = "matmuls") -> str:
+    """The signature of a model's offloadable matmuls (or convs) as a group, for their split."""
+    return group_signature(SPLIT_PREFIX, ops, kind, precision)
 
 
 def split_config(direction: str, kind: str = "matmuls") -> dict[str, str]:
@@ -754,16 +769,11 @@ def _split_decision(ops: list[ir.Operation], opts: OffloadOptions, kind: str) ->
         return direction
     signature = split_signature(ops, opts.precision, kind)
     if direction == "tuned":
-        won = [
-            r
-            for r in (choices.records.get(signature, []) if choices is not None else [])
-            if r.status == "ok" and not r.detail.startswith(REJECTED_IN_MODEL)
-        ]
+        records = choices.records.get(signature, []) if choices is not None else []
+        best, said = best_in_model(records)
         direction, why = "count", "unmeasured: the rows or columns by count"
-        if won:
-            best = min(won, key=lambda r: r.seconds or math.inf)
-            direction = str(best.config.get("split", "count"))
-            why = f"measured in the model: {_ms(best.baseline_seconds)} -> {_ms(best.seconds)} ms"
+        if best is not None:
+            direction, why = str(best.config.get("split", "count")), said
     if choices is not None:
         columns, could = 0, 0  # how many go on columns, and how many may (there is a choice)
         for op in ops:

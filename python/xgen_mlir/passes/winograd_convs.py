@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import math
 import sys
 from collections import Counter
@@ -81,7 +80,14 @@ from ..tunedb import (
     Record,
     choice_records_for,
 )
-from .byoc_offload import is_integer, linear_weights, not_static_int8, quantized_operands
+from .byoc_offload import (
+    best_in_model,
+    group_signature,
+    is_integer,
+    linear_weights,
+    not_static_int8,
+    quantized_operands,
+)
 from .consteval import WEIGHT_ELEMENTS, ConstEval
 from .gemm_kernels import GEMM, GROUP_ATTR, KERNEL_ATTR, GemmKernelOptions, gemm_parts
 from .generic_util import (
@@ -762,18 +768,19 @@ CONV_GROUPS = ("each", "all", "tuned")
 
 
 def conv_group_signature(convs: list[ir.Operation], precision: str) -> str:
-    """The tuning database's signature of a model's library convs as a group: their count,
-    the precision and a digest of their operand shapes (in the order of the module)."""
-    shapes = [[op.name, *(str(v.type) for v in op.operands[:2])] for op in convs]
-    digest = hashlib.sha256(json.dumps(shapes).encode()).hexdigest()[:16]
-    return f"{CONV_GROUP_PREFIX} {len(convs)} convs {precision} {digest}"
+    """The tuning database's signature of a model's library convs as a group."""
+    return group_signature(CONV_GROUP_PREFIX, convs, "convs", precision)
+
+
+def _group_compute(precision: str) -> str:
+    """The compute type of a group of convs all in oneDNN: bf16 for a bf16 compile where it
+    has bf16 primitives, else f32."""
+    return "bf16" if precision == "bf16" and _bf16_primitives() else "f32"
 
 
 def conv_group_config(precision: str) -> dict[str, Any]:
-    """The ``algorithm`` record of a group of convs all run by oneDNN, computing in bf16 for
-    a bf16 compile where it has bf16 primitives, else f32."""
-    compute = "bf16" if precision == "bf16" and _bf16_primitives() else "f32"
-    config = offload_config(ONEDNN.name, compute)
+    """The ``algorithm`` record of a group of convs all run by oneDNN."""
+    config = offload_config(ONEDNN.name, _group_compute(precision))
     return {**config, "algorithm": CONV_GROUP_ALGORITHM, "backend": ONEDNN.name}
 
 
@@ -784,8 +791,8 @@ def _conv_group(
     a group (None: each its own), why, and the group's signature."""
     signature = conv_group_signature(convs, opts.precision)
     if opts.convs == "all":
-        config = conv_group_config(opts.precision)
-        return offload_config(ONEDNN.name, config["compute"]), "offload_convs=all", signature
+        config = offload_config(ONEDNN.name, _group_compute(opts.precision))
+        return config, "offload_convs=all", signature
     if opts.convs != "tuned" or choices is None:
         return None, f"offload_convs={opts.convs}", signature
     records = [
@@ -794,23 +801,13 @@ def _conv_group(
         if r.config.get("algorithm") == CONV_GROUP_ALGORITHM
         and r.config.get("library") == ONEDNN.library()
     ]
-    won = [r for r in records if r.status == "ok" and not r.detail.startswith(REJECTED_IN_MODEL)]
-    if not won:
+    best, said = best_in_model(records)
+    if best is None:
         lost = "; ".join(f"{r.status}{': ' + r.detail if r.detail else ''}" for r in records)
-        said = (
-            f"all in the library measured in the model: {lost}"
-            if lost
-            else ("the group unmeasured in the model")
-        )
+        said = f"all in the library measured in the model: {lost}" if lost else "unmeasured"
         return None, f"each by its own measurement: {said}", signature
-    best = min(won, key=lambda r: r.seconds or math.inf)
-    said = (
-        "?"
-        if best.seconds is None or best.baseline_seconds is None
-        else (f"{best.baseline_seconds * 1e3:.3f} -> {best.seconds * 1e3:.3f} ms")
-    )
     config = offload_config(ONEDNN.name, str(best.config.get("compute", "f32")))
-    return config, f"all in the library: measured in the model, {said}", signature
+    return config, f"all in the library: {said}", signature
 
 
 def winograd_convs(module_op: ir.Operation, opts: WinogradOptions | None = None) -> Counter:

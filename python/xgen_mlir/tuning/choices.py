@@ -1083,7 +1083,6 @@ def tune_conv_group(
     around each library conv that cancel between two of them in the model, and keeps weights
     in cache that the model streams. Skipped where the user set the option or the offload.
     Returns the model module to go on from."""
-    from .search import WRONG_IN_MODEL, _relative_error, time_models
 
     options = dict(compile_options.get("target_options") or {})
     if options.get("offload_convs", "tuned") != "tuned" or current.report.tuning is None:
@@ -1109,12 +1108,25 @@ def tune_conv_group(
         None,
         description=f"{signature}: all in {ONEDNN.name} against {decision}",
     )
+    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads)
+
+
+def _group_verdict(
+    current: Any, candidate: Any, inputs: Any, record: Record, db_path: Path, threads: int
+) -> Any:
+    """Check ``candidate`` (the model with one group's other choice) against ``current`` in
+    the model and store ``record`` with the verdict: wrong numbers where the outputs differ
+    by more than ``WRONG_IN_MODEL`` (never applied, not timed: either way the group computes
+    the same sums), else both times (interleaved) and ``REJECTED_IN_MODEL`` unless at least
+    ``MIN_GAIN`` faster. Returns the module to go on from."""
+    from .search import WRONG_IN_MODEL, _relative_error, time_models
+
     xs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
     err = _relative_error(candidate, current, xs)
     won = False
     if err > WRONG_IN_MODEL:
         record.status = "wrong_numbers"
-        record.detail = f"relative error {err:.2g} against each conv's own choice"
+        record.detail = f"relative error {err:.2g} against the model before"
     else:
         old_ms, new_ms = time_models(current, candidate, inputs)
         record.seconds, record.baseline_seconds = new_ms / 1e3, old_ms / 1e3
@@ -1122,7 +1134,7 @@ def tune_conv_group(
         if not won:
             record.detail = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)"
     with TuningDB(db_path) as tdb:
-        tdb.add(record, HostIdentity.current(threads=settings.threads))
+        tdb.add(record, HostIdentity.current(threads=threads))
     return candidate if won else current
 
 
@@ -1148,7 +1160,6 @@ def tune_split(
     in cache from call to call, the model's may not (docs/byoc.md, "Rows or columns").
     Skipped where the option is the user's, or where no op would change. Returns the model
     module to go on from."""
-    from .search import WRONG_IN_MODEL, _relative_error, time_models
 
     option = SPLIT_GROUPS[kind][1]
     options = dict(compile_options.get("target_options") or {})
@@ -1180,7 +1191,6 @@ def tune_split(
     changed = [c for c in candidate.report.tuning.choices if c[0] == signature]
     if not changed or _on_columns(changed[0][1]) == _on_columns(counted):
         return current
-    host = HostIdentity.current(threads=settings.threads)
     record = Record(
         signature,
         split_config(other, kind),
@@ -1189,21 +1199,7 @@ def tune_split(
         None,
         description=f"{signature}: {other} against {counted}",
     )
-    xs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
-    err = _relative_error(candidate, current, xs)
-    won = False
-    if err > WRONG_IN_MODEL:  # the same sums either way: never applied, not timed
-        record.status = "wrong_numbers"
-        record.detail = f"relative error {err:.2g} against the count's split"
-    else:
-        old_ms, new_ms = time_models(current, candidate, inputs)
-        record.seconds, record.baseline_seconds = new_ms / 1e3, old_ms / 1e3
-        won = new_ms * MIN_GAIN <= old_ms
-        if not won:
-            record.detail = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)"
-    with TuningDB(db_path) as tdb:
-        tdb.add(record, host)
-    return candidate if won else current
+    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads)
 
 
 def _on_columns(decision: str) -> str:
