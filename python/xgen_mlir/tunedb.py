@@ -44,6 +44,9 @@ CONFIRMED = "confirmed"
 # ... and of one whose config did not make the model faster beyond the measured noise (the
 # times and ratio may follow after ": "): never applied, kept for the cost model.
 REJECTED_IN_MODEL = "confirmed alone, slower in the model"
+# ... and of a measured choice whose check in the model the tune's budget did not reach: not
+# applied (a rejection to every reader), but checked again by the next tune.
+UNCHECKED_IN_MODEL = f"{REJECTED_IN_MODEL} (not checked in the model: the budget ran out)"
 STATUSES = ("ok", "compile_error", "runtime_error", "wrong_numbers", "timeout")
 # The config kind of a record that measured an algorithm (a Winograd conv) against the direct
 # op (its baseline): an algorithm choice, not a contraction config (tuning/choices.py).

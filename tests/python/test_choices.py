@@ -441,6 +441,63 @@ def test_a_choice_slower_in_the_model_does_not_sink_the_others(tmp_path, monkeyp
     assert np.abs(np.asarray(final(x)) - want).max() <= 1e-4 * np.abs(want).max()
 
 
+def test_a_choice_the_budget_left_unchecked_is_checked_by_the_next_tune(tmp_path, monkeypatch):
+    """Two convs each measured 2x faster in oneDNN alone, checked together in the model (a
+    stubbed timer) where the first one's offload makes it slower. With the budget spent
+    after that first check, neither is applied, and neither is rejected for good: the next
+    tune (measuring nothing new) checks them again, keeps the second and rejects the first."""
+    import time
+
+    from xgen_mlir.tunedb import UNCHECKED_IN_MODEL
+    from xgen_mlir.tuning import choices as ch
+    from xgen_mlir.tuning import search
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, padding=1)
+    ).eval()
+    x = torch.randn(1, 3, 12, 12)
+    db = tmp_path / "t.db"
+    host = HostIdentity.current(threads=FAST.threads)
+    measure = ch.measure_choices
+    onednn = wc.offload_config("onednn", "f32")
+
+    def fake_measure(model, example_inputs, target="cpu", *, db, **kw):
+        kw = {k: v for k, v in kw.items() if k == "target_options"}
+        found = measure(model, example_inputs, target, db=db, max_convs=0, progress=False, **kw)
+        fresh = {c.signature for c in found if not c.measured}
+        with TuningDB(db) as tdb:
+            for c in found:
+                if c.signature in fresh:
+                    tdb.add(Record(c.signature, onednn, "ok", 0.5e-3, 1e-3, c.description), host)
+        found = measure(model, example_inputs, target, db=db, max_convs=0, progress=False, **kw)
+        return [replace(c, new=c.signature in fresh) for c in found]
+
+    def fake_time(current, candidate, inputs):
+        slower = any("3->16" in d and "onednn" in a for d, a, _ in candidate.report.tuning.choices)
+        return 1.0, (1.5 if slower else 0.5)
+
+    monkeypatch.setattr(ch, "measure_choices", fake_measure)
+    monkeypatch.setattr(search, "time_models", fake_time)
+    untuned = xgen_mlir.compile(model, (x,), tuning_db=False, **WIDE)
+    args = (model, (x,), (x,), "cpu", db, FAST)
+    spent = time.perf_counter() - 1.0
+    choices, _ = ch.tune_choices(untuned, *args, spent, False, WIDE)
+    assert all(c.algorithm == "direct" and "budget ran out" in c.why for c in choices), choices
+    with TuningDB(db) as tdb:
+        details = {r.detail for c in choices for r in tdb.records(host.key, c.signature)}
+    assert details == {UNCHECKED_IN_MODEL}, details
+
+    choices, best = ch.tune_choices(untuned, *args, time.perf_counter() + 600, False, WIDE)
+    by_conv = {c.description.split(" 12x12")[0]: c for c in choices}
+    assert by_conv["conv3x3 3->16"].algorithm == "direct", by_conv
+    assert "slower in the model" in by_conv["conv3x3 3->16"].why
+    assert by_conv["conv3x3 16->32"].algorithm == "onednn (f32)"
+    final = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=FAST.threads, **WIDE)
+    offloaded = [d for d, a, _ in final.report.tuning.choices if a.startswith("onednn")]
+    assert len(offloaded) == 1 and "16->32" in offloaded[0], final.report.tuning.choices
+
+
 def test_block_pruned_layers_measured_as_block_kernels_against_dense(tmp_path):
     """A block-pruned Linear is also measured as the block-sparse kernel, keyed by its block
     and density; before any measurement the rule decides (4x: the kernel; 1.5x: dense), after

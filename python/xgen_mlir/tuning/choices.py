@@ -95,7 +95,16 @@ from ..passes.winograd_convs import (
 )
 from ..pipelines import load_pipeline
 from ..target import host_threads
-from ..tunedb import MIN_GAIN, REJECTED_IN_MODEL, HostIdentity, Record, TuningDB, default_db_path
+from ..tunedb import (
+    ALGORITHM,
+    MIN_GAIN,
+    REJECTED_IN_MODEL,
+    UNCHECKED_IN_MODEL,
+    HostIdentity,
+    Record,
+    TuningDB,
+    default_db_path,
+)
 from .measure import Measurement, MeasureSettings, _run
 
 # Winograd's output differs from the direct conv's by more than reassociation (the transforms
@@ -1028,11 +1037,14 @@ def _tune_each(
         tuning_threads=settings.threads,
         **compile_options,
     )
+    # choices an earlier tune measured but had no budget left to check in the model: checked
+    # now, with the measured ones
+    unchecked = _unmark_unchecked(db_path, host, choices, allowed)
     # a choice changes the model where its decision differs from the one before this call
     changed = [
         c
         for c in choices
-        if c.new
+        if (c.new or c in unchecked)
         and c.algorithm != _decision(replace(c, measured=before.get(c.signature, [])), allowed)[0]
     ]
     if not changed:
@@ -1047,8 +1059,7 @@ def _tune_each(
     while queue:
         group = queue.pop(0)
         if checks and time.perf_counter() > deadline:
-            out_of_time = f"{REJECTED_IN_MODEL} (not checked in the model: the budget ran out)"
-            _reject(db_path, host, [c for g in [group, *queue] for c in g], out_of_time)
+            _reject(db_path, host, [c for g in [group, *queue] for c in g], UNCHECKED_IN_MODEL)
             break
         held = [c for c in changed if c not in kept and c not in group]
         with _held_back(db_path, host, held):  # the others' records out of this compile
@@ -1209,13 +1220,39 @@ def _on_columns(decision: str) -> str:
 
 
 def _reject(db_path: Path, host: HostIdentity, group: list[ConvChoice], why: str) -> None:
-    """Mark every record of ``group``'s choices rejected in the model (kept, never applied):
-    their ops go back to their priors, which the model they lost to had."""
+    """Mark every measured record of ``group``'s choices rejected in the model (kept, never
+    applied): their ops go back to their priors, which the model they lost to had. A failed
+    record keeps its error (it is never applied anyway)."""
     with TuningDB(db_path) as tdb:
         for c in group:
             for r in c.measured:
-                tdb.reject(host, c.signature, r.config, why)
-            c.algorithm, c.why = c.prior, f"the measured choice slower in the model: {why}"
+                if r.status == "ok":
+                    tdb.reject(host, c.signature, r.config, why)
+            c.algorithm = c.prior
+            c.why = (
+                "the measured choice not checked in the model: the tune's budget ran out"
+                if why == UNCHECKED_IN_MODEL
+                else f"the measured choice slower in the model: {why}"
+            )
+
+
+def _unmark_unchecked(
+    db_path: Path, host: HostIdentity, choices: list[ConvChoice], allowed: Any
+) -> list[ConvChoice]:
+    """Clear ``UNCHECKED_IN_MODEL`` from the records of ``choices`` that an earlier tune left
+    unchecked (so that the check in the model compiles with them) and decide those choices
+    again. Returns them."""
+    unchecked = [c for c in choices if any(r.detail == UNCHECKED_IN_MODEL for r in c.measured)]
+    with TuningDB(db_path) as tdb:
+        for c in unchecked:
+            for r in c.measured:
+                if r.detail == UNCHECKED_IN_MODEL:
+                    tdb.reject(host, c.signature, r.config, "")  # (sets the detail)
+            c.measured = [
+                r for r in tdb.records(host.key, c.signature) if r.config.get("kind") == ALGORITHM
+            ]
+            c.algorithm, c.why = _decision(c, allowed)
+    return unchecked
 
 
 @contextlib.contextmanager
