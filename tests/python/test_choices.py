@@ -488,7 +488,7 @@ def test_a_choice_the_budget_left_unchecked_is_checked_by_the_next_tune(tmp_path
         details = {r.detail for c in choices for r in tdb.records(host.key, c.signature)}
     assert details == {UNCHECKED_IN_MODEL}, details
 
-    choices, best = ch.tune_choices(untuned, *args, time.perf_counter() + 600, False, WIDE)
+    choices, _ = ch.tune_choices(untuned, *args, time.perf_counter() + 600, False, WIDE)
     by_conv = {c.description.split(" 12x12")[0]: c for c in choices}
     assert by_conv["conv3x3 3->16"].algorithm == "direct", by_conv
     assert "slower in the model" in by_conv["conv3x3 3->16"].why
