@@ -21,7 +21,9 @@ order (0.09-0.28).
 What it matches: a ``linalg.generic`` that only copies its one input to its one output
 through two different permutation maps (static shapes), not inside a dispatch region, whose
 output's innermost dimension has at most ``SMALL`` (4: image channels; only 3 was measured)
-elements and is not the input's innermost. Other transposes keep IREE's tiles.
+elements and is not the input's innermost, and that reads the function's input (a transpose
+of a computed tensor may join its producer's dispatch, which these tiles do not fit). Other
+transposes keep IREE's tiles.
 """
 
 from __future__ import annotations
@@ -108,6 +110,8 @@ def tile_transposes(block: Any, plan: Any = None) -> list[TileDecision]:
         types = [ir.RankedTensorType(v.type) for v in (op.operands[0], op.results[0])]
         name = " -> ".join("x".join(map(str, t.shape)) for t in types)
         tiles, why = choose_tiles(in_perm, out_perm, loop_sizes(op))
+        if tiles is not None and not _reads_an_input(op):
+            tiles, why = None, "reads a computed tensor: IREE may fuse it into its producer"
         dist, vec = tiles or (None, None)
         records.append(TileDecision("transpose", name, dist, vec, why))
         if tiles is not None:
@@ -116,6 +120,24 @@ def tile_transposes(block: Any, plan: Any = None) -> list[TileDecision]:
             if node is not None:
                 node.op = new
     return records
+
+
+_VIEWS = ("tensor.collapse_shape", "tensor.expand_shape", "tensor.reshape")
+
+
+def _reads_an_input(op: Any) -> bool:
+    """Whether transpose ``op`` reads the function's input (through reshapes and its import):
+    the dispatch it forms is its own. A transpose of a computed tensor (a pool's 4x4 output
+    back to NCHW) may be fused into its producer's dispatch, whose root then carries this
+    op's tiles, loops it does not have: IREE fails to build that dispatch's pipeline."""
+    value = op.operands[0]
+    while True:
+        owner = value.owner
+        name = owner.name if hasattr(owner, "name") else ""
+        if name in _VIEWS or name == "hal.tensor.import":
+            value = owner.operands[0]
+            continue
+        return not name  # a block argument
 
 
 def _rewrite(op: Any, in_perm: list[int], out_perm: list[int], tiles: list[list[int]]) -> Any:

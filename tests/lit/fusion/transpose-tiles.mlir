@@ -79,6 +79,35 @@ func.func @outer_swap(%x: tensor<4x2x3xf32>) -> tensor<2x4x3xf32> {
 
 // -----
 
+// A 4-pixel-wide NHWC pool output back to NCHW (a small net's last pool): it reads a computed
+// tensor, so IREE may fuse it into the pool's dispatch, whose root would then carry tiles of
+// loops it does not have (IREE failed to build that dispatch's pipeline and the whole
+// module fell back to IREE's own dispatches). It keeps IREE's tiles.
+// DECIDE: transpose 4x4x16 -> 16x4x4: IREE's tiles: reads a computed tensor: IREE may fuse it into its producer
+// CHECK-LABEL: func.func @pooled_back_to_nchw
+// CHECK-NOT: compilation_info
+#hwc = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @pooled_back_to_nchw(%x: tensor<8x8x16xf32>) -> tensor<16x4x4xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %w = tensor.empty() : tensor<2x2xf32>
+  %e = tensor.empty() : tensor<4x4x16xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<4x4x16xf32>) -> tensor<4x4x16xf32>
+  %x4 = tensor.expand_shape %x [[0, 1], [2], [3]] output_shape [1, 8, 8, 16] : tensor<8x8x16xf32> into tensor<1x8x8x16xf32>
+  %f4 = tensor.expand_shape %f [[0, 1], [2], [3]] output_shape [1, 4, 4, 16] : tensor<4x4x16xf32> into tensor<1x4x4x16xf32>
+  %p4 = linalg.pooling_nhwc_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%x4, %w : tensor<1x8x8x16xf32>, tensor<2x2xf32>) outs(%f4 : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %p = tensor.collapse_shape %p4 [[0, 1], [2], [3]] : tensor<1x4x4x16xf32> into tensor<4x4x16xf32>
+  %o = tensor.empty() : tensor<16x4x4xf32>
+  %t = linalg.generic {indexing_maps = [#hwc, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%p : tensor<4x4x16xf32>) outs(%o : tensor<16x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  } -> tensor<16x4x4xf32>
+  return %t : tensor<16x4x4xf32>
+}
+
+// -----
+
 // Not a copy (it scales while it permutes), and a transpose the planner fused with its ReLU
 // (inside a dispatch region): neither is touched, and neither gets a record.
 // DECIDE-NOT: transpose
@@ -109,3 +138,4 @@ func.func @computes(%x: tensor<3x8x32xf32>) -> (tensor<8x32x3xf32>, tensor<8x32x
   } -> tensor<8x32x3xf32>
   return %s, %r : tensor<8x32x3xf32>, tensor<8x32x3xf32>
 }
+
