@@ -735,9 +735,16 @@ def test_bf16_column_shares_equal_the_row_shares(threads, tmp_path):
         _check_bf16(m, max_abs_err(got[split], want) / _scale(want), f"bf16 {split}")
     if not HOST_BF16:
         return  # (f32 primitives: the columns as in test_wide_matmuls_split_along_columns)
-    post = ["gelu_b_6_24_96", "relu_b_6_96_96", "none_b_6_96_96", "none_b_6_96_50"]
-    assert symbols["columns"] == {f"xgen_dnnl_matmul_bf16_{p}_c{threads}" for p in post}
-    assert symbols["rows"] == {f"xgen_dnnl_matmul_bf16_{p}_p{threads}" for p in post}
+    # the activations between them bf16 where library ops alone read them (library_activations):
+    # a's GELU goes only to b, b's ReLU also to the residual add (IREE's), which d reads
+    post = {
+        "tffb_gelu_b_6_24_96",
+        "tbff_relu_b_6_96_96",
+        "_none_b_6_96_96",
+        "tbff_none_b_6_96_50",
+    }
+    assert symbols["columns"] == {f"xgen_dnnl_matmul_bf16{p}_c{threads}" for p in post}
+    assert symbols["rows"] == {f"xgen_dnnl_matmul_bf16{p}_p{threads}" for p in post}
     assert max_abs_err(got["columns"], got["rows"]) <= 1e-6 * _scale(want)
 
 
@@ -952,13 +959,60 @@ def test_conv_channel_shares_equal_the_row_shares(precision, threads, tmp_path):
             _check_bf16(m, err, f"bf16 {split}")
         else:
             assert err < 1e-5, f"{split}: relative error {err:.2e}"
-    compute = "bf16" if precision == "bf16" and HOST_BF16 else "f32"
+    bf16 = precision == "bf16" and HOST_BF16
+    # in bf16 each conv's tensor types (library_activations): the first reads the input's
+    # transpose in f32 and writes bf16, which the second reads as its source and residual
     shapes = [
-        "relu_b_1_4_4_32_2_2_64_3_3_2_2_1_1_1_1_1_1_1",
-        "addrelu_b_1_2_2_64_2_2_64_3_3_1_1_1_1_1_1_1_1_1",
-        "none_b_1_2_2_64_2_2_40_3_3_1_1_1_1_1_1_1_1_1",
+        ("tffb", "relu_b_1_4_4_32_2_2_64_3_3_2_2_1_1_1_1_1_1_1"),
+        ("tbbb", "addrelu_b_1_2_2_64_2_2_64_3_3_1_1_1_1_1_1_1_1_1"),
+        ("tbff", "none_b_1_2_2_64_2_2_40_3_3_1_1_1_1_1_1_1_1_1"),
     ]
+    names = [f"bf16{t}_{s}" if bf16 else f"f32_{s}" for t, s in shapes]
     rows = min(threads, 2)  # (never more parts than output rows)
-    assert symbols["rows"] == {f"xgen_dnnl_conv_{compute}_{s}_p{rows}" for s in shapes}
-    assert symbols["count"] == {f"xgen_dnnl_conv_{compute}_{s}_c{threads}" for s in shapes}
+    assert symbols["rows"] == {f"xgen_dnnl_conv_{n}_p{rows}" for n in names}
+    assert symbols["count"] == {f"xgen_dnnl_conv_{n}_c{threads}" for n in names}
     assert max_abs_err(got["count"], got["rows"]) <= 1e-6 * _scale(want)
+
+
+class _ResidualChain(torch.nn.Module):
+    """An IREE op (a ReLU of the input, NHWC-free: after the stem) feeding three convs in a
+    residual block, then a pool: activations between library ops and at their edges."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.a = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.b = torch.nn.Conv2d(16, 16, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.stem(x))
+        z = torch.relu(self.b(torch.relu(self.a(y))) + y)
+        return torch.nn.functional.max_pool2d(z, 2)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bf16_activations_between_library_ops(threads, tmp_path):
+    """library_activations=bf16 (the default): a bf16 library op whose users are all bf16
+    library ops writes bf16 (here the stem, read by ``a`` and as ``b``'s residual, and
+    ``a``), its readers take it as bf16, and an output going to IREE's code (the pool) stays
+    f32. The numbers stay within bf16's error of PyTorch, as with f32 activations (each op
+    converting its own source), from which they differ by at most the residual's rounding."""
+    torch.manual_seed(11)
+    model, x = _ResidualChain().eval(), torch.randn(1, 8, 8, 8)
+    with torch.no_grad():
+        want = model(x).numpy()
+    got, symbols = {}, {}
+    for activations in ("bf16", "f32"):
+        options = {**OFFLOAD, "threads": str(threads), "library_activations": activations}
+        m, symbols[activations] = _compiled_imports(
+            model, x, tmp_path / activations, "conv", target_options=options, precision="bf16"
+        )
+        got[activations] = np.array(m(x).numpy())
+        _check_bf16(m, max_abs_err(got[activations], want) / _scale(want), activations)
+    if not HOST_BF16:
+        return
+    types = sorted(re.match(r"xgen_dnnl_conv_(bf16\w*?)_", s).group(1) for s in symbols["bf16"])
+    assert types == ["bf16tbbf", "bf16tbfb", "bf16tffb"], symbols["bf16"]
+    assert all("_bf16_" in s for s in symbols["f32"]), symbols["f32"]
+    # (the residual y rounded to bf16 before the add: one bf16 step of y at most)
+    assert max_abs_err(got["bf16"], got["f32"]) <= 2**-8 * _scale(want)

@@ -11,7 +11,8 @@ AVX-512, AVX512-BF16/VNNI, AMX where the CPU has them), so one plugin serves eve
 An import name is the whole operation: ``xgen_dnnl_conv_<compute>_<post>_<bias>_`` then
 N, IH, IW, IC, OH, OW, OC, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, G (NHWC input and output,
 HWIO weights: a ``linalg.conv_2d_nhwc_hwcf``), or ``xgen_dnnl_matmul_<compute>_<post>_<bias>_``
-M, K, N. ``compute`` is f32 or bf16 (operands rounded to bf16, f32 accumulation and output),
+M, K, N. ``compute`` is f32 or bf16 (operands rounded to bf16, f32 accumulation and output;
+``bf16t`` and three letters: the source, residual and output are bf16 tensors where ``b``),
 or s8: an integer contraction as linalg's quantized ops are (int8 source and weights, int32
 output, the source's zero point after the sizes; no bias, ``nb``). Last, ``p`` and the number
 of parts: the operation's output rows split among that many workgroups, each running its
@@ -274,6 +275,19 @@ def matmul_symbol(
 ) -> str:
     """``parts``, ``columns``: see ``matmul_split``. ``impl``: see ``IMPL_FAMILIES``."""
     return _name("matmul", compute, post, [m, k, n], zero_point, parts, columns, impl)
+
+
+def with_bf16_tensors(symbol: str, source: bool, residual: bool, output: bool) -> str:
+    """Bf16 import ``symbol`` with its source, residual and output passed as bf16 tensors
+    where set (its type field ``bf16t`` and one letter each, ``b`` or ``f``), instead of the
+    f32 ones it converts: the activations between two library operations stay bf16."""
+    kind, compute, rest = symbol[len(PREFIX) :].split("_", 2)
+    if compute != "bf16":
+        raise ValueError(f"{symbol}: bf16 tensors go with compute type bf16, not {compute}")
+    if not (source or residual or output):
+        return symbol
+    letters = "".join("b" if t else "f" for t in (source, residual, output))
+    return f"{PREFIX}{kind}_bf16t{letters}_{rest}"
 
 
 def conv_parts(n: int, oh: int, threads: int) -> int:

@@ -119,23 +119,56 @@ void append_eltwise(dnnl::post_ops* ops, dnnl::algorithm alg) {
 }
 #endif
 
-memory::data_type compute_type(const std::string& name) {
-  if (name == "f32") return memory::data_type::f32;
-  if (name == "bf16") return memory::data_type::bf16;
-  if (name == "s8") return memory::data_type::s8;
+// The types of an operation's user-side tensors: f32 activations, weights and output for
+// f32/bf16 (bf16 converts on the way in), but int8 in and int32 out for s8 (an integer
+// contraction's own types, as linalg's quantized ops have them). A bf16 operation's source,
+// residual and output may be bf16 tensors instead (the compiler keeps the activations
+// between two library operations in bf16): its type field is then "bf16t" and one letter
+// for each, f (f32) or b (bf16), as in "bf16tbfb" (source and output bf16).
+struct UserTypes {
+  memory::data_type src, wei, dst, res;
+};
+
+// The compute type and user-side types a name's type field asks for.
+std::pair<memory::data_type, UserTypes> compute_type(const std::string& name) {
+  auto f32 = memory::data_type::f32, bf16 = memory::data_type::bf16;
+  if (name == "f32") return {f32, {f32, f32, f32, f32}};
+  if (name == "bf16") return {bf16, {f32, f32, f32, f32}};
+  if (name == "s8") {
+    auto s8 = memory::data_type::s8, s32 = memory::data_type::s32;
+    return {s8, {s8, s8, s32, s32}};
+  }
+  auto letter = [&](char c) {
+    if (c != 'f' && c != 'b') throw std::invalid_argument("compute type " + name);
+    return c == 'b' ? bf16 : f32;
+  };
+  if (name.size() == 8 && name.rfind("bf16t", 0) == 0) {
+    return {bf16, {letter(name[5]), f32, letter(name[7]), letter(name[6])}};
+  }
   throw std::invalid_argument("compute type " + name);
 }
 
-// The types of an operation's user-side tensors for compute type ``ct``: f32 activations,
-// weights and output for f32/bf16 (bf16 converts on the way in), but int8 in and int32 out for
-// s8: an integer contraction's own types, as linalg's quantized ops have them.
-struct UserTypes {
-  memory::data_type src, wei, dst;
-};
-UserTypes user_types(memory::data_type ct) {
-  auto f32 = memory::data_type::f32;
-  if (ct == memory::data_type::s8) return {ct, ct, memory::data_type::s32};
-  return {f32, f32, f32};
+// bf16 <-> f32 for the copies of a dense share (round to nearest even, as oneDNN's).
+inline float load_as_f32(const char* p, memory::data_type t) {
+  if (t == memory::data_type::f32) return *reinterpret_cast<const float*>(p);
+  uint32_t bits = uint32_t(*reinterpret_cast<const uint16_t*>(p)) << 16;
+  float out;
+  std::memcpy(&out, &bits, sizeof(out));
+  return out;
+}
+inline void store_from_f32(char* p, memory::data_type t, float v) {
+  if (t == memory::data_type::f32) {
+    *reinterpret_cast<float*>(p) = v;
+    return;
+  }
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {
+    bits |= 0x00400000u;  // a quiet NaN stays one
+  } else {
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+  }
+  *reinterpret_cast<uint16_t*>(p) = uint16_t(bits >> 16);
 }
 
 // The source zero point of an s8 operation (the weights' is 0), from a name's last field:
@@ -154,6 +187,10 @@ void set_src_zero_point(dnnl::primitive_attr* attr, const std::string& field, bo
 #else
   attr->set_zero_points(DNNL_ARG_SRC, 0, {*runtime ? DNNL_RUNTIME_S32_VAL : *value});
 #endif
+}
+
+size_t element_bytes(memory::data_type t) {
+  return t == memory::data_type::s8 ? 1 : t == memory::data_type::bf16 ? 2 : 4;
 }
 
 // Splits "a_b_c" at '_'.
@@ -193,6 +230,10 @@ struct Op {
   // primitives on one scratchpad computed wrong numbers. Each calling thread has its own.
   memory::desc scratch_desc;
   memory::desc src_user, src_prim, wei_user, wei_prim, bias_desc, dst_desc;
+  memory::desc res_desc;  // a residual: laid out like the (dense) output, in its own type
+  // the types of the user's output (dst_ptr) and residual, and of the primitive's output
+  // (a dense share's buffer); oneDNN 2's memory::desc does not say
+  memory::data_type out_type = memory::data_type::f32, res_type = out_type, dst_type = out_type;
   bool has_bias = false;
   bool has_residual = false;  // a binary-add post-op reading a tensor shaped like dst
   // A column share computed into a dense buffer, then copied out at row length ``out_ld``:
@@ -266,7 +307,7 @@ struct Op {
     }
     if (has_residual && !residual_in_copy) {
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-                   memory(dst_desc, eng, const_cast<void*>(res_ptr)));
+                   memory(res_desc, eng, const_cast<void*>(res_ptr)));
     }
     if (scratch_desc.get_size() != 0) {
       auto found = scratch.find(this);
@@ -277,25 +318,40 @@ struct Op {
     }
     prim.execute(s, args);
     s.wait();
-    if (out_ld != 0 && residual_in_copy) {  // f32: out = [relu](share + residual)
+    const memory::data_type share_type = dst_type;
+    const auto f32 = memory::data_type::f32;
+    if (out_ld != 0 && residual_in_copy) {  // out = [relu](share (f32) + residual)
       const float* from = static_cast<const float*>(dst.get_data_handle());
-      const float* res = static_cast<const float*>(res_ptr);
-      float* to = static_cast<float*>(dst_ptr);
+      const memory::data_type rt = res_type;
+      const size_t rb = element_bytes(rt), ob = element_bytes(out_type);
+      const char* res = static_cast<const char*>(res_ptr);
+      char* to = static_cast<char*>(dst_ptr);
       for (memory::dim r = 0; r < share_rows; ++r) {
         const float* a = from + r * share_cols;
-        const float* b = res + r * out_ld;
-        float* o = to + r * out_ld;
-        if (relu_after_residual) {
-          for (memory::dim c = 0; c < share_cols; ++c) o[c] = std::max(a[c] + b[c], 0.0f);
-        } else {
-          for (memory::dim c = 0; c < share_cols; ++c) o[c] = a[c] + b[c];
+        const char* b = res + r * out_ld * rb;
+        char* o = to + r * out_ld * ob;
+        if (rt == f32 && out_type == f32) {
+          const float* bf = reinterpret_cast<const float*>(b);
+          float* of = reinterpret_cast<float*>(o);
+          if (relu_after_residual) {
+            for (memory::dim c = 0; c < share_cols; ++c) of[c] = std::max(a[c] + bf[c], 0.0f);
+          } else {
+            for (memory::dim c = 0; c < share_cols; ++c) of[c] = a[c] + bf[c];
+          }
+          continue;
+        }
+        for (memory::dim c = 0; c < share_cols; ++c) {
+          float v = a[c] + load_as_f32(b + c * rb, rt);
+          if (relu_after_residual) v = std::max(v, 0.0f);
+          store_from_f32(o + c * ob, out_type, v);
         }
       }
-    } else if (out_ld != 0) {  // the dense share's rows (f32 or s32: 4 bytes) into place
+    } else if (out_ld != 0) {  // the dense share's rows into place, in the output's type
       const char* from = static_cast<const char*>(dst.get_data_handle());
-      const size_t row = share_cols * 4;
+      const size_t row = share_cols * element_bytes(share_type);
+      const size_t ob = element_bytes(out_type);
       for (memory::dim r = 0; r < share_rows; ++r) {
-        std::memcpy(static_cast<char*>(dst_ptr) + r * out_ld * 4, from + r * row, row);
+        std::memcpy(static_cast<char*>(dst_ptr) + r * out_ld * ob, from + r * row, row);
       }
     }
     return 0;
@@ -344,11 +400,11 @@ memory Op::prepared_weights(const void* user) {
 // The post-ops a name's <post> field asks for, after the primitive's sum and bias: none, relu,
 // add (+ a tensor shaped like the output: a residual), addrelu (add, then relu), gelu
 // (x * (1 + erf(x / sqrt 2)) / 2), gelut (GELU's tanh form). False: an unknown field.
-bool post_ops(const std::string& post, const memory::desc& dst, dnnl::post_ops* ops,
+bool post_ops(const std::string& post, const memory::desc& res, dnnl::post_ops* ops,
               bool* residual, bool residual_in_copy = false) {
   *residual = post == "add" || post == "addrelu";
   if (residual_in_copy && *residual) return true;  // both done while copying into place
-  if (*residual) ops->append_binary(dnnl::algorithm::binary_add, dst);
+  if (*residual) ops->append_binary(dnnl::algorithm::binary_add, res);
   if (post == "relu" || post == "addrelu") {
     append_eltwise(ops, dnnl::algorithm::eltwise_relu);
   } else if (post == "gelu") {
@@ -363,6 +419,7 @@ bool post_ops(const std::string& post, const memory::desc& dst, dnnl::post_ops* 
 // source zero point (after the sizes, before the parts).
 struct Head {
   memory::data_type ct;
+  UserTypes user;  // the types of its tensors as the caller passes them
   std::string post;
   bool bias;
   std::string zero_point;  // s8 only
@@ -400,11 +457,12 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v,
   using tag = memory::format_tag;
   auto f32 = memory::data_type::f32;
   memory::data_type ct = h.ct;
-  UserTypes user = user_types(ct);
+  const UserTypes& user = h.user;
   auto op = std::make_unique<Op>();
   op->src_user = memory::desc({n, ic, ih, iw}, user.src, tag::nhwc);
   op->src_prim = memory::desc({n, ic, ih, iw}, ct, tag::nhwc);
-  op->dst_desc = memory::desc({n, oc, oh, ow}, user.dst, tag::nhwc);
+  op->out_type = user.dst;
+  op->res_desc = memory::desc({n, oc, oh, ow}, user.res, tag::nhwc);
   memory::dims wdims = g == 1 ? memory::dims{oc, ic, kh, kw}
                               : memory::dims{g, oc / g, ic / g, kh, kw};
   op->wei_user = memory::desc(wdims, user.wei, g == 1 ? tag::hwio : tag::hwigo);
@@ -423,8 +481,13 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v,
     op->residual_in_copy = h.post == "add" || h.post == "addrelu";
     op->relu_after_residual = h.post == "addrelu";
   }
+  // the output: the user's, or a dense share (in f32 where the residual is added while
+  // copying it into place: rounded once, after the add)
+  op->dst_type = op->residual_in_copy ? f32 : user.dst;
+  op->res_type = user.res;
+  op->dst_desc = memory::desc({n, oc, oh, ow}, op->dst_type, tag::nhwc);
   dnnl::post_ops ops;
-  if (!post_ops(h.post, op->dst_desc, &ops, &op->has_residual, op->residual_in_copy)) {
+  if (!post_ops(h.post, op->res_desc, &ops, &op->has_residual, op->residual_in_copy)) {
     return nullptr;
   }
   dnnl::primitive_attr attr;
@@ -467,7 +530,7 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
   using tag = memory::format_tag;
   auto f32 = memory::data_type::f32;
   memory::data_type ct = h.ct;
-  UserTypes user = user_types(ct);
+  const UserTypes& user = h.user;
   auto op = std::make_unique<Op>();
   const memory::dims rows_of_ld{ld, 1};
   // f32 kernels write a column share in place; bf16 and s8 ones into a dense buffer (oneDNN
@@ -477,12 +540,15 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
   op->src_prim = memory::desc({m, k}, ct, tag::ab);
   op->dst_desc = dense_share ? memory::desc({m, n}, user.dst, tag::ab)
                              : memory::desc({m, n}, user.dst, rows_of_ld);
+  op->out_type = op->dst_type = user.dst;
+  op->res_type = user.res;
+  op->res_desc = memory::desc({m, n}, user.res, rows_of_ld);
   op->wei_user = memory::desc({k, n}, user.wei, rows_of_ld);
   memory::desc wei_any({k, n}, ct, tag::any);
   op->has_bias = h.bias;
   op->bias_desc = memory::desc({1, n}, f32, tag::ab);
   dnnl::post_ops ops;
-  if (!post_ops(h.post, op->dst_desc, &ops, &op->has_residual)) return nullptr;
+  if (!post_ops(h.post, op->res_desc, &ops, &op->has_residual)) return nullptr;
   if (dense_share) {
     if (op->has_residual) return nullptr;  // (the compiler fuses no residual into a matmul)
     op->out_ld = ld;
@@ -519,7 +585,7 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
 // weights, the bias and the output (a residual is laid out like the output), in bytes.
 struct Part {
   Op* op;
-  size_t src_offset, dst_offset, wei_offset = 0, bias_offset = 0;
+  size_t src_offset, dst_offset, wei_offset = 0, bias_offset = 0, res_offset = 0;
 };
 
 // An import: its parts (workgroup i runs part i) and the distinct primitives they use (the
@@ -541,7 +607,6 @@ struct Split {
   }
 };
 
-size_t element_bytes(memory::data_type t) { return t == memory::data_type::s8 ? 1 : 4; }
 
 // Part i of P of ``total`` rows: [begin, end); sizes differ by at most one row.
 std::pair<memory::dim, memory::dim> part_rows(memory::dim total, memory::dim i, memory::dim p) {
@@ -553,13 +618,14 @@ std::pair<memory::dim, memory::dim> part_rows(memory::dim total, memory::dim i, 
 bool split_conv(const Head& h, const std::vector<memory::dim>& v, memory::dim p, Split* split) {
   memory::dim n = v[0], ih = v[1], iw = v[2], ic = v[3], oh = v[4], ow = v[5], oc = v[6],
               kh = v[7], sh = v[9], pt = v[11], dh = v[15];
-  UserTypes user = user_types(h.ct);
+  const UserTypes& user = h.user;
   const size_t in_row = iw * ic * element_bytes(user.src);
   const size_t out_row = ow * oc * element_bytes(user.dst);
+  const size_t res_row = ow * oc * element_bytes(user.res);
   if (p > (n == 1 ? oh : n)) return false;
   for (memory::dim i = 0; i < p; ++i) {
     std::vector<memory::dim> part = v;
-    size_t src_offset, dst_offset;
+    size_t src_offset, dst_offset, res_offset;
     if (n == 1) {
       auto [o0, o1] = part_rows(oh, i, p);
       memory::dim first = o0 * sh - pt, last = (o1 - 1) * sh - pt + (kh - 1) * dh;
@@ -571,15 +637,17 @@ bool split_conv(const Head& h, const std::vector<memory::dim>& v, memory::dim p,
       part[13] = last + 1 - i1;
       src_offset = i0 * in_row;
       dst_offset = o0 * out_row;
+      res_offset = o0 * res_row;
     } else {
       auto [b0, b1] = part_rows(n, i, p);
       part[0] = b1 - b0;
       src_offset = b0 * ih * in_row;
       dst_offset = b0 * oh * out_row;
+      res_offset = b0 * oh * res_row;
     }
     Op* op = split->op_for(part, [&] { return make_conv(h, part); });
     if (!op) return false;
-    split->parts.push_back({op, src_offset, dst_offset});
+    split->parts.push_back({op, src_offset, dst_offset, 0, 0, res_offset});
   }
   return true;
 }
@@ -590,7 +658,7 @@ bool split_conv(const Head& h, const std::vector<memory::dim>& v, memory::dim p,
 bool split_conv_channels(const Head& h, const std::vector<memory::dim>& v, memory::dim p,
                          Split* split) {
   const memory::dim oc = v[6];
-  UserTypes user = user_types(h.ct);
+  const UserTypes& user = h.user;
   const memory::dim unit = oc % 16 == 0 ? 16 : 1;
   if (v[17] != 1 || p > oc / unit) return false;
   for (memory::dim i = 0; i < p; ++i) {
@@ -601,7 +669,7 @@ bool split_conv_channels(const Head& h, const std::vector<memory::dim>& v, memor
     Op* op = split->op_for(part, [&] { return make_conv(h, part, oc); });
     if (!op) return false;
     split->parts.push_back({op, 0, c0 * element_bytes(user.dst), c0 * element_bytes(user.wei),
-                            c0 * sizeof(float)});
+                            c0 * sizeof(float), c0 * element_bytes(user.res)});
   }
   return true;
 }
@@ -610,7 +678,7 @@ bool split_conv_channels(const Head& h, const std::vector<memory::dim>& v, memor
 // source, its share of the weights' columns, and writes its columns of the output).
 bool split_matmul(const Head& h, memory::dim m, memory::dim k, memory::dim n, memory::dim p,
                   bool columns, Split* split) {
-  UserTypes user = user_types(h.ct);
+  const UserTypes& user = h.user;
   if (p > (columns ? n : m)) return false;
   for (memory::dim i = 0; i < p; ++i) {
     if (columns) {
@@ -619,14 +687,15 @@ bool split_matmul(const Head& h, memory::dim m, memory::dim k, memory::dim n, me
       Op* op = split->op_for({-cols}, [&] { return make_matmul(h, m, k, cols, n); });
       if (!op) return false;
       split->parts.push_back({op, 0, n0 * element_bytes(user.dst), n0 * element_bytes(user.wei),
-                              n0 * sizeof(float)});
+                              n0 * sizeof(float), n0 * element_bytes(user.res)});
       continue;
     }
     auto [m0, m1] = part_rows(m, i, p);
     memory::dim rows = m1 - m0;
     Op* op = split->op_for({rows}, [&] { return make_matmul(h, rows, k, n, n); });
     if (!op) return false;
-    split->parts.push_back({op, m0 * k * element_bytes(user.src), m0 * n * element_bytes(user.dst)});
+    split->parts.push_back({op, m0 * k * element_bytes(user.src), m0 * n * element_bytes(user.dst),
+                            0, 0, m0 * n * element_bytes(user.res)});
   }
   return true;
 }
@@ -680,7 +749,7 @@ int call_part(void* params, void* context, void* /*reserved*/) {
     const char* src = static_cast<const char*>(p[0]) + part.src_offset;
     const char* wei = static_cast<const char*>(p[1]) + part.wei_offset;
     return part.op->run(src, wei, bias ? bias + part.bias_offset : nullptr,
-                        residual ? residual + part.dst_offset : nullptr, zp,
+                        residual ? residual + part.res_offset : nullptr, zp,
                         dst + part.dst_offset);
   } catch (const dnnl::error& e) {
     std::fprintf(stderr, "xgen_mlir oneDNN plugin: %s (status %d)\n", e.what(), (int)e.status);
@@ -731,7 +800,8 @@ Split* make_op(const char* symbol, bool quiet = false) {
     const bool whole = along != 'p' && along != 'c';
     memory::dim parts = whole ? 1 : std::stoll(f.back().substr(1));
     if (!whole) f.pop_back();
-    Head h{compute_type(f[1]), f[2], f[3] == "b", "", ""};
+    auto [ct, user] = compute_type(f[1]);
+    Head h{ct, user, f[2], f[3] == "b", "", ""};
     if (f.back().size() > 1 && f.back()[0] == 'i' && !std::isdigit(f.back()[1])) {
       h.impl = f.back().substr(1);  // "_i<family>": an implementation family
       f.pop_back();

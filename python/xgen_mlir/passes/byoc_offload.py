@@ -33,7 +33,9 @@ whose locations it lists (comma separated ``file:line:col``, as the pass's verbo
 names them; the ``cpu`` target's ``offload_only`` option); ``never``: those locations are never
 offloaded, whatever the backend or the tuning database says (``offload_never``), reported as
 kept; ``backend=none``: none. ``precision=bf16`` rounds the operands to bf16 with f32
-accumulation, as the target's ``precision="bf16"`` does for IREE's contractions.
+accumulation, as the target's ``precision="bf16"`` does for IREE's contractions; with
+``activations=bf16`` (the default) the activations between bf16 library ops are then passed
+as bf16 tensors (``keep_bf16_between``).
 
 Numerics: f32 sums in the library's order (reassociation only); bf16 as ``precision="bf16"``;
 s8 exact (integer sums).
@@ -46,26 +48,30 @@ import json
 import math
 import sys
 from collections import Counter
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._mlir import ir, tensor
+from .._mlir import arith, ir, tensor
+from ..analysis.flops import FLOPS_ATTR
 from ..byoc import OFFLOAD_ATTR, Backend, backend_named
 from ..byoc.onednn import (
     IMPL_FAMILIES,
     MATMUL_SPLITS,
+    PREFIX,
     RUNTIME_ZERO_POINT,
     conv_split,
     conv_symbol,
     matmul_split,
     matmul_symbol,
+    with_bf16_tensors,
 )
 from ..codegen.dispatch import import_executable_text
 from ..diagnostics import location_matches, location_text, warn_fallback
 from ..errors import BackendCompileError
-from ..irutil import function_of, ops_named
+from ..irutil import find_func, function_of, ops_named
 from ..tunedb import ALGORITHM, REJECTED_IN_MODEL, Record
 from .consteval import WEIGHT_ELEMENTS, ConstEval, erf
 from .fold_batchnorm import fold_one
@@ -130,6 +136,9 @@ class OffloadOptions:
     # a conv's parts along its rows or its output channels (byoc/onednn.py, conv_split);
     # tuned: as this host's record for the model's convs says, else count
     conv_split: str = "count"
+    # in bf16, the activations a library op passes to another: bf16 (written and read as
+    # bf16 tensors: keep_bf16_between) or f32 (each op converts its f32 source itself)
+    activations: str = "bf16"
 
 
 def _pad_of(x: ir.Value, ev: ConstEval | None = None, value: int = 0) -> tuple[ir.Value, list[int]]:
@@ -462,6 +471,24 @@ def _can_build(backend: Backend, symbol: str) -> bool:
         raise PassFailure(str(e)) from None
 
 
+@dataclass
+class _Installed:
+    """An offloaded op as its call was installed: what ``keep_bf16_between`` needs to make
+    the call again with other tensor types."""
+
+    call: ir.Operation  # the func.call of its wrapper
+    wrapper: str  # the wrapper's symbol: its "_call" function and the import's declaration
+    backend: str
+    kind: str  # conv | matmul
+    symbol: str  # the import name
+    parts: int
+    residual: int | None  # the operand index of a residual, if it adds one
+
+
+# byoc_offload sets a list here in its call phase: every call it installs
+_INSTALLED: ContextVar[list[_Installed] | None] = ContextVar("xgen_byoc_installed", default=None)
+
+
 def _install(
     module_op: ir.Operation,
     backend: Backend,
@@ -472,31 +499,175 @@ def _install(
     end: ir.Operation,
     parts: int,
     perm: list[int] | None = None,
+    residual: int | None = None,
 ) -> None:
     """Replace ``op`` .. ``end`` by a call of a dispatch of ``parts`` workgroups calling import
-    ``symbol`` on ``inputs`` (values, or arrays that become constants) and ``op``'s result."""
-    name = free_symbol(module_op, f"xgen_{backend.name}_{kind}", 0)
+    ``symbol`` on ``inputs`` (values, or arrays that become constants) and ``op``'s result
+    (``residual``: the index of the input a post-op adds)."""
+    call = _install_call(
+        module_op, backend.name, kind, symbol, inputs, op.results[0].type, parts, [op], end, perm
+    )
+    installed = _INSTALLED.get()
+    if installed is not None:
+        wrapper = ir.FlatSymbolRefAttr(call.attributes["callee"]).value.removesuffix("_call")
+        installed.append(_Installed(call, wrapper, backend.name, kind, symbol, parts, residual))
+
+
+def _install_call(
+    module_op: ir.Operation,
+    backend: str,
+    kind: str,
+    symbol: str,
+    inputs: list,
+    result: ir.Type,
+    parts: int,
+    replaced: list[ir.Operation],
+    end: ir.Operation,
+    perm: list[int] | None = None,
+) -> ir.Operation:
+    name = free_symbol(module_op, f"xgen_{backend}_{kind}", 0)
     lengths = [
         int(np.prod(ir.RankedTensorType(v.type).shape)) if isinstance(v, ir.Value) else v.size
         for v in inputs
     ]
-    y = op.results[0]
-    out = int(np.prod(ir.RankedTensorType(y.type).shape))
-    elements = [element_of(v) for v in [*inputs, y.type]]
-    install_kernel(
+    out = int(np.prod(ir.RankedTensorType(result).shape))
+    elements = [element_of(v) for v in [*inputs, result]]
+    return install_kernel(
         module_op,
         name,
         "",
         "",
         inputs,
-        y.type,
+        result,
         (parts, 1, 1),
-        [op],
+        replaced,
         end,
         perm=perm,
-        weights_name=f"xgen_{backend.name}_weights",
+        weights_name=f"xgen_{backend}_weights",
         executable=import_executable_text(name, symbol, lengths, out, elements, parts),
     )
+
+
+def keep_bf16_between(module_op: ir.Operation, installed: list[_Installed]) -> int:
+    """Make the activations between bf16 library ops bf16 tensors: an op writes its output
+    in bf16 where every user is a bf16 library op reading it as its source or residual (so
+    it is rounded exactly where those would round it), and reads its source in bf16 where
+    that comes from such an op or from IREE's code (a ``truncf`` IREE fuses into the
+    producing dispatch). A library op with f32 output keeps converting its source itself
+    (a ``truncf`` of it would be a dispatch of its own), and an f32 residual stays f32.
+    Each converted bf16 tensor is half the f32 one's bytes, written once, and the
+    consumer's conversion of its source goes away. Returns how many calls changed."""
+    compute = {id(c): c.symbol[len(PREFIX) :].split("_")[1] for c in installed}
+    bf16 = [c for c in installed if compute[id(c)] == "bf16"]
+    by_result = {c.call.results[0]: c for c in bf16}
+
+    def reads_bf16(value: ir.Value) -> bool:  # every user a bf16 op's source or residual
+        uses = list(value.uses)
+        for use in uses:
+            owner = use.owner.operation
+            user = by_result.get(owner.results[0]) if len(owner.results) == 1 else None
+            if user is None or use.operand_number not in (0, user.residual):
+                return False
+        return bool(uses)
+
+    out_bf16 = {id(c): reads_bf16(c.call.results[0]) for c in bf16}
+
+    def library(value: ir.Value) -> _Installed | None:
+        return by_result.get(value)
+
+    # each op's tensor types (source, residual, output: bf16 or not), and whether its source
+    # needs a truncf (IREE's code computes it), all decided before any call is made again
+    plans = []
+    for c in bf16:
+        operands = list(c.call.operands)
+        source = library(operands[0])
+        src = out_bf16[id(source)] if source is not None else _is_op_result(operands[0])
+        res = False
+        if c.residual is not None:
+            producer_call = library(operands[c.residual])
+            res = producer_call is not None and out_bf16[id(producer_call)]
+        if src or res or out_bf16[id(c)]:
+            plans.append((c, src, res, out_bf16[id(c)], src and source is None))
+    for c, src, res, out, truncf in _producers_first(plans):
+        # (an operand from a call made again already is its new bf16 result)
+        operands = list(c.call.operands)
+        if truncf:
+            with ir.InsertionPoint(c.call), c.call.location:
+                operands[0] = _to_bf16(operands[0])
+        result = ir.RankedTensorType(c.call.results[0].type)
+        if out:
+            with c.call.location:
+                result = ir.RankedTensorType.get(result.shape, ir.BF16Type.get())
+        decl = find_func(module_op, c.wrapper)
+        flops = decl.attributes[FLOPS_ATTR] if FLOPS_ATTR in decl.attributes else None
+        symbol = with_bf16_tensors(c.symbol, src, res, out)
+        call = _install_call(
+            module_op, c.backend, c.kind, symbol, operands, result, c.parts, [], c.call
+        )
+        if flops is not None:
+            callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value.removesuffix("_call")
+            find_func(module_op, callee).attributes[FLOPS_ATTR] = flops
+        for name in (f"{c.wrapper}_call", c.wrapper):
+            find_func(module_op, name).erase()
+        c.call, c.symbol = call, symbol
+    return len(plans)
+
+
+def _producers_first(plans: list) -> list:
+    """``plans`` (each starting with its op's ``_Installed``) ordered so that an op whose
+    output another reads comes before that one: a call's operand types are its producers'
+    when it is made again. (A residual's producer may come after its reader in the walk.)"""
+    by_result = {p[0].call.results[0]: p for p in plans}
+    seen: set[int] = set()
+    out: list = []
+    for plan in plans:  # a depth-first walk, with a stack (a deep net's chain of ops)
+        stack = [(plan, False)]
+        while stack:
+            at, expanded = stack.pop()
+            if expanded:
+                out.append(at)
+                continue
+            if id(at) in seen:
+                continue
+            seen.add(id(at))
+            stack.append((at, True))
+            for operand in at[0].call.operands:
+                before = by_result.get(operand)
+                if before is not None and id(before) not in seen:
+                    stack.append((before, False))
+    return out
+
+
+# ops between a producer and its reader that IREE folds into either (a view of the same data)
+_VIEWS = ("tensor.collapse_shape", "tensor.expand_shape")
+
+
+def _is_op_result(value: ir.Value) -> bool:
+    """Whether ``value`` is computed by IREE's code (an op, through reshapes, that is not a
+    function's argument, a call of a kernel or library dispatch, or a transpose): a
+    ``truncf`` of it then joins the dispatch that computes it. After a kernel's call it would
+    be a dispatch of its own, and a transpose may yet be folded into the kernel before it
+    (xgen-attention-kernels writes its output in the layout its transposes give)."""
+    while isinstance(value.owner, ir.Operation | ir.OpView) and value.owner.name in _VIEWS:
+        value = value.owner.operands[0]
+    owner = value.owner
+    if not isinstance(owner, ir.Operation | ir.OpView):
+        return False
+    return owner.name not in ("func.call", "linalg.transpose")
+
+
+def _to_bf16(value: ir.Value) -> ir.Value:
+    """``value`` (an f32 tensor) rounded to bf16, elementwise."""
+    shape = ir.RankedTensorType(value.type).shape
+    identity = ir.AffineMap.get_identity(len(shape))
+    bf16 = ir.BF16Type.get()
+    return generic(
+        [value],
+        [identity, identity],
+        empty(shape, bf16),
+        ["parallel"] * len(shape),
+        lambda args: [arith.TruncFOp(bf16, args[0]).result],
+    ).results[0]
 
 
 def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> str:
@@ -516,6 +687,7 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
         add, perm, addend = found
         inputs.append(addend)
         end, post = add, "add"
+    residual = len(inputs) - 1 if post == "add" else None
     relu = _relu_after(end.results[0])
     if relu is not None:
         end, post = relu, "addrelu" if post == "add" else "relu"
@@ -525,7 +697,7 @@ def _offload(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> 
     )
     if not _can_build(backend, symbol):
         return f"kept: {backend.name} has no primitive for it"
-    _install(module_op, backend, "conv", symbol, inputs, op, end, parts, perm)
+    _install(module_op, backend, "conv", symbol, inputs, op, end, parts, perm, residual)
     return f"-> {_offloaded_to(backend, opts)}" + ("" if post == "none" else f" (+{post})")
 
 
@@ -612,12 +784,13 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
         raise PassFailure(f"impl '{opts.impl}' is not one of {', '.join(IMPL_FAMILIES)}")
     if opts.phase not in ("layout", "call"):
         raise PassFailure(f"phase '{opts.phase}' is not one of layout, call")
+    if opts.activations not in ("bf16", "f32"):
+        raise PassFailure(f"activations '{opts.activations}' is not one of bf16, f32")
     for name, value in (("split", opts.split), ("conv-split", opts.conv_split)):
         if value not in (*MATMUL_SPLITS, "tuned"):
             known = ", ".join(MATMUL_SPLITS)
             raise PassFailure(f"{name} '{value}' is not one of {known}, tuned")
     listed = _locations(opts.only)
-    forbidden = _locations(opts.never)
     scope = {s.strip() for s in opts.functions.split(",") if s.strip()}
     with module_op.context:
         ev = ConstEval(module_op, WEIGHT_ELEMENTS)
@@ -640,52 +813,73 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
                 split=_split_decision(matmuls, opts, "matmuls"),
                 conv_split=_split_decision(convs, opts, "convs"),
             )
-        for op in ops_named(module_op, *names):
-            where, op_name = location_text(op.location), op.name
-            if not considered(op):
-                continue
-            backend, impl = opts.backend, opts.impl
-            if tuned:  # the op's mark: the backend and its implementation family ("onednn:jit")
-                backend, _, impl = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value.partition(":")
-            op_opts = replace(opts, backend=backend, impl=impl)
-            missing = _backend(backend).unavailable() if tuned else None
-            if forbidden and location_matches(where, forbidden):
-                what = "kept: forbidden by never="
-            elif missing:  # measured faster once, but this machine cannot build the plugin now
-                what = f"kept: {backend} unavailable here"
-                warn_fallback(
-                    f"xgen-byoc-offload: the tuning database says {backend} runs some ops "
-                    f"faster, but its plugin cannot be built here (it needs {missing}); "
-                    "they stay with IREE"
-                )
-            elif why := (not_static_int8 if is_integer(op) else _not_static_f32)(op):
-                what = why
-            elif opts.phase == "layout" and op_name in QUANTIZED_CONVS:
-                what = _nchw_quantized_candidate(op, ev, op_opts)
-                if not what:
-                    done = isinstance(to_nhwc(op, ev), ir.Operation | ir.OpView)
-                    what = f"-> NHWC for {backend}" if done else "kept: no NHWC form"
-            elif opts.phase == "layout":
-                fold_one(op, ev)
-                what = _nchw_candidate(op, ev, op_opts)
-                if not what:
-                    made = to_nhwc(op, ev)
-                    done = isinstance(made, ir.Operation | ir.OpView)
-                    what = f"-> NHWC for {backend}" if done else "kept: no NHWC form"
-            elif op_name in QUANTIZED:
-                what = _offload_quantized(module_op, op, ev, op_opts)
-            elif op_name in MATMUL:
-                what = _offload_matmul(module_op, op, ev, op_opts)
-            else:
-                what = _offload(module_op, op, ev, op_opts)
-            what = what if what.startswith(op_name) else f"{op_name} {what}"
-            counts[what] += 1
-            log = DECISIONS.get()
-            if log is not None and "-> NHWC" not in what:  # (the layout step is not an end)
-                log.append((where, what))
-            if opts.verbose:
-                print(f"xgen-byoc-offload: {where}: {what}", file=sys.stderr)
+        installed: list[_Installed] = []
+        token = _INSTALLED.set(installed)
+        try:
+            _offload_all(module_op, ops_named(module_op, *names), considered, ev, opts, counts)
+        finally:
+            _INSTALLED.reset(token)
+        if opts.phase == "call" and opts.precision == "bf16" and opts.activations == "bf16":
+            keep_bf16_between(module_op, installed)
     return counts
+
+
+def _offload_all(
+    module_op: ir.Operation,
+    ops: list[ir.Operation],
+    considered: Callable[[ir.Operation], bool],
+    ev: ConstEval,
+    opts: OffloadOptions,
+    counts: Counter,
+) -> None:
+    """``byoc_offload``'s walk: each op it considers offloaded (or kept, and why)."""
+    tuned = opts.backend == "tuned"
+    forbidden = _locations(opts.never)
+    for op in ops:
+        where, op_name = location_text(op.location), op.name
+        if not considered(op):
+            continue
+        backend, impl = opts.backend, opts.impl
+        if tuned:  # the op's mark: the backend and its implementation family ("onednn:jit")
+            backend, _, impl = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value.partition(":")
+        op_opts = replace(opts, backend=backend, impl=impl)
+        missing = _backend(backend).unavailable() if tuned else None
+        if forbidden and location_matches(where, forbidden):
+            what = "kept: forbidden by never="
+        elif missing:  # measured faster once, but this machine cannot build the plugin now
+            what = f"kept: {backend} unavailable here"
+            warn_fallback(
+                f"xgen-byoc-offload: the tuning database says {backend} runs some ops "
+                f"faster, but its plugin cannot be built here (it needs {missing}); "
+                "they stay with IREE"
+            )
+        elif why := (not_static_int8 if is_integer(op) else _not_static_f32)(op):
+            what = why
+        elif opts.phase == "layout" and op_name in QUANTIZED_CONVS:
+            what = _nchw_quantized_candidate(op, ev, op_opts)
+            if not what:
+                done = isinstance(to_nhwc(op, ev), ir.Operation | ir.OpView)
+                what = f"-> NHWC for {backend}" if done else "kept: no NHWC form"
+        elif opts.phase == "layout":
+            fold_one(op, ev)
+            what = _nchw_candidate(op, ev, op_opts)
+            if not what:
+                made = to_nhwc(op, ev)
+                done = isinstance(made, ir.Operation | ir.OpView)
+                what = f"-> NHWC for {backend}" if done else "kept: no NHWC form"
+        elif op_name in QUANTIZED:
+            what = _offload_quantized(module_op, op, ev, op_opts)
+        elif op_name in MATMUL:
+            what = _offload_matmul(module_op, op, ev, op_opts)
+        else:
+            what = _offload(module_op, op, ev, op_opts)
+        what = what if what.startswith(op_name) else f"{op_name} {what}"
+        counts[what] += 1
+        log = DECISIONS.get()
+        if log is not None and "-> NHWC" not in what:  # (the layout step is not an end)
+            log.append((where, what))
+        if opts.verbose:
+            print(f"xgen-byoc-offload: {where}: {what}", file=sys.stderr)
 
 
 # The matmuls whose split a tune decides together (the model's Linear layers): whether their

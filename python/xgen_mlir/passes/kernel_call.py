@@ -115,14 +115,14 @@ def install_kernel(
     ids: int = 1,
     executable: str | None = None,
     scratch: int = 0,
-) -> None:
+) -> ir.Operation:
     """Replace ``end``'s result by a call of the kernel in object ``obj`` (taking ``ids``
     workgroup ids: x, then y, z) on ``inputs`` (numpy arrays become constants), transposed
     by ``perm`` where ``end`` wrote another layout than the kernel; erase what is then dead.
     The declaration carries the FLOPs of the ``replaced`` ops, for the report's count.
     ``scratch``: elements past the result the kernel may write (``wrapper_text``).
     ``executable``: the kernel's executable text when it is not a C object (an offload's
-    import call, ``dispatch.import_executable_text``)."""
+    import call, ``dispatch.import_executable_text``). Returns the call."""
     shapes = [[a.size] if isinstance(a, np.ndarray) else _shape(a.type) for a in inputs]
     result = _shape(result_type)
     elements = [element_of(a) for a in [*inputs, result_type]]
@@ -153,3 +153,4 @@ def install_kernel(
     old = list(end.operands)
     end.erase()
     erase_dead_tree(old)
+    return call.operation

@@ -60,6 +60,7 @@
 // CHECK: call @[[K]]_call(%[[T]], %{{.*}}, %[[B]])
 // CHECK-NOT: linalg.conv
 // CHECK: linalg.transpose {{.*}} permutation = [0, 3, 1, 2]
+// (its source a transpose: the conv converts it itself, no truncf joins the transpose)
 // BF16: xgen_dnnl_conv_bf16_none_b_1_8_8_4_8_8_8_3_3_1_1_1_1_1_1_1_1_1_p1(
 // LAYOUT-LABEL: func.func @nchw_padded
 // LAYOUT: linalg.transpose ins(%arg0 : tensor<1x4x8x8xf32>) {{.*}} permutation = [0, 2, 3, 1]
