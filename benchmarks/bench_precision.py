@@ -18,7 +18,10 @@ int8 dot product computes the integer contractions in f32; "int8 integer": IREE'
 whatever the host; every integer conv and Linear in oneDNN's s8 primitives ("int8 onednn"); or
 after ``xgen_mlir.tune``, which measures each one),
 in ONNX Runtime ("ORT int8") and in OpenVINO ("OpenVINO int8": it runs the quantize/dequantize
-pairs as its int8 kernels), so they compute the same quantized function; each xgen_mlir cell
+pairs as its int8 kernels), so they compute the same quantized function; "OpenVINO int8 nncf"
+is OpenVINO's own int8: the fp32 model quantized by its tool, NNCF (``nncf.quantize``, its
+defaults, calibrated on the same 8 views for the conv nets and on the example input for the
+transformers), a different quantized function (its own error is in its cell); each xgen_mlir cell
 also has its error against ONNX Runtime's and the count of integer / float contractions
 xgen_mlir imported.
 
@@ -78,6 +81,7 @@ SYSTEMS = [
     "xgen_mlir int8 tuned",
     "OpenVINO default",
     "OpenVINO int8",
+    "OpenVINO int8 nncf",
     "OpenVINO f32",
     "ORT fp32",
     "ORT int8",
@@ -212,6 +216,39 @@ def openvino_proto_runner(proto, threads: int) -> tuple[Callable, Cell]:
     return openvino_session(path, threads, f32=False)
 
 
+def openvino_nncf_runner(name: str, path: Path, example, threads: int) -> tuple[Callable, Cell]:
+    """OpenVINO's own int8: the fp32 ONNX model quantized by NNCF (post-training, its
+    defaults), calibrated on ``calibration_views`` (conv nets) or the example input."""
+    import nncf
+    import openvino as ov
+    import openvino.properties as props
+    import openvino.properties.hint as hints
+
+    core = ov.Core()
+    fp32 = core.read_model(str(path))
+    if name in CONV_NETS:
+        calib = [v.numpy() for v in calibration_views()]
+    else:
+        calib = [[x.numpy() for x in example]]
+    t0 = time.perf_counter()
+    quantized_model = nncf.quantize(fp32, nncf.Dataset(calib), subset_size=len(calib))
+    quantize_s = time.perf_counter() - t0
+    config = {
+        props.inference_num_threads: threads,
+        hints.performance_mode: hints.PerformanceMode.LATENCY,
+    }
+    compiled = core.compile_model(quantized_model, "CPU", config)
+    request = compiled.create_infer_request()
+
+    def run(*arrays: np.ndarray) -> np.ndarray:
+        request.infer(list(arrays))
+        return np.array(request.get_output_tensor(0).data)
+
+    info: Cell = {"version": ov.__version__, "nncf_version": nncf.__version__}
+    info.update(quantize_s=quantize_s, calibration_samples=len(calib))
+    return run, info
+
+
 def ort_proto_runner(proto, threads: int) -> tuple[Callable, Cell]:
     import onnxruntime as ort
 
@@ -293,6 +330,7 @@ def bench_model(
     try:
         path, names = export_onnx(model, example, {})
         makers["OpenVINO default"] = lambda: openvino_session(path, threads, f32=False)
+        makers["OpenVINO int8 nncf"] = lambda: openvino_nncf_runner(name, path, example, threads)
         makers["OpenVINO f32"] = lambda: openvino_session(path, threads, f32=True)
         makers["ORT fp32"] = lambda: ort_runner(path, names, threads)
     except Exception as e:
