@@ -20,8 +20,9 @@ after ``xgen_mlir.tune``, which measures each one),
 in ONNX Runtime ("ORT int8") and in OpenVINO ("OpenVINO int8": it runs the quantize/dequantize
 pairs as its int8 kernels), so they compute the same quantized function; "OpenVINO int8 nncf"
 is OpenVINO's own int8: the fp32 model quantized by its tool, NNCF (``nncf.quantize``, its
-defaults, calibrated on the same 8 views for the conv nets and on the example input for the
-transformers), a different quantized function (its own error is in its cell); each xgen_mlir cell
+defaults, calibrated on the same 8 views for the conv nets; for the transformers its
+transformer scheme, calibrated on the example input), a different quantized function (its own
+error is in its cell); each xgen_mlir cell
 also has its error against ONNX Runtime's and the count of integer / float contractions
 xgen_mlir imported.
 
@@ -218,7 +219,8 @@ def openvino_proto_runner(proto, threads: int) -> tuple[Callable, Cell]:
 
 def openvino_nncf_runner(name: str, path: Path, example, threads: int) -> tuple[Callable, Cell]:
     """OpenVINO's own int8: the fp32 ONNX model quantized by NNCF (post-training, its
-    defaults), calibrated on ``calibration_views`` (conv nets) or the example input."""
+    defaults), calibrated on ``calibration_views`` (conv nets), or with its transformer scheme
+    on the example input."""
     import nncf
     import openvino as ov
     import openvino.properties as props
@@ -226,12 +228,14 @@ def openvino_nncf_runner(name: str, path: Path, example, threads: int) -> tuple[
 
     core = ov.Core()
     fp32 = core.read_model(str(path))
+    options = {}
     if name in CONV_NETS:
-        calib = [v.numpy() for v in calibration_views()]
-    else:
-        calib = [[x.numpy() for x in example]]
+        calib: list = [v.numpy() for v in calibration_views()]
+    else:  # by input name; NNCF's transformer scheme (its default broke GPT-2: error 1.0)
+        calib = [{i.get_any_name(): x.numpy() for i, x in zip(fp32.inputs, example, strict=True)}]
+        options["model_type"] = nncf.ModelType.TRANSFORMER
     t0 = time.perf_counter()
-    quantized_model = nncf.quantize(fp32, nncf.Dataset(calib), subset_size=len(calib))
+    quantized_model = nncf.quantize(fp32, nncf.Dataset(calib), subset_size=len(calib), **options)
     quantize_s = time.perf_counter() - t0
     config = {
         props.inference_num_threads: threads,
