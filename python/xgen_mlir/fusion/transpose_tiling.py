@@ -122,7 +122,15 @@ def tile_transposes(block: Any, plan: Any = None) -> list[TileDecision]:
     return records
 
 
-_VIEWS = ("tensor.collapse_shape", "tensor.expand_shape", "tensor.reshape")
+# ops between the function's input and its first use that only pass it on (IREE's import
+# and compute barrier, reshapes)
+_VIEWS = (
+    "tensor.collapse_shape",
+    "tensor.expand_shape",
+    "tensor.reshape",
+    "hal.tensor.import",
+    "iree_tensor_ext.compute_barrier.start",
+)
 
 
 def _reads_an_input(op: Any) -> bool:
@@ -130,14 +138,14 @@ def _reads_an_input(op: Any) -> bool:
     the dispatch it forms is its own. A transpose of a computed tensor (a pool's 4x4 output
     back to NCHW) may be fused into its producer's dispatch, whose root then carries this
     op's tiles, loops it does not have: IREE fails to build that dispatch's pipeline."""
+    ir = ir_of(op)
     value = op.operands[0]
-    while True:
-        owner = value.owner
-        name = owner.name if hasattr(owner, "name") else ""
-        if name in _VIEWS or name == "hal.tensor.import":
-            value = owner.operands[0]
-            continue
-        return not name  # a block argument
+    while isinstance(value.owner, ir.Operation | ir.OpView):
+        owner = value.owner.operation  # (an OpView's .name may be its "name" attribute)
+        if owner.name not in _VIEWS or not owner.operands:
+            return False
+        value = owner.operands[0]
+    return True  # a block argument
 
 
 def _rewrite(op: Any, in_perm: list[int], out_perm: list[int], tiles: list[list[int]]) -> Any:
