@@ -648,12 +648,15 @@ def _is_op_result(value: ir.Value) -> bool:
     ``truncf`` of it then joins the dispatch that computes it. After a kernel's call it would
     be a dispatch of its own, and a transpose may yet be folded into the kernel before it
     (xgen-attention-kernels writes its output in the layout its transposes give)."""
-    while isinstance(value.owner, ir.Operation | ir.OpView) and value.owner.name in _VIEWS:
+    # (an op's name from its Operation: an OpView's .name may be a "name" attribute)
+    while (
+        isinstance(value.owner, ir.Operation | ir.OpView) and value.owner.operation.name in _VIEWS
+    ):
         value = value.owner.operands[0]
     owner = value.owner
     if not isinstance(owner, ir.Operation | ir.OpView):
         return False
-    return owner.name not in ("func.call", "linalg.transpose")
+    return owner.operation.name not in ("func.call", "linalg.transpose")
 
 
 def _to_bf16(value: ir.Value) -> ir.Value:
