@@ -145,6 +145,32 @@ def test_the_prior_is_what_a_tune_compares_against_and_falls_back_to(tmp_path):
         assert ch._decision(replace(choice, measured=[other]), allowed)[0] == prior
 
 
+def test_a_named_implementation_family_needs_a_real_margin_over_the_librarys_own():
+    """decide_algorithm: an implementation family asked for by name (oneDNN's "jit") replaces
+    the library's own choice only where it measured MIN_GAIN faster than that; within the
+    noise (0.335 against 0.337 ms, both 2.7x the direct conv) the library's own stays."""
+    own = {"kind": "algorithm", "algorithm": "onednn", "compute": "bf16", "library": "v"}
+    jit = {**own, "impl": "jit"}
+
+    def records(jit_ms: float) -> list[Record]:
+        return [
+            Record("s", own, "ok", 0.337e-3, 0.904e-3),
+            Record("s", jit, "ok", jit_ms * 1e-3, 0.904e-3),
+        ]
+
+    def anything(config):
+        return True
+
+    config, why = wc.decide_algorithm(records(0.335), anything)
+    assert config == own and "own choice" in why, why
+    config, _ = wc.decide_algorithm(records(0.25), anything)  # 1.35x the library's own
+    assert config == jit
+    rejected = records(0.25)
+    rejected[0] = replace(rejected[0], detail=f"{wc.REJECTED_IN_MODEL} (1.0 -> 1.1 ms)")
+    config, _ = wc.decide_algorithm(rejected, anything)
+    assert config == jit  # (the library's own lost in the model: no default to fall back to)
+
+
 def test_an_offload_measured_with_another_library_is_measured_again(tmp_path):
     """A signature whose oneDNN records all name another oneDNN than the plugin's is not
     "measured" for the tuner: a tune measures it again, with the library built here."""
