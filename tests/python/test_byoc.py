@@ -689,6 +689,35 @@ def _compiled_imports(
     return m, set(re.findall(rf"xgen_dnnl_{kind}_\w+", final))
 
 
+def _each_option_value(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    want: np.ndarray,
+    dump: Path,
+    kind: str,
+    threads: int,
+    option: str,
+    values: tuple[str, ...],
+    precision: str = "bf16",
+) -> tuple[dict[str, np.ndarray], dict[str, set[str]]]:
+    """``model`` compiled with every library op offloaded on ``threads`` and each of
+    ``values`` for target option ``option``: per value, its output (checked against ``want``:
+    within bf16's error in bf16, to f32 rounding in fp32) and its oneDNN imports of ``kind``."""
+    got, symbols = {}, {}
+    for value in values:
+        options = {**OFFLOAD, "threads": str(threads), option: value}
+        m, symbols[value] = _compiled_imports(
+            model, x, dump / value, kind, target_options=options, precision=precision
+        )
+        got[value] = np.array(m(x).numpy())
+        err = max_abs_err(got[value], want) / _scale(want)
+        if precision == "bf16":
+            _check_bf16(m, err, f"bf16 {option}={value}")
+        else:
+            assert err < 1e-5, f"{option}={value}: relative error {err:.2e}"
+    return got, symbols
+
+
 @pytest.mark.parametrize("threads", [2, 3])
 def test_wide_matmuls_split_along_columns(threads, tmp_path):
     """An f32 matmul with more columns than rows is split among the workers along its
@@ -725,14 +754,9 @@ def test_bf16_column_shares_equal_the_row_shares(threads, tmp_path):
     model, x = WideLinears(last=50).eval(), torch.randn(6, 24)  # 3 shares of 16 and 17
     with torch.no_grad():
         want = model(x).numpy()
-    got, symbols = {}, {}
-    for split in ("rows", "columns"):
-        options = {**OFFLOAD, "threads": str(threads), "matmul_split": split}
-        m, symbols[split] = _compiled_imports(
-            model, x, tmp_path / split, "matmul", target_options=options, precision="bf16"
-        )
-        got[split] = np.array(m(x).numpy())
-        _check_bf16(m, max_abs_err(got[split], want) / _scale(want), f"bf16 {split}")
+    got, symbols = _each_option_value(
+        model, x, want, tmp_path, "matmul", threads, "matmul_split", ("rows", "columns")
+    )
     if not HOST_BF16:
         return  # (f32 primitives: the columns as in test_wide_matmuls_split_along_columns)
     # the activations between them bf16 where library ops alone read them (library_activations):
@@ -947,18 +971,9 @@ def test_conv_channel_shares_equal_the_row_shares(precision, threads, tmp_path):
     model, x = DeepBlock().eval(), torch.randn(1, 32, 4, 4)
     with torch.no_grad():
         want = model(x).numpy()
-    got, symbols = {}, {}
-    for split in ("rows", "count"):
-        options = {**OFFLOAD, "threads": str(threads), "conv_split": split}
-        m, symbols[split] = _compiled_imports(
-            model, x, tmp_path / split, "conv", target_options=options, precision=precision
-        )
-        got[split] = np.array(m(x).numpy())
-        err = max_abs_err(got[split], want) / _scale(want)
-        if precision == "bf16":
-            _check_bf16(m, err, f"bf16 {split}")
-        else:
-            assert err < 1e-5, f"{split}: relative error {err:.2e}"
+    got, symbols = _each_option_value(
+        model, x, want, tmp_path, "conv", threads, "conv_split", ("rows", "count"), precision
+    )
     bf16 = precision == "bf16" and HOST_BF16
     # in bf16 each conv's tensor types (library_activations): the first reads the input's
     # transpose in f32 and writes bf16, which the second reads as its source and residual
@@ -1001,14 +1016,9 @@ def test_bf16_activations_between_library_ops(threads, tmp_path):
     model, x = _ResidualChain().eval(), torch.randn(1, 8, 8, 8)
     with torch.no_grad():
         want = model(x).numpy()
-    got, symbols = {}, {}
-    for activations in ("bf16", "f32"):
-        options = {**OFFLOAD, "threads": str(threads), "library_activations": activations}
-        m, symbols[activations] = _compiled_imports(
-            model, x, tmp_path / activations, "conv", target_options=options, precision="bf16"
-        )
-        got[activations] = np.array(m(x).numpy())
-        _check_bf16(m, max_abs_err(got[activations], want) / _scale(want), activations)
+    got, symbols = _each_option_value(
+        model, x, want, tmp_path, "conv", threads, "library_activations", ("bf16", "f32")
+    )
     if not HOST_BF16:
         return
     types = sorted(re.match(r"xgen_dnnl_conv_(bf16\w*?)_", s).group(1) for s in symbols["bf16"])

@@ -411,70 +411,10 @@ def test_measurement_order_weighs_the_layer_by_its_measuring_cost():
     assert measure_priority(conv3) > measure_priority(small)
 
 
-def test_a_choice_slower_in_the_model_does_not_sink_the_others(tmp_path, monkeypatch):
-    """Two convs each measured 2x faster in oneDNN alone; in the model (a stubbed timer) the
-    first one's offload makes it slower, the second's faster. The set is split: the second
-    is kept, the first rejected and back to its prior (the direct conv)."""
-    import time
-
-    from xgen_mlir.tuning import choices as ch
-    from xgen_mlir.tuning import search
-
-    torch.manual_seed(0)
-    model = nn.Sequential(
-        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, padding=1)
-    ).eval()
-    x = torch.randn(1, 3, 12, 12)
-    db = tmp_path / "t.db"
-    host = HostIdentity.current(threads=FAST.threads)
-    measure = ch.measure_choices
-    onednn = wc.offload_config("onednn", "f32")
-
-    def fake_measure(model, example_inputs, target="cpu", *, db, **kw):
-        kw = {k: v for k, v in kw.items() if k == "target_options"}
-        found = measure(model, example_inputs, target, db=db, max_convs=0, progress=False, **kw)
-        with TuningDB(db) as tdb:
-            for c in found:
-                tdb.add(Record(c.signature, onednn, "ok", 0.5e-3, 1e-3, c.description), host)
-        found = measure(model, example_inputs, target, db=db, max_convs=0, progress=False, **kw)
-        return [replace(c, new=True) for c in found]
-
-    def offloaded(module) -> set[str]:
-        return {
-            d.split(" 8")[0]
-            for d, algorithm, _ in module.report.tuning.choices
-            if "onednn" in algorithm
-        }
-
-    def fake_time(current, candidate, inputs):
-        slower = any("3->16" in d for d in offloaded(candidate))
-        return 1.0, (1.5 if slower else 0.5)
-
-    monkeypatch.setattr(ch, "measure_choices", fake_measure)
-    monkeypatch.setattr(search, "time_models", fake_time)
-    untuned = xgen_mlir.compile(model, (x,), tuning_db=False, **WIDE)
-    choices, best = ch.tune_choices(
-        untuned, model, (x,), (x,), "cpu", db, FAST, time.perf_counter() + 600, False, WIDE
-    )
-    by_conv = {c.description.split(" 12x12")[0]: c for c in choices}
-    assert by_conv["conv3x3 3->16"].algorithm == "direct", by_conv
-    assert "slower in the model" in by_conv["conv3x3 3->16"].why
-    assert by_conv["conv3x3 16->32"].algorithm == "onednn (f32)"
-    final = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=FAST.threads, **WIDE)
-    assert offloaded(final) == offloaded(best) and len(offloaded(final)) == 1
-    with torch.no_grad():
-        want = model(x).numpy()
-    assert np.abs(np.asarray(final(x)) - want).max() <= 1e-4 * np.abs(want).max()
-
-
-def test_a_choice_the_budget_left_unchecked_is_checked_by_the_next_tune(tmp_path, monkeypatch):
-    """Two convs each measured 2x faster in oneDNN alone, checked together in the model (a
-    stubbed timer) where the first one's offload makes it slower. With the budget spent
-    after that first check, neither is applied, and neither is rejected for good: the next
-    tune (measuring nothing new) checks them again, keeps the second and rejects the first."""
-    import time
-
-    from xgen_mlir.tunedb import UNCHECKED_IN_MODEL
+def _two_convs_faster_in_onednn_alone(tmp_path, monkeypatch):
+    """Two convs whose measurement (stubbed) records oneDNN 2x faster alone for each new
+    signature, and a model timer (stubbed) under which the first conv's offload makes the
+    model slower: (the choices module, model, input, database)."""
     from xgen_mlir.tuning import choices as ch
     from xgen_mlir.tuning import search
 
@@ -505,6 +445,50 @@ def test_a_choice_the_budget_left_unchecked_is_checked_by_the_next_tune(tmp_path
 
     monkeypatch.setattr(ch, "measure_choices", fake_measure)
     monkeypatch.setattr(search, "time_models", fake_time)
+    return ch, model, x, db
+
+
+def test_a_choice_slower_in_the_model_does_not_sink_the_others(tmp_path, monkeypatch):
+    """Two convs each measured 2x faster in oneDNN alone; in the model (a stubbed timer) the
+    first one's offload makes it slower, the second's faster. The set is split: the second
+    is kept, the first rejected and back to its prior (the direct conv)."""
+    import time
+
+    ch, model, x, db = _two_convs_faster_in_onednn_alone(tmp_path, monkeypatch)
+
+    def offloaded(module) -> set[str]:
+        return {
+            d.split(" 8")[0]
+            for d, algorithm, _ in module.report.tuning.choices
+            if "onednn" in algorithm
+        }
+
+    untuned = xgen_mlir.compile(model, (x,), tuning_db=False, **WIDE)
+    choices, best = ch.tune_choices(
+        untuned, model, (x,), (x,), "cpu", db, FAST, time.perf_counter() + 600, False, WIDE
+    )
+    by_conv = {c.description.split(" 12x12")[0]: c for c in choices}
+    assert by_conv["conv3x3 3->16"].algorithm == "direct", by_conv
+    assert "slower in the model" in by_conv["conv3x3 3->16"].why
+    assert by_conv["conv3x3 16->32"].algorithm == "onednn (f32)"
+    final = xgen_mlir.compile(model, (x,), tuning_db=db, tuning_threads=FAST.threads, **WIDE)
+    assert offloaded(final) == offloaded(best) and len(offloaded(final)) == 1
+    with torch.no_grad():
+        want = model(x).numpy()
+    assert np.abs(np.asarray(final(x)) - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_a_choice_the_budget_left_unchecked_is_checked_by_the_next_tune(tmp_path, monkeypatch):
+    """Two convs each measured 2x faster in oneDNN alone, checked together in the model (a
+    stubbed timer) where the first one's offload makes it slower. With the budget spent
+    after that first check, neither is applied, and neither is rejected for good: the next
+    tune (measuring nothing new) checks them again, keeps the second and rejects the first."""
+    import time
+
+    from xgen_mlir.tunedb import UNCHECKED_IN_MODEL
+
+    ch, model, x, db = _two_convs_faster_in_onednn_alone(tmp_path, monkeypatch)
+    host = HostIdentity.current(threads=FAST.threads)
     untuned = xgen_mlir.compile(model, (x,), tuning_db=False, **WIDE)
     args = (model, (x,), (x,), "cpu", db, FAST)
     spent = time.perf_counter() - 1.0

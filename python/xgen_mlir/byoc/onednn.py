@@ -277,6 +277,11 @@ def matmul_symbol(
     return _name("matmul", compute, post, [m, k, n], zero_point, parts, columns, impl)
 
 
+def compute_of(symbol: str) -> str:
+    """An import name's compute type field (f32, bf16, s8, or bf16t and its tensor types)."""
+    return symbol[len(PREFIX) :].split("_", 2)[1]
+
+
 def with_bf16_tensors(symbol: str, source: bool, residual: bool, output: bool) -> str:
     """Bf16 import ``symbol`` with its source, residual and output passed as bf16 tensors
     where set (its type field ``bf16t`` and one letter each, ``b`` or ``f``), instead of the

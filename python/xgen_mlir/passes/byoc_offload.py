@@ -60,8 +60,8 @@ from ..byoc import OFFLOAD_ATTR, Backend, backend_named
 from ..byoc.onednn import (
     IMPL_FAMILIES,
     MATMUL_SPLITS,
-    PREFIX,
     RUNTIME_ZERO_POINT,
+    compute_of,
     conv_split,
     conv_symbol,
     matmul_split,
@@ -557,8 +557,13 @@ def keep_bf16_between(module_op: ir.Operation, installed: list[_Installed]) -> i
     (a ``truncf`` of it would be a dispatch of its own), and an f32 residual stays f32.
     Each converted bf16 tensor is half the f32 one's bytes, written once, and the
     consumer's conversion of its source goes away. Returns how many calls changed."""
-    compute = {id(c): c.symbol[len(PREFIX) :].split("_")[1] for c in installed}
-    bf16 = [c for c in installed if compute[id(c)] == "bf16"]
+    # (in the module's order: a call's producers come first, so a call made again reads
+    # their new results)
+    position = {op.operation: i for i, op in enumerate(ops_named(module_op, "func.call"))}
+    bf16 = sorted(
+        (c for c in installed if compute_of(c.symbol) == "bf16"),
+        key=lambda c: position[c.call.operation],
+    )
     by_result = {c.call.results[0]: c for c in bf16}
 
     def reads_bf16(value: ir.Value) -> bool:  # every user a bf16 op's source or residual
@@ -571,24 +576,20 @@ def keep_bf16_between(module_op: ir.Operation, installed: list[_Installed]) -> i
         return bool(uses)
 
     out_bf16 = {id(c): reads_bf16(c.call.results[0]) for c in bf16}
-
-    def library(value: ir.Value) -> _Installed | None:
-        return by_result.get(value)
-
     # each op's tensor types (source, residual, output: bf16 or not), and whether its source
     # needs a truncf (IREE's code computes it), all decided before any call is made again
     plans = []
     for c in bf16:
         operands = list(c.call.operands)
-        source = library(operands[0])
-        src = out_bf16[id(source)] if source is not None else _is_op_result(operands[0])
+        source = by_result.get(operands[0])
+        src = out_bf16[id(source)] if source is not None else _computed_by_iree(operands[0])
         res = False
         if c.residual is not None:
-            producer_call = library(operands[c.residual])
+            producer_call = by_result.get(operands[c.residual])
             res = producer_call is not None and out_bf16[id(producer_call)]
         if src or res or out_bf16[id(c)]:
             plans.append((c, src, res, out_bf16[id(c)], src and source is None))
-    for c, src, res, out, truncf in _producers_first(plans):
+    for c, src, res, out, truncf in plans:
         # (an operand from a call made again already is its new bf16 result)
         operands = list(c.call.operands)
         if truncf:
@@ -613,36 +614,11 @@ def keep_bf16_between(module_op: ir.Operation, installed: list[_Installed]) -> i
     return len(plans)
 
 
-def _producers_first(plans: list) -> list:
-    """``plans`` (each starting with its op's ``_Installed``) ordered so that an op whose
-    output another reads comes before that one: a call's operand types are its producers'
-    when it is made again. (A residual's producer may come after its reader in the walk.)"""
-    by_result = {p[0].call.results[0]: p for p in plans}
-    seen: set[int] = set()
-    out: list = []
-    for plan in plans:  # a depth-first walk, with a stack (a deep net's chain of ops)
-        stack = [(plan, False)]
-        while stack:
-            at, expanded = stack.pop()
-            if expanded:
-                out.append(at)
-                continue
-            if id(at) in seen:
-                continue
-            seen.add(id(at))
-            stack.append((at, True))
-            for operand in at[0].call.operands:
-                before = by_result.get(operand)
-                if before is not None and id(before) not in seen:
-                    stack.append((before, False))
-    return out
-
-
 # ops between a producer and its reader that IREE folds into either (a view of the same data)
 _VIEWS = ("tensor.collapse_shape", "tensor.expand_shape")
 
 
-def _is_op_result(value: ir.Value) -> bool:
+def _computed_by_iree(value: ir.Value) -> bool:
     """Whether ``value`` is computed by IREE's code (an op, through reshapes, that is not a
     function's argument, a call of a kernel or library dispatch, or a transpose): a
     ``truncf`` of it then joins the dispatch that computes it. After a kernel's call it would
