@@ -14,10 +14,12 @@ HWIO weights: a ``linalg.conv_2d_nhwc_hwcf``), or ``xgen_dnnl_matmul_<compute>_<
 M, K, N. ``compute`` is f32 or bf16 (operands rounded to bf16, f32 accumulation and output;
 ``bf16t`` and three letters: the source, residual and output are bf16 tensors where ``b``),
 or s8: an integer contraction as linalg's quantized ops are (int8 source and weights, int32
-output, the source's zero point after the sizes; no bias, ``nb``). Last, ``p`` and the number
-of parts: the operation's output rows split among that many workgroups, each running its
-share as a single-threaded primitive on the IREE worker that runs it (so IREE's workers are
-the only threads; docs/byoc.md, Threads).
+output, the source's zero point after the sizes; no bias, ``nb``), or s8f: the same integer
+contraction dequantized in the primitive (f32 output: the int32 sums times a per-column
+scale, an operand after the zero point, then the bias where ``b`` and the post-ops). Last,
+``p`` and the number of parts: the operation's output rows split among that many
+workgroups, each running its share as a single-threaded primitive on the IREE worker that
+runs it (so IREE's workers are the only threads; docs/byoc.md, Threads).
 """
 
 from __future__ import annotations
@@ -254,12 +256,13 @@ def conv_symbol(
     parts: int = 1,
     impl: str = "",
     columns: bool = False,
+    bias: bool | None = None,
 ) -> str:
-    """``zero_point``: the source's, for ``compute="s8"`` (int8 in, int32 out, no bias), or
-    ``RUNTIME_ZERO_POINT``. ``parts``, ``columns``: see ``conv_split``. ``impl``: see
-    ``IMPL_FAMILIES``."""
+    """``zero_point``: the source's, for ``compute="s8"`` (int8 in, int32 out, no bias) and
+    ``"s8f"`` (dequantized: f32 out), or ``RUNTIME_ZERO_POINT``. ``parts``, ``columns``: see
+    ``conv_split``. ``impl``: see ``IMPL_FAMILIES``. ``bias``: whether an s8f op adds one."""
     fields = [n, ih, iw, ic, oh, ow, oc, *kernel, *strides, *pads, *dilations, groups]
-    return _name("conv", compute, post, fields, zero_point, parts, columns, impl)
+    return _name("conv", compute, post, fields, zero_point, parts, columns, impl, bias)
 
 
 def matmul_symbol(
@@ -272,9 +275,11 @@ def matmul_symbol(
     parts: int = 1,
     columns: bool = False,
     impl: str = "",
+    bias: bool | None = None,
 ) -> str:
-    """``parts``, ``columns``: see ``matmul_split``. ``impl``: see ``IMPL_FAMILIES``."""
-    return _name("matmul", compute, post, [m, k, n], zero_point, parts, columns, impl)
+    """``parts``, ``columns``: see ``matmul_split``. ``impl``: see ``IMPL_FAMILIES``.
+    ``zero_point``, ``bias``: see ``conv_symbol``."""
+    return _name("matmul", compute, post, [m, k, n], zero_point, parts, columns, impl, bias)
 
 
 def compute_of(symbol: str) -> str:
@@ -384,8 +389,10 @@ def _name(
     parts: int,
     columns: bool = False,
     impl: str = "",
+    bias: bool | None = None,
 ) -> str:
-    """f32/bf16 ops have a bias (``b``); s8 ones none (``nb``) and the source's zero point
+    """f32/bf16 ops have a bias (``b``); s8 ones none (``nb``), s8f ones where ``bias``; the
+    integer ones (s8, s8f) the source's zero point
     after the sizes, a negative one spelled ``m128`` (the name stays a plain identifier), one
     given at run time ``r``; then ``i`` and an implementation family, if one is asked for;
     last the number of parts (workgroups) after ``p`` (along the output's rows) or ``c`` (a
@@ -394,8 +401,11 @@ def _name(
         raise ValueError(f"{parts} parts: at least one")
     if impl and impl not in IMPL_FAMILIES:
         raise ValueError(f"implementation family {impl!r}: one of {', '.join(IMPL_FAMILIES)}")
-    if (compute == "s8") != (zero_point is not None):
-        raise ValueError(f"a zero point goes with compute type s8, not {compute}")
+    integer = compute in ("s8", "s8f")
+    if integer != (zero_point is not None):
+        raise ValueError(f"a zero point goes with compute type s8 or s8f, not {compute}")
+    if bias is not None and compute != "s8f":
+        raise ValueError(f"compute type {compute} has {'no ' if integer else ''}bias, always")
     text = "_".join(str(int(f)) for f in fields)
     split = f"{'c' if columns else 'p'}{parts}"
     if impl:
@@ -408,4 +418,5 @@ def _name(
         zp = zero_point
     else:
         zp = f"m{-zero_point}" if zero_point < 0 else str(zero_point)
-    return f"{PREFIX}{kind}_{compute}_{post}_nb_{text}_{zp}_{split}"
+    b = "b" if bias else "nb"
+    return f"{PREFIX}{kind}_{compute}_{post}_{b}_{text}_{zp}_{split}"

@@ -121,7 +121,9 @@ void append_eltwise(dnnl::post_ops* ops, dnnl::algorithm alg) {
 
 // The types of an operation's user-side tensors: f32 activations, weights and output for
 // f32/bf16 (bf16 converts on the way in), but int8 in and int32 out for s8 (an integer
-// contraction's own types, as linalg's quantized ops have them). A bf16 operation's source,
+// contraction's own types, as linalg's quantized ops have them), or for s8f int8 in and f32
+// out: the int32 sums dequantized by per-column scales (an operand), then the bias and the
+// post-ops, all in the primitive (its epilogue). A bf16 operation's source,
 // residual and output may be bf16 tensors instead (the compiler keeps the activations
 // between two library operations in bf16): its type field is then "bf16t" and one letter
 // for each, f (f32) or b (bf16), as in "bf16tbfb" (source and output bf16).
@@ -137,6 +139,10 @@ std::pair<memory::data_type, UserTypes> compute_type(const std::string& name) {
   if (name == "s8") {
     auto s8 = memory::data_type::s8, s32 = memory::data_type::s32;
     return {s8, {s8, s8, s32, s32}};
+  }
+  if (name == "s8f") {
+    auto s8 = memory::data_type::s8;
+    return {s8, {s8, s8, f32, f32}};
   }
   auto letter = [&](char c) {
     if (c != 'f' && c != 'b') throw std::invalid_argument("compute type " + name);
@@ -248,6 +254,9 @@ struct Op {
   // primitive's dense output, which the strided residual is not.
   bool residual_in_copy = false, relu_after_residual = false;
   bool runtime_zero_point = false;  // s8: the source's zero point is an operand (one int32)
+  // s8f: the dequantization's scales, one f32 per output column (channel), are an operand
+  memory::desc scales_desc;
+  bool has_scales = false;
   int32_t zero_point = 0;  // s8: else the name's (passed at run time to oneDNN 3)
   std::string impl;  // the implementation's name (jit:avx2, brgconv:avx2, ...)
   WeightsCache* weights_cache = nullptr;  // the import's (set when its parts are made)
@@ -258,7 +267,7 @@ struct Op {
   std::once_flag src_reorder_made;
 
   int run(const void* src_ptr, const void* wei_ptr, const void* bias_ptr, const void* res_ptr,
-          const void* zp_ptr, void* dst_ptr) {
+          const void* zp_ptr, const void* scales_ptr, void* dst_ptr) {
     dnnl::engine& eng = cpu_engine();
     // Per calling thread (IREE's workers): one stream, and each op's converted input, so
     // that a call allocates nothing and ops called from several threads never share one.
@@ -305,6 +314,12 @@ struct Op {
       args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
                    memory(one, eng, const_cast<void*>(zp)));
     }
+#if DNNL_VERSION_MAJOR >= 3
+    if (has_scales) {
+      args.emplace(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
+                   memory(scales_desc, eng, const_cast<void*>(scales_ptr)));
+    }
+#endif
     if (has_residual && !residual_in_copy) {
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
                    memory(res_desc, eng, const_cast<void*>(res_ptr)));
@@ -397,6 +412,22 @@ memory Op::prepared_weights(const void* user) {
   return dst;
 }
 
+// An s8f operation's dequantization: per-output-channel scales of the int32 sums, given at run
+// time (dynamic quantization computes them from the source's range on each call). ``mask``:
+// the weights' dimensions the scales vary along (a matmul's columns, a conv's output
+// channels). oneDNN 2 scales its output instead (another attribute): not taken there.
+bool set_weight_scales(dnnl::primitive_attr* attr, int mask, memory::dim count, Op* op) {
+#if DNNL_VERSION_MAJOR >= 3
+  attr->set_scales_mask(DNNL_ARG_WEIGHTS, mask);
+  op->scales_desc = memory::desc({count}, memory::data_type::f32, memory::format_tag::a);
+  op->has_scales = true;
+  return true;
+#else
+  (void)attr, (void)mask, (void)count, (void)op;
+  return false;
+#endif
+}
+
 // The post-ops a name's <post> field asks for, after the primitive's sum and bias: none, relu,
 // add (+ a tensor shaped like the output: a residual), addrelu (add, then relu), gelu
 // (x * (1 + erf(x / sqrt 2)) / 2), gelut (GELU's tanh form). False: an unknown field.
@@ -422,7 +453,7 @@ struct Head {
   UserTypes user;  // the types of its tensors as the caller passes them
   std::string post;
   bool bias;
-  std::string zero_point;  // s8 only
+  std::string zero_point;  // s8 and s8f only
   std::string impl;  // the implementation family asked for ("": oneDNN's first choice)
 };
 
@@ -495,6 +526,9 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v,
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (ct == memory::data_type::s8) {
     set_src_zero_point(&attr, h.zero_point, &op->runtime_zero_point, &op->zero_point);
+    if (user.dst == f32 && (g != 1 || !set_weight_scales(&attr, 1 << 0, oc, op.get()))) {
+      return nullptr;  // s8f: per output channel (a grouped conv's would be two dims)
+    }
   }
   const auto fwd = dnnl::prop_kind::forward_inference;
   const auto direct = dnnl::algorithm::convolution_direct;
@@ -563,6 +597,7 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (ct == memory::data_type::s8) {
     set_src_zero_point(&attr, h.zero_point, &op->runtime_zero_point, &op->zero_point);
+    if (user.dst == f32 && !set_weight_scales(&attr, 1 << 1, n, op.get())) return nullptr;
   }
 #if DNNL_VERSION_MAJOR >= 3
   using mm_pd = dnnl::matmul::primitive_desc;
@@ -723,8 +758,9 @@ struct OneThread {
 };
 
 // Parameters of every import: the pointers of src, weights, [bias,] [residual,] [zero
-// point,] dst, in that order (the bias where the name says b, the residual where the post-ops
-// add one, the source's zero point where an s8 name ends in r), then the workgroup's id.
+// point,] [scales,] dst, in that order (the bias where the name says b, the residual where
+// the post-ops add one, the source's zero point where an s8 name ends in r, the scales of an
+// s8f one), then the workgroup's id.
 int call_part(void* params, void* context, void* /*reserved*/) {
   Split* split = static_cast<Split*>(context);
   void* const* p = static_cast<void* const*>(params);
@@ -737,6 +773,7 @@ int call_part(void* params, void* context, void* /*reserved*/) {
     const char* bias = shape->has_bias ? static_cast<const char*>(p[i++]) : nullptr;
     const char* residual = shape->has_residual ? static_cast<const char*>(p[i++]) : nullptr;
     const void* zp = shape->runtime_zero_point ? p[i++] : nullptr;
+    const char* scales = shape->has_scales ? static_cast<const char*>(p[i++]) : nullptr;
     char* dst = static_cast<char*>(p[i]);
     int64_t id = 0;
     if (!split->whole) std::memcpy(&id, &p[i + 1], sizeof(id));
@@ -748,9 +785,10 @@ int call_part(void* params, void* context, void* /*reserved*/) {
     const Part& part = split->parts[id];
     const char* src = static_cast<const char*>(p[0]) + part.src_offset;
     const char* wei = static_cast<const char*>(p[1]) + part.wei_offset;
+    // (scales are per output column, as the bias: a column share starts where its bias does)
     return part.op->run(src, wei, bias ? bias + part.bias_offset : nullptr,
                         residual ? residual + part.res_offset : nullptr, zp,
-                        dst + part.dst_offset);
+                        scales ? scales + part.bias_offset : nullptr, dst + part.dst_offset);
   } catch (const dnnl::error& e) {
     std::fprintf(stderr, "xgen_mlir oneDNN plugin: %s (status %d)\n", e.what(), (int)e.status);
     return 1;
@@ -783,7 +821,7 @@ Split* make_op(const char* symbol, bool quiet = false) {
   std::string name(symbol);
   if (name.rfind(kPrefix, 0) != 0) return nullptr;
   std::vector<std::string> f = split(name.substr(sizeof(kPrefix) - 1));
-  if (f.size() > 1 && f[1] == "s8" && !exact_int8_dot()) {
+  if (f.size() > 1 && (f[1] == "s8" || f[1] == "s8f") && !exact_int8_dot()) {
     if (quiet) return nullptr;
     std::fprintf(stderr,
                  "xgen_mlir oneDNN plugin: cannot build %s: an s8 primitive needs a CPU with "
@@ -808,7 +846,11 @@ Split* make_op(const char* symbol, bool quiet = false) {
     }
     const bool s8 = h.ct == memory::data_type::s8;
     if (s8) {
-      if (h.bias || h.post != "none") return nullptr;  // an int32 accumulator, nothing after
+      // s8: an int32 accumulator, nothing after; s8f: dequantized, then bias and post-ops
+      // (no residual: the compiler fuses none into an int8 operation)
+      const bool dequantized = h.user.dst == memory::data_type::f32;
+      if (!dequantized && (h.bias || h.post != "none")) return nullptr;
+      if (h.post == "add" || h.post == "addrelu") return nullptr;
       h.zero_point = f.back();
       f.pop_back();
     }

@@ -88,6 +88,7 @@ from .generic_util import (
     is_elementwise,
     is_identity,
     is_zero_constant,
+    map_dims,
     num_inputs,
     num_uses,
     producer,
@@ -235,27 +236,93 @@ def _activation_of(value: ir.Value) -> ir.Operation | None:
     return user
 
 
-def _gelu_after(value: ir.Value, ev: ConstEval) -> tuple[ir.Operation, str] | None:
-    """The single user of ``value`` if it is a GELU of it, and which form (``gelu``: erf,
-    ``gelut``: tanh), as oneDNN's GELU post-ops compute them. How torch-mlir writes the
-    body depends on the model's code (a division or a product by 1/sqrt 2, ``fpowi`` or
-    ``powf``, the factors in any order), so the body is evaluated (``ConstEval.eval_body``)
-    on probe values in f32 and compared with each form; only arithmetic of its one input and
-    scalar constants is evaluated, anything else is not a GELU."""
-    user = _activation_of(value)
-    if user is None:
-        return None
-    names = {o.name for o in body_ops(user)}
-    if not names & {"math.erf", "math.tanh"}:
-        return None
-    got = ev.eval_body(user, [_GELU_PROBE.astype(np.float32)])
+def _gelu_form(got: np.ndarray | None) -> str | None:
+    """Which GELU form (``gelu``: erf, ``gelut``: tanh) values ``got`` at ``_GELU_PROBE`` are,
+    if any."""
     if got is None or got.shape != _GELU_PROBE.shape:
         return None
     for form in ("gelu", "gelut"):
         want = _gelu_reference(_GELU_PROBE, form)
         if np.allclose(got.astype(np.float64), want, rtol=_GELU_RTOL, atol=1e-6):
-            return user, form
+            return form
     return None
+
+
+def _gelu_after(value: ir.Value, ev: ConstEval) -> tuple[ir.Operation, str] | None:
+    """The op that ends a GELU of ``value``, and which form (``gelu``: erf, ``gelut``: tanh),
+    as oneDNN's GELU post-ops compute them: the single user of ``value`` if its body is one,
+    or a chain of elementwise generics that are one together (``_gelu_chain_after``). How
+    torch-mlir writes the body depends on the model's code (a division or a product by
+    1/sqrt 2, ``fpowi`` or ``powf``, the factors in any order), so the body is evaluated
+    (``ConstEval.eval_body``) on probe values in f32 and compared with each form; only
+    arithmetic of its one input and scalar constants is evaluated, anything else is not a
+    GELU."""
+    user = _activation_of(value)
+    if user is not None and {o.name for o in body_ops(user)} & {"math.erf", "math.tanh"}:
+        form = _gelu_form(ev.eval_body(user, [_GELU_PROBE.astype(np.float32)]))
+        if form is not None:
+            return user, form
+    return _gelu_chain_after(value, ev)
+
+
+# how many ops after a value a GELU written as separate elementwise ops is looked for in (an
+# ONNX export's x * 0.5 * (1 + erf(x / sqrt 2)) is five)
+_CHAIN_WINDOW = 16
+
+
+def _gelu_chain_after(value: ir.Value, ev: ConstEval) -> tuple[ir.Operation, str] | None:
+    """A GELU of ``value`` written as several elementwise generics (as ONNX exports it: Div,
+    Erf, Add, Mul, Mul), each reading values of the chain in its own shape and scalar
+    constants: the op that ends it and its form, where every other value of the chain is
+    used only inside it (so the chain goes away with the post-op). Evaluated on the probes
+    op by op, in program order, over the ops that follow ``value``'s producer."""
+    first = producer(value)
+    if first is None or not isinstance(value.type, ir.RankedTensorType):
+        return None
+    first = first.operation
+    following = list(first.block.operations)
+    at = next(i for i, o in enumerate(following) if o.operation == first)
+    probes: dict = {value: _GELU_PROBE.astype(np.float32)}
+    chain: list[ir.Operation] = []
+    for op in (o.operation for o in following[at + 1 : at + 1 + _CHAIN_WINDOW]):
+        args = _chain_args(op, probes, value.type, ev)
+        if args is None:
+            continue
+        got = ev.eval_body(op, args)
+        if got is None:
+            return None
+        chain.append(op)
+        probes[op.results[0]] = np.broadcast_to(got, _GELU_PROBE.shape).astype(np.float32)
+        inner = [value, *(o.results[0] for o in chain[:-1])]
+        closed = all(u.owner.operation in chain for v in inner for u in v.uses)
+        form = _gelu_form(got) if closed else None
+        if form is not None:
+            return op, form
+    return None
+
+
+def _chain_args(
+    op: ir.Operation, probes: dict, ty: ir.Type, ev: ConstEval
+) -> list[np.ndarray] | None:
+    """The probe arrays ``op``'s body is evaluated on, if it belongs to a chain of elementwise
+    generics over the values in ``probes`` (each read whole, in type ``ty``; at least one),
+    the others scalar constants; else None."""
+    if op.name != "linalg.generic" or not is_elementwise(op) or op.results[0].type != ty:
+        return None
+    maps = indexing_maps(op)
+    args: list[np.ndarray] = []
+    for i in range(num_inputs(op)):
+        v = op.operands[i]
+        if v in probes:
+            if not is_identity(maps[i]):
+                return None
+            args.append(probes[v])
+            continue
+        const = ev.value(v) if ir.RankedTensorType(v.type).rank == 0 else None
+        if const is None:
+            return None
+        args.append(np.asarray(const, dtype=np.float32).reshape(()))
+    return args if any(op.operands[i] in probes for i in range(num_inputs(op))) else None
 
 
 def _relu_after(value: ir.Value) -> ir.Operation | None:
@@ -419,6 +486,11 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
         shape = ir.RankedTensorType(x.type).shape
         m, k, n = int(np.prod(shape[:-1])), shape[-1], weight.shape[1]
         parts, columns = matmul_split(m, n, opts.threads, "s8", opts.split)
+        dequantized = _offload_dequantized_matmul(
+            module_op, op, ev, opts, (m, k, n), (parts, columns), (weight, zp)
+        )
+        if dequantized:
+            return dequantized
         symbol = matmul_symbol(
             "s8", "none", m, k, n, zero_point=constant_zp, parts=parts, columns=columns
         )
@@ -431,6 +503,125 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
     kind = "conv" if conv else "matmul"
     _install(module_op, backend, kind, symbol, inputs, op, op, parts)
     return f"-> {backend.name} (int8)"
+
+
+def _dequantized_after(result: ir.Value) -> tuple[ir.Operation, ir.Value] | None:
+    """The dequantization of integer contraction result ``result`` ([..., N] int32), if it is
+    ``float(result) * scale``, a conversion then a product (as the ONNX frontend imports
+    MatMulInteger and the Mul after it), with a scale per column (a [N] tensor, as dynamic
+    quantization computes it from the source's scale and the weights' per-column ones) or
+    one for all (0-d): that product and the scale. Only where nothing else reads the
+    conversion (the int32 sums go away)."""
+    if num_uses(result) != 1:
+        return None
+    convert = next(iter(result.uses)).owner.operation
+    if not is_elementwise(convert) or num_inputs(convert) != 1:
+        return None
+    names = [o.name for o in body_ops(convert)]
+    if names != ["arith.sitofp", "linalg.yield"] or not is_identity(indexing_maps(convert)[0]):
+        return None
+    y = convert.results[0]
+    if str(ir.RankedTensorType(y.type).element_type) != "f32" or num_uses(y) != 1:
+        return None
+    mul = next(iter(y.uses)).owner.operation
+    if not is_elementwise(mul) or num_inputs(mul) != 2 or mul.results[0].type != y.type:
+        return None
+    ops = body_ops(mul)
+    args = list(body(mul).arguments)
+    if [o.name for o in ops] != ["arith.mulf", "linalg.yield"]:
+        return None
+    if set(ops[0].operands) != {args[0], args[1]} or ops[1].operands[0] != ops[0].results[0]:
+        return None
+    pos = 0 if mul.operands[0] == y else 1
+    maps = indexing_maps(mul)
+    scale = mul.operands[1 - pos]
+    last = len(ir.RankedTensorType(y.type).shape) - 1
+    if mul.operands[1 - pos] == y or not is_identity(maps[pos]):
+        return None
+    scale_shape = ir.RankedTensorType(scale.type).shape
+    if str(ir.RankedTensorType(scale.type).element_type) != "f32":
+        return None
+    per_column = map_dims(maps[1 - pos]) == [last] and len(scale_shape) == 1
+    if not per_column and scale_shape:
+        return None
+    return mul, scale
+
+
+def _per_column(scale: ir.Value, n: int) -> ir.Value:
+    """``scale`` ([N] or 0-d f32) as a [N] tensor: the plugin's scales operand."""
+    if ir.RankedTensorType(scale.type).shape == [n]:
+        return scale
+    return generic(
+        [scale],
+        [ir.AffineMap.get(1, 0, []), ir.AffineMap.get_identity(1)],
+        empty([n], ir.F32Type.get()),
+        ["parallel"],
+        lambda args: [args[0]],
+    ).results[0]
+
+
+def _offload_dequantized_matmul(
+    module_op: ir.Operation,
+    op: ir.Operation,
+    ev: ConstEval,
+    opts,
+    sizes: tuple[int, int, int],
+    split: tuple[int, bool],
+    operands: tuple[np.ndarray, int | ir.Value],
+) -> str:
+    """Replace quantized matmul ``op`` and its dequantization (``_dequantized_after``), with
+    the bias add and the ReLU or GELU after those where there are, by one s8f primitive
+    whose epilogue computes them (int32 sums scaled per column, then the bias and the
+    post-op, in f32): the int32 tensor is never written, and no dispatch of IREE's reads it
+    back. Returns what happened, or "" where it does not apply (the plain s8 primitive
+    then takes the op)."""
+    found = _dequantized_after(op.results[0])
+    if found is None:
+        return ""
+    backend = _backend(opts.backend)
+    weight, zp = operands
+    m, k, n = sizes
+    parts, columns = split
+    end, scale = found
+    bias = None
+    added = bias_add(end, ev)
+    if added is not None:
+        end, bias = added
+    post = "none"
+    relu = _relu_after(end.results[0])
+    gelu = None if relu is not None else _gelu_after(end.results[0], ev)
+    if relu is not None:
+        end, post = relu, "relu"
+    elif gelu is not None:
+        end, post = gelu
+    constant_zp = zp if isinstance(zp, int) else RUNTIME_ZERO_POINT
+    symbol = matmul_symbol(
+        "s8f",
+        post,
+        m,
+        k,
+        n,
+        zero_point=constant_zp,
+        parts=parts,
+        columns=columns,
+        bias=bias is not None,
+    )
+    if not _can_build(backend, symbol):
+        return ""
+    inputs: list = [op.operands[0], np.ascontiguousarray(weight).ravel()]
+    if bias is not None:
+        inputs.append(bias.astype(np.float32))
+    with ir.InsertionPoint(op), op.location:
+        if not isinstance(zp, int):
+            inputs.append(_zero_point_tensor(zp))
+    with ir.InsertionPoint(end), end.location:
+        inputs.append(_per_column(scale, n))
+    _install(
+        module_op, backend, "matmul", symbol, inputs, op, end, parts, result=end.results[0].type
+    )
+    fused = "+dequantize" + ("+bias" if bias is not None else "")
+    fused += "" if post == "none" else f"+{post}"
+    return f"-> {backend.name} (int8 {fused})"
 
 
 def _zero_point_tensor(zp: ir.Value) -> ir.Value:
@@ -500,12 +691,14 @@ def _install(
     parts: int,
     perm: list[int] | None = None,
     residual: int | None = None,
+    result: ir.Type | None = None,
 ) -> None:
     """Replace ``op`` .. ``end`` by a call of a dispatch of ``parts`` workgroups calling import
     ``symbol`` on ``inputs`` (values, or arrays that become constants) and ``op``'s result
-    (``residual``: the index of the input a post-op adds)."""
+    (``residual``: the index of the input a post-op adds), or one of type ``result``."""
+    result = result or op.results[0].type
     call = _install_call(
-        module_op, backend.name, kind, symbol, inputs, op.results[0].type, parts, [op], end, perm
+        module_op, backend.name, kind, symbol, inputs, result, parts, [op], end, perm
     )
     installed = _INSTALLED.get()
     if installed is not None:

@@ -379,3 +379,110 @@ func.func @constant_source(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<4x3x
   %b = linalg.matmul ins(%x, %w : tensor<4x2xf32>, tensor<2x3xf32>) outs(%i : tensor<4x3xf32>) -> tensor<4x3xf32>
   return %a, %b : tensor<4x3xf32>, tensor<4x3xf32>
 }
+
+// -----
+
+// GELU as an ONNX export writes it, five elementwise ops (x / sqrt 2, erf, + 1, * x, * 0.5),
+// is the post-op too.
+// CHECK: @xgen_dnnl_matmul_f32_gelu_b_4_8_5_p1(
+// CHECK-LABEL: func.func @gelu_as_onnx_writes_it
+// CHECK-NOT: math.erf
+// CHECK: return
+// WHY: linalg.matmul -> onednn (+bias+gelu)
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#all = affine_map<(d0, d1) -> ()>
+func.func @gelu_as_onnx_writes_it(%x: tensor<4x8xf32>) -> tensor<4x5xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.125> : tensor<8x5xf32>
+  %b = arith.constant dense<0.5> : tensor<5xf32>
+  %sqrt2 = arith.constant dense<1.41421354> : tensor<f32>
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %half = arith.constant dense<0.5> : tensor<f32>
+  %e = tensor.empty() : tensor<4x5xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x5xf32>) outs(%i : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%b, %y : tensor<5xf32>, tensor<4x5xf32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in_1, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  %d = linalg.generic {indexing_maps = [#id, #all, #id], iterator_types = ["parallel", "parallel"]} ins(%z, %sqrt2 : tensor<4x5xf32>, tensor<f32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %v = arith.divf %a, %c : f32
+    linalg.yield %v : f32
+  } -> tensor<4x5xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<4x5xf32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.erf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<4x5xf32>
+  %p = linalg.generic {indexing_maps = [#id, #all, #id], iterator_types = ["parallel", "parallel"]} ins(%r, %one : tensor<4x5xf32>, tensor<f32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %v = arith.addf %a, %c : f32
+    linalg.yield %v : f32
+  } -> tensor<4x5xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%z, %p : tensor<4x5xf32>, tensor<4x5xf32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %v = arith.mulf %a, %c : f32
+    linalg.yield %v : f32
+  } -> tensor<4x5xf32>
+  %g = linalg.generic {indexing_maps = [#id, #all, #id], iterator_types = ["parallel", "parallel"]} ins(%m, %half : tensor<4x5xf32>, tensor<f32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %v = arith.mulf %a, %c : f32
+    linalg.yield %v : f32
+  } -> tensor<4x5xf32>
+  return %g : tensor<4x5xf32>
+}
+
+// -----
+
+// Must not fire: the same chain with 0.6 for 0.5 is not a GELU; the call stops at the bias
+// add and the chain stays.
+// CHECK: @xgen_dnnl_matmul_f32_none_b_4_8_5_p1(
+// CHECK-LABEL: func.func @not_quite_gelu
+// CHECK: math.erf
+// WHY: linalg.matmul -> onednn (+bias)
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#all = affine_map<(d0, d1) -> ()>
+func.func @not_quite_gelu(%x: tensor<4x8xf32>) -> tensor<4x5xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %w = arith.constant dense<0.125> : tensor<8x5xf32>
+  %b = arith.constant dense<0.5> : tensor<5xf32>
+  %sqrt2 = arith.constant dense<1.41421354> : tensor<f32>
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %half = arith.constant dense<0.6> : tensor<f32>
+  %e = tensor.empty() : tensor<4x5xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x5xf32>) outs(%i : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%b, %y : tensor<5xf32>, tensor<4x5xf32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %s = arith.addf %in_1, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  %d = linalg.generic {indexing_maps = [#id, #all, #id], iterator_types = ["parallel", "parallel"]} ins(%z, %sqrt2 : tensor<4x5xf32>, tensor<f32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %v = arith.divf %a, %c : f32
+    linalg.yield %v : f32
+  } -> tensor<4x5xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<4x5xf32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.erf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<4x5xf32>
+  %p = linalg.generic {indexing_maps = [#id, #all, #id], iterator_types = ["parallel", "parallel"]} ins(%r, %one : tensor<4x5xf32>, tensor<f32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %v = arith.addf %a, %c : f32
+    linalg.yield %v : f32
+  } -> tensor<4x5xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%z, %p : tensor<4x5xf32>, tensor<4x5xf32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %v = arith.mulf %a, %c : f32
+    linalg.yield %v : f32
+  } -> tensor<4x5xf32>
+  %g = linalg.generic {indexing_maps = [#id, #all, #id], iterator_types = ["parallel", "parallel"]} ins(%m, %half : tensor<4x5xf32>, tensor<f32>) outs(%e : tensor<4x5xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %v = arith.mulf %a, %c : f32
+    linalg.yield %v : f32
+  } -> tensor<4x5xf32>
+  return %g : tensor<4x5xf32>
+}
