@@ -118,6 +118,66 @@ def test_int8_convs_and_linear_offloaded_to_onednn() -> None:
     check_close(got, want, atol=_output_step(quantized) * 1.001, rtol=0, what="oneDNN int8")
 
 
+def _two_convs() -> torch.nn.Module:
+    """conv-bn-relu twice, back to back (the first's output quantized straight into the
+    second's source), then a pool and a linear head."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1),
+        torch.nn.BatchNorm2d(16),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 32, 3, padding=1),
+        torch.nn.BatchNorm2d(32),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(32, 32, 1),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(32, 10),
+    )
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+    return model.eval()
+
+
+def test_int8_conv_requantized_in_onednn() -> None:
+    """A conv whose output the model quantizes straight away (the next conv's source) is one
+    s8q primitive: the int32 sums scaled per channel, the bias, the output's scale, zero
+    point and saturation all in oneDNN, the int8 output written once (the output's scale
+    folded into the per-channel scales: f32 rounding can move a value within an ulp of a
+    half to the other integer, as ONNX Runtime's own requantization can). The output is
+    within one output step of ONNX Runtime's and of IREE's own integer code, and the same
+    whether the convs are split along their rows or their output channels."""
+    model, x = _two_convs(), torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    cal = _calibration()
+    common = dict(precision="int8", calibration=cal, precision_check=False)
+    integer = {"integer_contractions": "integer"}
+    outs = {}
+    for split in ("rows", "columns"):
+        options = {"offload": "onednn", "conv_split": split, "threads": "2", **integer}
+        compiled = xgen_mlir.compile(model, x, target_options=options, **common)
+        outs[split] = np.asarray(compiled(x.numpy()))
+        if split == "rows":
+            requantized = "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8 +requantize+bias)"
+            assert_int8_offload(
+                compiled.report.offload,
+                {
+                    "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 2,
+                    requantized: 2,
+                    # (the 1x1 conv, a matmul, dequantized by the pool after it)
+                    "linalg.quantized_batch_matmul -> onednn (int8)": 1,
+                    "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
+                },
+            )
+    own = xgen_mlir.compile(model, x, target_options={"offload": "none", **integer}, **common)
+    quantized = compress.quantize(model, x, calibration=cal)
+    step = _output_step(quantized) * 1.001
+    check_close(outs["rows"], _ort(quantized, x.numpy()), atol=step, rtol=0, what="s8q vs ORT")
+    check_close(outs["rows"], np.asarray(own(x.numpy())), atol=step, rtol=0, what="s8q vs IREE")
+    assert np.array_equal(outs["rows"], outs["columns"])
+
+
 def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:
     """Before any tune (an empty database), compile(precision="int8") puts the integer convs
     and the integer classifier in oneDNN (the prior: IREE has no fast integer conv, and its i8

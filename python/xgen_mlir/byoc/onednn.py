@@ -257,12 +257,17 @@ def conv_symbol(
     impl: str = "",
     columns: bool = False,
     bias: bool | None = None,
+    dst_zero_point: int | None = None,
 ) -> str:
-    """``zero_point``: the source's, for ``compute="s8"`` (int8 in, int32 out, no bias) and
-    ``"s8f"`` (dequantized: f32 out), or ``RUNTIME_ZERO_POINT``. ``parts``, ``columns``: see
-    ``conv_split``. ``impl``: see ``IMPL_FAMILIES``. ``bias``: whether an s8f op adds one."""
+    """``zero_point``: the source's, for ``compute="s8"`` (int8 in, int32 out, no bias),
+    ``"s8f"`` (dequantized: f32 out) and ``"s8q"`` (requantized: int8 out, with
+    ``dst_zero_point``), or ``RUNTIME_ZERO_POINT``. ``parts``, ``columns``: see
+    ``conv_split``. ``impl``: see ``IMPL_FAMILIES``. ``bias``: whether an s8f or s8q op adds
+    one."""
     fields = [n, ih, iw, ic, oh, ow, oc, *kernel, *strides, *pads, *dilations, groups]
-    return _name("conv", compute, post, fields, zero_point, parts, columns, impl, bias)
+    return _name(
+        "conv", compute, post, fields, zero_point, parts, columns, impl, bias, dst_zero_point
+    )
 
 
 def matmul_symbol(
@@ -380,6 +385,11 @@ def conv_split(
     return rows, False
 
 
+def _integer_field(value: int) -> str:
+    """An int as a name's field: a negative one spelled ``m128``."""
+    return f"m{-value}" if value < 0 else str(value)
+
+
 def _name(
     kind: str,
     compute: str,
@@ -390,9 +400,11 @@ def _name(
     columns: bool = False,
     impl: str = "",
     bias: bool | None = None,
+    dst_zero_point: int | None = None,
 ) -> str:
-    """f32/bf16 ops have a bias (``b``); s8 ones none (``nb``), s8f ones where ``bias``; the
-    integer ones (s8, s8f) the source's zero point
+    """f32/bf16 ops have a bias (``b``); s8 ones none (``nb``), s8f and s8q ones where
+    ``bias``; the integer ones (s8, s8f, s8q) the source's zero point (s8q: then ``z`` and
+    the output's)
     after the sizes, a negative one spelled ``m128`` (the name stays a plain identifier), one
     given at run time ``r``; then ``i`` and an implementation family, if one is asked for;
     last the number of parts (workgroups) after ``p`` (along the output's rows) or ``c`` (a
@@ -401,10 +413,12 @@ def _name(
         raise ValueError(f"{parts} parts: at least one")
     if impl and impl not in IMPL_FAMILIES:
         raise ValueError(f"implementation family {impl!r}: one of {', '.join(IMPL_FAMILIES)}")
-    integer = compute in ("s8", "s8f")
+    integer = compute in ("s8", "s8f", "s8q")
     if integer != (zero_point is not None):
-        raise ValueError(f"a zero point goes with compute type s8 or s8f, not {compute}")
-    if bias is not None and compute != "s8f":
+        raise ValueError(f"a zero point goes with compute type s8, s8f or s8q, not {compute}")
+    if (compute == "s8q") != (dst_zero_point is not None):
+        raise ValueError(f"an output zero point goes with compute type s8q, not {compute}")
+    if bias is not None and compute not in ("s8f", "s8q"):
         raise ValueError(f"compute type {compute} has {'no ' if integer else ''}bias, always")
     text = "_".join(str(int(f)) for f in fields)
     split = f"{'c' if columns else 'p'}{parts}"
@@ -417,6 +431,8 @@ def _name(
             raise ValueError(f"zero point {zero_point!r}: an int or {RUNTIME_ZERO_POINT!r}")
         zp = zero_point
     else:
-        zp = f"m{-zero_point}" if zero_point < 0 else str(zero_point)
+        zp = _integer_field(zero_point)
+    if dst_zero_point is not None:
+        zp += f"z{_integer_field(dst_zero_point)}"
     b = "b" if bias else "nb"
     return f"{PREFIX}{kind}_{compute}_{post}_{b}_{text}_{zp}_{split}"

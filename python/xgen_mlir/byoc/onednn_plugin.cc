@@ -123,7 +123,8 @@ void append_eltwise(dnnl::post_ops* ops, dnnl::algorithm alg) {
 // f32/bf16 (bf16 converts on the way in), but int8 in and int32 out for s8 (an integer
 // contraction's own types, as linalg's quantized ops have them), or for s8f int8 in and f32
 // out: the int32 sums dequantized by per-column scales (an operand), then the bias and the
-// post-ops, all in the primitive (its epilogue). A bf16 operation's source,
+// post-ops, all in the primitive (its epilogue), or for s8q int8 out: the same, requantized
+// (rounded to nearest even, plus the output's zero point, saturated). A bf16 operation's source,
 // residual and output may be bf16 tensors instead (the compiler keeps the activations
 // between two library operations in bf16): its type field is then "bf16t" and one letter
 // for each, f (f32) or b (bf16), as in "bf16tbfb" (source and output bf16).
@@ -143,6 +144,10 @@ std::pair<memory::data_type, UserTypes> compute_type(const std::string& name) {
   if (name == "s8f") {
     auto s8 = memory::data_type::s8;
     return {s8, {s8, s8, f32, f32}};
+  }
+  if (name == "s8q") {
+    auto s8 = memory::data_type::s8;
+    return {s8, {s8, s8, s8, f32}};
   }
   auto letter = [&](char c) {
     if (c != 'f' && c != 'b') throw std::invalid_argument("compute type " + name);
@@ -193,6 +198,17 @@ void set_src_zero_point(dnnl::primitive_attr* attr, const std::string& field, bo
 #else
   attr->set_zero_points(DNNL_ARG_SRC, 0, {*runtime ? DNNL_RUNTIME_S32_VAL : *value});
 #endif
+}
+
+// An s8q name's zero-point field: the source's, 'z', the output's ("m128zm128"); others have
+// the source's alone. Returns the source's part and sets ``*dst`` (0 where there is none).
+std::string split_zero_points(const std::string& field, int32_t* dst, bool* has_dst) {
+  size_t at = field.find('z');
+  *has_dst = at != std::string::npos;
+  if (!*has_dst) return field;
+  std::string out = field.substr(at + 1);
+  *dst = out[0] == 'm' ? -std::stoi(out.substr(1)) : std::stoi(out);
+  return field.substr(0, at);
 }
 
 size_t element_bytes(memory::data_type t) {
@@ -254,6 +270,8 @@ struct Op {
   // primitive's dense output, which the strided residual is not.
   bool residual_in_copy = false, relu_after_residual = false;
   bool runtime_zero_point = false;  // s8: the source's zero point is an operand (one int32)
+  int32_t dst_zero_point = 0;  // s8q: the output's (its scale is folded into the scales)
+  bool has_dst_zero_point = false;
   // s8f: the dequantization's scales, one f32 per output column (channel), are an operand
   memory::desc scales_desc;
   bool has_scales = false;
@@ -315,6 +333,11 @@ struct Op {
                    memory(one, eng, const_cast<void*>(zp)));
     }
 #if DNNL_VERSION_MAJOR >= 3
+    if (has_dst_zero_point) {
+      memory::desc one({1}, memory::data_type::s32, memory::format_tag::x);
+      args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST,
+                   memory(one, eng, const_cast<int32_t*>(&dst_zero_point)));
+    }
     if (has_scales) {
       args.emplace(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
                    memory(scales_desc, eng, const_cast<void*>(scales_ptr)));
@@ -457,6 +480,22 @@ struct Head {
   std::string impl;  // the implementation family asked for ("": oneDNN's first choice)
 };
 
+// An integer operation's attributes: the source's zero point; for s8f and s8q the scales per
+// output channel (``mask``: that dimension of the weights, ``count`` of them; a grouped conv's
+// would be two dimensions: not taken) and for s8q the output's zero point. False: not here.
+bool set_integer_attrs(const Head& h, dnnl::primitive_attr* attr, int mask, memory::dim count,
+                       memory::dim groups, Op* op) {
+  std::string src = split_zero_points(h.zero_point, &op->dst_zero_point, &op->has_dst_zero_point);
+  set_src_zero_point(attr, src, &op->runtime_zero_point, &op->zero_point);
+  if (h.user.dst == memory::data_type::s32) return true;  // s8: the int32 sums
+  if (groups != 1 || !set_weight_scales(attr, mask, count, op)) return false;
+  if (op->has_dst_zero_point != (h.user.dst == memory::data_type::s8)) return false;
+#if DNNL_VERSION_MAJOR >= 3
+  if (op->has_dst_zero_point) attr->set_zero_points_mask(DNNL_ARG_DST, 0);
+#endif
+  return true;
+}
+
 // Moves ``pd`` to its first implementation whose name (an "x64:" prefix dropped) starts with
 // ``family`` (jit, br: the brgemm-based ones; "" keeps oneDNN's own first choice), so a
 // tuner can measure the library's alternatives (on AVX2, oneDNN 3's brgemm 1x1 and depthwise
@@ -524,11 +563,8 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v,
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (ct == memory::data_type::s8) {
-    set_src_zero_point(&attr, h.zero_point, &op->runtime_zero_point, &op->zero_point);
-    if (user.dst == f32 && (g != 1 || !set_weight_scales(&attr, 1 << 0, oc, op.get()))) {
-      return nullptr;  // s8f: per output channel (a grouped conv's would be two dims)
-    }
+  if (ct == memory::data_type::s8 && !set_integer_attrs(h, &attr, 1 << 0, oc, g, op.get())) {
+    return nullptr;
   }
   const auto fwd = dnnl::prop_kind::forward_inference;
   const auto direct = dnnl::algorithm::convolution_direct;
@@ -595,9 +631,8 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (ct == memory::data_type::s8) {
-    set_src_zero_point(&attr, h.zero_point, &op->runtime_zero_point, &op->zero_point);
-    if (user.dst == f32 && !set_weight_scales(&attr, 1 << 1, n, op.get())) return nullptr;
+  if (ct == memory::data_type::s8 && !set_integer_attrs(h, &attr, 1 << 1, n, 1, op.get())) {
+    return nullptr;
   }
 #if DNNL_VERSION_MAJOR >= 3
   using mm_pd = dnnl::matmul::primitive_desc;
@@ -821,7 +856,7 @@ Split* make_op(const char* symbol, bool quiet = false) {
   std::string name(symbol);
   if (name.rfind(kPrefix, 0) != 0) return nullptr;
   std::vector<std::string> f = split(name.substr(sizeof(kPrefix) - 1));
-  if (f.size() > 1 && (f[1] == "s8" || f[1] == "s8f") && !exact_int8_dot()) {
+  if (f.size() > 1 && f[1].rfind("s8", 0) == 0 && !exact_int8_dot()) {
     if (quiet) return nullptr;
     std::fprintf(stderr,
                  "xgen_mlir oneDNN plugin: cannot build %s: an s8 primitive needs a CPU with "
@@ -846,10 +881,10 @@ Split* make_op(const char* symbol, bool quiet = false) {
     }
     const bool s8 = h.ct == memory::data_type::s8;
     if (s8) {
-      // s8: an int32 accumulator, nothing after; s8f: dequantized, then bias and post-ops
-      // (no residual: the compiler fuses none into an int8 operation)
-      const bool dequantized = h.user.dst == memory::data_type::f32;
-      if (!dequantized && (h.bias || h.post != "none")) return nullptr;
+      // s8: an int32 accumulator, nothing after; s8f and s8q: dequantized (and requantized),
+      // then bias and post-ops (no residual: the compiler fuses none into an int8 operation)
+      const bool sums = h.user.dst == memory::data_type::s32;
+      if (sums && (h.bias || h.post != "none")) return nullptr;
       if (h.post == "add" || h.post == "addrelu") return nullptr;
       h.zero_point = f.back();
       f.pop_back();

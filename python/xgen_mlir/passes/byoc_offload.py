@@ -476,6 +476,12 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
         _, oh, ow, oc = ir.RankedTensorType(op.results[0].type).shape
         fields = _fields(op, (n, ih, iw, ic), (oh, ow, oc), weight.shape[:2], pads)
         parts, columns = _conv_split(fields, weight.size, opts)
+        if isinstance(zp, int):
+            requantized = _offload_requantized_conv(
+                module_op, op, ev, opts, fields, (parts, columns), (x, weight, zp)
+            )
+            if requantized:
+                return requantized
         symbol = conv_symbol(
             "s8", "none", **fields, zero_point=constant_zp, parts=parts, columns=columns
         )
@@ -621,6 +627,185 @@ def _offload_dequantized_matmul(
     )
     fused = "+dequantize" + ("+bias" if bias is not None else "")
     fused += "" if post == "none" else f"+{post}"
+    return f"-> {backend.name} (int8 {fused})"
+
+
+@dataclass
+class _Requantize:
+    """An integer conv's epilogue as an s8q primitive computes it: ``float(sums) * scale[c]
+    (+ bias[c])``, a ReLU where ``relu``, divided by ``out_scale``, rounded to nearest even,
+    plus ``zero_point``, saturated to int8; ``end`` the op that writes the int8 result."""
+
+    end: ir.Operation
+    scale: np.ndarray
+    bias: np.ndarray | None
+    relu: bool
+    out_scale: float
+    zero_point: int
+
+
+def _scalar_value(v: ir.Value) -> float | None:
+    """A scalar ``arith.constant``'s value (a float or an integer), or None."""
+    op = producer(v)
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    if isinstance(attr, ir.FloatAttr):
+        return float(attr.value)
+    if isinstance(attr, ir.IntegerAttr):
+        return float(attr.value)
+    return None
+
+
+def _channel_operand(
+    op: ir.Operation, value: ir.Value, ev: ConstEval, dim: int, body_op: str
+) -> np.ndarray | None:
+    """The constant per-channel vector (float64) ``op`` combines ``value`` with through
+    ``body_op`` (``arith.mulf``, ``arith.addf``), if ``op`` is exactly that: an elementwise
+    generic of ``value`` (identity) and a constant read along loop ``dim`` alone."""
+    if not is_elementwise(op) or num_inputs(op) != 2 or op.results[0].type != value.type:
+        return None
+    ops = body_ops(op)
+    args = list(body(op).arguments)
+    if [o.name for o in ops] != [body_op, "linalg.yield"]:
+        return None
+    if set(ops[0].operands) != {args[0], args[1]} or ops[1].operands[0] != ops[0].results[0]:
+        return None
+    pos = 0 if op.operands[0] == value else 1
+    maps = indexing_maps(op)
+    if op.operands[1 - pos] == value or not is_identity(maps[pos]):
+        return None
+    dims = map_dims(maps[1 - pos])
+    loops = ir.RankedTensorType(value.type).shape
+    # (a loop of one, the batch at batch 1, is no broadcast either way)
+    if dims is None or [d for d in dims if d is not None and loops[d] > 1] not in ([dim], []):
+        return None
+    const = ev.value(op.operands[1 - pos])
+    if const is None or const.dtype != np.float32:
+        return None
+    channels = loops[dim]
+    if const.size == 1:  # one for all channels
+        return np.full(channels, float(const.ravel()[0]))
+    return const.astype(np.float64).ravel() if const.size == channels else None
+
+
+def _single_user(value: ir.Value) -> ir.Operation | None:
+    return next(iter(value.uses)).owner.operation if num_uses(value) == 1 else None
+
+
+def _quantize_of(op: ir.Operation) -> tuple[float, int, float, float] | None:
+    """``(scale, zero point, low, high)`` if elementwise generic ``op`` is the frontend's
+    QuantizeLinear to int8 of its one input: ``fptosi(min(max(roundeven(x / scale) + zp,
+    low), high))`` (the clamps in either order) with scalar constants."""
+    if not is_elementwise(op) or num_inputs(op) != 1:
+        return None
+    if str(ir.RankedTensorType(op.results[0].type).element_type) != "i8":
+        return None
+    ops = body_ops(op)
+    names = [o.name for o in ops]
+    clamps = {"arith.maximumf", "arith.minimumf"}
+    if len(ops) != 7 or names[:3] != ["arith.divf", "math.roundeven", "arith.addf"]:
+        return None
+    if set(names[3:5]) != clamps or names[5:] != ["arith.fptosi", "linalg.yield"]:
+        return None
+    x = body(op).arguments[0]
+    div, rnd, add, c1, c2, cast, yld = ops
+    chain = [(div, x), (rnd, div.results[0]), (add, rnd.results[0]), (c1, add.results[0])]
+    chain += [(c2, c1.results[0]), (cast, c2.results[0]), (yld, cast.results[0])]
+    if any(o.operands[0] != v for o, v in chain):
+        return None
+    bounds = {o.name: _scalar_value(o.operands[1]) for o in (c1, c2)}
+    found = [_scalar_value(div.operands[1]), _scalar_value(add.operands[1])]
+    found += [bounds["arith.maximumf"], bounds["arith.minimumf"]]
+    if any(v is None for v in found):
+        return None
+    scale, zp, low, high = (float(v) for v in found if v is not None)
+    if zp != int(zp) or not scale > 0:
+        return None
+    return scale, int(zp), low, high
+
+
+def _requantized_after(result: ir.Value, ev: ConstEval, channel: int) -> _Requantize | None:
+    """The requantization after integer conv result ``result`` (int32, channels along loop
+    ``channel``), as the ONNX frontend imports a QDQ conv followed by its output's
+    QuantizeLinear: the conversion to f32, the product by a constant per-channel scale (the
+    source's times the weights'), a constant per-channel bias, optionally a ReLU, then the
+    quantize. Only where each step has one user and the clamps are int8's (a ReLU folded
+    into the low clamp, at the zero point, is a ReLU); a clamp above (a ReLU6) is not."""
+    convert = _single_user(result)
+    if convert is None or not is_elementwise(convert) or num_inputs(convert) != 1:
+        return None
+    if [o.name for o in body_ops(convert)] != ["arith.sitofp", "linalg.yield"]:
+        return None
+    if not is_identity(indexing_maps(convert)[0]):
+        return None
+    y = convert.results[0]
+    mul = _single_user(y)
+    scale = None if mul is None else _channel_operand(mul, y, ev, channel, "arith.mulf")
+    if mul is None or scale is None:
+        return None
+    end: ir.Operation = mul
+    bias = None
+    add = _single_user(end.results[0])
+    if add is not None:
+        bias = _channel_operand(add, end.results[0], ev, channel, "arith.addf")
+        end = add if bias is not None else end
+    relu = _relu_after(end.results[0])
+    if relu is not None:
+        end = relu
+    quantize = _single_user(end.results[0])
+    found = None if quantize is None else _quantize_of(quantize)
+    if found is None:
+        return None
+    out_scale, zp, low, high = found
+    if high != 127 or not (low == -128 or (low == zp and zp > -128)):
+        return None
+    folded_relu = low == zp and zp > -128
+    return _Requantize(quantize, scale, bias, relu is not None or folded_relu, out_scale, zp)
+
+
+def _offload_requantized_conv(
+    module_op: ir.Operation,
+    op: ir.Operation,
+    ev: ConstEval,
+    opts,
+    fields: dict,
+    split: tuple[int, bool],
+    operands: tuple[ir.Value, np.ndarray, int],
+) -> str:
+    """Replace integer NHWC conv ``op`` and its requantization (``_requantized_after``) by one
+    s8q primitive writing the int8 output: the output's scale folded into the per-channel
+    scales and the bias (``(sums * s[c] + b[c]) / o`` as ``sums * (s[c] / o) + b[c] / o``:
+    the same number but for f32 rounding, which can move a value within an ulp of a half
+    to the other integer), the ReLU a post-op, the zero point and the saturation oneDNN's.
+    The int32 sums are never written. Returns what happened, or "" where it does not apply."""
+    found = _requantized_after(op.results[0], ev, 3)
+    if found is None:
+        return ""
+    backend = _backend(opts.backend)
+    x, weight, zp = operands
+    parts, columns = split
+    post = "relu" if found.relu else "none"
+    symbol = conv_symbol(
+        "s8q",
+        post,
+        **fields,
+        zero_point=zp,
+        parts=parts,
+        columns=columns,
+        bias=found.bias is not None,
+        dst_zero_point=found.zero_point,
+    )
+    if not _can_build(backend, symbol):
+        return ""
+    inputs: list = [x, np.ascontiguousarray(weight).ravel()]
+    if found.bias is not None:
+        inputs.append((found.bias / found.out_scale).astype(np.float32))
+    inputs.append((found.scale / found.out_scale).astype(np.float32))
+    end = found.end
+    _install(module_op, backend, "conv", symbol, inputs, op, end, parts, result=end.results[0].type)
+    fused = "+requantize" + ("+bias" if found.bias is not None else "")
+    fused += "+relu" if found.relu else ""
     return f"-> {backend.name} (int8 {fused})"
 
 
