@@ -119,17 +119,17 @@ def test_int8_convs_and_linear_offloaded_to_onednn() -> None:
 
 
 def _two_convs() -> torch.nn.Module:
-    """conv-bn-relu twice, back to back (the first's output quantized straight into the
-    second's source), then a pool and a linear head."""
+    """conv-bn-relu three times, back to back (each output quantized straight into the next
+    conv's source; the middle conv 1x1, a matmul), then a pool and a linear head."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(3, 16, 3, padding=1),
         torch.nn.BatchNorm2d(16),
         torch.nn.ReLU(),
-        torch.nn.Conv2d(16, 32, 3, padding=1),
+        torch.nn.Conv2d(16, 32, 1),
         torch.nn.BatchNorm2d(32),
         torch.nn.ReLU(),
-        torch.nn.Conv2d(32, 32, 1),
+        torch.nn.Conv2d(32, 32, 3, padding=1),
         torch.nn.AdaptiveAvgPool2d(1),
         torch.nn.Flatten(),
         torch.nn.Linear(32, 10),
@@ -159,14 +159,15 @@ def test_int8_conv_requantized_in_onednn() -> None:
         compiled = xgen_mlir.compile(model, x, target_options=options, **common)
         outs[split] = np.asarray(compiled(x.numpy()))
         if split == "rows":
-            requantized = "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8 +requantize+bias)"
+            requantized = "-> onednn (int8 +requantize+bias)"
             assert_int8_offload(
                 compiled.report.offload,
                 {
                     "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 2,
-                    requantized: 2,
-                    # (the 1x1 conv, a matmul, dequantized by the pool after it)
-                    "linalg.quantized_batch_matmul -> onednn (int8)": 1,
+                    f"linalg.conv_2d_nhwc_hwcf_q {requantized}": 1,
+                    f"linalg.quantized_batch_matmul {requantized}": 1,  # (the 1x1 conv)
+                    # (the last conv, dequantized for the pool after it)
+                    "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 1,
                     "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
                 },
             )

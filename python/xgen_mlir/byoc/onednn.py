@@ -281,10 +281,13 @@ def matmul_symbol(
     columns: bool = False,
     impl: str = "",
     bias: bool | None = None,
+    dst_zero_point: int | None = None,
 ) -> str:
     """``parts``, ``columns``: see ``matmul_split``. ``impl``: see ``IMPL_FAMILIES``.
-    ``zero_point``, ``bias``: see ``conv_symbol``."""
-    return _name("matmul", compute, post, [m, k, n], zero_point, parts, columns, impl, bias)
+    ``zero_point``, ``bias``, ``dst_zero_point``: see ``conv_symbol``."""
+    return _name(
+        "matmul", compute, post, [m, k, n], zero_point, parts, columns, impl, bias, dst_zero_point
+    )
 
 
 def compute_of(symbol: str) -> str:
@@ -415,7 +418,7 @@ def _name(
         raise ValueError(f"implementation family {impl!r}: one of {', '.join(IMPL_FAMILIES)}")
     integer = compute in ("s8", "s8f", "s8q")
     if integer != (zero_point is not None):
-        raise ValueError(f"a zero point goes with compute type s8, s8f or s8q, not {compute}")
+        raise ValueError(f"a zero point goes with an integer compute type, not {compute}")
     if (compute == "s8q") != (dst_zero_point is not None):
         raise ValueError(f"an output zero point goes with compute type s8q, not {compute}")
     if bias is not None and compute not in ("s8f", "s8q"):
