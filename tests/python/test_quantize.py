@@ -256,6 +256,37 @@ def test_dynamic_int8_transformer_offloaded_to_onednn(tmp_path) -> None:
     np.testing.assert_allclose(outs[1], outs[2], rtol=0, atol=tolerance)
 
 
+def test_int8_float_ops_in_bf16() -> None:
+    """int8_float_ops=bf16: the float contractions a dynamically quantized 2-layer BERT keeps
+    (its attention cores) run with bf16 products on a CPU with bf16 dot products, the rest as
+    in int8; the output moves by bf16's rounding, far less than the quantization's error.
+    Elsewhere the option falls back to f32 with a warning, and the output is int8's."""
+    from xgen_mlir.errors import FallbackWarning
+    from xgen_mlir.models.transformers_zoo import bert_tiny
+    from xgen_mlir.target import NATIVE_BF16_FLAGS, has_any
+
+    model, example = bert_tiny()
+    common = dict(precision="int8", quantization={"mode": "dynamic"}, precision_check=False)
+    f32 = xgen_mlir.compile(model, example, **common)
+    bf16 = has_any(NATIVE_BF16_FLAGS)
+    warns = pytest.warns(FallbackWarning, match="int8_float_ops=bf16")
+    with warnings.catch_warnings() if bf16 else warns:
+        if bf16:
+            warnings.simplefilter("error", FallbackWarning)
+        mixed = xgen_mlir.compile(
+            model, example, target_options={"int8_float_ops": "bf16"}, **common
+        )
+    counts = mixed.report.rewrites.get("xgen-attention-kernels", {})
+    assert counts.get("attention kernels") == 2, mixed.report.rewrites
+    assert counts.get("with bf16 products", 0) == (2 if bf16 else 0), counts
+    args = [e.numpy() for e in example]
+    want = np.asarray(f32(*args)[0] if isinstance(f32(*args), tuple) else f32(*args)).copy()
+    got = mixed(*args)
+    got = np.asarray(got[0] if isinstance(got, tuple) else got)
+    err = float(np.abs(got - want).max() / np.abs(want).max())
+    assert (1e-5 < err < 2e-2) if bf16 else err == 0.0, f"relative change {err:.2e}"
+
+
 def test_integer_contractions_in_f32_equal_the_integer_code() -> None:
     """integer_contractions=float: each integer conv and Linear is the f32 contraction of the
     same integers, rounded back to i32; every sum here stays below 2^24, so the outputs are

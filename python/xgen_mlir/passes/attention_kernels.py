@@ -88,6 +88,10 @@ class AttentionKernelOptions(ToolchainOptions):
     # IREE's demoted batch matmuls would compute them (the pipeline allows bf16 only on a CPU
     # with bf16 dot products or AMX)
     precision: str = "fp32"
+    # in an int8 compile (``precision=int8``), the precision of the float products it keeps
+    # (attention's Q K^T and P V): "bf16" makes them bf16 products as above (the pipeline's
+    # ``int8_float_ops``, which needs a CPU with bf16 dot products or AMX), "f32" keeps f32
+    int8_float: str = "f32"
     # the target has bf16 matrix tiles (AMX-BF16): a bf16 kernel's products run in them
     bf16_tiles: int = 0
     verbose: bool = False
@@ -441,7 +445,8 @@ def _match(
     last = out_views[-1] if out_views else pv
     spec.out_size = int(np.prod(_shape(last.results[0])))
     spec.for_workers(opts.threads or host_threads())
-    spec.bf16 = opts.precision == "bf16" and opts.vector_bits == 512
+    bf16 = opts.precision == "bf16" or (opts.precision == "int8" and opts.int8_float == "bf16")
+    spec.bf16 = bf16 and opts.vector_bits == 512
     spec.amx = spec.bf16 and bool(opts.bf16_tiles)
     if spec.amx and spec.stack_bytes > STACK_BYTES:
         spec.amx = False  # the tiles' padding and rows must fit too: vdpbf16ps then

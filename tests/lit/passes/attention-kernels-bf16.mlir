@@ -10,6 +10,13 @@
 // RUN: cat %t.narrow/kernels/*.c | FileCheck %s --check-prefix=F32
 // RUN: env XGEN_CACHE_DIR=%t.f32 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512}" | FileCheck %s
 // RUN: cat %t.f32/kernels/*.c | FileCheck %s --check-prefix=F32
+// An int8 compile keeps attention's float products in f32, or in bf16 with int8-float=bf16
+// (the cpu target's int8_float_ops).
+// RUN: rm -rf %t.i8 %t.i8bf16
+// RUN: env XGEN_CACHE_DIR=%t.i8 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 precision=int8}" | FileCheck %s
+// RUN: cat %t.i8/kernels/*.c | FileCheck %s --check-prefix=F32
+// RUN: env XGEN_CACHE_DIR=%t.i8bf16 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 precision=int8 int8-float=bf16}" | FileCheck %s
+// RUN: cat %t.i8bf16/kernels/*.c | FileCheck %s --check-prefix=BF16
 // bf16 matrix tiles change neither the 256-bit target's kernel nor an fp32 compile's.
 // RUN: rm -rf %t.narrow %t.f32
 // RUN: env XGEN_CACHE_DIR=%t.narrow xgen-opt %s -p "xgen-attention-kernels{vector-bits=256 precision=bf16 bf16-tiles=1}" | FileCheck %s
