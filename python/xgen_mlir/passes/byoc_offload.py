@@ -238,6 +238,16 @@ def _activation_of(value: ir.Value) -> ir.Operation | None:
     return user
 
 
+def _activation_post_op(end: ir.Operation, ev: ConstEval) -> tuple[ir.Operation, str]:
+    """The ReLU or GELU after ``end``'s result, as a matmul primitive's post-op: the op that
+    ends it and the post field (``relu``, ``gelu``, ``gelut``), or ``end`` and ``none``."""
+    relu = _relu_after(end.results[0])
+    if relu is not None:
+        return relu, "relu"
+    gelu = _gelu_after(end.results[0], ev)
+    return gelu if gelu is not None else (end, "none")
+
+
 def _gelu_form(got: np.ndarray | None) -> str | None:
     """Which GELU form (``gelu``: erf, ``gelut``: tanh) values ``got`` at ``_GELU_PROBE`` are,
     if any."""
@@ -613,13 +623,7 @@ def _offload_dequantized_matmul(
     added = bias_add(end, ev)
     if added is not None:
         end, bias = added
-    post = "none"
-    relu = _relu_after(end.results[0])
-    gelu = None if relu is not None else _gelu_after(end.results[0], ev)
-    if relu is not None:
-        end, post = relu, "relu"
-    elif gelu is not None:
-        end, post = gelu
+    end, post = _activation_post_op(end, ev)
     constant_zp = zp if isinstance(zp, int) else RUNTIME_ZERO_POINT
     symbol = matmul_symbol(
         "s8f",
@@ -1142,16 +1146,11 @@ def _offload_matmul(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, op
     m = int(np.prod(shape[:-1]))
     if min(m, k, n) == 0:
         return "kept: empty"
-    end, post = op, "none"
+    end = op
     added = bias_add(op, ev)
     if added is not None:
         end, bias = added[0], bias + added[1]
-    relu = _relu_after(end.results[0])
-    gelu = None if relu is not None else _gelu_after(end.results[0], ev)
-    if relu is not None:
-        end, post = relu, "relu"
-    elif gelu is not None:
-        end, post = gelu
+    end, post = _activation_post_op(end, ev)
     parts, columns = matmul_split(m, n, opts.threads, _compute(opts), opts.split)
     symbol = matmul_symbol(
         _compute(opts), post, m, k, n, parts=parts, columns=columns, impl=opts.impl
