@@ -638,8 +638,10 @@ def test_matmul_split_measured_in_the_model_and_applied(precision, tmp_path):
     rejected = record.detail.startswith("confirmed alone, slower in the model")
     after = xgen_mlir.compile(model, (x,), tuning_db=db, precision_check=False, **common)
     (decided,) = [c for c in after.report.tuning.choices if c[0] == signature]
-    if rejected:
+    if rejected:  # (the report says what the other direction measured)
         assert decided[1] == counted, decided
+        assert decided[2].startswith("the rows or columns by count, the other measured"), decided
+        assert record.detail in decided[2], decided
     else:
         assert decided[1].startswith(other) and decided[2].startswith("measured in the model")
     np.testing.assert_allclose(np.asarray(after(x)), np.asarray(before(x)), rtol=0, atol=1e-5)
@@ -648,7 +650,7 @@ def test_matmul_split_measured_in_the_model_and_applied(precision, tmp_path):
 def test_a_split_with_other_numbers_is_never_applied(tmp_path, monkeypatch):
     """The same sums either way: where the other split's outputs differed from the count's
     beyond the checks' bound (forced here), the tune records it as wrong numbers, does not
-    time it, and compile() keeps the count."""
+    time it, and compile() keeps the count, saying why."""
     from xgen_mlir.passes.byoc_offload import SPLIT_PREFIX
     from xgen_mlir.tuning import search
 
@@ -666,6 +668,9 @@ def test_a_split_with_other_numbers_is_never_applied(tmp_path, monkeypatch):
     after = xgen_mlir.compile(model, (x,), tuning_db=db, precision_check=False, **common)
     (decided,) = [c for c in after.report.tuning.choices if c[0] == signature]
     assert decided[1] == "count (2 of 2 on columns)", decided
+    # the report says why: the other direction measured, and what it got
+    assert decided[2].startswith("the rows or columns by count, the other measured"), decided
+    assert "rows: relative error" in decided[2], decided
 
 
 def test_conv_group_measured_in_the_model_and_applied(tmp_path):

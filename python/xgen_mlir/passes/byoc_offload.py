@@ -1368,6 +1368,9 @@ def _split_decision(ops: list[ir.Operation], opts: OffloadOptions, kind: str) ->
         direction, why = "count", "unmeasured: the rows or columns by count"
         if best is not None:
             direction, why = str(best.config.get("split", "count")), said
+        elif records:  # measured, and lost its check in the model (or failed)
+            lost = "; ".join(f"{r.config.get('split')}: {r.detail or r.status}" for r in records)
+            why = f"the rows or columns by count, the other measured in the model: {lost}"
     if choices is not None:
         columns, could = 0, 0  # how many go on columns, and how many may (there is a choice)
         for op in ops:

@@ -1143,7 +1143,8 @@ def _group_verdict(
         record.seconds, record.baseline_seconds = new_ms / 1e3, old_ms / 1e3
         won = new_ms * MIN_GAIN <= old_ms
         if not won:
-            record.detail = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)"
+            short = f", less than the {MIN_GAIN}x it needs" if new_ms < old_ms else ""
+            record.detail = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms{short})"
     with TuningDB(db_path) as tdb:
         tdb.add(record, HostIdentity.current(threads=threads))
     return candidate if won else current
