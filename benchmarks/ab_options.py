@@ -4,10 +4,15 @@ IREE with its best stock flags, timed interleaved in one process (steadier than 
 
     .venv/bin/python benchmarks/ab_options.py gpt2_small --variant matmul_tile_bytes=
     .venv/bin/python benchmarks/ab_options.py minilm --variant matmul_tile_bytes=1048576
+    .venv/bin/python benchmarks/ab_options.py bert_base --quantize dynamic \
+        --variant int8_float_ops=bf16
 
 Each ``--variant NAME=VALUE[,NAME=VALUE]`` is one more xgen_mlir system (``NAME=`` with no
-value: the option empty, i.e. IREE's default). Prints median/min ms, GFLOP/s against this
-host's measured fp32 matmul rate (host.py), and writes JSON naming the host.
+value: the option empty, i.e. IREE's default). ``--quantize dynamic|static``: the model is
+quantized first as ``bench_precision.py`` does it (``compress.quantize``; static on its
+calibration views) and every xgen_mlir system compiles it with ``precision="int8"`` (plain
+IREE is left out; errors are against the fp32 model). Prints median/min ms, GFLOP/s against
+this host's measured fp32 matmul rate (host.py), and writes JSON naming the host.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("model", choices=KNOWN)
     p.add_argument("--variant", action="append", default=[], help="NAME=VALUE[,NAME=VALUE]")
+    p.add_argument("--quantize", choices=["dynamic", "static"], default=None)
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--block", type=int, default=10)
     p.add_argument("--json", default=None, help="output JSON (default benchmarks/results/)")
@@ -48,13 +54,24 @@ def main(argv: list[str] | None = None) -> int:
     arrays = [t.numpy() for t in inputs]
     module = import_model(model, inputs)
     gflop = module_flops(module.operation) / 1e9
-    log(f"{args.model}: compiling IREE best flags")
-    modules = {"IREE best flags": iree_plain_with_fallbacks(snapshot(module), IREE_BEST)[0]}
+    modules = {}
+    source, precision = module, {}
+    if args.quantize:
+        from bench_precision import calibration_views
+        from xgen_mlir import compress
+
+        log(f"{args.model}: quantizing ({args.quantize})")
+        calibration = calibration_views() if args.quantize == "static" else None
+        source = compress.quantize(model, inputs, mode=args.quantize, calibration=calibration)
+        precision = {"precision": "int8", "precision_check": False}
+    else:
+        log(f"{args.model}: compiling IREE best flags")
+        modules["IREE best flags"] = iree_plain_with_fallbacks(snapshot(module), IREE_BEST)[0]
     for label, opts in [("xgen_mlir cpu", {})] + [
         (f"xgen_mlir cpu {v}", _options(v)) for v in args.variant
     ]:
         log(f"{args.model}: compiling {label}")
-        modules[label] = xgen_mlir.compile(module, target="cpu", target_options=opts)
+        modules[label] = xgen_mlir.compile(source, target="cpu", target_options=opts, **precision)
     rows = {}
     for label, m in modules.items():
         rows[label] = {

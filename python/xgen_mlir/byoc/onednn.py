@@ -16,10 +16,12 @@ M, K, N. ``compute`` is f32 or bf16 (operands rounded to bf16, f32 accumulation 
 or s8: an integer contraction as linalg's quantized ops are (int8 source and weights, int32
 output, the source's zero point after the sizes; no bias, ``nb``), or s8f: the same integer
 contraction dequantized in the primitive (f32 output: the int32 sums times a per-column
-scale, an operand after the zero point, then the bias where ``b`` and the post-ops). Last,
-``p`` and the number of parts: the operation's output rows split among that many
-workgroups, each running its share as a single-threaded primitive on the IREE worker that
-runs it (so IREE's workers are the only threads; docs/byoc.md, Threads).
+scale, an operand after the zero point, then the bias where ``b`` and the post-ops), or s8q:
+requantized to int8 as well (the output's zero point after the source's, ``m128zm128``; its
+scale folded into the scales). Last, ``p`` and the number of parts: the operation's output
+rows split among that many workgroups, each running its share as a single-threaded
+primitive on the IREE worker that runs it (so IREE's workers are the only threads;
+docs/byoc.md, Threads).
 """
 
 from __future__ import annotations

@@ -272,7 +272,7 @@ struct Op {
   bool runtime_zero_point = false;  // s8: the source's zero point is an operand (one int32)
   int32_t dst_zero_point = 0;  // s8q: the output's (its scale is folded into the scales)
   bool has_dst_zero_point = false;
-  // s8f: the dequantization's scales, one f32 per output column (channel), are an operand
+  // s8f, s8q: the dequantization's scales, one f32 per output column (channel), an operand
   memory::desc scales_desc;
   bool has_scales = false;
   int32_t zero_point = 0;  // s8: else the name's (passed at run time to oneDNN 3)
@@ -435,7 +435,7 @@ memory Op::prepared_weights(const void* user) {
   return dst;
 }
 
-// An s8f operation's dequantization: per-output-channel scales of the int32 sums, given at run
+// An s8f or s8q operation's dequantization: per-output-channel scales of the int32 sums, given at run
 // time (dynamic quantization computes them from the source's range on each call). ``mask``:
 // the weights' dimensions the scales vary along (a matmul's columns, a conv's output
 // channels). oneDNN 2 scales its output instead (another attribute): not taken there.
@@ -476,7 +476,7 @@ struct Head {
   UserTypes user;  // the types of its tensors as the caller passes them
   std::string post;
   bool bias;
-  std::string zero_point;  // s8 and s8f only
+  std::string zero_point;  // the integer types only (s8, s8f, s8q)
   std::string impl;  // the implementation family asked for ("": oneDNN's first choice)
 };
 
@@ -795,7 +795,7 @@ struct OneThread {
 // Parameters of every import: the pointers of src, weights, [bias,] [residual,] [zero
 // point,] [scales,] dst, in that order (the bias where the name says b, the residual where
 // the post-ops add one, the source's zero point where an s8 name ends in r, the scales of an
-// s8f one), then the workgroup's id.
+// s8f or s8q one), then the workgroup's id.
 int call_part(void* params, void* context, void* /*reserved*/) {
   Split* split = static_cast<Split*>(context);
   void* const* p = static_cast<void* const*>(params);

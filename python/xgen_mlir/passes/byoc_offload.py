@@ -19,8 +19,9 @@ is not a constant (attention's QK^T and PV) stays with IREE. The integer contrac
 quantized model (``linalg.conv_2d_nchw_fchw_q``, made NHWC in the layout phase, and
 ``linalg.quantized_matmul``: int8 source, constant int8 weights with zero point 0, a constant
 source zero point, a zero int32 accumulator) become s8 primitives with that zero point; a pad
-of the source with the zero point (a real zero) is the conv's padding. Each offloaded op becomes a
-dispatch of up to ``threads`` workgroups calling the import ``xgen_dnnl_conv_...`` /
+of the source with the zero point (a real zero) is the conv's padding; the dequantization or
+requantization after them goes into the primitive where it can (s8f, s8q). Each offloaded
+op becomes a dispatch of up to ``threads`` workgroups calling the import ``xgen_dnnl_conv_...`` /
 ``xgen_dnnl_matmul_...`` (``byoc/onednn.py``), which the plugin resolves to primitives when
 the module loads: each workgroup runs its share of the output rows single-threaded on the
 IREE worker that runs it. With ``backend=tuned``, exactly the convs and linear layers
@@ -44,6 +45,7 @@ s8 exact (integer sums).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -76,6 +78,7 @@ from ..errors import BackendCompileError
 from ..irutil import find_func, function_of, ops_named
 from ..tunedb import ALGORITHM, REJECTED_IN_MODEL, Record
 from .consteval import WEIGHT_ELEMENTS, ConstEval, erf
+from .epilogue_c import scalar_constant
 from .fold_batchnorm import fold_one
 from .generic_util import (
     body,
@@ -467,8 +470,10 @@ CONSTANT_SOURCE = "kept: a constant source (IREE computes it at compile time)"
 def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts) -> str:
     """Replace integer conv (NHWC) or matmul ``op`` by the library's s8 primitive: int8
     source and weights, int32 result, the source's zero point; a pad of the source with that
-    zero point (a real zero) becomes the conv's padding. What follows (the rescale to float,
-    the next quantize) stays with IREE, which fuses it."""
+    zero point (a real zero) becomes the conv's padding. What follows goes into the primitive
+    where oneDNN computes it: the requantization to the next layer's int8 source (s8q,
+    ``_offload_requantized``), or a Linear's dequantization, bias and ReLU/GELU (s8f,
+    ``_offload_dequantized_matmul``); anything else stays with IREE, which fuses it."""
     backend = _backend(opts.backend)
     conv = op.name == "linalg.conv_2d_nhwc_hwcf_q"
     if computed_from_constants(op.operands[0]):
@@ -489,14 +494,12 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
         fields = _fields(op, (n, ih, iw, ic), (oh, ow, oc), weight.shape[:2], pads)
         parts, columns = _conv_split(fields, weight.size, opts)
         if isinstance(zp, int):
-
-            def conv_s8q(post: str, bias: bool, dst_zero_point: int) -> str:
-                return conv_symbol(
-                    "s8q", post, **fields, zero_point=zp, parts=parts, columns=columns,
-                    bias=bias, dst_zero_point=dst_zero_point,
-                )  # fmt: skip
-
-            requantized = _offload_requantized(module_op, op, ev, opts, "conv", conv_s8q, x, weight)
+            s8q = functools.partial(
+                conv_symbol, "s8q", **fields, zero_point=zp, parts=parts, columns=columns
+            )
+            requantized = _offload_requantized(
+                module_op, op, ev, opts, "conv", s8q, x, weight, parts
+            )
             if requantized:
                 return requantized
         symbol = conv_symbol(
@@ -510,15 +513,11 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
         m, k, n = int(np.prod(shape[:-1])), shape[-1], weight.shape[1]
         parts, columns = matmul_split(m, n, opts.threads, "s8", opts.split)
         if isinstance(zp, int):
-
-            def matmul_s8q(post: str, bias: bool, dst_zero_point: int) -> str:
-                return matmul_symbol(
-                    "s8q", post, m, k, n, zero_point=zp, parts=parts, columns=columns,
-                    bias=bias, dst_zero_point=dst_zero_point,
-                )  # fmt: skip
-
+            s8q = functools.partial(
+                matmul_symbol, "s8q", m=m, k=k, n=n, zero_point=zp, parts=parts, columns=columns
+            )
             requantized = _offload_requantized(
-                module_op, op, ev, opts, "matmul", matmul_s8q, x, weight
+                module_op, op, ev, opts, "matmul", s8q, x, weight, parts
             )
             if requantized:
                 return requantized
@@ -541,6 +540,45 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
     return f"-> {backend.name} (int8)"
 
 
+def _single_user(value: ir.Value) -> ir.Operation | None:
+    return next(iter(value.uses)).owner.operation if num_uses(value) == 1 else None
+
+
+def _converted_sums(result: ir.Value) -> ir.Value | None:
+    """``float(result)``, integer contraction ``result``'s int32 sums converted to f32 by an
+    elementwise ``sitofp`` that is their single user (what the ONNX frontend imports after a
+    MatMulInteger or a QDQ conv), or None."""
+    convert = _single_user(result)
+    if convert is None or not is_elementwise(convert) or num_inputs(convert) != 1:
+        return None
+    if [o.name for o in body_ops(convert)] != ["arith.sitofp", "linalg.yield"]:
+        return None
+    y = convert.results[0]
+    if not is_identity(indexing_maps(convert)[0]) or str(element_of(y.type)) != "f32":
+        return None
+    return y
+
+
+def _combined_with(
+    op: ir.Operation, value: ir.Value, body_op: str
+) -> tuple[ir.Value, ir.AffineMap] | None:
+    """The other operand of ``op`` and its map, if ``op`` is an elementwise generic computing
+    ``value <body_op> other`` (either order) with ``value`` read whole, in its own type."""
+    if not is_elementwise(op) or num_inputs(op) != 2 or op.results[0].type != value.type:
+        return None
+    ops = body_ops(op)
+    args = list(body(op).arguments)
+    if [o.name for o in ops] != [body_op, "linalg.yield"]:
+        return None
+    if set(ops[0].operands) != {args[0], args[1]} or ops[1].operands[0] != ops[0].results[0]:
+        return None
+    pos = 0 if op.operands[0] == value else 1
+    maps = indexing_maps(op)
+    if op.operands[1 - pos] == value or not is_identity(maps[pos]):
+        return None
+    return op.operands[1 - pos], maps[1 - pos]
+
+
 def _dequantized_after(result: ir.Value) -> tuple[ir.Operation, ir.Value] | None:
     """The dequantization of integer contraction result ``result`` ([..., N] int32), if it is
     ``float(result) * scale``, a conversion then a product (as the ONNX frontend imports
@@ -548,39 +586,18 @@ def _dequantized_after(result: ir.Value) -> tuple[ir.Operation, ir.Value] | None
     quantization computes it from the source's scale and the weights' per-column ones) or
     one for all (0-d): that product and the scale. Only where nothing else reads the
     conversion (the int32 sums go away)."""
-    if num_uses(result) != 1:
+    y = _converted_sums(result)
+    mul = None if y is None else _single_user(y)
+    found = None if y is None or mul is None else _combined_with(mul, y, "arith.mulf")
+    if mul is None or found is None:
         return None
-    convert = next(iter(result.uses)).owner.operation
-    if not is_elementwise(convert) or num_inputs(convert) != 1:
+    scale, amap = found
+    ty = ir.RankedTensorType(scale.type)
+    if str(ty.element_type) != "f32":
         return None
-    names = [o.name for o in body_ops(convert)]
-    if names != ["arith.sitofp", "linalg.yield"] or not is_identity(indexing_maps(convert)[0]):
-        return None
-    y = convert.results[0]
-    if str(ir.RankedTensorType(y.type).element_type) != "f32" or num_uses(y) != 1:
-        return None
-    mul = next(iter(y.uses)).owner.operation
-    if not is_elementwise(mul) or num_inputs(mul) != 2 or mul.results[0].type != y.type:
-        return None
-    ops = body_ops(mul)
-    args = list(body(mul).arguments)
-    if [o.name for o in ops] != ["arith.mulf", "linalg.yield"]:
-        return None
-    if set(ops[0].operands) != {args[0], args[1]} or ops[1].operands[0] != ops[0].results[0]:
-        return None
-    pos = 0 if mul.operands[0] == y else 1
-    maps = indexing_maps(mul)
-    scale = mul.operands[1 - pos]
-    last = len(ir.RankedTensorType(y.type).shape) - 1
-    if mul.operands[1 - pos] == y or not is_identity(maps[pos]):
-        return None
-    scale_shape = ir.RankedTensorType(scale.type).shape
-    if str(ir.RankedTensorType(scale.type).element_type) != "f32":
-        return None
-    per_column = map_dims(maps[1 - pos]) == [last] and len(scale_shape) == 1
-    if not per_column and scale_shape:
-        return None
-    return mul, scale
+    last = len(ir.RankedTensorType(result.type).shape) - 1
+    per_column = map_dims(amap) == [last] and len(ty.shape) == 1
+    return (mul, scale) if per_column or not ty.shape else None
 
 
 def _per_column(scale: ir.Value, n: int) -> ir.Value:
@@ -670,53 +687,28 @@ class _Requantize:
     perm: list[int] | None = None  # a transpose between the epilogue and the quantize
 
 
-def _scalar_value(v: ir.Value) -> float | None:
-    """A scalar ``arith.constant``'s value (a float or an integer), or None."""
-    op = producer(v)
-    if op is None or op.name != "arith.constant":
-        return None
-    attr = op.attributes["value"]
-    if isinstance(attr, ir.FloatAttr):
-        return float(attr.value)
-    if isinstance(attr, ir.IntegerAttr):
-        return float(attr.value)
-    return None
-
-
 def _channel_operand(
     op: ir.Operation, value: ir.Value, ev: ConstEval, dim: int, body_op: str
 ) -> np.ndarray | None:
     """The constant per-channel vector (float64) ``op`` combines ``value`` with through
     ``body_op`` (``arith.mulf``, ``arith.addf``), if ``op`` is exactly that: an elementwise
     generic of ``value`` (identity) and a constant read along loop ``dim`` alone."""
-    if not is_elementwise(op) or num_inputs(op) != 2 or op.results[0].type != value.type:
+    found = _combined_with(op, value, body_op)
+    if found is None:
         return None
-    ops = body_ops(op)
-    args = list(body(op).arguments)
-    if [o.name for o in ops] != [body_op, "linalg.yield"]:
-        return None
-    if set(ops[0].operands) != {args[0], args[1]} or ops[1].operands[0] != ops[0].results[0]:
-        return None
-    pos = 0 if op.operands[0] == value else 1
-    maps = indexing_maps(op)
-    if op.operands[1 - pos] == value or not is_identity(maps[pos]):
-        return None
-    dims = map_dims(maps[1 - pos])
+    other, amap = found
+    dims = map_dims(amap)
     loops = ir.RankedTensorType(value.type).shape
     # (a loop of one, the batch at batch 1, is no broadcast either way)
     if dims is None or [d for d in dims if d is not None and loops[d] > 1] not in ([dim], []):
         return None
-    const = ev.value(op.operands[1 - pos])
+    const = ev.value(other)
     if const is None or const.dtype != np.float32:
         return None
     channels = loops[dim]
     if const.size == 1:  # one for all channels
         return np.full(channels, float(const.ravel()[0]))
     return const.astype(np.float64).ravel() if const.size == channels else None
-
-
-def _single_user(value: ir.Value) -> ir.Operation | None:
-    return next(iter(value.uses)).owner.operation if num_uses(value) == 1 else None
 
 
 def _quantize_of(op: ir.Operation) -> tuple[float, int, float, float] | None:
@@ -743,8 +735,8 @@ def _quantize_of(op: ir.Operation) -> tuple[float, int, float, float] | None:
     chain += [(o, prev.results[0]) for prev, o in itertools.pairwise(ops[3:])]
     if any(o.operands[0] != v for o, v in chain):
         return None
-    bounds = {o.name: _scalar_value(o.operands[1]) for o in (c1, c2)}
-    found = [_scalar_value(div.operands[1]), _scalar_value(add.operands[1])]
+    bounds = {o.name: scalar_constant(o.operands[1]) for o in (c1, c2)}
+    found = [scalar_constant(div.operands[1]), scalar_constant(add.operands[1])]
     found += [bounds["arith.maximumf"], bounds["arith.minimumf"]]
     if any(v is None for v in found):
         return None
@@ -778,14 +770,9 @@ def _requantized_after(result: ir.Value, ev: ConstEval) -> _Requantize | None:
     into the low clamp, at the zero point, is a ReLU); a clamp above (a ReLU6) is not."""
     result = _through_reshapes(result)
     channel = len(ir.RankedTensorType(result.type).shape) - 1
-    convert = _single_user(result)
-    if convert is None or not is_elementwise(convert) or num_inputs(convert) != 1:
+    y = _converted_sums(result)
+    if y is None:
         return None
-    if [o.name for o in body_ops(convert)] != ["arith.sitofp", "linalg.yield"]:
-        return None
-    if not is_identity(indexing_maps(convert)[0]):
-        return None
-    y = convert.results[0]
     mul = _single_user(y)
     scale = None if mul is None else _channel_operand(mul, y, ev, channel, "arith.mulf")
     if mul is None or scale is None:
@@ -822,13 +809,14 @@ def _offload_requantized(
     ev: ConstEval,
     opts,
     kind: str,
-    symbol: Callable[[str, bool, int], str],
+    symbol: Callable[..., str],
     x: ir.Value,
     weight: np.ndarray,
+    parts: int,
 ) -> str:
     """Replace integer conv or matmul ``op`` (``kind``) and its requantization
     (``_requantized_after``) by one s8q primitive writing the int8 output (``symbol`` names
-    it, given the post-op, whether it adds a bias and the output's zero point): the output's
+    it, given the post-op, ``bias`` and ``dst_zero_point``): the output's
     scale folded into the per-channel scales and the bias (``(sums * s[c] + b[c]) / o`` as
     ``sums * (s[c] / o) + b[c] / o``: the same number but for f32 rounding, which can move a
     value within an ulp of a half to the other integer), the ReLU a post-op, the zero point
@@ -838,7 +826,8 @@ def _offload_requantized(
     if found is None:
         return ""
     backend = _backend(opts.backend)
-    name = symbol("relu" if found.relu else "none", found.bias is not None, found.zero_point)
+    post = "relu" if found.relu else "none"
+    name = symbol(post, bias=found.bias is not None, dst_zero_point=found.zero_point)
     if not _can_build(backend, name):
         return ""
     inputs: list = [x, np.ascontiguousarray(weight).ravel()]
@@ -846,8 +835,7 @@ def _offload_requantized(
         inputs.append((found.bias / found.out_scale).astype(np.float32))
     inputs.append((found.scale / found.out_scale).astype(np.float32))
     end = found.end
-    parts = int(name.rsplit("_", 1)[1][1:])
-    # the call writes int8 (uint8) in the contraction's layout, channels last
+    # the call writes int8 in the contraction's layout (through reshapes), channels last
     with op.location:
         i8 = ir.IntegerType.get_signless(8)
         written = ir.RankedTensorType.get(found.shape, i8)
