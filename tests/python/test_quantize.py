@@ -179,6 +179,58 @@ def test_int8_conv_requantized_in_onednn() -> None:
     assert np.array_equal(outs["rows"], outs["columns"])
 
 
+class _ResidualBlocks(torch.nn.Module):
+    """A stem, then two residual blocks as ResNet has them: one whose shortcut is its input,
+    one whose shortcut is a 1x1 stride-2 conv; a pool and a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        conv = torch.nn.Conv2d
+        self.stem = conv(3, 16, 3, padding=1)
+        self.a1, self.a2 = conv(16, 16, 3, padding=1), conv(16, 16, 3, padding=1)
+        self.b1, self.b2 = conv(16, 32, 3, stride=2, padding=1), conv(32, 32, 3, padding=1)
+        self.down = conv(16, 32, 1, stride=2)
+        self.head = torch.nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.stem(x))
+        x = torch.relu(self.a2(torch.relu(self.a1(x))) + x)
+        x = torch.relu(self.b2(torch.relu(self.b1(x))) + self.down(x))
+        return self.head(x.mean((2, 3)))
+
+
+def test_int8_residual_block_convs_requantized_in_onednn() -> None:
+    """In a quantized residual block the block's last conv and the shortcut conv are
+    quantized and dequantized again before the add (QDQ): their output quantize writes its
+    integers as floats that only the dequantize, the add and the block's requantize read.
+    They are s8q primitives too (the int8 written once, converted back where the add reads
+    it), as in the last block, whose output the mean reads as floats. Within one output step
+    of ONNX Runtime and of IREE's own integer code."""
+    model = _ResidualBlocks().eval()
+    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    cal = _calibration()
+    common = dict(precision="int8", calibration=cal, precision_check=False)
+    integer = {"integer_contractions": "integer"}
+    options = {"offload": "onednn", "threads": "2", **integer}
+    compiled = xgen_mlir.compile(model, x, target_options=options, **common)
+    requantized = "-> onednn (int8 +requantize+bias)"
+    assert_int8_offload(
+        compiled.report.offload,
+        {
+            "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 6,
+            f"linalg.conv_2d_nhwc_hwcf_q {requantized}": 6,  # (a2, b2 and down among them)
+            "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
+        },
+    )
+    own = xgen_mlir.compile(model, x, target_options={"offload": "none", **integer}, **common)
+    quantized = compress.quantize(model, x, calibration=cal)
+    step = _output_step(quantized) * 1.001
+    got = np.asarray(compiled(x.numpy()))
+    check_close(got, _ort(quantized, x.numpy()), atol=step, rtol=0, what="s8q vs ORT")
+    check_close(got, np.asarray(own(x.numpy())), atol=step, rtol=0, what="s8q vs IREE")
+
+
 def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:
     """Before any tune (an empty database), compile(precision="int8") puts the integer convs
     and the integer classifier in oneDNN (the prior: IREE has no fast integer conv, and its i8

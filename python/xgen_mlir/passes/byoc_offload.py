@@ -58,7 +58,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._mlir import arith, ir, tensor
+from .._mlir import arith, ir, linalg, tensor
 from ..analysis.flops import FLOPS_ATTR
 from ..byoc import OFFLOAD_ATTR, Backend, backend_named
 from ..byoc.onednn import (
@@ -684,7 +684,8 @@ class _Requantize:
     out_scale: float
     zero_point: int
     shape: list[int] = dataclasses.field(default_factory=list)  # the sums' (through reshapes)
-    perm: list[int] | None = None  # a transpose between the epilogue and the quantize
+    perm: list[int] | None = None  # a transpose before the epilogue or before the quantize
+    as_float: bool = False  # the quantize writes its integers as f32 (``_quantize_of``)
 
 
 def _channel_operand(
@@ -711,28 +712,33 @@ def _channel_operand(
     return const.astype(np.float64).ravel() if const.size == channels else None
 
 
-def _quantize_of(op: ir.Operation) -> tuple[float, int, float, float] | None:
+def _quantize_of(
+    op: ir.Operation, as_float: bool = False
+) -> tuple[float, int, float, float] | None:
     """``(scale, zero point, low, high)`` if elementwise generic ``op`` is the frontend's
     QuantizeLinear to int8 of its one input: ``fptosi(min(max(roundeven(x / scale) + zp,
-    low), high))`` (the clamps in either order) with scalar constants. (Not the same
-    without the ``fptosi``, the quantized values as floats for a float op after: IREE's
-    conversion of an int8 output back to them did not fuse with the depthwise conv reading
-    them, MobileNetV2 int8 4.51 -> 5.08 ms.)"""
+    low), high))`` (the clamps in either order) with scalar constants; ``as_float``: the
+    same without the ``fptosi``, the integers written as f32 (``xgen-elide-int-roundtrips``
+    left a quantize that only a dequantize reads so)."""
     if not is_elementwise(op) or num_inputs(op) != 1:
         return None
-    if str(ir.RankedTensorType(op.results[0].type).element_type) != "i8":
+    elem = str(ir.RankedTensorType(op.results[0].type).element_type)
+    if elem != ("f32" if as_float else "i8"):
         return None
     ops = body_ops(op)
     names = [o.name for o in ops]
     clamps = {"arith.maximumf", "arith.minimumf"}
-    if len(ops) != 7 or names[:3] != ["arith.divf", "math.roundeven", "arith.addf"]:
+    tail = ["linalg.yield"] if as_float else ["arith.fptosi", "linalg.yield"]
+    if len(ops) != 5 + len(tail) or names[:3] != ["arith.divf", "math.roundeven", "arith.addf"]:
         return None
-    if set(names[3:5]) != clamps or names[5:] != ["arith.fptosi", "linalg.yield"]:
+    if set(names[3:5]) != clamps or names[5:] != tail:
         return None
     x = body(op).arguments[0]
     div, rnd, add, c1, c2 = ops[:5]
     chain = [(div, x), (rnd, div.results[0]), (add, rnd.results[0]), (c1, add.results[0])]
     chain += [(o, prev.results[0]) for prev, o in itertools.pairwise(ops[3:])]
+    if as_float:
+        chain = chain[:-1]  # (the yield of the clamped value)
     if any(o.operands[0] != v for o, v in chain):
         return None
     bounds = {o.name: scalar_constant(o.operands[1]) for o in (c1, c2)}
@@ -769,7 +775,13 @@ def _requantized_after(result: ir.Value, ev: ConstEval) -> _Requantize | None:
     quantize. Only where each step has one user and the clamps are int8's (a ReLU folded
     into the low clamp, at the zero point, is a ReLU); a clamp above (a ReLU6) is not."""
     result = _through_reshapes(result)
-    channel = len(ir.RankedTensorType(result.type).shape) - 1
+    shape = list(ir.RankedTensorType(result.type).shape)
+    channel = len(shape) - 1
+    perm = None
+    moved = _single_user(result)
+    if moved is not None and moved.name == "linalg.transpose":  # the epilogue in NCHW
+        perm = list(ir.DenseI64ArrayAttr(moved.attributes["permutation"]))
+        result, channel = moved.results[0], perm.index(channel)
     y = _converted_sums(result)
     if y is None:
         return None
@@ -786,12 +798,20 @@ def _requantized_after(result: ir.Value, ev: ConstEval) -> _Requantize | None:
     relu = _relu_after(end.results[0])
     if relu is not None:
         end = relu
-    value, perm = end.results[0], None
+    value = end.results[0]
     moved = _single_user(value)
-    if moved is not None and moved.name == "linalg.transpose":  # (NCHW views left over)
+    if perm is None and moved is not None and moved.name == "linalg.transpose":
         value, perm = moved.results[0], list(ir.DenseI64ArrayAttr(moved.attributes["permutation"]))
     quantize = _single_user(value)
     found = None if quantize is None else _quantize_of(quantize)
+    as_float = False
+    if (
+        quantize is not None
+        and found is None
+        and len(quantize.results) == 1
+        and _only_into_quantizes(quantize.results[0])
+    ):
+        found, as_float = _quantize_of(quantize, as_float=True), True
     if quantize is None or found is None:
         return None
     out_scale, zp, low, high = found
@@ -799,8 +819,65 @@ def _requantized_after(result: ir.Value, ev: ConstEval) -> _Requantize | None:
         return None
     folded_relu = low == zp and zp > -128
     relu_in = relu is not None or folded_relu
-    shape = list(ir.RankedTensorType(result.type).shape)
-    return _Requantize(quantize, scale, bias, relu_in, out_scale, zp, shape, perm)
+    return _Requantize(quantize, scale, bias, relu_in, out_scale, zp, shape, perm, as_float)
+
+
+def _only_into_quantizes(value: ir.Value, depth: int = 6) -> bool:
+    """Whether everything that reads ``value`` is elementwise and ends, within ``depth``
+    steps, in quantizes (to int8, or as floats): the float values stay inside IREE's
+    elementwise dispatches (a residual block's dequantize, add and requantize), which fuse
+    the conversion back from int8. Not where a conv reads them: IREE's
+    conversion of an int8 output back to f32 did not fuse with MobileNetV2's depthwise convs
+    (int8 4.51 -> 5.08 ms)."""
+    uses = [u.owner.operation if hasattr(u.owner, "operation") else u.owner for u in value.uses]
+    if not uses or depth == 0:
+        return False
+    for user in uses:
+        if user.name != "linalg.generic" or not is_elementwise(user) or len(user.results) != 1:
+            return False
+        ends = _quantize_of(user) or _quantize_of(user, as_float=True)
+        if ends is None and not _only_into_quantizes(user.results[0], depth - 1):
+            return False
+    return True
+
+
+def _integers_as_float(quantize: ir.Operation) -> ir.Operation:
+    """Split quantize ``quantize`` that writes its integers as f32 into the quantize to int8
+    and a conversion back (``sitofp``: exact, the values are int8's) that its users read.
+    Returns the int8 quantize."""
+    i8 = ir.IntegerType.get_signless(8)
+    out = quantize.results[0]
+    with ir.InsertionPoint(quantize), quantize.location:
+        shape = ir.RankedTensorType(out.type).shape
+        q = linalg.GenericOp(
+            [ir.RankedTensorType.get(shape, i8)],
+            [quantize.operands[0]],
+            [empty(shape, i8)],
+            quantize.attributes["indexing_maps"],
+            quantize.attributes["iterator_types"],
+        )
+        block = q.regions[0].blocks.append(ir.F32Type.get(), i8)
+        mapping = {body(quantize).arguments[0]: block.arguments[0]}
+        with ir.InsertionPoint(block):
+            ops = body_ops(quantize)
+            for o in ops[:-1]:
+                made = o.clone()
+                for i, operand in enumerate(o.operands):
+                    if operand in mapping:
+                        made.operands[i] = mapping[operand]
+                mapping[o.results[0]] = made.results[0]
+            value = mapping[ops[-1].operands[0]]
+            linalg.YieldOp([arith.FPToSIOp(i8, value).result])
+        back = generic(
+            [q.results[0]],
+            [ir.AffineMap.get_identity(len(shape))] * 2,
+            empty(shape, ir.F32Type.get()),
+            ["parallel"] * len(shape),
+            lambda args: [arith.SIToFPOp(ir.F32Type.get(), args[0]).result],
+        )
+    out.replace_all_uses_with(back.results[0])
+    quantize.erase()
+    return q.operation
 
 
 def _offload_requantized(
@@ -834,7 +911,7 @@ def _offload_requantized(
     if found.bias is not None:
         inputs.append((found.bias / found.out_scale).astype(np.float32))
     inputs.append((found.scale / found.out_scale).astype(np.float32))
-    end = found.end
+    end = _integers_as_float(found.end) if found.as_float else found.end
     # the call writes int8 in the contraction's layout (through reshapes), channels last
     with op.location:
         i8 = ir.IntegerType.get_signless(8)
