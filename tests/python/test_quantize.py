@@ -99,7 +99,9 @@ def test_int8_convs_and_linear_offloaded_to_onednn() -> None:
         offloaded.report.offload,
         {
             "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 2,
-            "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 2,
+            # (the first conv's pool pools its int8 values: xgen-quantized-max-pool)
+            "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8 +requantize+bias)": 1,
+            "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 1,
             "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
         },
     )
@@ -231,6 +233,48 @@ def test_int8_residual_block_convs_requantized_in_onednn() -> None:
     check_close(got, np.asarray(own(x.numpy())), atol=step, rtol=0, what="s8q vs IREE")
 
 
+def test_int8_max_pool_pools_the_integers() -> None:
+    """A stem's max pool between the dequantize of its conv's output and a quantize with the
+    same parameters pools the int8 values (xgen-quantized-max-pool: exact), so the stem conv
+    requantizes in its s8q primitive; the output within one step of ONNX Runtime's and of
+    IREE's own integer code, and the report counts the rewrite."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(3, 2, 1),
+        torch.nn.Conv2d(16, 16, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16, 10),
+    ).eval()
+    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    cal = _calibration()
+    common = dict(precision="int8", calibration=cal, precision_check=False)
+    integer = {"integer_contractions": "integer"}
+    options = {"offload": "onednn", "threads": "2", **integer}
+    compiled = xgen_mlir.compile(model, x, target_options=options, **common)
+    assert compiled.report.rewrites.get("xgen-quantized-max-pool", {}) == {
+        "max pools on int8": 1
+    }, compiled.report.rewrites
+    assert_int8_offload(
+        compiled.report.offload,
+        {
+            "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 2,
+            "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8 +requantize+bias)": 1,  # (the stem)
+            "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 1,  # (read by the mean as floats)
+            "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
+        },
+    )
+    own = xgen_mlir.compile(model, x, target_options={"offload": "none", **integer}, **common)
+    quantized = compress.quantize(model, x, calibration=cal)
+    step = _output_step(quantized) * 1.001
+    got = np.asarray(compiled(x.numpy()))
+    check_close(got, _ort(quantized, x.numpy()), atol=step, rtol=0, what="int8 pool vs ORT")
+    check_close(got, np.asarray(own(x.numpy())), atol=step, rtol=0, what="int8 pool vs IREE")
+
+
 def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:
     """Before any tune (an empty database), compile(precision="int8") puts the integer convs
     and the integer classifier in oneDNN (the prior: IREE has no fast integer conv, and its i8
@@ -248,7 +292,9 @@ def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:
         compiled.report.offload,
         {
             "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 2,
-            "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 2,
+            # (the first conv's pool pools its int8 values: xgen-quantized-max-pool)
+            "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8 +requantize+bias)": 1,
+            "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 1,
             "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
         },
     )

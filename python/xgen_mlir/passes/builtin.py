@@ -28,6 +28,7 @@ from . import (  # noqa: F401
     nhwc_convs,
     op_stats,
     pointwise_kernels,
+    quantized_max_pool,
     raise_pattern_conv,
     scalar_operands,
     scale_to_weights,

@@ -685,7 +685,7 @@ class _Requantize:
     zero_point: int
     shape: list[int] = dataclasses.field(default_factory=list)  # the sums' (through reshapes)
     perm: list[int] | None = None  # a transpose before the epilogue or before the quantize
-    as_float: bool = False  # the quantize writes its integers as f32 (``_quantize_of``)
+    as_float: bool = False  # the quantize writes its integers as f32 (``quantize_of``)
 
 
 def _channel_operand(
@@ -712,9 +712,7 @@ def _channel_operand(
     return const.astype(np.float64).ravel() if const.size == channels else None
 
 
-def _quantize_of(
-    op: ir.Operation, as_float: bool = False
-) -> tuple[float, int, float, float] | None:
+def quantize_of(op: ir.Operation, as_float: bool = False) -> tuple[float, int, float, float] | None:
     """``(scale, zero point, low, high)`` if elementwise generic ``op`` is the frontend's
     QuantizeLinear to int8 of its one input: ``fptosi(min(max(roundeven(x / scale) + zp,
     low), high))`` (the clamps in either order) with scalar constants; ``as_float``: the
@@ -772,8 +770,11 @@ def _requantized_after(result: ir.Value, ev: ConstEval) -> _Requantize | None:
     imports a QDQ conv followed by its output's
     QuantizeLinear: the conversion to f32, the product by a constant per-channel scale (the
     source's times the weights'), a constant per-channel bias, optionally a ReLU, then the
-    quantize. Only where each step has one user and the clamps are int8's (a ReLU folded
-    into the low clamp, at the zero point, is a ReLU); a clamp above (a ReLU6) is not."""
+    quantize (a transpose back to NCHW before the conversion or before the quantize). Only
+    where each step has one user and the clamps are int8's (a ReLU folded into the low
+    clamp, at the zero point, is a ReLU); a clamp above (a ReLU6) is not. A quantize that
+    writes its integers as floats is taken where only elementwise ops read them, on to
+    quantizes (``_only_into_quantizes``: a residual block's dequantize, add, requantize)."""
     result = _through_reshapes(result)
     shape = list(ir.RankedTensorType(result.type).shape)
     channel = len(shape) - 1
@@ -803,7 +804,7 @@ def _requantized_after(result: ir.Value, ev: ConstEval) -> _Requantize | None:
     if perm is None and moved is not None and moved.name == "linalg.transpose":
         value, perm = moved.results[0], list(ir.DenseI64ArrayAttr(moved.attributes["permutation"]))
     quantize = _single_user(value)
-    found = None if quantize is None else _quantize_of(quantize)
+    found = None if quantize is None else quantize_of(quantize)
     as_float = False
     if (
         quantize is not None
@@ -811,7 +812,7 @@ def _requantized_after(result: ir.Value, ev: ConstEval) -> _Requantize | None:
         and len(quantize.results) == 1
         and _only_into_quantizes(quantize.results[0])
     ):
-        found, as_float = _quantize_of(quantize, as_float=True), True
+        found, as_float = quantize_of(quantize, as_float=True), True
     if quantize is None or found is None:
         return None
     out_scale, zp, low, high = found
@@ -835,7 +836,7 @@ def _only_into_quantizes(value: ir.Value, depth: int = 6) -> bool:
     for user in uses:
         if user.name != "linalg.generic" or not is_elementwise(user) or len(user.results) != 1:
             return False
-        ends = _quantize_of(user) or _quantize_of(user, as_float=True)
+        ends = quantize_of(user) or quantize_of(user, as_float=True)
         if ends is None and not _only_into_quantizes(user.results[0], depth - 1):
             return False
     return True

@@ -207,7 +207,11 @@ def _convert_pool(op: ir.Operation) -> ir.Operation | bool | str:
     transpose dispatch. In NHWC its transposes cancel against IREE's own around the convs."""
     out_ty = ir.RankedTensorType(op.results[0].type)
     init_op = producer(op.operands[2])
-    if str(out_ty.element_type) != "f32" or init_op is None or init_op.name != "linalg.fill":
+    # f32, or an int8 max pool (xgen-quantized-max-pool's: the NHWC op's max is signed)
+    kind = str(out_ty.element_type)
+    if kind != "f32" and not (kind == "i8" and op.name == "linalg.pooling_nchw_max"):
+        return False
+    if init_op is None or init_op.name != "linalg.fill":
         return False
     if _dynamic_hwc(op):
         return DYNAMIC_HWC

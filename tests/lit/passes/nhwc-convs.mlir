@@ -113,3 +113,23 @@ func.func @stem_max_pool(%arg0: tensor<1x2x6x6xf32>) -> tensor<1x2x3x3xf32> {
 // OFF-LABEL: func.func @stem_max_pool
 // OFF: linalg.pooling_nchw_max
 // OFF-NOT: pooling_nhwc
+
+// -----
+
+// An int8 max pool (xgen-quantized-max-pool's) goes to NHWC too (the named NHWC max is
+// signed: arith.maxsi); an int8 sum pool does not (its sum would wrap in i8).
+// CHECK-LABEL: func.func @int8_pools
+// CHECK: linalg.pooling_nhwc_max {{.*}} -> tensor<1x3x3x2xi8>
+// CHECK: linalg.pooling_nchw_sum {{.*}} -> tensor<1x2x3x3xi8>
+// OFF-LABEL: func.func @int8_pools
+func.func @int8_pools(%x: tensor<1x2x8x8xi8>) -> (tensor<1x2x3x3xi8>, tensor<1x2x3x3xi8>) {
+  %low = arith.constant -128 : i8
+  %zero = arith.constant 0 : i8
+  %e = tensor.empty() : tensor<1x2x3x3xi8>
+  %f = linalg.fill ins(%low : i8) outs(%e : tensor<1x2x3x3xi8>) -> tensor<1x2x3x3xi8>
+  %z = linalg.fill ins(%zero : i8) outs(%e : tensor<1x2x3x3xi8>) -> tensor<1x2x3x3xi8>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %m = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %win : tensor<1x2x8x8xi8>, tensor<3x3xf32>) outs(%f : tensor<1x2x3x3xi8>) -> tensor<1x2x3x3xi8>
+  %s = linalg.pooling_nchw_sum {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %win : tensor<1x2x8x8xi8>, tensor<3x3xf32>) outs(%z : tensor<1x2x3x3xi8>) -> tensor<1x2x3x3xi8>
+  return %m, %s : tensor<1x2x3x3xi8>, tensor<1x2x3x3xi8>
+}
