@@ -152,7 +152,7 @@ def erf_coefficients(p: int = 5, q: int = 5) -> tuple[tuple[float, ...], tuple[f
     return tuple(float(v) for v in c[: p + 1]), (1.0, *(float(v) for v in c[p + 1 :]))
 
 
-def _horner(coeffs: tuple[float, ...], var: str) -> str:
+def horner(coeffs: tuple[float, ...], var: str) -> str:
     """C for the polynomial with ``coeffs`` (lowest first) in vector ``var``, Horner form."""
     expr = f"SPLAT({float(np.float32(coeffs[-1])).hex()}f)"
     for c in coeffs[-2::-1]:
@@ -173,7 +173,7 @@ def math_c() -> str:
 static inline v16 xg_erf(v16 x) {{
   x = xg_clamp(x, -{ERF_CLAMP}f, {ERF_CLAMP}f);
   const v16 t = x * x;
-  return x * {_horner(num, "t")} / {_horner(den, "t")};
+  return x * {horner(num, "t")} / {horner(den, "t")};
 }}
 /* 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in two parts (exact first product), degree-7
    Taylor polynomial for |r| <= ln 2 / 2 (relative error 6e-9) */
@@ -184,7 +184,7 @@ static inline v16 xg_exp(v16 x) {{
   v16 r = x - n * SPLAT({LN2_HI.hex()}f);
   r = r - n * SPLAT({float(np.float32(math.log(2) - LN2_HI)).hex()}f);
   const vi16 e = (__builtin_convertvector(n, vi16) + 127) << 23;
-  return {_horner(inv_fact, "r")} * (v16)e;
+  return {horner(inv_fact, "r")} * (v16)e;
 }}
 static inline v16 xg_tanh(v16 x) {{
   return SPLAT(1.0f) - SPLAT(2.0f) / (xg_exp(x + x) + SPLAT(1.0f));
