@@ -12,6 +12,7 @@ import copy
 import re
 import warnings
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import onnx
@@ -181,6 +182,26 @@ def test_int8_conv_requantized_in_onednn() -> None:
     assert np.array_equal(outs["rows"], outs["columns"])
 
 
+def _check_s8q_model(model: torch.nn.Module, expected: dict, what: str) -> Any:
+    """``model`` compiled in int8 with every integer op in oneDNN: its report's offload is
+    ``expected`` and its output within one output step of ONNX Runtime's and of IREE's own
+    integer code. Returns the compiled module."""
+    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    cal = _calibration()
+    common = dict(precision="int8", calibration=cal, precision_check=False)
+    integer = {"integer_contractions": "integer"}
+    options = {"offload": "onednn", "threads": "2", **integer}
+    compiled = xgen_mlir.compile(model, x, target_options=options, **common)
+    assert_int8_offload(compiled.report.offload, expected)
+    own = xgen_mlir.compile(model, x, target_options={"offload": "none", **integer}, **common)
+    quantized = compress.quantize(model, x, calibration=cal)
+    step = _output_step(quantized) * 1.001
+    got = np.asarray(compiled(x.numpy()))
+    check_close(got, _ort(quantized, x.numpy()), atol=step, rtol=0, what=f"{what} vs ORT")
+    check_close(got, np.asarray(own(x.numpy())), atol=step, rtol=0, what=f"{what} vs IREE")
+    return compiled
+
+
 class _ResidualBlocks(torch.nn.Module):
     """A stem, then two residual blocks as ResNet has them: one whose shortcut is its input,
     one whose shortcut is a 1x1 stride-2 conv; a pool and a linear head."""
@@ -209,28 +230,13 @@ def test_int8_residual_block_convs_requantized_in_onednn() -> None:
     They are s8q primitives too (the int8 written once, converted back where the add reads
     it), as in the last block, whose output the mean reads as floats. Within one output step
     of ONNX Runtime and of IREE's own integer code."""
-    model = _ResidualBlocks().eval()
-    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
-    cal = _calibration()
-    common = dict(precision="int8", calibration=cal, precision_check=False)
-    integer = {"integer_contractions": "integer"}
-    options = {"offload": "onednn", "threads": "2", **integer}
-    compiled = xgen_mlir.compile(model, x, target_options=options, **common)
     requantized = "-> onednn (int8 +requantize+bias)"
-    assert_int8_offload(
-        compiled.report.offload,
-        {
-            "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 6,
-            f"linalg.conv_2d_nhwc_hwcf_q {requantized}": 6,  # (a2, b2 and down among them)
-            "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
-        },
-    )
-    own = xgen_mlir.compile(model, x, target_options={"offload": "none", **integer}, **common)
-    quantized = compress.quantize(model, x, calibration=cal)
-    step = _output_step(quantized) * 1.001
-    got = np.asarray(compiled(x.numpy()))
-    check_close(got, _ort(quantized, x.numpy()), atol=step, rtol=0, what="s8q vs ORT")
-    check_close(got, np.asarray(own(x.numpy())), atol=step, rtol=0, what="s8q vs IREE")
+    expected = {
+        "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 6,
+        f"linalg.conv_2d_nhwc_hwcf_q {requantized}": 6,  # (a2, b2 and down among them)
+        "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
+    }
+    _check_s8q_model(_ResidualBlocks().eval(), expected, "s8q")
 
 
 def test_int8_max_pool_pools_the_integers() -> None:
@@ -249,30 +255,16 @@ def test_int8_max_pool_pools_the_integers() -> None:
         torch.nn.Flatten(),
         torch.nn.Linear(16, 10),
     ).eval()
-    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
-    cal = _calibration()
-    common = dict(precision="int8", calibration=cal, precision_check=False)
-    integer = {"integer_contractions": "integer"}
-    options = {"offload": "onednn", "threads": "2", **integer}
-    compiled = xgen_mlir.compile(model, x, target_options=options, **common)
+    expected = {
+        "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 2,
+        "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8 +requantize+bias)": 1,  # (the stem)
+        "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 1,  # (read by the mean as floats)
+        "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
+    }
+    compiled = _check_s8q_model(model, expected, "int8 pool")
     assert compiled.report.rewrites.get("xgen-quantized-max-pool", {}) == {
         "max pools on int8": 1
     }, compiled.report.rewrites
-    assert_int8_offload(
-        compiled.report.offload,
-        {
-            "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 2,
-            "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8 +requantize+bias)": 1,  # (the stem)
-            "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8)": 1,  # (read by the mean as floats)
-            "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
-        },
-    )
-    own = xgen_mlir.compile(model, x, target_options={"offload": "none", **integer}, **common)
-    quantized = compress.quantize(model, x, calibration=cal)
-    step = _output_step(quantized) * 1.001
-    got = np.asarray(compiled(x.numpy()))
-    check_close(got, _ort(quantized, x.numpy()), atol=step, rtol=0, what="int8 pool vs ORT")
-    check_close(got, np.asarray(own(x.numpy())), atol=step, rtol=0, what="int8 pool vs IREE")
 
 
 def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:

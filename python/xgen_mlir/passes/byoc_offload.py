@@ -842,14 +842,12 @@ def _only_into_quantizes(value: ir.Value, depth: int = 6) -> bool:
     return True
 
 
-def _integers_as_float(quantize: ir.Operation) -> ir.Operation:
-    """Split quantize ``quantize`` that writes its integers as f32 into the quantize to int8
-    and a conversion back (``sitofp``: exact, the values are int8's) that its users read.
-    Returns the int8 quantize."""
+def int8_quantize(quantize: ir.Operation) -> ir.Operation:
+    """A copy of ``quantize``, a quantize that writes its integers as f32 (``quantize_of``
+    with ``as_float``), that converts them to int8 (``fptosi``), placed before it."""
     i8 = ir.IntegerType.get_signless(8)
-    out = quantize.results[0]
+    shape = ir.RankedTensorType(quantize.results[0].type).shape
     with ir.InsertionPoint(quantize), quantize.location:
-        shape = ir.RankedTensorType(out.type).shape
         q = linalg.GenericOp(
             [ir.RankedTensorType.get(shape, i8)],
             [quantize.operands[0]],
@@ -867,8 +865,18 @@ def _integers_as_float(quantize: ir.Operation) -> ir.Operation:
                     if operand in mapping:
                         made.operands[i] = mapping[operand]
                 mapping[o.results[0]] = made.results[0]
-            value = mapping[ops[-1].operands[0]]
-            linalg.YieldOp([arith.FPToSIOp(i8, value).result])
+            linalg.YieldOp([arith.FPToSIOp(i8, mapping[ops[-1].operands[0]]).result])
+    return q.operation
+
+
+def _integers_as_float(quantize: ir.Operation) -> ir.Operation:
+    """Split quantize ``quantize`` that writes its integers as f32 into the quantize to int8
+    and a conversion back (``sitofp``: exact, the values are int8's) that its users read.
+    Returns the int8 quantize."""
+    q = int8_quantize(quantize)
+    out = quantize.results[0]
+    shape = ir.RankedTensorType(out.type).shape
+    with ir.InsertionPoint(quantize), quantize.location:
         back = generic(
             [q.results[0]],
             [ir.AffineMap.get_identity(len(shape))] * 2,
@@ -878,7 +886,7 @@ def _integers_as_float(quantize: ir.Operation) -> ir.Operation:
         )
     out.replace_all_uses_with(back.results[0])
     quantize.erase()
-    return q.operation
+    return q
 
 
 def _offload_requantized(

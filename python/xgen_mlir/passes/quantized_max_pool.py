@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from .._mlir import arith, ir, linalg, tensor
 from ..irutil import ops_named
-from .byoc_offload import quantize_of
+from .byoc_offload import int8_quantize, quantize_of
 from .epilogue_c import scalar_constant
 from .generic_util import body, body_ops, empty, fill, is_elementwise, num_inputs, num_uses
 from .registry import register_pass
@@ -137,38 +137,9 @@ def _match(pool: ir.Operation) -> _Found | None:
     return _Found(fq, dq, pad, q)
 
 
-def _int8_quantize(fq: ir.Operation) -> ir.Value:
-    """A copy of float quantize ``fq`` that converts its clamped value to int8 (``fptosi``),
-    before it."""
-    i8 = ir.IntegerType.get_signless(8)
-    shape = ir.RankedTensorType(fq.results[0].type).shape
-    with ir.InsertionPoint(fq), fq.location:
-        q = linalg.GenericOp(
-            [ir.RankedTensorType.get(shape, i8)],
-            [fq.operands[0]],
-            [empty(shape, i8)],
-            fq.attributes["indexing_maps"],
-            fq.attributes["iterator_types"],
-        )
-        block = q.regions[0].blocks.append(
-            ir.RankedTensorType(fq.operands[0].type).element_type, i8
-        )
-        mapping = {body(fq).arguments[0]: block.arguments[0]}
-        with ir.InsertionPoint(block):
-            ops = body_ops(fq)
-            for o in ops[:-1]:
-                made = o.clone()
-                for i, operand in enumerate(o.operands):
-                    if operand in mapping:
-                        made.operands[i] = mapping[operand]
-                mapping[o.results[0]] = made.results[0]
-            linalg.YieldOp([arith.FPToSIOp(i8, mapping[ops[-1].operands[0]]).result])
-    return q.results[0]
-
-
 def _rewrite(pool: ir.Operation, found: _Found) -> None:
     i8 = ir.IntegerType.get_signless(8)
-    values = _int8_quantize(found.fq)
+    values = int8_quantize(found.fq).results[0]
     with ir.InsertionPoint(pool), pool.location:
         lowest = arith.ConstantOp(i8, ir.IntegerAttr.get(i8, -128)).result
         if found.pad is not None:
