@@ -47,7 +47,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import itertools
 import json
 import math
 import sys
@@ -58,7 +57,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._mlir import arith, ir, linalg, tensor
+from .._mlir import arith, ir, tensor
 from ..analysis.flops import FLOPS_ATTR
 from ..byoc import OFFLOAD_ATTR, Backend, backend_named
 from ..byoc.onednn import (
@@ -78,7 +77,6 @@ from ..errors import BackendCompileError
 from ..irutil import find_func, function_of, ops_named
 from ..tunedb import ALGORITHM, REJECTED_IN_MODEL, Record
 from .consteval import WEIGHT_ELEMENTS, ConstEval, erf
-from .epilogue_c import scalar_constant
 from .fold_batchnorm import fold_one
 from .generic_util import (
     body,
@@ -98,10 +96,13 @@ from .generic_util import (
     num_uses,
     producer,
     scalar_chain,
+    single_user,
+    user_ops,
 )
 from .kernel_call import element_of, free_symbol, install_kernel
 from .kernel_match import bias_add, residual_add
 from .nhwc_convs import QUANTIZED_CONVS, to_nhwc
+from .quantize_match import int8_quantize, quantize_of
 from .registry import PassFailure, register_pass
 
 NCHW = ("linalg.conv_2d_nchw_fchw",)
@@ -540,15 +541,11 @@ def _offload_quantized(module_op: ir.Operation, op: ir.Operation, ev: ConstEval,
     return f"-> {backend.name} (int8)"
 
 
-def _single_user(value: ir.Value) -> ir.Operation | None:
-    return next(iter(value.uses)).owner.operation if num_uses(value) == 1 else None
-
-
 def _converted_sums(result: ir.Value) -> ir.Value | None:
     """``float(result)``, integer contraction ``result``'s int32 sums converted to f32 by an
     elementwise ``sitofp`` that is their single user (what the ONNX frontend imports after a
     MatMulInteger or a QDQ conv), or None."""
-    convert = _single_user(result)
+    convert = single_user(result)
     if convert is None or not is_elementwise(convert) or num_inputs(convert) != 1:
         return None
     if [o.name for o in body_ops(convert)] != ["arith.sitofp", "linalg.yield"]:
@@ -587,7 +584,7 @@ def _dequantized_after(result: ir.Value) -> tuple[ir.Operation, ir.Value] | None
     one for all (0-d): that product and the scale. Only where nothing else reads the
     conversion (the int32 sums go away)."""
     y = _converted_sums(result)
-    mul = None if y is None else _single_user(y)
+    mul = None if y is None else single_user(y)
     found = None if y is None or mul is None else _combined_with(mul, y, "arith.mulf")
     if mul is None or found is None:
         return None
@@ -712,50 +709,12 @@ def _channel_operand(
     return const.astype(np.float64).ravel() if const.size == channels else None
 
 
-def quantize_of(op: ir.Operation, as_float: bool = False) -> tuple[float, int, float, float] | None:
-    """``(scale, zero point, low, high)`` if elementwise generic ``op`` is the frontend's
-    QuantizeLinear to int8 of its one input: ``fptosi(min(max(roundeven(x / scale) + zp,
-    low), high))`` (the clamps in either order) with scalar constants; ``as_float``: the
-    same without the ``fptosi``, the integers written as f32 (``xgen-elide-int-roundtrips``
-    left a quantize that only a dequantize reads so)."""
-    if not is_elementwise(op) or num_inputs(op) != 1:
-        return None
-    elem = str(ir.RankedTensorType(op.results[0].type).element_type)
-    if elem != ("f32" if as_float else "i8"):
-        return None
-    ops = body_ops(op)
-    names = [o.name for o in ops]
-    clamps = {"arith.maximumf", "arith.minimumf"}
-    tail = ["linalg.yield"] if as_float else ["arith.fptosi", "linalg.yield"]
-    if len(ops) != 5 + len(tail) or names[:3] != ["arith.divf", "math.roundeven", "arith.addf"]:
-        return None
-    if set(names[3:5]) != clamps or names[5:] != tail:
-        return None
-    x = body(op).arguments[0]
-    div, rnd, add, c1, c2 = ops[:5]
-    chain = [(div, x), (rnd, div.results[0]), (add, rnd.results[0]), (c1, add.results[0])]
-    chain += [(o, prev.results[0]) for prev, o in itertools.pairwise(ops[3:])]
-    if as_float:
-        chain = chain[:-1]  # (the yield of the clamped value)
-    if any(o.operands[0] != v for o, v in chain):
-        return None
-    bounds = {o.name: scalar_constant(o.operands[1]) for o in (c1, c2)}
-    found = [scalar_constant(div.operands[1]), scalar_constant(add.operands[1])]
-    found += [bounds["arith.maximumf"], bounds["arith.minimumf"]]
-    if any(v is None for v in found):
-        return None
-    scale, zp, low, high = (float(v) for v in found if v is not None)
-    if zp != int(zp) or not scale > 0:
-        return None
-    return scale, int(zp), low, high
-
-
 def _through_reshapes(value: ir.Value) -> ir.Value:
     """``value`` after the reshapes that are its single users and keep its last dimension (a
     1x1 conv imported as a matmul, expanded back to NHWC): the same elements in the same
     order, the channels last."""
     while True:
-        user = _single_user(value)
+        user = single_user(value)
         if user is None or user.name not in ("tensor.expand_shape", "tensor.collapse_shape"):
             return value
         last = ir.RankedTensorType(value.type).shape[-1]
@@ -779,20 +738,20 @@ def _requantized_after(result: ir.Value, ev: ConstEval) -> _Requantize | None:
     shape = list(ir.RankedTensorType(result.type).shape)
     channel = len(shape) - 1
     perm = None
-    moved = _single_user(result)
+    moved = single_user(result)
     if moved is not None and moved.name == "linalg.transpose":  # the epilogue in NCHW
         perm = list(ir.DenseI64ArrayAttr(moved.attributes["permutation"]))
         result, channel = moved.results[0], perm.index(channel)
     y = _converted_sums(result)
     if y is None:
         return None
-    mul = _single_user(y)
+    mul = single_user(y)
     scale = None if mul is None else _channel_operand(mul, y, ev, channel, "arith.mulf")
     if mul is None or scale is None:
         return None
     end: ir.Operation = mul
     bias = None
-    add = _single_user(end.results[0])
+    add = single_user(end.results[0])
     if add is not None:
         bias = _channel_operand(add, end.results[0], ev, channel, "arith.addf")
         end = add if bias is not None else end
@@ -800,10 +759,10 @@ def _requantized_after(result: ir.Value, ev: ConstEval) -> _Requantize | None:
     if relu is not None:
         end = relu
     value = end.results[0]
-    moved = _single_user(value)
+    moved = single_user(value)
     if perm is None and moved is not None and moved.name == "linalg.transpose":
         value, perm = moved.results[0], list(ir.DenseI64ArrayAttr(moved.attributes["permutation"]))
-    quantize = _single_user(value)
+    quantize = single_user(value)
     found = None if quantize is None else quantize_of(quantize)
     as_float = False
     if (
@@ -830,7 +789,7 @@ def _only_into_quantizes(value: ir.Value, depth: int = 6) -> bool:
     the conversion back from int8. Not where a conv reads them: IREE's
     conversion of an int8 output back to f32 did not fuse with MobileNetV2's depthwise convs
     (int8 4.51 -> 5.08 ms)."""
-    uses = [u.owner.operation if hasattr(u.owner, "operation") else u.owner for u in value.uses]
+    uses = user_ops(value)
     if not uses or depth == 0:
         return False
     for user in uses:
@@ -840,33 +799,6 @@ def _only_into_quantizes(value: ir.Value, depth: int = 6) -> bool:
         if ends is None and not _only_into_quantizes(user.results[0], depth - 1):
             return False
     return True
-
-
-def int8_quantize(quantize: ir.Operation) -> ir.Operation:
-    """A copy of ``quantize``, a quantize that writes its integers as f32 (``quantize_of``
-    with ``as_float``), that converts them to int8 (``fptosi``), placed before it."""
-    i8 = ir.IntegerType.get_signless(8)
-    shape = ir.RankedTensorType(quantize.results[0].type).shape
-    with ir.InsertionPoint(quantize), quantize.location:
-        q = linalg.GenericOp(
-            [ir.RankedTensorType.get(shape, i8)],
-            [quantize.operands[0]],
-            [empty(shape, i8)],
-            quantize.attributes["indexing_maps"],
-            quantize.attributes["iterator_types"],
-        )
-        block = q.regions[0].blocks.append(ir.F32Type.get(), i8)
-        mapping = {body(quantize).arguments[0]: block.arguments[0]}
-        with ir.InsertionPoint(block):
-            ops = body_ops(quantize)
-            for o in ops[:-1]:
-                made = o.clone()
-                for i, operand in enumerate(o.operands):
-                    if operand in mapping:
-                        made.operands[i] = mapping[operand]
-                mapping[o.results[0]] = made.results[0]
-            linalg.YieldOp([arith.FPToSIOp(i8, mapping[ops[-1].operands[0]]).result])
-    return q.operation
 
 
 def _integers_as_float(quantize: ir.Operation) -> ir.Operation:

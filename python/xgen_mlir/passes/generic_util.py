@@ -54,6 +54,17 @@ def num_uses(value: ir.Value) -> int:
     return sum(1 for _ in value.uses)
 
 
+def user_ops(value: ir.Value) -> list[ir.Operation]:
+    """The operations that read ``value``, one per use."""
+    return [u.owner.operation if hasattr(u.owner, "operation") else u.owner for u in value.uses]
+
+
+def single_user(value: ir.Value) -> ir.Operation | None:
+    """The one operation that reads ``value``, if it has exactly one use."""
+    users = user_ops(value)
+    return users[0] if len(users) == 1 else None
+
+
 def iterator_types(op: ir.Operation) -> list[str]:
     """'parallel' / 'reduction' for each loop of a linalg.generic."""
     return [str(a).split("<")[1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]

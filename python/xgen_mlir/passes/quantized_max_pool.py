@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 from .._mlir import arith, ir, linalg, tensor
 from ..irutil import ops_named
-from .byoc_offload import int8_quantize, quantize_of
 from .epilogue_c import scalar_constant
-from .generic_util import body, body_ops, empty, fill, is_elementwise, num_inputs, num_uses
+from .generic_util import body, empty, fill, producer, single_user
+from .quantize_match import dequantize_of, int8_quantize, quantize_of
 from .registry import register_pass
 
 MAX_POOLS = ("linalg.pooling_nhwc_max", "linalg.pooling_nchw_max")
@@ -45,36 +45,6 @@ class QuantizedMaxPoolOptions:
     pass
 
 
-def _single_user(value: ir.Value) -> ir.Operation | None:
-    if num_uses(value) != 1:
-        return None
-    owner = next(iter(value.uses)).owner
-    return owner.operation if hasattr(owner, "operation") else owner
-
-
-def _producer(value: ir.Value) -> ir.Operation | None:
-    owner = value.owner
-    return owner.operation if isinstance(owner, ir.OpView) else None
-
-
-def _dequantize_of(op: ir.Operation) -> tuple[float, float] | None:
-    """``(s, zp)`` if ``op`` is an elementwise generic ``(x - zp) * s`` of one f32 input with
-    scalar constants and ``s > 0``."""
-    if op.name != "linalg.generic" or not is_elementwise(op) or num_inputs(op) != 1:
-        return None
-    ops = [o for o in body_ops(op) if o.name != "arith.constant"]  # (constants in the body)
-    if [o.name for o in ops] != ["arith.subf", "arith.mulf", "linalg.yield"]:
-        return None
-    sub, mul, _ = ops
-    x = body(op).arguments[0]
-    if sub.operands[0] != x or mul.operands[0] != sub.results[0]:
-        return None
-    zp, s = scalar_constant(sub.operands[1]), scalar_constant(mul.operands[1])
-    if zp is None or s is None or not float(s) > 0:
-        return None
-    return float(s), float(zp)
-
-
 def _constant_float(value: ir.Value) -> float | None:
     found = scalar_constant(value)
     return None if found is None else float(found)
@@ -82,7 +52,7 @@ def _constant_float(value: ir.Value) -> float | None:
 
 def _fill_value(value: ir.Value) -> float | None:
     """The constant ``value`` is filled with (a ``linalg.fill`` of a scalar constant)."""
-    op = _producer(value)
+    op = producer(value)
     if op is None or op.name != "linalg.fill":
         return None
     return _constant_float(op.operands[0])
@@ -99,22 +69,22 @@ class _Found:
 def _match(pool: ir.Operation) -> _Found | None:
     """What ``pool`` pools, if it matches (module doc)."""
     padded = pool.operands[0]
-    pad = _producer(padded)
+    pad = producer(padded)
     source = padded
     if pad is not None and pad.name == "tensor.pad":
         source = pad.operands[0]
-        if _single_user(source) is None:
+        if single_user(source) is None:
             return None
     else:
         pad = None
-    dq = _producer(source)
-    found = None if dq is None else _dequantize_of(dq)
-    if dq is None or found is None or _single_user(dq.results[0]) is None:
+    dq = producer(source)
+    found = None if dq is None else dequantize_of(dq)
+    if dq is None or found is None or single_user(dq.results[0]) is None:
         return None
     s, zp = found
-    fq = _producer(dq.operands[0])
+    fq = producer(dq.operands[0])
     fq_found = None if fq is None else quantize_of(fq, as_float=True)
-    if fq is None or fq_found is None or _single_user(fq.results[0]) is None:
+    if fq is None or fq_found is None or single_user(fq.results[0]) is None:
         return None
     if fq_found[2] < -128 or fq_found[3] > 127:
         return None
@@ -127,7 +97,7 @@ def _match(pool: ir.Operation) -> _Found | None:
     init = _fill_value(pool.operands[2])
     if init is None or init > lowest:
         return None
-    q = _single_user(pool.results[0])
+    q = single_user(pool.results[0])
     q_found = None if q is None else quantize_of(q)
     if q is None or q_found is None:
         return None
