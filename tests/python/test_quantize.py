@@ -820,3 +820,67 @@ def test_int8_inverted_residual_block_fuses_and_matches() -> None:
     same = float(np.mean(outs["0"] == outs[str(1 << 40)]))
     assert same >= 0.9, same
     check_close(outs["0"], outs[str(1 << 40)], atol=step * 1.001, rtol=0, what="fused vs not")
+
+
+class _InvertedResiduals(torch.nn.Module):
+    """MobileNetV2's blocks: a stem, then two inverted residual blocks (1x1 expand, 3x3
+    depthwise, 1x1 project, ReLU6 after the first two), the first with a stride-2 depthwise
+    conv, the second adding its input; a pool and a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        conv, relu6 = torch.nn.Conv2d, torch.nn.ReLU6
+
+        def block(c: int, out: int, stride: int) -> torch.nn.Sequential:
+            e = 4 * c
+            return torch.nn.Sequential(
+                *(conv(c, e, 1), relu6()),
+                *(conv(e, e, 3, stride=stride, padding=1, groups=e), relu6()),
+                conv(e, out, 1),
+            )
+
+        self.stem = torch.nn.Sequential(conv(3, 16, 3, padding=1), relu6())
+        self.b1, self.b2 = block(16, 24, 2), block(24, 24, 1)
+        self.head = torch.nn.Linear(24, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.b1(self.stem(x))
+        x = x + self.b2(x)
+        return self.head(x.mean((2, 3)))
+
+
+def test_int8_depthwise_convs_in_onednn() -> None:
+    """A quantized model's depthwise convs (f32 convs of the exact integers after import)
+    run as s8q primitives that read the int8 quantize and write the requantized int8 output
+    (``_offload_integer_depthwise``), so the 1x1 expand convs before them requantize in their
+    primitive too; within one output step of ONNX Runtime and of IREE's f32 depthwise convs."""
+    requantized = "-> onednn (int8 +requantize+bias)"
+    expected = {
+        "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 1,
+        f"linalg.conv_2d_nhwc_hwcf_q {requantized}": 1,
+        f"linalg.depthwise_conv_2d_nhwc_hwc {requantized}": 2,
+        f"linalg.quantized_batch_matmul {requantized}": 4,  # (the 1x1 convs)
+        "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
+    }
+    _check_s8q_model(_InvertedResiduals().eval(), expected, "int8 depthwise")
+
+
+def test_int8_depthwise_conv_dequantized_in_onednn() -> None:
+    """A depthwise conv whose output the model reads as floats (here the mean of the last
+    one) is an s8f primitive: int8 source, the dequantization (scale and bias) in the call,
+    f32 out; within one output step of ONNX Runtime and of IREE's f32 depthwise conv."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d
+    model = torch.nn.Sequential(
+        *(conv(3, 32, 3, padding=1), torch.nn.ReLU()),
+        conv(32, 32, 3, stride=2, padding=1, groups=32),
+        *(torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10)),
+    ).eval()
+    expected = {
+        "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 1,
+        "linalg.conv_2d_nhwc_hwcf_q -> onednn (int8 +requantize+bias)": 1,
+        "linalg.depthwise_conv_2d_nhwc_hwc -> onednn (int8 +dequantize+bias)": 1,
+        "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
+    }
+    _check_s8q_model(model, expected, "int8 depthwise s8f")

@@ -481,14 +481,15 @@ struct Head {
 };
 
 // An integer operation's attributes: the source's zero point; for s8f and s8q the scales per
-// output channel (``mask``: that dimension of the weights, ``count`` of them; a grouped conv's
-// would be two dimensions: not taken) and for s8q the output's zero point. False: not here.
+// output channel (``mask``: the weights' dimensions they vary along, ``count`` of them: a
+// grouped conv's output channel is its group and its channel within the group, so both) and
+// for s8q the output's zero point. False: not here.
 bool set_integer_attrs(const Head& h, dnnl::primitive_attr* attr, int mask, memory::dim count,
-                       memory::dim groups, Op* op) {
+                       Op* op) {
   std::string src = split_zero_points(h.zero_point, &op->dst_zero_point, &op->has_dst_zero_point);
   set_src_zero_point(attr, src, &op->runtime_zero_point, &op->zero_point);
   if (h.user.dst == memory::data_type::s32) return true;  // s8: the int32 sums
-  if (groups != 1 || !set_weight_scales(attr, mask, count, op)) return false;
+  if (!set_weight_scales(attr, mask, count, op)) return false;
   if (op->has_dst_zero_point != (h.user.dst == memory::data_type::s8)) return false;
 #if DNNL_VERSION_MAJOR >= 3
   if (op->has_dst_zero_point) attr->set_zero_points_mask(DNNL_ARG_DST, 0);
@@ -563,7 +564,8 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v,
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (ct == memory::data_type::s8 && !set_integer_attrs(h, &attr, 1 << 0, oc, g, op.get())) {
+  const int channel_mask = g == 1 ? 1 << 0 : (1 << 0) | (1 << 1);  // (g, oc / g, ...) if grouped
+  if (ct == memory::data_type::s8 && !set_integer_attrs(h, &attr, channel_mask, oc, op.get())) {
     return nullptr;
   }
   const auto fwd = dnnl::prop_kind::forward_inference;
@@ -631,7 +633,7 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (ct == memory::data_type::s8 && !set_integer_attrs(h, &attr, 1 << 1, n, 1, op.get())) {
+  if (ct == memory::data_type::s8 && !set_integer_attrs(h, &attr, 1 << 1, n, op.get())) {
     return nullptr;
   }
 #if DNNL_VERSION_MAJOR >= 3

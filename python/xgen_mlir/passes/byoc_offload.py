@@ -77,6 +77,7 @@ from ..errors import BackendCompileError
 from ..irutil import find_func, function_of, ops_named
 from ..tunedb import ALGORITHM, REJECTED_IN_MODEL, Record
 from .consteval import WEIGHT_ELEMENTS, ConstEval, erf
+from .epilogue_c import scalar_constant
 from .fold_batchnorm import fold_one
 from .generic_util import (
     body,
@@ -106,7 +107,8 @@ from .quantize_match import int8_quantize, quantize_of
 from .registry import PassFailure, register_pass
 
 NCHW = ("linalg.conv_2d_nchw_fchw",)
-NHWC = ("linalg.conv_2d_nhwc_hwcf", "linalg.depthwise_conv_2d_nhwc_hwc")
+DEPTHWISE = "linalg.depthwise_conv_2d_nhwc_hwc"
+NHWC = ("linalg.conv_2d_nhwc_hwcf", DEPTHWISE)
 MATMUL = ("linalg.matmul", "linalg.batch_matmul")
 # integer contractions (int8 in, int32 out, zero points): what quantized models import as
 QUANTIZED = (
@@ -114,6 +116,8 @@ QUANTIZED = (
     "linalg.quantized_matmul",
     "linalg.quantized_batch_matmul",
 )
+# the integer_contractions modes that keep a quantized model's convs integer
+INTEGER_CONV_MODES = ("convs", "integer")
 UGT = 9  # arith.cmpf predicate: unordered or greater (true for NaN)
 # compile() sets a list here around its steps: each op's (location, final decision), so that
 # its report names the ops (offload_only / offload_never take these locations)
@@ -146,6 +150,14 @@ class OffloadOptions:
     # in bf16, the activations a library op passes to another: bf16 (written and read as
     # bf16 tensors: keep_bf16_between) or f32 (each op converts its f32 source itself)
     activations: str = "bf16"
+    # the target's integer_contractions mode: where it keeps integer convs integer (convs,
+    # integer), the call phase makes a quantized model's depthwise convs (f32 on the exact
+    # integers, as the ONNX frontend imports them) s8 primitives with their requantization
+    # where they read an int8 quantize's integers (``_offload_integer_depthwise``), whatever
+    # ``backend=tuned`` marked, unless ``integer_depthwise`` is float (the target's
+    # int8_depthwise option)
+    integer: str = "float"
+    integer_depthwise: str = "library"
 
 
 def _pad_of(x: ir.Value, ev: ConstEval | None = None, value: int = 0) -> tuple[ir.Value, list[int]]:
@@ -723,11 +735,15 @@ def _through_reshapes(value: ir.Value) -> ir.Value:
         value = user.results[0]
 
 
-def _requantized_after(result: ir.Value, ev: ConstEval) -> _Requantize | None:
+def _requantized_after(
+    result: ir.Value, ev: ConstEval, converted: bool = False
+) -> _Requantize | None:
     """The requantization after integer conv or matmul result ``result`` (int32, channels
     last, NHWC for a conv; through reshapes that keep them last), as the ONNX frontend
     imports a QDQ conv followed by its output's
-    QuantizeLinear: the conversion to f32, the product by a constant per-channel scale (the
+    QuantizeLinear (``converted``: ``result`` is the sums in f32 already, as an integer
+    depthwise conv computes them, ``_integer_depthwise_source``):
+    the conversion to f32, the product by a constant per-channel scale (the
     source's times the weights'), a constant per-channel bias, optionally a ReLU, then the
     quantize (a transpose back to NCHW before the conversion or before the quantize). Only
     where each step has one user and the clamps are int8's (a ReLU folded into the low
@@ -742,7 +758,7 @@ def _requantized_after(result: ir.Value, ev: ConstEval) -> _Requantize | None:
     if moved is not None and moved.name == "linalg.transpose":  # the epilogue in NCHW
         perm = list(ir.DenseI64ArrayAttr(moved.attributes["permutation"]))
         result, channel = moved.results[0], perm.index(channel)
-    y = _converted_sums(result)
+    y = result if converted else _converted_sums(result)
     if y is None:
         return None
     mul = single_user(y)
@@ -831,16 +847,18 @@ def _offload_requantized(
     x: ir.Value,
     weight: np.ndarray,
     parts: int,
+    converted: bool = False,
 ) -> str:
     """Replace integer conv or matmul ``op`` (``kind``) and its requantization
-    (``_requantized_after``) by one s8q primitive writing the int8 output (``symbol`` names
+    (``_requantized_after``, ``converted`` as there) by one s8q primitive writing the int8
+    output (``symbol`` names
     it, given the post-op, ``bias`` and ``dst_zero_point``): the output's
     scale folded into the per-channel scales and the bias (``(sums * s[c] + b[c]) / o`` as
     ``sums * (s[c] / o) + b[c] / o``: the same number but for f32 rounding, which can move a
     value within an ulp of a half to the other integer), the ReLU a post-op, the zero point
     and the saturation oneDNN's. The int32 sums are never written. Returns what happened, or
     "" where it does not apply."""
-    found = _requantized_after(op.results[0], ev)
+    found = _requantized_after(op.results[0], ev, converted)
     if found is None:
         return ""
     backend = _backend(opts.backend)
@@ -860,6 +878,139 @@ def _offload_requantized(
     _install(module_op, backend, kind, name, inputs, op, end, parts, found.perm, result=written)
     fused = "+requantize" + ("+bias" if found.bias is not None else "")
     fused += "+relu" if found.relu else ""
+    return f"-> {backend.name} (int8 {fused})"
+
+
+def _minus_zero_point(value: ir.Value, ev: ConstEval) -> tuple[ir.Value, int] | None:
+    """``(x, zp)`` if ``value`` is ``x - zp``, an elementwise generic of ``x`` (read whole)
+    and an integer scalar constant: how the ONNX frontend imports the source of a quantized
+    depthwise conv (a Cast of the integers, then the Sub of their zero point)."""
+    op = producer(value)
+    if op is None or not is_elementwise(op) or op.operands[0].type != value.type:
+        return None
+    ops = body_ops(op)
+    args = list(body(op).arguments)
+    if [o.name for o in ops] != ["arith.subf", "linalg.yield"] or ops[0].operands[0] != args[0]:
+        return None
+    if not is_identity(indexing_maps(op)[0]) or ops[1].operands[0] != ops[0].results[0]:
+        return None
+    zp: float | None = None
+    if num_inputs(op) == 2 and ops[0].operands[1] == args[1]:
+        const = ev.value(op.operands[1])
+        zp = float(const.ravel()[0]) if const is not None and const.size == 1 else None
+    elif num_inputs(op) == 1:
+        zp = scalar_constant(ops[0].operands[1])
+    if zp is None or zp != int(zp):
+        return None
+    return op.operands[0], int(zp)
+
+
+def _integer_depthwise_source(
+    op: ir.Operation, ev: ConstEval
+) -> tuple[ir.Operation, int, list[int]] | str:
+    """For f32 depthwise conv ``op`` of a quantized model (the ONNX frontend computes one on
+    the exact integer values, ``frontend/onnx_quant.py``): the quantize whose integers (as
+    f32, ``quantize_of(as_float=True)``) it reads less their zero point, through a pad with
+    zeros (the zero point, in the integers), that zero point and the pads; or why not. Its
+    weights must be constant integers of int8 and its accumulator zero."""
+    weight = ev.value(op.operands[1])
+    if weight is None or weight.dtype != np.float32 or not np.array_equal(weight, np.round(weight)):
+        return "kept: weights not integers"
+    if weight.min() < -128 or weight.max() > 127:
+        return "kept: weights outside int8"
+    init = ev.per_channel_init(op.operands[2], 3)
+    if init is None or init.any():
+        return "kept: accumulator init not zero"
+    x, pads = _pad_of(op.operands[0])
+    found = _minus_zero_point(x, ev)
+    integers, zp = found if found is not None else (x, 0)
+    quantize = producer(integers)
+    q = None if quantize is None else quantize_of(quantize, as_float=True)
+    if quantize is None or q is None:
+        return "kept: source not a quantize's integers"
+    if q[2] < -128 or q[3] > 127 or not -128 <= zp <= 127:
+        return "kept: source outside int8"
+    return quantize, zp, pads
+
+
+def _offload_integer_depthwise(
+    module_op: ir.Operation, op: ir.Operation, ev: ConstEval, opts
+) -> str:
+    """Replace f32 depthwise conv ``op`` on the integers of an int8 quantize
+    (``_integer_depthwise_source``) and the requantization after it (``_requantized_after``
+    on its f32 sums) by one s8q primitive: int8 source (the quantize made to write int8,
+    which then also lets the conv before it write int8: its s8q epilogue), int8 weights, the
+    zero point, int8 output. The sums are exact either way (nine int8 products per output),
+    so only the requantization's f32 rounding can differ (as ``_offload_requantized``).
+    Returns what happened, or why not."""
+    found = _integer_depthwise_source(op, ev)
+    if isinstance(found, str):
+        return found
+    quantize, zp, pads = found
+    n, ih, iw, ic = ir.RankedTensorType(quantize.results[0].type).shape
+    _, oh, ow, oc = ir.RankedTensorType(op.results[0].type).shape
+    if oc != ic:
+        return "kept: depthwise channel multiplier"
+    weight = ev.value(op.operands[1])
+    assert weight is not None
+    fields = _fields(op, (n, ih, iw, ic), (oh, ow, oc), weight.shape[:2], pads)
+    fields["groups"] = ic
+    parts, columns = _conv_split(fields, weight.size, opts)
+    s8q = functools.partial(
+        conv_symbol, "s8q", **fields, zero_point=zp, parts=parts, columns=columns
+    )
+    source = int8_quantize(quantize)
+    args = (source.results[0], weight.astype(np.int8), parts)
+    done = _offload_requantized(module_op, op, ev, opts, "conv", s8q, *args, converted=True)
+    if not done:
+        s8f = functools.partial(
+            conv_symbol, "s8f", **fields, zero_point=zp, parts=parts, columns=columns
+        )
+        done = _offload_dequantized_conv(module_op, op, ev, opts, s8f, *args)
+    if not done:
+        source.erase()
+        return f"kept: {_backend(opts.backend).name} has no primitive for it"
+    return done  # (the float integers' chain to the conv went with it, where it was dead)
+
+
+def _offload_dequantized_conv(
+    module_op: ir.Operation,
+    op: ir.Operation,
+    ev: ConstEval,
+    opts,
+    symbol: Callable[..., str],
+    x: ir.Value,
+    weight: np.ndarray,
+    parts: int,
+) -> str:
+    """Replace integer conv ``op`` (its f32 sums, as ``_offload_integer_depthwise`` has them)
+    and the dequantization after it, a product by a constant per-channel scale, then a
+    per-channel bias and a ReLU where there are, by one s8f primitive (``symbol`` names it,
+    given the post-op and ``bias``) writing the f32 result: what follows (a SiLU, a
+    squeeze-excite scale) stays with IREE. Returns what happened, or "" where it does not
+    apply."""
+    y = op.results[0]
+    mul = single_user(y)
+    scale = None if mul is None else _channel_operand(mul, y, ev, 3, "arith.mulf")
+    if mul is None or scale is None:
+        return ""
+    end: ir.Operation = mul
+    add = single_user(end.results[0])
+    bias = None if add is None else _channel_operand(add, end.results[0], ev, 3, "arith.addf")
+    end = add if add is not None and bias is not None else end
+    relu = _relu_after(end.results[0])
+    end = relu if relu is not None else end
+    post = "none" if relu is None else "relu"
+    backend = _backend(opts.backend)
+    name = symbol(post, bias=bias is not None)
+    if not _can_build(backend, name):
+        return ""
+    inputs: list = [x, np.ascontiguousarray(weight).ravel()]
+    if bias is not None:
+        inputs.append(bias.astype(np.float32))
+    inputs.append(scale.astype(np.float32))
+    _install(module_op, backend, "conv", name, inputs, op, end, parts)
+    fused = "+dequantize" + ("+bias" if bias is not None else "") + ("+relu" if relu else "")
     return f"-> {backend.name} (int8 {fused})"
 
 
@@ -1190,6 +1341,10 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
         raise PassFailure(f"impl '{opts.impl}' is not one of {', '.join(IMPL_FAMILIES)}")
     if opts.phase not in ("layout", "call"):
         raise PassFailure(f"phase '{opts.phase}' is not one of layout, call")
+    if opts.integer_depthwise not in ("library", "float"):
+        raise PassFailure(
+            f"integer-depthwise '{opts.integer_depthwise}' is not one of library, float"
+        )
     if opts.activations not in ("bf16", "f32"):
         raise PassFailure(f"activations '{opts.activations}' is not one of bf16, f32")
     for name, value in (("split", opts.split), ("conv-split", opts.conv_split)):
@@ -1211,6 +1366,11 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
                 return False
             return not tuned or OFFLOAD_ATTR in op.attributes
 
+        def considered_integer(op: ir.Operation) -> bool:
+            if listed and not location_matches(location_text(op.location), listed):
+                return False
+            return not scope or function_of(op) in scope
+
         if opts.phase == "call":
             matmuls = [op for op in ops_named(module_op, *SPLIT_GROUP) if considered(op)]
             convs = [op for op in ops_named(module_op, *CONV_SPLIT_GROUP) if considered(op)]
@@ -1222,6 +1382,11 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
         installed: list[_Installed] = []
         token = _INSTALLED.set(installed)
         try:
+            integer_depthwise = opts.integer in INTEGER_CONV_MODES
+            if opts.phase == "call" and integer_depthwise and opts.integer_depthwise == "library":
+                # (first: then the conv before each one finds its int8 quantize, s8q)
+                depthwise = ops_named(module_op, DEPTHWISE)
+                _offload_all(module_op, depthwise, considered_integer, ev, opts, counts, True)
             _offload_all(module_op, ops_named(module_op, *names), considered, ev, opts, counts)
         finally:
             _INSTALLED.reset(token)
@@ -1237,8 +1402,11 @@ def _offload_all(
     ev: ConstEval,
     opts: OffloadOptions,
     counts: Counter,
+    integer_depthwise: bool = False,
 ) -> None:
-    """``byoc_offload``'s walk: each op it considers offloaded (or kept, and why)."""
+    """``byoc_offload``'s walk: each op it considers offloaded (or kept, and why);
+    ``integer_depthwise``: the depthwise convs on integers (``_offload_integer_depthwise``),
+    the others left for the main walk."""
     tuned = opts.backend == "tuned"
     forbidden = _locations(opts.never)
     for op in ops:
@@ -1246,10 +1414,14 @@ def _offload_all(
         if not considered(op):
             continue
         backend, impl = opts.backend, opts.impl
-        if tuned:  # the op's mark: the backend and its implementation family ("onednn:jit")
+        if integer_depthwise:  # (no tuned mark: an integer conv's library is oneDNN)
+            backend, impl = ("onednn" if tuned else backend), ""
+        elif tuned:  # the op's mark: the backend and its implementation family ("onednn:jit")
             backend, _, impl = ir.StringAttr(op.attributes[OFFLOAD_ATTR]).value.partition(":")
         op_opts = replace(opts, backend=backend, impl=impl)
         missing = _backend(backend).unavailable() if tuned else None
+        if missing and integer_depthwise:
+            continue  # (the main walk warns)
         if forbidden and location_matches(where, forbidden):
             what = "kept: forbidden by never="
         elif missing:  # measured faster once, but this machine cannot build the plugin now
@@ -1273,12 +1445,16 @@ def _offload_all(
                 made = to_nhwc(op, ev)
                 done = isinstance(made, ir.Operation | ir.OpView)
                 what = f"-> NHWC for {backend}" if done else "kept: no NHWC form"
+        elif integer_depthwise:
+            what = _offload_integer_depthwise(module_op, op, ev, op_opts)
         elif op_name in QUANTIZED:
             what = _offload_quantized(module_op, op, ev, op_opts)
         elif op_name in MATMUL:
             what = _offload_matmul(module_op, op, ev, op_opts)
         else:
             what = _offload(module_op, op, ev, op_opts)
+        if integer_depthwise and not what.startswith("->"):
+            continue  # (the main walk's, as an f32 depthwise conv)
         what = what if what.startswith(op_name) else f"{op_name} {what}"
         counts[what] += 1
         log = DECISIONS.get()
