@@ -884,3 +884,30 @@ def test_int8_depthwise_conv_dequantized_in_onednn() -> None:
         "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
     }
     _check_s8q_model(model, expected, "int8 depthwise s8f")
+
+
+def test_int8_silu_as_a_table() -> None:
+    """A quantized SiLU between two int8 tensors (EfficientNet's activation: dequantize,
+    sigmoid, quantize, dequantize, product, quantize) is one lookup of a 256-entry table
+    (xgen-int8-tables) after the convs' int8 outputs: the report counts it and the output
+    stays within one output step of ONNX Runtime's and of IREE's own code."""
+    torch.manual_seed(0)
+    conv, silu = torch.nn.Conv2d, torch.nn.SiLU
+    model = torch.nn.Sequential(
+        *(conv(3, 32, 3, padding=1), silu()),
+        *(conv(32, 32, 3, stride=2, padding=1, groups=32), silu()),
+        *(conv(32, 16, 1), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten()),
+        torch.nn.Linear(16, 10),
+    ).eval()
+    requantized = "-> onednn (int8 +requantize+bias)"
+    expected = {
+        "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 1,
+        f"linalg.conv_2d_nhwc_hwcf_q {requantized}": 1,
+        f"linalg.depthwise_conv_2d_nhwc_hwc {requantized}": 1,
+        "linalg.quantized_batch_matmul -> onednn (int8)": 1,
+        "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
+    }
+    compiled = _check_s8q_model(model, expected, "int8 SiLU table")
+    if int8_exact_in_ort():  # (else the convs' sums stay IREE's: no int8 source)
+        tables = compiled.report.rewrites.get("xgen-int8-tables", {})
+        assert tables == {"int8 -> i8 chains as tables": 2}, tables

@@ -52,7 +52,11 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "math.absf": np.abs,
     "math.tanh": np.tanh,
     "math.erf": lambda x: erf(x).astype(np.asarray(x).dtype),
+    "math.roundeven": np.rint,  # (numpy rounds halves to even)
+    "math.floor": np.floor,
+    "math.ceil": np.ceil,
 }
+_BINARY["math.copysign"] = np.copysign
 _BINARY["math.powf"] = np.power
 _BINARY["math.fpowi"] = lambda x, n: np.power(x, np.asarray(n).astype(np.int64))
 _INDEX: dict[str, Callable[[Any, Any], Any]] = {  # index arithmetic of a gather's body
@@ -240,8 +244,10 @@ class ConstEval:
             res = _BINARY[name](vals[0], vals[1])
         elif name in _UNARY:
             res = _UNARY[name](vals[0])
-        elif name in ("arith.truncf", "arith.extf"):
+        elif name in ("arith.truncf", "arith.extf", "arith.sitofp"):
             res = np.asarray(vals[0]).astype(np_dtype(inner.results[0].type))
+        elif name == "arith.fptosi":
+            res = _to_integer(vals[0], np_dtype(inner.results[0].type))
         elif name == "arith.constant":
             res = self.reader.value_of(inner.results[0])
         elif name == "arith.cmpf":
@@ -258,6 +264,16 @@ class ConstEval:
             raise NotConstant
         dtype = np_dtype(inner.results[0].type)
         env[inner.results[0]] = np.asarray(res).astype(dtype, copy=False)
+
+
+def _to_integer(x: np.ndarray, dtype: Any) -> np.ndarray:
+    """``arith.fptosi``: toward zero; a value the integer type cannot hold (undefined in
+    the program) is not folded."""
+    whole = np.trunc(np.asarray(x, np.float64))
+    info = np.iinfo(dtype)
+    if not np.all(np.isfinite(whole)) or whole.min() < info.min or whole.max() > info.max:
+        raise NotConstant
+    return whole.astype(dtype)
 
 
 def env_get(env: dict[ir.Value, np.ndarray], value: ir.Value, ev: ConstEval) -> np.ndarray:

@@ -1,0 +1,303 @@
+// xgen-int8-tables: an elementwise function of one int8 tensor computed through floats with a
+// transcendental becomes a lookup of a 256-entry table (int8 or f32, as the chain's output).
+// Must not fire without a transcendental, across a second tensor, where an op of the chain is
+// read elsewhere, or on a source that is not int8.
+// RUN: xgen-opt %s --split-input-file -p 'xgen-int8-tables' | FileCheck %s
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// A quantized SiLU (x * sigmoid(x) of the dequantized int8, quantized): one lookup of a
+// 256-entry int8 table at x + 128.
+// CHECK-LABEL: func.func @silu
+// CHECK: %[[T:.*]] = arith.constant dense<{{.*}}> : tensor<256xi8>
+// CHECK: linalg.generic
+// CHECK: arith.extsi %{{.*}} : i8 to i32
+// CHECK: tensor.extract %[[T]]
+// CHECK-NOT: math.exp
+// CHECK: return
+
+func.func @silu(%x: tensor<4x8xi8>) -> tensor<4x8xi8> {
+  %s = arith.constant 0.05 : f32
+  %zp = arith.constant -3.0 : f32
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %os = arith.constant 0.02 : f32
+  %ozp = arith.constant -128.0 : f32
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %eq = tensor.empty() : tensor<4x8xi8>
+  %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xi8>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: i8, %o: f32):
+    %f = arith.sitofp %a : i8 to f32
+    %z = arith.subf %f, %zp : f32
+    %v = arith.mulf %z, %s : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %ex, %one : f32
+    %v = arith.divf %one, %den : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%d, %g : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.mulf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<4x8xf32>) outs(%eq : tensor<4x8xi8>) {
+  ^bb0(%a: f32, %o: i8):
+    %v = arith.divf %a, %os : f32
+    %r0 = math.roundeven %v : f32
+    %r1 = arith.addf %r0, %ozp : f32
+    %r2 = arith.maximumf %r1, %lo : f32
+    %r3 = arith.minimumf %r2, %hi : f32
+    %r4 = arith.fptosi %r3 : f32 to i8
+    linalg.yield %r4 : i8
+  } -> tensor<4x8xi8>
+  return %y : tensor<4x8xi8>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// The same chain written as floats (a dequantized output another op reads): an f32 table.
+// CHECK-LABEL: func.func @to_float
+// CHECK: arith.constant dense<{{.*}}> : tensor<256xf32>
+// CHECK: tensor.extract
+// CHECK-NOT: math.exp
+
+func.func @to_float(%x: tensor<4x8xi8>) -> tensor<4x8xf32> {
+  %s = arith.constant 0.05 : f32
+  %zp = arith.constant -3.0 : f32
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %os = arith.constant 0.02 : f32
+  %ozp = arith.constant -128.0 : f32
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %eq = tensor.empty() : tensor<4x8xi8>
+  %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xi8>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: i8, %o: f32):
+    %f = arith.sitofp %a : i8 to f32
+    %z = arith.subf %f, %zp : f32
+    %v = arith.mulf %z, %s : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %ex, %one : f32
+    %v = arith.divf %one, %den : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// Must not fire: no transcendental (a dequantized ReLU, requantized: a few arithmetic ops).
+// CHECK-LABEL: func.func @no_transcendental
+// CHECK-NOT: tensor.extract
+// CHECK: arith.maximumf
+
+func.func @no_transcendental(%x: tensor<4x8xi8>) -> tensor<4x8xi8> {
+  %s = arith.constant 0.05 : f32
+  %zp = arith.constant -3.0 : f32
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %os = arith.constant 0.02 : f32
+  %ozp = arith.constant -128.0 : f32
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %eq = tensor.empty() : tensor<4x8xi8>
+  %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xi8>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: i8, %o: f32):
+    %f = arith.sitofp %a : i8 to f32
+    %z = arith.subf %f, %zp : f32
+    %v = arith.mulf %z, %s : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.maximumf %a, %zero : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<4x8xf32>) outs(%eq : tensor<4x8xi8>) {
+  ^bb0(%a: f32, %o: i8):
+    %v = arith.divf %a, %os : f32
+    %r0 = math.roundeven %v : f32
+    %r1 = arith.addf %r0, %ozp : f32
+    %r2 = arith.maximumf %r1, %lo : f32
+    %r3 = arith.minimumf %r2, %hi : f32
+    %r4 = arith.fptosi %r3 : f32 to i8
+    linalg.yield %r4 : i8
+  } -> tensor<4x8xi8>
+  return %y : tensor<4x8xi8>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// A second tensor comes in (a product with another activation): not one int8 table; the
+// sigmoid of the first alone is an f32 one, the product and quantize stay.
+// CHECK-LABEL: func.func @two_tensors
+// CHECK-NOT: tensor<256xi8>
+// CHECK: arith.constant dense<{{.*}}> : tensor<256xf32>
+// CHECK: arith.mulf
+// CHECK: arith.fptosi
+
+func.func @two_tensors(%x: tensor<4x8xi8>, %w: tensor<4x8xi8>) -> tensor<4x8xi8> {
+  %s = arith.constant 0.05 : f32
+  %zp = arith.constant -3.0 : f32
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %os = arith.constant 0.02 : f32
+  %ozp = arith.constant -128.0 : f32
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %eq = tensor.empty() : tensor<4x8xi8>
+  %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xi8>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: i8, %o: f32):
+    %f = arith.sitofp %a : i8 to f32
+    %z = arith.subf %f, %zp : f32
+    %v = arith.mulf %z, %s : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %d2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x8xi8>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: i8, %o: f32):
+    %f = arith.sitofp %a : i8 to f32
+    %z = arith.subf %f, %zp : f32
+    %v = arith.mulf %z, %s : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %ex, %one : f32
+    %v = arith.divf %one, %den : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%d2, %g : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.mulf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<4x8xf32>) outs(%eq : tensor<4x8xi8>) {
+  ^bb0(%a: f32, %o: i8):
+    %v = arith.divf %a, %os : f32
+    %r0 = math.roundeven %v : f32
+    %r1 = arith.addf %r0, %ozp : f32
+    %r2 = arith.maximumf %r1, %lo : f32
+    %r3 = arith.minimumf %r2, %hi : f32
+    %r4 = arith.fptosi %r3 : f32 to i8
+    linalg.yield %r4 : i8
+  } -> tensor<4x8xi8>
+  return %y : tensor<4x8xi8>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// Must not fire: an op of the chain is read elsewhere (the sigmoid is also returned).
+// CHECK-LABEL: func.func @read_elsewhere
+// CHECK-NOT: tensor.extract
+// CHECK: math.exp
+
+func.func @read_elsewhere(%x: tensor<4x8xi8>) -> (tensor<4x8xi8>, tensor<4x8xf32>) {
+  %s = arith.constant 0.05 : f32
+  %zp = arith.constant -3.0 : f32
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %os = arith.constant 0.02 : f32
+  %ozp = arith.constant -128.0 : f32
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %eq = tensor.empty() : tensor<4x8xi8>
+  %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xi8>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: i8, %o: f32):
+    %f = arith.sitofp %a : i8 to f32
+    %z = arith.subf %f, %zp : f32
+    %v = arith.mulf %z, %s : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %ex, %one : f32
+    %v = arith.divf %one, %den : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%d, %g : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.mulf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<4x8xf32>) outs(%eq : tensor<4x8xi8>) {
+  ^bb0(%a: f32, %o: i8):
+    %v = arith.divf %a, %os : f32
+    %r0 = math.roundeven %v : f32
+    %r1 = arith.addf %r0, %ozp : f32
+    %r2 = arith.maximumf %r1, %lo : f32
+    %r3 = arith.minimumf %r2, %hi : f32
+    %r4 = arith.fptosi %r3 : f32 to i8
+    linalg.yield %r4 : i8
+  } -> tensor<4x8xi8>
+  return %y, %g : tensor<4x8xi8>, tensor<4x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// Must not fire: the source is int32 (sums), not int8.
+// CHECK-LABEL: func.func @int32_source
+// CHECK-NOT: tensor.extract
+// CHECK: math.exp
+
+func.func @int32_source(%x: tensor<4x8xi32>) -> tensor<4x8xi8> {
+  %s = arith.constant 0.05 : f32
+  %zp = arith.constant -3.0 : f32
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %os = arith.constant 0.02 : f32
+  %ozp = arith.constant -128.0 : f32
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %eq = tensor.empty() : tensor<4x8xi8>
+  %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xi32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: i32, %o: f32):
+    %f = arith.sitofp %a : i32 to f32
+    %z = arith.subf %f, %zp : f32
+    %v = arith.mulf %z, %s : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %ex, %one : f32
+    %v = arith.divf %one, %den : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%g : tensor<4x8xf32>) outs(%eq : tensor<4x8xi8>) {
+  ^bb0(%a: f32, %o: i8):
+    %v = arith.divf %a, %os : f32
+    %r0 = math.roundeven %v : f32
+    %r1 = arith.addf %r0, %ozp : f32
+    %r2 = arith.maximumf %r1, %lo : f32
+    %r3 = arith.minimumf %r2, %hi : f32
+    %r4 = arith.fptosi %r3 : f32 to i8
+    linalg.yield %r4 : i8
+  } -> tensor<4x8xi8>
+  return %y : tensor<4x8xi8>
+}
