@@ -911,3 +911,35 @@ def test_int8_silu_as_a_table() -> None:
     if int8_exact_in_ort():  # (else the convs' sums stay IREE's: no int8 source)
         tables = compiled.report.rewrites.get("xgen-int8-tables", {})
         assert tables == {"int8 -> i8 chains as tables": 2}, tables
+
+
+class _SqueezeExcite(torch.nn.Module):
+    """EfficientNet's squeeze-excite on a 16x16 activation: pool, squeeze (SiLU), excite
+    (sigmoid), scale."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.stem = torch.nn.Conv2d(3, 32, 3, padding=1)
+        self.squeeze, self.excite = torch.nn.Conv2d(32, 8, 1), torch.nn.Conv2d(8, 32, 1)
+        self.head = torch.nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.nn.functional.silu(self.stem(x))
+        s = torch.sigmoid(self.excite(torch.nn.functional.silu(self.squeeze(x.mean((2, 3), True)))))
+        return self.head((x * s).mean((2, 3)))
+
+
+def test_int8_squeeze_excite_matches() -> None:
+    """An int8 squeeze-excite whose excite sigmoid (32 values, after a library call) scales
+    a 32x32x32 activation (xgen-isolate-broadcast-chains keeps the sigmoid out of the
+    scale's loop): within one output step of ONNX Runtime's and IREE's own code."""
+    requantized = "-> onednn (int8 +requantize+bias)"
+    expected = {
+        "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 1,
+        f"linalg.conv_2d_nhwc_hwcf_q {requantized}": 1,
+        f"linalg.quantized_batch_matmul {requantized}": 1,
+        "linalg.quantized_batch_matmul -> onednn (int8)": 1,
+        "linalg.quantized_matmul -> onednn (int8 +dequantize+bias)": 1,
+    }
+    _check_s8q_model(_SqueezeExcite().eval(), expected, "int8 squeeze-excite")
