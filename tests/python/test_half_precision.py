@@ -240,3 +240,43 @@ def test_vulkan_profile_without_16bit_storage_refuses_half_models(precision):
     with pytest.raises(BackendCompileError, match="no 16-bit storage") as info:
         xgen_mlir.compile(model, x, target="vulkan")
     assert "StorageBuffer16BitAccess" in str(info.value)
+
+
+_BF16_MATMUL = """
+func.func @main(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<4x8xbf16>, tensor<8x4xbf16>)
+      outs(%z : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %c : tensor<4x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_bf16_contractions_drop_data_tiling_without_native_bf16(monkeypatch, native):
+    """A model with bf16 contractions compiled for this x86 host without native bf16 is
+    compiled without data tiling from the start (IREE's data-tiled bf16 kernels crash LLVM's
+    x86 instruction selection there; each flag set keeping it failed in turn), with a
+    warning; with native bf16, or with no bf16 contraction, the flags stay."""
+    import platform
+
+    import xgen_mlir.target as target
+    from xgen_mlir._mlir import ir
+    from xgen_mlir.backend import iree as backend
+    from xgen_mlir.errors import FallbackWarning
+
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(target, "has_any", lambda flags, *a: native)
+    flags = ["--iree-llvmcpu-target-cpu=host", "--iree-opt-data-tiling", "--other"]
+    with ir.Context():
+        module = ir.Module.parse(_BF16_MATMUL)
+        f32 = ir.Module.parse(_BF16_MATMUL.replace("bf16", "f32"))
+        if native:
+            assert backend._without_bf16_data_tiling(module, flags) == flags
+        else:
+            with pytest.warns(FallbackWarning, match="without data tiling"):
+                got = backend._without_bf16_data_tiling(module, flags)
+            assert got == ["--iree-llvmcpu-target-cpu=host", "--other"]
+        assert backend._without_bf16_data_tiling(f32, flags) == flags
