@@ -48,7 +48,7 @@ def test_every_dispatch_step_of_the_cpu_pipeline_is_a_registered_dispatch_pass()
     passes = registered_passes()
     steps = [s.pass_text.split("{")[0] for _, st in pipeline.dispatch_stages() for s in st]
     ours = [s for s in steps if s.startswith("xgen-")]
-    assert len(ours) == 13 and all(passes[s].phase == DISPATCH for s in ours)
+    assert len(ours) == 14 and all(passes[s].phase == DISPATCH for s in ours)
     assert all(
         passes[s.pass_text.split("{")[0]].phase == GRAPH
         for s in pipeline.steps
