@@ -52,6 +52,7 @@ from ..fusion.tunable import (
     find_tunables,
     standalone_module,
 )
+from .generic_util import TRANSCENDENTAL
 from .registry import DISPATCH, DispatchState, PassFailure, register_pass
 
 DATA_TILING_FLAG = "--iree-opt-data-tiling"
@@ -65,6 +66,19 @@ def function_blocks(module_op: Any) -> Iterator[tuple[str, Any]]:
         fn = fn.operation
         if fn.name in FUNC_OPS and len(fn.regions[0].blocks):
             yield str(fn.attributes["sym_name"]).strip('"'), fn.regions[0].blocks[0]
+
+
+def ops_in(block: Any, name: str, ir: Any) -> list[Any]:
+    """The ops named ``name`` nested in ``block``'s function, in walk order."""
+    found: list[Any] = []
+
+    def visit(op: Any) -> Any:
+        if op.name == name:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    block.owner.walk(visit)
+    return found
 
 
 def _show(on: bool, records: list[Any]) -> None:
@@ -405,15 +419,7 @@ def isolate_pad_sources(module_op: Any, opts: PrintOptions, state: DispatchState
     dynamic: list[str] = []
     with module_op.context:
         for name, block in function_blocks(module_op):
-            pads: list[Any] = []
-
-            def visit(op: Any, pads: list[Any] = pads) -> Any:
-                if op.name == "tensor.pad":
-                    pads.append(op)
-                return ir.WalkResult.ADVANCE
-
-            block.owner.walk(visit)
-            for pad in pads:
+            for pad in ops_in(block, "tensor.pad", ir):
                 source = pad.operands[0]
                 owner = source.owner
                 if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
@@ -547,8 +553,6 @@ def _any_hint(module_op: Any) -> bool:
     )
 
 
-# Body ops that cost much more than an add or a product (an isolated chain must hold one)
-_TRANSCENDENTAL = ("math.exp", "math.tanh", "math.erf", "math.log", "math.powf", "math.exp2")
 # A chain is isolated where its consumer reads it broadcast to this many times its elements
 BROADCAST_ISOLATE = 64
 _CHAIN_DEPTH = 16  # how many elementwise ops back a chain is followed
@@ -583,7 +587,7 @@ def _elementwise_chain_costly(value: Any) -> bool:
             return False
         seen += 1
         body = op.regions[0].blocks[0].operations
-        costly = costly or any(o.name in _TRANSCENDENTAL for o in body)
+        costly = costly or any(o.name in TRANSCENDENTAL for o in body)
         n_in = len(op.operands) - 1
         todo.extend(op.operands[i] for i in range(n_in))
     return costly
@@ -618,16 +622,8 @@ def isolate_broadcast_chains(module_op: Any, opts: PrintOptions, state: Dispatch
     isolated = 0
     with module_op.context:
         for name, block in function_blocks(module_op):
-            generics: list[Any] = []
-
-            def visit(op: Any, found: list[Any] = generics) -> Any:
-                if op.name == "linalg.generic":
-                    found.append(op)
-                return ir.WalkResult.ADVANCE
-
-            block.owner.walk(visit)
             barriers: dict[Any, Any] = {}
-            for op in generics:
+            for op in ops_in(block, "linalg.generic", ir):
                 kinds = [str(a) for a in op.attributes["iterator_types"]]
                 if any("reduction" in k for k in kinds) or len(op.results) != 1:
                     continue

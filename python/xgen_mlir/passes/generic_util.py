@@ -36,6 +36,14 @@ def computed_from_constants(value: ir.Value) -> bool:
     return True
 
 
+# Body ops that cost far more than an add or a product: what makes an elementwise chain worth
+# a table (``xgen-int8-tables``) or worth not recomputing (``xgen-isolate-broadcast-chains``)
+TRANSCENDENTAL = frozenset(
+    {"math.exp", "math.exp2", "math.expm1", "math.tanh", "math.erf", "math.log", "math.log1p"}
+    | {"math.log2", "math.powf", "math.sqrt", "math.rsqrt", "math.sin", "math.cos", "math.atan"}
+)
+
+
 def producer_named(value: ir.Value, *names: str) -> ir.Operation | None:
     op = producer(value)
     return op if op is not None and op.name in names else None

@@ -41,6 +41,7 @@ from .._mlir import arith, ir, tensor
 from ..irutil import ops_named
 from .consteval import WEIGHT_ELEMENTS, ConstEval
 from .generic_util import (
+    TRANSCENDENTAL,
     body_ops,
     empty,
     erase_dead_tree,
@@ -54,23 +55,6 @@ from .generic_util import (
 )
 from .registry import register_pass
 
-# what a lookup is worth replacing: a body op that costs more than a few arithmetic ones
-TRANSCENDENTAL = {
-    "math.exp",
-    "math.exp2",
-    "math.expm1",
-    "math.tanh",
-    "math.erf",
-    "math.log",
-    "math.log1p",
-    "math.log2",
-    "math.powf",
-    "math.sqrt",
-    "math.rsqrt",
-    "math.sin",
-    "math.cos",
-    "math.atan",
-}
 TABLE_ELEMENTS = {"i8": "i8", "f32": "f32"}  # the roots' element types taken
 
 
