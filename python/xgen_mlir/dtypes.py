@@ -4,22 +4,40 @@
 and of onnx, and the type IREE's runtime itself maps ``bf16`` buffers to) holds it. Signless
 and signed integers (``i32``, ``si32``) are the same numpy type; ``i1`` is ``bool``, one byte
 per element as numpy and IREE store it.
+
+``ml_dtypes`` is imported when a bf16 dtype is first asked for, not with this module: its
+import takes about a second (it registers its many float types with numpy), which every
+``xgen-opt`` run (each lit RUN line) paid.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
-BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+_BF16 = "bfloat16"  # ml_dtypes' dtype name: recognized without importing it
+
+
+@functools.cache
+def bfloat16() -> np.dtype:
+    """numpy's dtype for bf16 (``ml_dtypes.bfloat16``)."""
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BFLOAT16":
+        return bfloat16()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _TABLE: dict[str, np.dtype] = {
     "f64": np.dtype(np.float64),
     "f32": np.dtype(np.float32),
     "f16": np.dtype(np.float16),
-    "bf16": BFLOAT16,
     "i1": np.dtype(np.bool_),
 }
 for _bits, _signed, _unsigned in (
@@ -38,21 +56,23 @@ for _name, _dt in _TABLE.items():
     if not _name.startswith("si"):
         _MLIR.setdefault(_dt, _name)
 
-ELEMENT_TYPES = tuple(_TABLE)
+ELEMENT_TYPES = ("f64", "f32", "f16", "bf16", *list(_TABLE)[3:])
 
 
 def numpy_dtype(elem: Any) -> np.dtype | None:
     """The numpy dtype of an MLIR element type (``"f16"``, ``"bf16"``, or an ``ir.Type``),
     or None for a type numpy cannot hold (``index``, ``complex<f32>``, ``f8E4M3FN``...)."""
-    return _TABLE.get(str(elem))
+    name = str(elem)
+    return bfloat16() if name == "bf16" else _TABLE.get(name)
 
 
 def element_type(dtype: Any) -> str | None:
     """The MLIR element type of a numpy dtype (``bfloat16`` -> ``"bf16"``), or None."""
     try:
-        return _MLIR.get(np.dtype(dtype))
+        dt = np.dtype(dtype)
     except TypeError:
         return None
+    return "bf16" if dt.name == _BF16 else _MLIR.get(dt)
 
 
 def element_bytes(elem: Any) -> int | None:
@@ -64,12 +84,12 @@ def element_bytes(elem: Any) -> int | None:
 def is_numeric(dtype: np.dtype) -> bool:
     """Whether arrays of ``dtype`` hold numbers a module takes: numpy's own number kinds and
     the table's (``bfloat16``, whose numpy kind is 'V')."""
-    return dtype.kind in "biufc" or dtype in _MLIR
+    return dtype.kind in "biufc" or dtype in _MLIR or dtype.name == _BF16
 
 
 def is_float(dtype: np.dtype) -> bool:
     """Whether ``dtype`` is a floating-point type, bfloat16 included (numpy's kind is 'V')."""
-    return dtype.kind == "f" or dtype == BFLOAT16
+    return dtype.kind == "f" or dtype.name == _BF16
 
 
 def from_torch(tensor: Any) -> np.ndarray:
@@ -79,7 +99,7 @@ def from_torch(tensor: Any) -> np.ndarray:
 
     t = tensor.detach().cpu()
     if t.dtype == torch.bfloat16:
-        return t.contiguous().view(torch.int16).numpy().view(BFLOAT16)
+        return t.contiguous().view(torch.int16).numpy().view(bfloat16())
     return t.numpy()
 
 
@@ -87,6 +107,6 @@ def to_torch(array: np.ndarray) -> Any:
     """A numpy array as a torch tensor of the same dtype (bfloat16 too), sharing its memory."""
     import torch
 
-    if array.dtype == BFLOAT16:
+    if array.dtype.name == _BF16:
         return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(array)

@@ -886,19 +886,25 @@ def test_int8_depthwise_conv_dequantized_in_onednn() -> None:
     _check_s8q_model(model, expected, "int8 depthwise s8f")
 
 
-def test_int8_silu_as_a_table() -> None:
-    """A quantized SiLU between two int8 tensors (EfficientNet's activation: dequantize,
-    sigmoid, quantize, dequantize, product, quantize) is one lookup of a 256-entry table
-    (xgen-int8-tables) after the convs' int8 outputs: the report counts it and the output
-    stays within one output step of ONNX Runtime's and of IREE's own code."""
+def _silu_net() -> torch.nn.Module:
+    """A stem conv and a depthwise conv, each with a SiLU (EfficientNet's), a 1x1 conv, a
+    pool and a head."""
     torch.manual_seed(0)
     conv, silu = torch.nn.Conv2d, torch.nn.SiLU
-    model = torch.nn.Sequential(
+    return torch.nn.Sequential(
         *(conv(3, 32, 3, padding=1), silu()),
         *(conv(32, 32, 3, stride=2, padding=1, groups=32), silu()),
         *(conv(32, 16, 1), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten()),
         torch.nn.Linear(16, 10),
     ).eval()
+
+
+def test_int8_silu_as_a_table() -> None:
+    """A quantized SiLU between two int8 tensors (EfficientNet's activation: dequantize,
+    sigmoid, quantize, dequantize, product, quantize) is one lookup of a 256-entry table
+    (xgen-int8-tables) after the convs' int8 outputs: the report counts it and the output
+    stays within one output step of ONNX Runtime's and of IREE's own code."""
+    model = _silu_net()
     requantized = "-> onednn (int8 +requantize+bias)"
     expected = {
         "linalg.conv_2d_nchw_fchw_q -> NHWC for onednn": 1,
@@ -910,7 +916,28 @@ def test_int8_silu_as_a_table() -> None:
     compiled = _check_s8q_model(model, expected, "int8 SiLU table")
     if int8_exact_in_ort():  # (else the convs' sums stay IREE's: no int8 source)
         tables = compiled.report.rewrites.get("xgen-int8-tables", {})
-        assert tables == {"int8 -> i8 chains as tables": 2}, tables
+        assert tables == {"int8 -> i8 chains as table kernels": 2}, tables
+
+
+def test_int8_table_kernel_reads_what_irees_lookup_reads() -> None:
+    """The generated lookup kernel (``int8_table_kernels``, on by default: vpermi2b where the
+    CPU has AVX512-VBMI) gives the outputs of IREE's own lookup of the same tables, bit for
+    bit, at a size whose last chunk ends mid-vector (32 x 31 x 29 = 28768 elements: a chunk
+    of 16384, then 12384, 193.5 vectors of 64)."""
+    model, shape = _silu_net(), (1, 3, 31, 29)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    common = dict(precision="int8", calibration=_calibration(shape=shape), precision_check=False)
+    options = {"offload": "onednn", "integer_contractions": "integer"}
+    kernels = xgen_mlir.compile(model, x, target_options=options, **common)
+    options["int8_table_kernels"] = "false"
+    iree = xgen_mlir.compile(model, x, target_options=options, **common)
+    if int8_exact_in_ort():
+        assert kernels.report.rewrites["xgen-int8-tables"] == {
+            "int8 -> i8 chains as table kernels": 2
+        }
+        assert iree.report.rewrites["xgen-int8-tables"] == {"int8 -> i8 chains as tables": 2}
+    for view in (x, -x, 4 * x):  # every table entry read, the saturated ends too
+        np.testing.assert_array_equal(np.asarray(kernels(view.numpy())), iree(view.numpy()))
 
 
 class _SqueezeExcite(torch.nn.Module):

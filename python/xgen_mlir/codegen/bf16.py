@@ -9,8 +9,9 @@ way as it reads them (``TO_BF16``, ``cvtne`` = round to nearest even).
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
+
+from ..dtypes import bfloat16
 
 
 def pair_rows(w: np.ndarray) -> np.ndarray:
@@ -20,7 +21,7 @@ def pair_rows(w: np.ndarray) -> np.ndarray:
     w = np.asarray(w, np.float32)
     if len(w) % 2:
         w = np.pad(w, ((0, 1), (0, 0)))
-    bits = w.astype(ml_dtypes.bfloat16).view(np.uint16).astype(np.uint32)
+    bits = w.astype(bfloat16()).view(np.uint16).astype(np.uint32)
     return (bits[0::2] | (bits[1::2] << 16)).view(np.float32)
 
 

@@ -24,6 +24,12 @@ tensor comes in (a residual add, a squeeze-excite scale), where an op of the cha
 read elsewhere, where the body holds anything the evaluator does not compute, or without a
 transcendental.
 
+Where the pass has a toolchain (``kernel=true``: the cpu target), a lookup writing int8 is a
+generated kernel (``codegen/table_lookup.py``: ``vpermi2b`` on AVX512-VBMI, 64 elements per
+two table reads) instead of IREE's code, which reads the table one element at a time
+(EfficientNet-B0 static int8 on an Intel Xeon: 14.07 -> 10.96 ms). A lookup writing f32 stays
+IREE's, which fuses it into the op reading the floats (a squeeze-excite scale).
+
 Numerics: the table holds the chain's values computed in f32 by numpy, whose ``exp`` and
 division round like any correctly rounded libm; IREE's polynomial ``exp`` may differ in the
 last bit, which can move a value within an ulp of a rounding boundary to the other integer
@@ -38,6 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import arith, ir, tensor
+from ..codegen import table_lookup
+from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..irutil import ops_named
 from .consteval import WEIGHT_ELEMENTS, ConstEval
 from .generic_util import (
@@ -53,14 +61,15 @@ from .generic_util import (
     producer,
     user_ops,
 )
+from .kernel_call import free_symbol, install_kernel
 from .registry import register_pass
 
 TABLE_ELEMENTS = {"i8": "i8", "f32": "f32"}  # the roots' element types taken
 
 
 @dataclass
-class Int8TablesOptions:
-    pass
+class Int8TablesOptions(ToolchainOptions):
+    kernel: bool = False  # each lookup as a generated kernel (a C toolchain for the target)
 
 
 @dataclass
@@ -164,7 +173,31 @@ def _lookup(root: ir.Operation, source: ir.Value, table: np.ndarray) -> ir.Value
     return made.results[0]
 
 
-def int8_tables(module_op: ir.Operation) -> Counter:
+def _kernel_lookup(
+    module_op: ir.Operation, chain: _Chain, table: np.ndarray, opts: Int8TablesOptions
+) -> None:
+    """The generated kernel reading ``table`` in the chain's place."""
+    root = chain.ops[-1]
+    out = _element(root.results[0])
+    symbol = free_symbol(module_op, "xgen_table", 0)
+    obj = compile_object(table_lookup.generate(symbol, out), opts.toolchain(), symbol)
+    n = int(np.prod(ir.RankedTensorType(root.results[0].type).shape))
+    install_kernel(
+        module_op,
+        symbol,
+        str(obj),
+        opts.object_format,
+        [chain.source, table],
+        root.results[0].type,
+        (table_lookup.workgroups(n), 1, 1),
+        chain.ops,
+        root,
+        weights_name="xgen_table",
+    )
+
+
+def int8_tables(module_op: ir.Operation, opts: Int8TablesOptions | None = None) -> Counter:
+    opts = opts or Int8TablesOptions()
     counts: Counter[str] = Counter()
     with module_op.context:
         ev = ConstEval(module_op, WEIGHT_ELEMENTS)
@@ -187,12 +220,17 @@ def int8_tables(module_op: ir.Operation) -> Counter:
             if table is None:
                 counts["not a table: a body the evaluator does not compute"] += 1
                 continue
+            out = _element(root.results[0])
+            if opts.kernel and out == "i8":
+                _kernel_lookup(module_op, chain, table, opts)
+                counts[f"int8 -> {out} chains as table kernels"] += 1
+                continue
             looked_up = _lookup(root, chain.source, table)
             root.results[0].replace_all_uses_with(looked_up)
             operands = list(root.operands)
             root.erase()
             erase_dead_tree(operands)
-            counts[f"int8 -> {_element(looked_up)} chains as tables"] += 1
+            counts[f"int8 -> {out} chains as tables"] += 1
     return counts
 
 
@@ -203,4 +241,4 @@ def int8_tables(module_op: ir.Operation) -> Counter:
     Int8TablesOptions,
 )
 def _pass(module_op: ir.Operation, opts: Int8TablesOptions | None) -> Counter:
-    return int8_tables(module_op)
+    return int8_tables(module_op, opts)

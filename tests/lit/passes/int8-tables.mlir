@@ -3,10 +3,19 @@
 // Must not fire without a transcendental, across a second tensor, where an op of the chain is
 // read elsewhere, or on a source that is not int8.
 // RUN: xgen-opt %s --split-input-file -p 'xgen-int8-tables' | FileCheck %s
+// With a toolchain (kernel=true, the cpu target) an int8 table is read by a generated kernel
+// (codegen/table_lookup.py) on the int8 source and the table; an f32 one stays IREE's lookup.
+// RUN: xgen-opt %s --split-input-file -p 'xgen-int8-tables{kernel=true}' | FileCheck %s --check-prefix=KERNEL
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 // A quantized SiLU (x * sigmoid(x) of the dequantized int8, quantized): one lookup of a
 // 256-entry int8 table at x + 128.
+// KERNEL: func.func private @xgen_table_0(tensor<32xi8>, tensor<256xi8>) -> tensor<32xi8> attributes {xgen.executable = {{.*}}xgen_table_0_impl(memref<32xi8>, memref<256xi8>, memref<32xi8>, index)
+// KERNEL-LABEL: func.func @silu
+// KERNEL: %[[T:.*]] = arith.constant dense_resource<{{.*}}> : tensor<256xi8>
+// KERNEL: call @xgen_table_0_call(%arg0, %[[T]])
+// KERNEL-NOT: linalg.generic
+// KERNEL: return
 // CHECK-LABEL: func.func @silu
 // CHECK: %[[T:.*]] = arith.constant dense<{{.*}}> : tensor<256xi8>
 // CHECK: linalg.generic
@@ -63,6 +72,9 @@ func.func @silu(%x: tensor<4x8xi8>) -> tensor<4x8xi8> {
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 // The same chain written as floats (a dequantized output another op reads): an f32 table.
+// KERNEL-LABEL: func.func @to_float
+// KERNEL-NOT: xgen_table
+// KERNEL: tensor.extract
 // CHECK-LABEL: func.func @to_float
 // CHECK: arith.constant dense<{{.*}}> : tensor<256xf32>
 // CHECK: tensor.extract
@@ -101,6 +113,9 @@ func.func @to_float(%x: tensor<4x8xi8>) -> tensor<4x8xf32> {
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 // Must not fire: no transcendental (a dequantized ReLU, requantized: a few arithmetic ops).
+// KERNEL-LABEL: func.func @no_transcendental
+// KERNEL-NOT: xgen_table
+// KERNEL: arith.maximumf
 // CHECK-LABEL: func.func @no_transcendental
 // CHECK-NOT: tensor.extract
 // CHECK: arith.maximumf
