@@ -89,7 +89,7 @@ SYSTEMS = [
     "ORT fp32",
     "ORT int8",
 ]
-TRANSFORMERS = ("minilm", "distilbert", "bert_base", "gpt2_small")
+TRANSFORMERS = ("minilm", "distilbert", "mobilebert", "bert_base", "gpt2_small")
 # the systems that run the one quantized model
 INT8_SYSTEMS = (
     "xgen_mlir int8",
@@ -443,7 +443,12 @@ def print_table(results: dict[str, dict[str, Cell]], systems: list[str], batch: 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=MODELS, choices=[*MODELS, "distilbert", "vgg16"])
+    p.add_argument(
+        "--models",
+        nargs="+",
+        default=MODELS,
+        choices=[*MODELS, "distilbert", "mobilebert", "vgg16"],
+    )
     p.add_argument("--systems", nargs="+", default=SYSTEMS, choices=SYSTEMS)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=4)

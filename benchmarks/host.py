@@ -14,7 +14,14 @@ import functools
 import platform
 import time
 
-from xgen_mlir.target import ISA_OF_INTEREST, NATIVE_BF16_FLAGS, cpu_model, has_any, isa_flags
+from xgen_mlir.target import (
+    EXACT_INT8_FLAGS,
+    ISA_OF_INTEREST,
+    NATIVE_BF16_FLAGS,
+    cpu_model,
+    has_any,
+    isa_flags,
+)
 
 __all__ = ["ISA_OF_INTEREST", "cpu_model", "describe", "fp32_rate", "isa_flags", "summary"]
 
@@ -27,14 +34,20 @@ def matmul_gflops(dtype: str, threads: int, n: int = 2048, calls: int = 5) -> fl
     prev = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        dt = getattr(torch, dtype)
-        a = torch.randn(n, n).to(dt)
-        b = torch.randn(n, n).to(dt)
-        torch.mm(a, b)  # warm-up: packing buffers, thread pool, frequency
+        if dtype == "int8":  # int8 x int8 -> int32 sums (oneDNN's VNNI/AMX kernels)
+            a = torch.randint(-128, 128, (n, n), dtype=torch.int8)
+            b = torch.randint(-128, 128, (n, n), dtype=torch.int8)
+            mm = torch._int_mm
+        else:
+            dt = getattr(torch, dtype)
+            a = torch.randn(n, n).to(dt)
+            b = torch.randn(n, n).to(dt)
+            mm = torch.mm
+        mm(a, b)  # warm-up: packing buffers, thread pool, frequency
         best = float("inf")
         for _ in range(calls):
             t0 = time.perf_counter()
-            torch.mm(a, b)
+            mm(a, b)
             best = min(best, time.perf_counter() - t0)
         return round(2 * n**3 / best / 1e9, 1)
     except (RuntimeError, TypeError):
@@ -46,8 +59,10 @@ def matmul_gflops(dtype: str, threads: int, n: int = 2048, calls: int = 5) -> fl
 @functools.cache
 def describe(threads: int) -> dict:
     """The host record every results file carries (measured once per process and thread count);
-    the bf16 rate is None where the CPU has no native bf16 GEMM."""
+    the bf16 (int8) rate is None where the CPU has no native bf16 (int8 dot product) GEMM.
+    The int8 rate is in GOP/s of int8 products summed in int32."""
     native = has_any(NATIVE_BF16_FLAGS)  # emulated (AVX2 only): minutes per call, meaningless
+    int8 = has_any(EXACT_INT8_FLAGS)
     return {
         "cpu_model": cpu_model(),
         "isa_flags": isa_flags(),
@@ -56,6 +71,7 @@ def describe(threads: int) -> dict:
         "matmul_gflops": {
             "float32": matmul_gflops("float32", threads),
             "bfloat16": matmul_gflops("bfloat16", threads) if native else None,
+            "int8": matmul_gflops("int8", threads) if int8 else None,
         },
     }
 
