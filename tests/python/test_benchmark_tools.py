@@ -154,10 +154,13 @@ def test_results_files_name_the_host_and_its_measured_rates(tmp_path, monkeypatc
     rec = json.loads(out.read_text())
     assert rec["rows"] == [1]
     assert rec["host"]["cpu_model"] and rec["host"]["threads"] == 1
-    # bf16 is measured only where the CPU has a native bf16 GEMM (emulated, it takes minutes)
+    # bf16 is measured only where the CPU has a native bf16 GEMM (emulated, it takes minutes),
+    # int8 where it has an exact int8 dot product
     native = host.has_any(host.NATIVE_BF16_FLAGS)
     want_bf16 = 12.5 if native else None
-    assert rec["host"]["matmul_gflops"] == {"float32": 12.5, "bfloat16": want_bf16}
+    want_int8 = 12.5 if host.has_any(host.EXACT_INT8_FLAGS) else None
+    rates = {"float32": 12.5, "bfloat16": want_bf16, "int8": want_int8}
+    assert rec["host"]["matmul_gflops"] == rates
     assert set(rec["host"]["isa_flags"]) <= set(host.ISA_OF_INTEREST)
     from xgen_mlir.report import render
 
@@ -170,6 +173,8 @@ def test_matmul_rate_is_measured_here():
     import host
 
     rate = host.matmul_gflops("float32", threads=1, n=128, calls=2)
+    assert rate is not None and rate > 0.1
+    rate = host.matmul_gflops("int8", threads=1, n=128, calls=2)  # int8 sums in int32
     assert rate is not None and rate > 0.1
 
 
