@@ -919,25 +919,7 @@ def test_int8_silu_as_a_table() -> None:
         assert tables == {"int8 -> i8 chains as table kernels": 2}, tables
 
 
-def test_int8_table_kernel_reads_what_irees_lookup_reads() -> None:
-    """The generated lookup kernel (``int8_table_kernels``, on by default: vpermi2b where the
-    CPU has AVX512-VBMI) gives the outputs of IREE's own lookup of the same tables, bit for
-    bit, at a size whose last chunk ends mid-vector (32 x 31 x 29 = 28768 elements: a chunk
-    of 16384, then 12384, 193.5 vectors of 64)."""
-    model, shape = _silu_net(), (1, 3, 31, 29)
-    x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
-    common = dict(precision="int8", calibration=_calibration(shape=shape), precision_check=False)
-    options = {"offload": "onednn", "integer_contractions": "integer"}
-    kernels = xgen_mlir.compile(model, x, target_options=options, **common)
-    options["int8_table_kernels"] = "false"
-    iree = xgen_mlir.compile(model, x, target_options=options, **common)
-    if int8_exact_in_ort():
-        assert kernels.report.rewrites["xgen-int8-tables"] == {
-            "int8 -> i8 chains as table kernels": 2
-        }
-        assert iree.report.rewrites["xgen-int8-tables"] == {"int8 -> i8 chains as tables": 2}
-    for view in (x, -x, 4 * x):  # every table entry read, the saturated ends too
-        np.testing.assert_array_equal(np.asarray(kernels(view.numpy())), iree(view.numpy()))
+TABLE_KERNELS = {"silu": {"i8": 2}, "squeeze_excite": {"i8": 1, "f32": 1}}  # by element type
 
 
 class _SqueezeExcite(torch.nn.Module):
@@ -955,6 +937,32 @@ class _SqueezeExcite(torch.nn.Module):
         x = torch.nn.functional.silu(self.stem(x))
         s = torch.sigmoid(self.excite(torch.nn.functional.silu(self.squeeze(x.mean((2, 3), True)))))
         return self.head((x * s).mean((2, 3)))
+
+
+@pytest.mark.parametrize("net", ["silu", "squeeze_excite"])
+def test_int8_table_kernel_reads_what_irees_lookup_reads(net: str) -> None:
+    """The generated lookup kernel (``int8_table_kernels``, on by default: vpermi2b where the
+    CPU has AVX512-VBMI, a gather for f32 tables) gives the outputs of IREE's own lookup of
+    the same tables, bit for bit, at a size whose last chunk ends mid-vector (32 x 31 x 29 =
+    28768 elements: a chunk of 16384, then 12384, 193.5 vectors of 64). In the
+    squeeze-excite, the stem's SiLU is read as floats by the pool and the scale (an f32
+    table), the squeeze's quantized for the excite conv (int8)."""
+    model = _silu_net() if net == "silu" else _SqueezeExcite().eval()
+    shape = (1, 3, 31, 29)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    common = dict(precision="int8", calibration=_calibration(shape=shape), precision_check=False)
+    options = {"offload": "onednn", "integer_contractions": "integer"}
+    kernels = xgen_mlir.compile(model, x, target_options=options, **common)
+    options["int8_table_kernels"] = "false"
+    iree = xgen_mlir.compile(model, x, target_options=options, **common)
+    if int8_exact_in_ort():
+        got = kernels.report.rewrites["xgen-int8-tables"]
+        want = TABLE_KERNELS[net]
+        assert got == {f"int8 -> {e} chains as table kernels": n for e, n in want.items()}, got
+        got = iree.report.rewrites["xgen-int8-tables"]
+        assert got == {f"int8 -> {e} chains as tables": n for e, n in want.items()}, got
+    for view in (x, -x, 4 * x):  # every table entry read, the saturated ends too
+        np.testing.assert_array_equal(np.asarray(kernels(view.numpy())), iree(view.numpy()))
 
 
 def test_int8_squeeze_excite_matches() -> None:

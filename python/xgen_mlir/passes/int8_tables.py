@@ -24,11 +24,13 @@ tensor comes in (a residual add, a squeeze-excite scale), where an op of the cha
 read elsewhere, where the body holds anything the evaluator does not compute, or without a
 transcendental.
 
-Where the pass has a toolchain (``kernel=true``: the cpu target), a lookup writing int8 is a
-generated kernel (``codegen/table_lookup.py``: ``vpermi2b`` on AVX512-VBMI, 64 elements per
-two table reads) instead of IREE's code, which reads the table one element at a time
-(EfficientNet-B0 static int8 on an Intel Xeon: 14.07 -> 10.96 ms). A lookup writing f32 stays
-IREE's, which fuses it into the op reading the floats (a squeeze-excite scale).
+Where the pass has a toolchain (``kernel=true``: the cpu target), the lookup is a generated
+kernel (``codegen/table_lookup.py``: ``vpermi2b`` on AVX512-VBMI for an int8 table, 64
+elements per two table reads; a gather for an f32 one) instead of IREE's code, which reads the
+table one element at a time, in every op an f32 lookup is fused into (EfficientNet-B0 static
+int8 on an Intel Xeon: int8 tables 14.07 -> 10.96 ms, f32 ones then 10.52 -> 9.75). A chain
+writing f32 whose int8 quantize is inside it (an activation's QDQ pair) is cut there: the
+kernel writes the int8, and the dequantize is left to IREE to fuse into the float readers.
 
 Numerics: the table holds the chain's values computed in f32 by numpy, whose ``exp`` and
 division round like any correctly rounded libm; IREE's polynomial ``exp`` may differ in the
@@ -196,6 +198,20 @@ def _kernel_lookup(
     )
 
 
+def _cut_at_int8(chains: list[_Chain]) -> list[_Chain]:
+    """Without the chains writing f32 that pass through the int8 root of another (a QDQ
+    activation's quantize, then its dequantize): that int8 root becomes a kernel, and the
+    dequantize after it, plain arithmetic, stays for IREE to fuse into the ops reading the
+    floats. Tabled whole, the f32 lookup would be fused there instead, read element by
+    element in each (EfficientNet-B0's squeeze-excite pool and scale both read its SiLU)."""
+    int8_roots = {c.ops[-1] for c in chains if _element(c.ops[-1].results[0]) == "i8"}
+    return [
+        c
+        for c in chains
+        if _element(c.ops[-1].results[0]) == "i8" or not any(op in int8_roots for op in c.ops)
+    ]
+
+
 def int8_tables(module_op: ir.Operation, opts: Int8TablesOptions | None = None) -> Counter:
     opts = opts or Int8TablesOptions()
     counts: Counter[str] = Counter()
@@ -210,6 +226,8 @@ def int8_tables(module_op: ir.Operation, opts: Int8TablesOptions | None = None) 
             chain = _chain_of(root, ev)
             if not isinstance(chain, str):
                 chains.append(chain)
+        if opts.kernel:
+            chains = _cut_at_int8(chains)
         # a chain inside a longer one (SiLU's inner quantize, which writes f32) goes with it
         inner = {op for c in chains for op in c.ops[:-1]}
         for chain in chains:
@@ -221,7 +239,7 @@ def int8_tables(module_op: ir.Operation, opts: Int8TablesOptions | None = None) 
                 counts["not a table: a body the evaluator does not compute"] += 1
                 continue
             out = _element(root.results[0])
-            if opts.kernel and out == "i8":
+            if opts.kernel:
                 _kernel_lookup(module_op, chain, table, opts)
                 counts[f"int8 -> {out} chains as table kernels"] += 1
                 continue

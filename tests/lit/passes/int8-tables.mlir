@@ -3,8 +3,8 @@
 // Must not fire without a transcendental, across a second tensor, where an op of the chain is
 // read elsewhere, or on a source that is not int8.
 // RUN: xgen-opt %s --split-input-file -p 'xgen-int8-tables' | FileCheck %s
-// With a toolchain (kernel=true, the cpu target) an int8 table is read by a generated kernel
-// (codegen/table_lookup.py) on the int8 source and the table; an f32 one stays IREE's lookup.
+// With a toolchain (kernel=true, the cpu target) a table is read by a generated kernel
+// (codegen/table_lookup.py) on the int8 source and the table.
 // RUN: xgen-opt %s --split-input-file -p 'xgen-int8-tables{kernel=true}' | FileCheck %s --check-prefix=KERNEL
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -73,8 +73,9 @@ func.func @silu(%x: tensor<4x8xi8>) -> tensor<4x8xi8> {
 #id = affine_map<(d0, d1) -> (d0, d1)>
 // The same chain written as floats (a dequantized output another op reads): an f32 table.
 // KERNEL-LABEL: func.func @to_float
-// KERNEL-NOT: xgen_table
-// KERNEL: tensor.extract
+// KERNEL: arith.constant dense_resource<{{.*}}> : tensor<256xf32>
+// KERNEL: call @xgen_table_0_call
+// KERNEL-NOT: math.exp
 // CHECK-LABEL: func.func @to_float
 // CHECK: arith.constant dense<{{.*}}> : tensor<256xf32>
 // CHECK: tensor.extract
@@ -315,4 +316,73 @@ func.func @int32_source(%x: tensor<4x8xi32>) -> tensor<4x8xi8> {
     linalg.yield %r4 : i8
   } -> tensor<4x8xi8>
   return %y : tensor<4x8xi8>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// The quantized SiLU dequantized again (a QDQ pair whose floats other ops read): one f32
+// table without a toolchain; with one, the kernel writes the int8 and the dequantize after
+// it stays, plain arithmetic for IREE to fuse into the ops reading the floats.
+// CHECK-LABEL: func.func @through_int8
+// CHECK: arith.constant dense<{{.*}}> : tensor<256xf32>
+// CHECK: tensor.extract
+// CHECK-NOT: math.exp
+// KERNEL-LABEL: func.func @through_int8
+// KERNEL-NOT: tensor<256xf32>
+// KERNEL: %[[Q:.*]] = call @xgen_table_0_call(%arg0, %{{.*}}) : (tensor<4x8xi8>, tensor<256xi8>) -> tensor<4x8xi8>
+// KERNEL: linalg.generic {{.*}} ins(%[[Q]] : tensor<4x8xi8>)
+// KERNEL: arith.sitofp
+// KERNEL-NOT: math.exp
+// KERNEL: return
+
+func.func @through_int8(%x: tensor<4x8xi8>) -> tensor<4x8xf32> {
+  %s = arith.constant 0.05 : f32
+  %zp = arith.constant -3.0 : f32
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %os = arith.constant 0.02 : f32
+  %ozp = arith.constant -128.0 : f32
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %eq = tensor.empty() : tensor<4x8xi8>
+  %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xi8>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: i8, %o: f32):
+    %f = arith.sitofp %a : i8 to f32
+    %z = arith.subf %f, %zp : f32
+    %v = arith.mulf %z, %s : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %ex, %one : f32
+    %v = arith.divf %one, %den : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%d, %g : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.mulf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<4x8xf32>) outs(%eq : tensor<4x8xi8>) {
+  ^bb0(%a: f32, %o: i8):
+    %v = arith.divf %a, %os : f32
+    %r0 = math.roundeven %v : f32
+    %r1 = arith.addf %r0, %ozp : f32
+    %r2 = arith.maximumf %r1, %lo : f32
+    %r3 = arith.minimumf %r2, %hi : f32
+    %r4 = arith.fptosi %r3 : f32 to i8
+    linalg.yield %r4 : i8
+  } -> tensor<4x8xi8>
+  %dq = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<4x8xi8>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: i8, %o: f32):
+    %f = arith.sitofp %a : i8 to f32
+    %z = arith.subf %f, %ozp : f32
+    %v = arith.mulf %z, %os : f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  return %dq : tensor<4x8xf32>
 }
