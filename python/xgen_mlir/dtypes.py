@@ -28,12 +28,6 @@ def bfloat16() -> np.dtype:
     return np.dtype(ml_dtypes.bfloat16)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "BFLOAT16":
-        return bfloat16()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 _TABLE: dict[str, np.dtype] = {
     "f64": np.dtype(np.float64),
     "f32": np.dtype(np.float32),
@@ -56,7 +50,7 @@ for _name, _dt in _TABLE.items():
     if not _name.startswith("si"):
         _MLIR.setdefault(_dt, _name)
 
-ELEMENT_TYPES = ("f64", "f32", "f16", "bf16", *list(_TABLE)[3:])
+ELEMENT_TYPES = (*_TABLE, "bf16")
 
 
 def numpy_dtype(elem: Any) -> np.dtype | None:

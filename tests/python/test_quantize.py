@@ -919,9 +919,6 @@ def test_int8_silu_as_a_table() -> None:
         assert tables == {"int8 -> i8 chains as table kernels": 2}, tables
 
 
-TABLE_KERNELS = {"silu": {"i8": 2}, "squeeze_excite": {"i8": 1, "f32": 1}}  # by element type
-
-
 class _SqueezeExcite(torch.nn.Module):
     """EfficientNet's squeeze-excite on a 16x16 activation: pool, squeeze (SiLU), excite
     (sigmoid), scale."""
@@ -957,7 +954,7 @@ def test_int8_table_kernel_reads_what_irees_lookup_reads(net: str) -> None:
     iree = xgen_mlir.compile(model, x, target_options=options, **common)
     if int8_exact_in_ort():
         got = kernels.report.rewrites["xgen-int8-tables"]
-        want = TABLE_KERNELS[net]
+        want = {"silu": {"i8": 2}, "squeeze_excite": {"i8": 1, "f32": 1}}[net]
         assert got == {f"int8 -> {e} chains as table kernels": n for e, n in want.items()}, got
         got = iree.report.rewrites["xgen-int8-tables"]
         assert got == {f"int8 -> {e} chains as tables": n for e, n in want.items()}, got
