@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     byoc_offload,
     cancel_reshapes,
     dispatch_passes,
+    dynamic_quantize_kernels,
     fkw_compact,
     float_roundtrips,
     fold_batchnorm,

@@ -49,7 +49,7 @@ def _shape(ty: ir.Type) -> list[int]:
 
 
 def _t(shape: Sequence[int], elem: str = "f32") -> str:
-    return "tensor<" + "x".join(map(str, shape)) + f"x{elem}>"
+    return "tensor<" + "".join(f"{d}x" for d in shape) + f"{elem}>"
 
 
 def wrapper_text(
@@ -70,6 +70,12 @@ def wrapper_text(
     params, lines, names = [], [], []
     for i, (shape, ft, e) in enumerate(zip(inputs, flat, elems, strict=True)):
         params.append(f"%a{i}: {_t(shape, e)}")
+        if not shape:  # a 0-d tensor (a scalar computed at run time)
+            lines.append(
+                f"  %f{i} = tensor.expand_shape %a{i} [] output_shape [1] : {_t([], e)} into {ft}"
+            )
+            names.append(f"%f{i}")
+            continue
         if len(shape) == 1:
             names.append(f"%a{i}")
             continue
@@ -100,6 +106,14 @@ func.func private @{symbol}({", ".join(flat)}) -> {kfull}
 """
 
 
+def _installed(module_op: ir.Operation, symbol: str) -> bool:
+    try:
+        find_func(module_op, f"{symbol}_call")
+    except KeyError:
+        return False
+    return True
+
+
 def install_kernel(
     module_op: ir.Operation,
     symbol: str,
@@ -115,6 +129,7 @@ def install_kernel(
     ids: int = 1,
     executable: str | None = None,
     scratch: int = 0,
+    shared: bool = False,
 ) -> ir.Operation:
     """Replace ``end``'s result by a call of the kernel in object ``obj`` (taking ``ids``
     workgroup ids: x, then y, z) on ``inputs`` (numpy arrays become constants), transposed
@@ -122,25 +137,28 @@ def install_kernel(
     The declaration carries the FLOPs of the ``replaced`` ops, for the report's count.
     ``scratch``: elements past the result the kernel may write (``wrapper_text``).
     ``executable``: the kernel's executable text when it is not a C object (an offload's
-    import call, ``dispatch.import_executable_text``). Returns the call."""
+    import call, ``dispatch.import_executable_text``). ``shared``: ``symbol`` may already be
+    installed (by a call of the same kernel on operands of the same types), and is then
+    called again. Returns the call."""
     shapes = [[a.size] if isinstance(a, np.ndarray) else _shape(a.type) for a in inputs]
     result = _shape(result_type)
     elements = [element_of(a) for a in [*inputs, result_type]]
-    splice_functions(module_op, wrapper_text(symbol, shapes, result, elements, scratch))
-    text = executable or dispatch.executable_text(
-        symbol,
-        obj,
-        object_format,
-        [int(np.prod(s)) for s in shapes],
-        int(np.prod(result)) + scratch,
-        grid,
-        ids=ids,
-        elements=elements,
-    )
-    decl = find_func(module_op, symbol)
-    decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(text)
-    flops = sum(op_flops(op) for op in replaced)
-    decl.attributes[FLOPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), flops)
+    if not (shared and _installed(module_op, symbol)):
+        splice_functions(module_op, wrapper_text(symbol, shapes, result, elements, scratch))
+        text = executable or dispatch.executable_text(
+            symbol,
+            obj,
+            object_format,
+            [int(np.prod(s)) for s in shapes],
+            int(np.prod(result)) + scratch,
+            grid,
+            ids=ids,
+            elements=elements,
+        )
+        decl = find_func(module_op, symbol)
+        decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(text)
+        flops = sum(op_flops(op) for op in replaced)
+        decl.attributes[FLOPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), flops)
     with ir.InsertionPoint(end), end.location:
         args = [
             constant_op(a, weights_name).result if isinstance(a, np.ndarray) else a for a in inputs
