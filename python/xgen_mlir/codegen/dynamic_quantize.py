@@ -14,9 +14,12 @@ The min/max kernel reads each element once, keeping both in four vectors each: A
 ``vrangeps`` drops) is tracked on the side and makes both results NaN. Each workgroup writes
 its chunk's ``(max, min)``; the caller combines the chunks (``partials``).
 
-The quantize kernel divides (a real ``vdivps``, as IREE's code does: the reciprocal's product
-may round to the other integer), rounds half to even, adds the zero point, clamps and narrows
-to bytes: the same IEEE operations in the same order, so the same bytes. An ``x - 128`` on the
+The quantize kernel's result is that of IREE's code: divide, round half to even, add the zero
+point, clamp, narrow to bytes. It multiplies by the scale's reciprocal instead of dividing
+(``vdivps`` takes about as long as the rest together) where that cannot change the integer:
+the product is within 2^-21 of the quotient, relatively, so where it is farther than that
+from a half-integer both round alike; a vector with a lane that close (about one in a
+hundred), an Inf or a NaN divides. An ``x - 128`` on the
 bytes after it (uint8 read as int8) is a flip of each byte's top bit, done in the kernel.
 
 Both have a scalar loop for what is left and for hosts without AVX-512.
@@ -150,9 +153,23 @@ void {symbol}_impl(MEMREF(const float, x), MEMREF(const float, s), MEMREF(const 
 #if defined(__AVX512F__)
   const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zp);
   const __m512 vlo = _mm512_set1_ps(low), vhi = _mm512_set1_ps(high);
+  /* x * (1 / scale) is within 2^-21 of x / scale, relatively: where that is farther from
+     a half-integer, both round to the same integer; elsewhere (and for an Inf or a NaN)
+     the vector divides. */
+  /* (the reciprocal of a finite scale is at least 2^-128: a subnormal one has 21 bits or
+     more, within the bound) */
+  const __m512 vr = _mm512_set1_ps(1.0f / scale), half = _mm512_set1_ps(0.5f);
+  const __m512 margin = _mm512_set1_ps(0x1p-20f);
   for (; i + 16 <= end; i += 16) {{
-    __m512 v = _mm512_div_ps(_mm512_loadu_ps(xp + i), vs);
-    v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 in = _mm512_loadu_ps(xp + i);
+    __m512 y = _mm512_mul_ps(in, vr);
+    __m512 v = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 tie = _mm512_sub_ps(half, _mm512_abs_ps(_mm512_sub_ps(y, v)));
+    const __m512 near = _mm512_mul_ps(_mm512_abs_ps(y), margin);
+    if (_mm512_cmp_ps_mask(tie, near, _CMP_GT_OQ) != 0xFFFF) {{
+      y = _mm512_div_ps(in, vs);
+      v = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }}
     v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, vz), vlo), vhi);
     __m128i q = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v));
     {flip_vector}
