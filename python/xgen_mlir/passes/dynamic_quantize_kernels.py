@@ -331,7 +331,7 @@ def _quantize_kernels(
     module_op: ir.Operation, opts: DynamicQuantizeOptions, ev: ConstEval
 ) -> Counter:
     counts: Counter[str] = Counter()
-    made: dict[tuple, tuple[str, str]] = {}  # one kernel per size and form: (symbol, object)
+    made: dict[tuple, tuple[str, str]] = {}  # one kernel per shape and form: (symbol, object)
     found = [q for op in ops_named(module_op, "linalg.generic") if (q := _quantize(op, ev))]
     for q in found:
         n = int(np.prod(_static_f32(q.x) or [0]))
@@ -339,11 +339,13 @@ def _quantize_kernels(
         flip = _minus_128(user)
         end = user if flip and user is not None else q.op
         form = (q.low, q.high, q.zp_signed, q.out_signed, flip)
-        if (n, *form) not in made:
+        key = (str(q.x.type), str(q.zp.type) if q.zp is not None else "", *form)  # (the
+        # wrapper's signature: the shapes as they are)
+        if key not in made:
             symbol = free_symbol(module_op, "xgen_quantize", 0)
             source = dynamic_quantize.quantize(symbol, *form)
-            made[(n, *form)] = (symbol, str(compile_object(source, opts.toolchain(), symbol)))
-        symbol, obj = made[(n, *form)]
+            made[key] = (symbol, str(compile_object(source, opts.toolchain(), symbol)))
+        symbol, obj = made[key]
         zp = q.zp if q.zp is not None else np.zeros(1, np.int8)
         install_kernel(
             module_op,

@@ -191,3 +191,51 @@ func.func @none(%x: tensor<64x128xf32>, %acc: tensor<f32>, %small: tensor<32x32x
   } -> tensor<f32>
   return %q, %rowmax, %sum, %onto, %smax : tensor<64x128xi8>, tensor<64xf32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#all2 = affine_map<(d0, d1) -> ()>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#all3 = affine_map<(d0, d1, d2) -> ()>
+// Quantizes of as many elements in two shapes (GPT-2's lm_head reads its input as 128x768,
+// the blocks as 1x128x768): a kernel each, as each wrapper takes its shape; a third of the
+// first shape shares the first's.
+// CHECK-LABEL: func.func @two_shapes
+// CHECK: call @xgen_quantize_[[A:[0-9]]]_call(%arg0, %arg2, %{{.*}}) : (tensor<64x128xf32>
+// CHECK: call @xgen_quantize_[[B:[0-9]]]_call(%arg1, %arg2, %{{.*}}) : (tensor<1x64x128xf32>
+// CHECK: call @xgen_quantize_[[A]]_call(%arg3, %arg2, %{{.*}}) : (tensor<64x128xf32>
+func.func @two_shapes(%x: tensor<64x128xf32>, %y: tensor<1x64x128xf32>, %s: tensor<f32>, %w: tensor<64x128xf32>) -> (tensor<64x128xi8>, tensor<1x64x128xi8>, tensor<64x128xi8>) {
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %e2 = tensor.empty() : tensor<64x128xi8>
+  %e3 = tensor.empty() : tensor<1x64x128xi8>
+  %qx = linalg.generic {indexing_maps = [#id2, #all2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<64x128xf32>, tensor<f32>) outs(%e2 : tensor<64x128xi8>) {
+  ^bb0(%in: f32, %sc: f32, %o: i8):
+    %d = arith.divf %in, %sc : f32
+    %r = math.roundeven %d : f32
+    %c0 = arith.maximumf %r, %lo : f32
+    %c1 = arith.minimumf %c0, %hi : f32
+    %i = arith.fptosi %c1 : f32 to i8
+    linalg.yield %i : i8
+  } -> tensor<64x128xi8>
+  %qy = linalg.generic {indexing_maps = [#id3, #all3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%y, %s : tensor<1x64x128xf32>, tensor<f32>) outs(%e3 : tensor<1x64x128xi8>) {
+  ^bb0(%in: f32, %sc: f32, %o: i8):
+    %d = arith.divf %in, %sc : f32
+    %r = math.roundeven %d : f32
+    %c0 = arith.maximumf %r, %lo : f32
+    %c1 = arith.minimumf %c0, %hi : f32
+    %i = arith.fptosi %c1 : f32 to i8
+    linalg.yield %i : i8
+  } -> tensor<1x64x128xi8>
+  %qw = linalg.generic {indexing_maps = [#id2, #all2, #id2], iterator_types = ["parallel", "parallel"]} ins(%w, %s : tensor<64x128xf32>, tensor<f32>) outs(%e2 : tensor<64x128xi8>) {
+  ^bb0(%in: f32, %sc: f32, %o: i8):
+    %d = arith.divf %in, %sc : f32
+    %r = math.roundeven %d : f32
+    %c0 = arith.maximumf %r, %lo : f32
+    %c1 = arith.minimumf %c0, %hi : f32
+    %i = arith.fptosi %c1 : f32 to i8
+    linalg.yield %i : i8
+  } -> tensor<64x128xi8>
+  return %qx, %qy, %qw : tensor<64x128xi8>, tensor<1x64x128xi8>, tensor<64x128xi8>
+}
