@@ -665,6 +665,11 @@ def test_a_split_with_other_numbers_is_never_applied(tmp_path, monkeypatch):
         found = tdb.choices(HostIdentity.current(threads=2))
     ((signature, records),) = [(s, r) for s, r in found.items() if s.startswith(SPLIT_PREFIX)]
     assert [(r.status, r.seconds) for r in records] == [("wrong_numbers", None)], records
+    # a second tune does not check the recorded direction again (two compiles of the model)
+    xgen_mlir.tune(model, (x,), db=db, budget_minutes=0.2, progress=False, **common)
+    with TuningDB(db) as tdb:
+        again = tdb.choices(HostIdentity.current(threads=2))[signature]
+    assert [(r.status, r.created) for r in again] == [(r.status, r.created) for r in records]
     after = xgen_mlir.compile(model, (x,), tuning_db=db, precision_check=False, **common)
     (decided,) = [c for c in after.report.tuning.choices if c[0] == signature]
     assert decided[1] == "count (2 of 2 on columns)", decided

@@ -1170,7 +1170,9 @@ def tune_split(
     rejected (and never applied where its outputs differ from the count's by
     more than ``WRONG_IN_MODEL``). A standalone dispatch cannot decide this: its weights stay
     in cache from call to call, the model's may not (docs/byoc.md, "Rows or columns").
-    Skipped where the option is the user's, or where no op would change. Returns the model
+    Skipped where the option is the user's, where no op would change, or where an earlier
+    tune on this host recorded its verdict (a lost check is not repeated at every tune: it
+    costs two compiles of the model, MobileBERT's 2 of a 4-minute budget). Returns the model
     module to go on from."""
 
     option = SPLIT_GROUPS[kind][1]
@@ -1192,6 +1194,11 @@ def tune_split(
         other = "rows"
     else:
         other = "rows" if precision == "fp32" else "columns"
+    config = split_config(other, kind)
+    with TuningDB(db_path) as tdb:  # a verdict already recorded on this host stands
+        host = HostIdentity.current(threads=settings.threads)
+        if any(r.config == config for r in tdb.records(host.key, signature)):
+            return current
     options[option] = other
     settings_options = {"tuning_db": db_path, "tuning_threads": settings.threads}
     candidate = compile_model(
@@ -1205,7 +1212,7 @@ def tune_split(
         return current
     record = Record(
         signature,
-        split_config(other, kind),
+        config,
         "ok",
         None,
         None,
