@@ -8,9 +8,9 @@ what no vector gather of bytes can: with AVX512-VBMI, ``vpermi2b`` looks 64 byte
 bit. An f32 table is read by ``vgatherdps``, 16 lookups at once (AVX-512F). Elsewhere the
 kernel is the scalar loop (which the compiler may vectorize for the target it is given).
 
-The table is an operand and the element count the operands' size, so the sources of two
-lookups differ only in their symbol; each workgroup takes ``CHUNK`` elements (the dispatch's
-grid is the count over it, rounded up).
+The table is an operand and the element count the operands' size, so one kernel serves
+every lookup of a shape and element type (``xgen-int8-tables`` installs it once); each
+workgroup takes ``CHUNK`` elements (the dispatch's grid is the count over it, rounded up).
 """
 
 from __future__ import annotations

@@ -176,18 +176,29 @@ def _lookup(root: ir.Operation, source: ir.Value, table: np.ndarray) -> ir.Value
 
 
 def _kernel_lookup(
-    module_op: ir.Operation, chain: _Chain, table: np.ndarray, opts: Int8TablesOptions
+    module_op: ir.Operation,
+    chain: _Chain,
+    table: np.ndarray,
+    opts: Int8TablesOptions,
+    made: dict[tuple[str, str], tuple[str, str]],
 ) -> None:
-    """The generated kernel reading ``table`` in the chain's place."""
+    """The generated kernel reading ``table`` in the chain's place: one kernel per source and
+    result type (the table is an operand), ``made`` the ones installed so far."""
     root = chain.ops[-1]
     out = _element(root.results[0])
-    symbol = free_symbol(module_op, "xgen_table", 0)
-    obj = compile_object(table_lookup.generate(symbol, out), opts.toolchain(), symbol)
+    key = (str(chain.source.type), str(root.results[0].type))
+    if key not in made:
+        name = free_symbol(module_op, "xgen_table", 0)
+        made[key] = (
+            name,
+            str(compile_object(table_lookup.generate(name, out), opts.toolchain(), name)),
+        )
+    symbol, obj = made[key]
     n = int(np.prod(ir.RankedTensorType(root.results[0].type).shape))
     install_kernel(
         module_op,
         symbol,
-        str(obj),
+        obj,
         opts.object_format,
         [chain.source, table],
         root.results[0].type,
@@ -195,6 +206,7 @@ def _kernel_lookup(
         chain.ops,
         root,
         weights_name="xgen_table",
+        shared=True,
     )
 
 
@@ -230,6 +242,7 @@ def int8_tables(module_op: ir.Operation, opts: Int8TablesOptions | None = None) 
             chains = _cut_at_int8(chains)
         # a chain inside a longer one (SiLU's inner quantize, which writes f32) goes with it
         inner = {op for c in chains for op in c.ops[:-1]}
+        made: dict[tuple[str, str], tuple[str, str]] = {}
         for chain in chains:
             root = chain.ops[-1]
             if root in inner:
@@ -240,7 +253,7 @@ def int8_tables(module_op: ir.Operation, opts: Int8TablesOptions | None = None) 
                 continue
             out = _element(root.results[0])
             if opts.kernel:
-                _kernel_lookup(module_op, chain, table, opts)
+                _kernel_lookup(module_op, chain, table, opts, made)
                 counts[f"int8 -> {out} chains as table kernels"] += 1
                 continue
             looked_up = _lookup(root, chain.source, table)

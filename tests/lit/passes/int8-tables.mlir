@@ -386,3 +386,55 @@ func.func @through_int8(%x: tensor<4x8xi8>) -> tensor<4x8xf32> {
   } -> tensor<4x8xf32>
   return %dq : tensor<4x8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// Two quantized sigmoids of the same shape (different scales, so different tables) of two
+// tensors: one kernel, called with each table (the table is an operand).
+// KERNEL-NOT: @xgen_table_1
+// KERNEL-LABEL: func.func @two_tables
+// KERNEL: call @xgen_table_0_call(%arg0, %[[T1:.*]]) : (tensor<4x8xi8>, tensor<256xi8>)
+// KERNEL: call @xgen_table_0_call(%arg1, %[[T2:.*]]) : (tensor<4x8xi8>, tensor<256xi8>)
+// KERNEL-NOT: math.exp
+// KERNEL: return
+func.func @two_tables(%x: tensor<4x8xi8>, %y: tensor<4x8xi8>) -> (tensor<4x8xi8>, tensor<4x8xi8>) {
+  %s1 = arith.constant 0.05 : f32
+  %s2 = arith.constant 0.09 : f32
+  %one = arith.constant 1.0 : f32
+  %os = arith.constant 0.004 : f32
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %eq = tensor.empty() : tensor<4x8xi8>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xi8>) outs(%eq : tensor<4x8xi8>) {
+  ^bb0(%in: i8, %o: i8):
+    %f = arith.sitofp %in : i8 to f32
+    %v = arith.mulf %f, %s1 : f32
+    %n = arith.negf %v : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %ex, %one : f32
+    %sg = arith.divf %one, %den : f32
+    %q = arith.divf %sg, %os : f32
+    %r0 = math.roundeven %q : f32
+    %r1 = arith.maximumf %r0, %lo : f32
+    %r2 = arith.minimumf %r1, %hi : f32
+    %r3 = arith.fptosi %r2 : f32 to i8
+    linalg.yield %r3 : i8
+  } -> tensor<4x8xi8>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<4x8xi8>) outs(%eq : tensor<4x8xi8>) {
+  ^bb0(%in: i8, %o: i8):
+    %f = arith.sitofp %in : i8 to f32
+    %v = arith.mulf %f, %s2 : f32
+    %n = arith.negf %v : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %ex, %one : f32
+    %sg = arith.divf %one, %den : f32
+    %q = arith.divf %sg, %os : f32
+    %r0 = math.roundeven %q : f32
+    %r1 = arith.maximumf %r0, %lo : f32
+    %r2 = arith.minimumf %r1, %hi : f32
+    %r3 = arith.fptosi %r2 : f32 to i8
+    linalg.yield %r3 : i8
+  } -> tensor<4x8xi8>
+  return %a, %b : tensor<4x8xi8>, tensor<4x8xi8>
+}
