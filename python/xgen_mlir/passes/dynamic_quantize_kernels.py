@@ -33,13 +33,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import numpy as np
 
 from .._mlir import func, ir, tensor
 from ..codegen import dispatch, dynamic_quantize
 from ..codegen.dispatch import EXECUTABLE_ATTR
-from ..codegen.toolchain import ToolchainOptions, compile_object
+from ..codegen.toolchain import ToolchainOptions
 from ..irutil import find_func, ops_named, splice_functions
 from .consteval import WEIGHT_ELEMENTS, ConstEval
 from .epilogue_c import scalar_constant
@@ -53,9 +55,10 @@ from .generic_util import (
     is_identity,
     iterator_types,
     num_inputs,
+    producer_named,
     single_user,
 )
-from .kernel_call import free_symbol, install_kernel
+from .kernel_call import install_kernel, shared_object
 from .registry import register_pass
 
 MIN_ELEMENTS = 4096  # below this a dispatch's fixed cost is most of the time either way
@@ -159,7 +162,7 @@ def _minmax_kernels(
     module_op: ir.Operation, opts: DynamicQuantizeOptions, ev: ConstEval
 ) -> Counter:
     counts: Counter[str] = Counter()
-    made: dict[tuple[int, float, float], str] = {}  # one kernel per size and start values
+    made: dict[Any, tuple[str, str]] = {}  # one kernel per size and start values
     by_source: dict[ir.Value, dict[str, tuple[ir.Operation, float]]] = {}
     for op in ops_named(module_op, "linalg.generic"):
         found = _extreme(op, ev)
@@ -169,31 +172,34 @@ def _minmax_kernels(
         by_source.setdefault(source, {}).setdefault(kind, (op, start))
     order = {o: i for i, o in enumerate(ops_named(module_op, "linalg.generic"))}
     for source, kinds in by_source.items():
+        ops = [op for op, _ in kinds.values()]
+        if len({op.block for op in ops}) != 1:
+            continue
         n = int(np.prod(_static_f32(source) or [0]))
         max_init = kinds["max"][1] if "max" in kinds else float("-inf")
         min_init = kinds["min"][1] if "min" in kinds else float("inf")
-        key = (n, max_init, min_init)
-        if key not in made:
-            symbol = made[key] = free_symbol(module_op, "xgen_minmax", 0)
+        symbol, obj, new = shared_object(
+            module_op,
+            made,
+            (n, max_init, min_init),
+            "xgen_minmax",
+            partial(dynamic_quantize.minmax, max_init=max_init, min_init=min_init),
+            opts.toolchain(),
+        )
+        if new:
             groups = dynamic_quantize.partials(n)
-            obj = compile_object(
-                dynamic_quantize.minmax(symbol, max_init, min_init), opts.toolchain(), symbol
-            )
             splice_functions(module_op, _minmax_wrapper(symbol, n, groups))
             decl = find_func(module_op, symbol)
             decl.attributes[EXECUTABLE_ATTR] = ir.StringAttr.get(
                 dispatch.executable_text(
-                    symbol, str(obj), opts.object_format, [n], 2 * groups, (groups, 1, 1), ids=1
+                    symbol, obj, opts.object_format, [n], 2 * groups, (groups, 1, 1), ids=1
                 )
             )
-        ops = [op for op, _ in kinds.values()]
-        if len({op.block for op in ops}) != 1:
-            continue
         first = min(ops, key=lambda o: order[o])
         with ir.InsertionPoint(first), first.location:
             call = func.CallOp(
                 [ir.RankedTensorType.get([], ir.F32Type.get())] * 2,
-                ir.FlatSymbolRefAttr.get(f"{made[key]}_call"),
+                ir.FlatSymbolRefAttr.get(f"{symbol}_call"),
                 [_flat(source)],
             )
         for kind, (op, _) in kinds.items():
@@ -215,14 +221,6 @@ class _Quantize:
     out_signed: bool
     low: float
     high: float
-
-
-def _operand_of(v: ir.Value, name: str) -> ir.Operation | None:
-    owner = v.owner
-    if isinstance(owner, ir.Block):
-        return None
-    owner = owner.operation
-    return owner if owner.name == name else None
 
 
 def _quantize(op: ir.Operation, ev: ConstEval) -> _Quantize | None:
@@ -247,19 +245,17 @@ def _quantize(op: ir.Operation, ev: ConstEval) -> _Quantize | None:
         return None
     ops = [o for o in body_ops(op) if o.name != "arith.constant"]
     yield_op = ops[-1]
-    conv = yield_op.operands[0].owner
-    if isinstance(conv, ir.Block) or conv.operation.name not in ("arith.fptoui", "arith.fptosi"):
+    conv = producer_named(yield_op.operands[0], "arith.fptoui", "arith.fptosi")
+    if conv is None:
         return None
-    conv = conv.operation
     out_signed = conv.name == "arith.fptosi"
     bounds: dict[str, float] = {}
     used = {yield_op, conv}
     v = conv.operands[0]
     for _ in range(2):  # maximumf(v, low) and minimumf(v, high), in either order
-        clamp = v.owner
-        if isinstance(clamp, ir.Block) or clamp.operation.name not in _EXTREMES:
+        clamp = producer_named(v, *_EXTREMES)
+        if clamp is None:
             return None
-        clamp = clamp.operation
         a, b = clamp.operands
         c, v = (
             (scalar_constant(b), a) if scalar_constant(b) is not None else (scalar_constant(a), b)
@@ -272,14 +268,14 @@ def _quantize(op: ir.Operation, ev: ConstEval) -> _Quantize | None:
     if not (-128 if out_signed else 0) <= low <= high <= (127 if out_signed else 255):
         return None
     zp, zp_signed = None, False
-    add = _operand_of(v, "arith.addf")
+    add = producer_named(v, "arith.addf")
     if add is not None:
         used.add(add)
         rounded, widened = add.operands
-        cast = _operand_of(widened, "arith.uitofp") or _operand_of(widened, "arith.sitofp")
+        cast = producer_named(widened, "arith.uitofp", "arith.sitofp")
         if cast is None:
             rounded, widened = widened, rounded
-            cast = _operand_of(widened, "arith.uitofp") or _operand_of(widened, "arith.sitofp")
+            cast = producer_named(widened, "arith.uitofp", "arith.sitofp")
         if cast is None or cast.operands[0] not in args:
             return None
         used.add(cast)
@@ -287,8 +283,8 @@ def _quantize(op: ir.Operation, ev: ConstEval) -> _Quantize | None:
         zp = op.operands[zp_at]
         zp_signed = cast.name == "arith.sitofp"
         v = rounded
-    rnd = _operand_of(v, "math.roundeven")
-    div = rnd and _operand_of(rnd.operands[0], "arith.divf")
+    rnd = producer_named(v, "math.roundeven")
+    div = rnd and producer_named(rnd.operands[0], "arith.divf")
     if rnd is None or div is None or div.operands[0] != args[x_at]:
         return None
     used |= {rnd, div}
@@ -331,21 +327,32 @@ def _quantize_kernels(
     module_op: ir.Operation, opts: DynamicQuantizeOptions, ev: ConstEval
 ) -> Counter:
     counts: Counter[str] = Counter()
-    made: dict[tuple, tuple[str, str]] = {}  # one kernel per shape and form: (symbol, object)
+    made: dict[Any, tuple[str, str]] = {}  # one kernel per shape and form
     found = [q for op in ops_named(module_op, "linalg.generic") if (q := _quantize(op, ev))]
     for q in found:
         n = int(np.prod(_static_f32(q.x) or [0]))
         user = single_user(q.op.results[0])
         flip = _minus_128(user)
         end = user if flip and user is not None else q.op
-        form = (q.low, q.high, q.zp_signed, q.out_signed, flip)
-        key = (str(q.x.type), str(q.zp.type) if q.zp is not None else "", *form)  # (the
-        # wrapper's signature: the shapes as they are)
-        if key not in made:
-            symbol = free_symbol(module_op, "xgen_quantize", 0)
-            source = dynamic_quantize.quantize(symbol, *form)
-            made[key] = (symbol, str(compile_object(source, opts.toolchain(), symbol)))
-        symbol, obj = made[key]
+        source = partial(
+            dynamic_quantize.quantize,
+            low=q.low,
+            high=q.high,
+            zp_signed=q.zp_signed,
+            out_signed=q.out_signed,
+            flip=flip,
+        )
+        # (the wrapper's signature: the shapes as they are)
+        types = (str(q.x.type), str(q.zp.type) if q.zp is not None else "")
+        key = (*types, q.low, q.high, q.zp_signed, q.out_signed, flip)
+        symbol, obj, _ = shared_object(
+            module_op,
+            made,
+            key,
+            "xgen_quantize",
+            source,
+            opts.toolchain(),
+        )
         zp = q.zp if q.zp is not None else np.zeros(1, np.int8)
         install_kernel(
             module_op,

@@ -47,7 +47,7 @@ import numpy as np
 
 from .._mlir import arith, ir, tensor
 from ..codegen import table_lookup
-from ..codegen.toolchain import ToolchainOptions, compile_object
+from ..codegen.toolchain import ToolchainOptions
 from ..irutil import ops_named
 from .consteval import WEIGHT_ELEMENTS, ConstEval
 from .generic_util import (
@@ -63,7 +63,7 @@ from .generic_util import (
     producer,
     user_ops,
 )
-from .kernel_call import free_symbol, install_kernel
+from .kernel_call import install_kernel, shared_object
 from .registry import register_pass
 
 TABLE_ELEMENTS = {"i8": "i8", "f32": "f32"}  # the roots' element types taken
@@ -187,13 +187,14 @@ def _kernel_lookup(
     root = chain.ops[-1]
     out = _element(root.results[0])
     key = (str(chain.source.type), str(root.results[0].type))
-    if key not in made:
-        name = free_symbol(module_op, "xgen_table", 0)
-        made[key] = (
-            name,
-            str(compile_object(table_lookup.generate(name, out), opts.toolchain(), name)),
-        )
-    symbol, obj = made[key]
+    symbol, obj, _ = shared_object(
+        module_op,
+        made,
+        key,
+        "xgen_table",
+        lambda name: table_lookup.generate(name, out),
+        opts.toolchain(),
+    )
     n = int(np.prod(ir.RankedTensorType(root.results[0].type).shape))
     install_kernel(
         module_op,

@@ -8,7 +8,8 @@ call of that wrapper where the last replaced op was; the replaced ops erased.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from .._mlir import func, ir
 from ..analysis.flops import FLOPS_ATTR, op_flops
 from ..codegen import dispatch
 from ..codegen.dispatch import EXECUTABLE_ATTR
+from ..codegen.toolchain import Toolchain, compile_object
 from ..dtypes import element_type
 from ..irutil import constant_op, find_func, splice_functions
 from .generic_util import erase_dead_tree, transpose
@@ -104,6 +106,24 @@ func.func private @{symbol}_call({", ".join(params)}) -> {full} {{
 }}
 func.func private @{symbol}({", ".join(flat)}) -> {kfull}
 """
+
+
+def shared_object(
+    module_op: ir.Operation,
+    made: dict[Any, tuple[str, str]],
+    key: Any,
+    prefix: str,
+    source: Callable[[str], str],
+    toolchain: Toolchain,
+) -> tuple[str, str, bool]:
+    """``(symbol, object, new)`` of the kernel ``made`` holds for ``key`` (the operand types
+    and the source's parameters: one kernel serves every call with that key), else of a new
+    one, ``source(symbol)`` compiled, recorded in ``made``."""
+    if key in made:
+        return (*made[key], False)
+    symbol = free_symbol(module_op, prefix, 0)
+    made[key] = (symbol, str(compile_object(source(symbol), toolchain, symbol)))
+    return (*made[key], True)
 
 
 def _installed(module_op: ir.Operation, symbol: str) -> bool:
