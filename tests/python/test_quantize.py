@@ -303,12 +303,14 @@ def test_untuned_int8_convs_start_in_onednn(tmp_path) -> None:
 
 def test_dynamic_int8_transformer_offloaded_to_onednn(tmp_path) -> None:
     """Dynamic int8 (activations quantized at run time, their zero point computed by the
-    model): each Linear of a 2-layer BERT is a oneDNN s8 matmul taking that zero point as an
-    operand, with its dequantization (the per-column scales the model computes from the
-    source's, an operand too), its bias and GELU in the primitive (s8f), split along the rows
-    or (matmul_split=columns: each share computed into a dense buffer, then copied into
-    place) the columns; attention's products of two activations stay with IREE. The int32
-    sums are the same as IREE's integer code; the f32 epilogue rounds as oneDNN's (its GELU
+    model): each Linear of a 2-layer BERT is a oneDNN integer matmul reading the uint8
+    quantization's bytes (u8f: the frontend's "- 128" to int8 dropped, the zero point plus
+    128) and taking that zero point as an operand, with its dequantization (the per-column
+    scales the model computes from the source's, an operand too), its bias and GELU in the
+    primitive, split along the rows or (matmul_split=columns: each share computed into a
+    dense buffer, then copied into place) the columns; attention's products of two
+    activations stay with IREE. The int32 sums are the same as IREE's integer code; the f32
+    epilogue rounds as oneDNN's (its GELU
     is not IREE's erf), so the outputs agree within a few f32 roundings."""
     from xgen_mlir.models.transformers_zoo import bert_tiny
 
@@ -322,8 +324,10 @@ def test_dynamic_int8_transformer_offloaded_to_onednn(tmp_path) -> None:
         out = compiled(*[e.numpy() for e in example])
         outs.append(np.asarray(out[0] if isinstance(out, tuple) else out))
         final = sorted(dump.glob("*.mlir"))[-1].read_text()
-        parts = set(re.findall(r"xgen_dnnl_matmul_s8f_\w+_([pc])\d+\b", final))
+        parts = set(re.findall(r"xgen_dnnl_matmul_u8f_\w+_([pc])\d+\b", final))
         if offload == "onednn" and int8_exact_in_ort():
+            # the uint8 quantization's bytes as the library's source (no "- 128" to int8)
+            assert "xgen_dnnl_matmul_s8" not in final
             # the rows by count; the columns where asked (16 rows, 32 or 64 columns)
             assert parts == ({"p"} if split == "count" else {"c"}), parts
         if offload == "onednn":

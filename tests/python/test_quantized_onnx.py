@@ -348,7 +348,9 @@ def test_dynamic_quantize_kernels_give_irees_bytes(tmp_path: Path) -> None:
     hidden one (1x100x400, 40000: two min/max chunks and five quantize chunks, finished by
     a reduce). The kernels' outputs are IREE's own (dynamic_quantize_kernels=false), bit for
     bit, on inputs whose min is above zero, whose max is below it and at several scales; and
-    within float reassociation of ONNX Runtime's."""
+    within float reassociation of ONNX Runtime's. Both forms of the quantize kernel: the
+    uint8 bytes as they are (which the library's matmuls read, where they run it) and with
+    the frontend's "- 128" to int8 folded in (IREE's integer matmuls, offload=none)."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(
         torch.nn.Linear(97, 400), torch.nn.ReLU(), torch.nn.Linear(400, 97)
@@ -358,24 +360,23 @@ def test_dynamic_quantize_kernels_give_irees_bytes(tmp_path: Path) -> None:
     torch.onnx.export(net, (x,), str(f32), dynamo=False, opset_version=17, input_names=["x"])
     quantize_dynamic(str(f32), str(q), weight_type=QuantType.QInt8)
     assert _ops(q)["onnx.DynamicQuantizeLinear"] == 2
-    kernels = xgen_mlir.compile(str(q), (x.numpy(),), tuning_db=False)
-    got = kernels.report.rewrites.get("xgen-dynamic-quantize-kernels", {})
-    want = {
-        "max and min of a tensor as one kernel": 2,
-        "quantizes by a run-time scale as kernels (with -128)": 2,
-    }
-    if "int8" not in str(kernels.report.offload):  # no s8 library source: uint8 as it is
-        want = {**want, "quantizes by a run-time scale as kernels": 2}
-        del want["quantizes by a run-time scale as kernels (with -128)"]
-    assert got == want, got
-    iree = xgen_mlir.compile(
-        str(q), (x.numpy(),), tuning_db=False, target_options={"dynamic_quantize_kernels": "false"}
-    )
-    assert "xgen-dynamic-quantize-kernels" not in iree.report.rewrites
     proto = onnx.load(str(q))
-    for view in (x, -x, x.abs() + 0.5, -x.abs() - 0.5, 1e3 * x, 1e-3 * x):
-        a = view.numpy()
-        np.testing.assert_array_equal(np.asarray(kernels(a)), np.asarray(iree(a)))
-        ref = int8_reference(proto, {"x": a})
-        scale = float(np.abs(ref).max())
-        check_close(np.asarray(kernels(a)), ref, atol=1e-5 * scale, rtol=0, what="dynamic MLP")
+    minmax = {"max and min of a tensor as one kernel": 2}
+    for options in ({}, {"offload": "none"}):
+        kernels = xgen_mlir.compile(str(q), (x.numpy(),), tuning_db=False, target_options=options)
+        got = kernels.report.rewrites.get("xgen-dynamic-quantize-kernels", {})
+        flip = "" if "int8" in str(kernels.report.offload) else " (with -128)"
+        assert got == {**minmax, f"quantizes by a run-time scale as kernels{flip}": 2}, got
+        iree = xgen_mlir.compile(
+            str(q),
+            (x.numpy(),),
+            tuning_db=False,
+            target_options={**options, "dynamic_quantize_kernels": "false"},
+        )
+        assert "xgen-dynamic-quantize-kernels" not in iree.report.rewrites
+        for view in (x, -x, x.abs() + 0.5, -x.abs() - 0.5, 1e3 * x, 1e-3 * x):
+            a = view.numpy()
+            np.testing.assert_array_equal(np.asarray(kernels(a)), np.asarray(iree(a)))
+            ref = int8_reference(proto, {"x": a})
+            scale = float(np.abs(ref).max())
+            check_close(np.asarray(kernels(a)), ref, atol=1e-5 * scale, rtol=0, what="dynamic MLP")

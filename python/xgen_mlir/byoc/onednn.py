@@ -18,10 +18,11 @@ output, the source's zero point after the sizes; no bias, ``nb``), or s8f: the s
 contraction dequantized in the primitive (f32 output: the int32 sums times a per-column
 scale, an operand after the zero point, then the bias where ``b`` and the post-ops), or s8q:
 requantized to int8 as well (the output's zero point after the source's, ``m128zm128``; its
-scale folded into the scales). Last, ``p`` and the number of parts: the operation's output
-rows split among that many workgroups, each running its share as a single-threaded
-primitive on the IREE worker that runs it (so IREE's workers are the only threads;
-docs/byoc.md, Threads).
+scale folded into the scales); u8, u8f and u8q are those with a uint8 source (the same
+sums: oneDNN's u8 x s8 kernels then need no compensation of an int8 source). Last, ``p``
+and the number of parts: the operation's output rows split among that many workgroups, each
+running its share as a single-threaded primitive on the IREE worker that runs it (so IREE's
+workers are the only threads; docs/byoc.md, Threads).
 """
 
 from __future__ import annotations
@@ -238,6 +239,10 @@ def with_impl(symbol: str, impl: str) -> str:
 # call (a tensor<1xi32> after the weights), spelled "r" in the name
 RUNTIME_ZERO_POINT = "r"
 
+# the integer compute types: an int8 (s8) or uint8 (u8) source, int8 weights, and int32 sums
+# out (s8, u8), dequantized to f32 (s8f, u8f) or requantized to int8 (s8q, u8q)
+INTEGER_COMPUTES = ("s8", "s8f", "s8q", "u8", "u8f", "u8q")
+
 
 def conv_symbol(
     compute: str,
@@ -418,12 +423,12 @@ def _name(
         raise ValueError(f"{parts} parts: at least one")
     if impl and impl not in IMPL_FAMILIES:
         raise ValueError(f"implementation family {impl!r}: one of {', '.join(IMPL_FAMILIES)}")
-    integer = compute in ("s8", "s8f", "s8q")
+    integer = compute in INTEGER_COMPUTES
     if integer != (zero_point is not None):
         raise ValueError(f"a zero point goes with an integer compute type, not {compute}")
-    if (compute == "s8q") != (dst_zero_point is not None):
+    if compute.endswith("8q") != (dst_zero_point is not None):
         raise ValueError(f"an output zero point goes with compute type s8q, not {compute}")
-    if bias is not None and compute not in ("s8f", "s8q"):
+    if bias is not None and compute not in ("s8f", "s8q", "u8f", "u8q"):
         raise ValueError(f"compute type {compute} has {'no ' if integer else ''}bias, always")
     text = "_".join(str(int(f)) for f in fields)
     split = f"{'c' if columns else 'p'}{parts}"

@@ -137,17 +137,16 @@ std::pair<memory::data_type, UserTypes> compute_type(const std::string& name) {
   auto f32 = memory::data_type::f32, bf16 = memory::data_type::bf16;
   if (name == "f32") return {f32, {f32, f32, f32, f32}};
   if (name == "bf16") return {bf16, {f32, f32, f32, f32}};
-  if (name == "s8") {
+  // the integer types: s8 (int8 source), or u8 (the same with a uint8 source: oneDNN then
+  // needs no +128 compensation of an int8 one, which VNNI's u8 x s8 dot product makes it add)
+  if (name.size() >= 2 && (name[0] == 's' || name[0] == 'u') && name[1] == '8') {
     auto s8 = memory::data_type::s8, s32 = memory::data_type::s32;
-    return {s8, {s8, s8, s32, s32}};
-  }
-  if (name == "s8f") {
-    auto s8 = memory::data_type::s8;
-    return {s8, {s8, s8, f32, f32}};
-  }
-  if (name == "s8q") {
-    auto s8 = memory::data_type::s8;
-    return {s8, {s8, s8, s8, f32}};
+    auto src = name[0] == 'u' ? memory::data_type::u8 : s8;
+    const std::string out = name.substr(2);
+    if (out.empty()) return {s8, {src, s8, s32, s32}};
+    if (out == "f") return {s8, {src, s8, f32, f32}};
+    if (out == "q") return {s8, {src, s8, s8, f32}};
+    throw std::invalid_argument("compute type " + name);
   }
   auto letter = [&](char c) {
     if (c != 'f' && c != 'b') throw std::invalid_argument("compute type " + name);
@@ -212,7 +211,14 @@ std::string split_zero_points(const std::string& field, int32_t* dst, bool* has_
 }
 
 size_t element_bytes(memory::data_type t) {
-  return t == memory::data_type::s8 ? 1 : t == memory::data_type::bf16 ? 2 : 4;
+  if (t == memory::data_type::s8 || t == memory::data_type::u8) return 1;
+  return t == memory::data_type::bf16 ? 2 : 4;
+}
+
+// The type the primitive reads its source in: the compute type, but an integer operation's
+// own source type (s8 or u8: no conversion between them).
+memory::data_type source_type(memory::data_type ct, const UserTypes& user) {
+  return ct == memory::data_type::s8 ? user.src : ct;
 }
 
 // Splits "a_b_c" at '_'.
@@ -531,7 +537,7 @@ std::unique_ptr<Op> make_conv(const Head& h, const std::vector<memory::dim>& v,
   const UserTypes& user = h.user;
   auto op = std::make_unique<Op>();
   op->src_user = memory::desc({n, ic, ih, iw}, user.src, tag::nhwc);
-  op->src_prim = memory::desc({n, ic, ih, iw}, ct, tag::nhwc);
+  op->src_prim = memory::desc({n, ic, ih, iw}, source_type(ct, user), tag::nhwc);
   op->out_type = user.dst;
   op->res_desc = memory::desc({n, oc, oh, ow}, user.res, tag::nhwc);
   memory::dims wdims = g == 1 ? memory::dims{oc, ic, kh, kw}
@@ -609,7 +615,7 @@ std::unique_ptr<Op> make_matmul(const Head& h, memory::dim m, memory::dim k, mem
   // 3.2 on AMX runs an older, slower GEMM for a strided output)
   const bool dense_share = ld != n && ct != f32;
   op->src_user = memory::desc({m, k}, user.src, tag::ab);
-  op->src_prim = memory::desc({m, k}, ct, tag::ab);
+  op->src_prim = memory::desc({m, k}, source_type(ct, user), tag::ab);
   op->dst_desc = dense_share ? memory::desc({m, n}, user.dst, tag::ab)
                              : memory::desc({m, n}, user.dst, rows_of_ld);
   op->out_type = op->dst_type = user.dst;
@@ -858,7 +864,8 @@ Split* make_op(const char* symbol, bool quiet = false) {
   std::string name(symbol);
   if (name.rfind(kPrefix, 0) != 0) return nullptr;
   std::vector<std::string> f = split(name.substr(sizeof(kPrefix) - 1));
-  if (f.size() > 1 && f[1].rfind("s8", 0) == 0 && !exact_int8_dot()) {
+  if (f.size() > 1 && (f[1].rfind("s8", 0) == 0 || f[1].rfind("u8", 0) == 0) &&
+      !exact_int8_dot()) {
     if (quiet) return nullptr;
     std::fprintf(stderr,
                  "xgen_mlir oneDNN plugin: cannot build %s: an s8 primitive needs a CPU with "

@@ -59,6 +59,7 @@ from .generic_util import (
     single_user,
 )
 from .kernel_call import install_kernel, shared_object
+from .quantize_match import minus_128
 from .registry import register_pass
 
 MIN_ELEMENTS = 4096  # below this a dispatch's fixed cost is most of the time either way
@@ -305,24 +306,6 @@ def _quantize(op: ir.Operation, ev: ConstEval) -> _Quantize | None:
     return _Quantize(op, op.operands[x_at], scale, zp, zp_signed, out_signed, low, high)
 
 
-def _minus_128(op: ir.Operation | None) -> bool:
-    """Whether ``op`` is an elementwise ``x - 128`` (``x + -128``) of one int8 tensor."""
-    if op is None or not is_elementwise(op) or num_inputs(op) != 1:
-        return False
-    if not is_identity(indexing_maps(op)[0]):
-        return False
-    ops = [o for o in body_ops(op) if o.name != "arith.constant"]
-    if [o.name for o in ops] != ["arith.addi", "linalg.yield"]:
-        return False
-    (x, _) = body(op).arguments
-    add = ops[0]
-    if x not in add.operands or ops[1].operands[0] != add.result:
-        return False
-    other = add.operands[1] if add.operands[0] == x else add.operands[0]
-    c = scalar_constant(other)
-    return c is not None and int(c) % 256 == 128
-
-
 def _quantize_kernels(
     module_op: ir.Operation, opts: DynamicQuantizeOptions, ev: ConstEval
 ) -> Counter:
@@ -332,7 +315,7 @@ def _quantize_kernels(
     for q in found:
         n = int(np.prod(_static_f32(q.x) or [0]))
         user = single_user(q.op.results[0])
-        flip = _minus_128(user)
+        flip = minus_128(user)
         end = user if flip and user is not None else q.op
         source = partial(
             dynamic_quantize.quantize,

@@ -9,7 +9,15 @@ import itertools
 
 from .._mlir import arith, ir, linalg
 from .epilogue_c import scalar_constant
-from .generic_util import body, body_ops, empty, is_elementwise, num_inputs
+from .generic_util import (
+    body,
+    body_ops,
+    empty,
+    indexing_maps,
+    is_elementwise,
+    is_identity,
+    num_inputs,
+)
 
 
 def quantize_of(op: ir.Operation, as_float: bool = False) -> tuple[float, int, float, float] | None:
@@ -93,3 +101,24 @@ def int8_quantize(quantize: ir.Operation) -> ir.Operation:
                 mapping[o.results[0]] = made.results[0]
             linalg.YieldOp([arith.FPToSIOp(i8, mapping[ops[-1].operands[0]]).result])
     return q.operation
+
+
+def minus_128(op: ir.Operation | None) -> bool:
+    """Whether ``op`` is an elementwise ``x - 128`` (``x + -128``) of one int8 tensor: how the
+    frontend makes a uint8 quantization's bytes an int8 tensor (the same number less 128)."""
+    if op is None or not is_elementwise(op) or num_inputs(op) != 1:
+        return False
+    if not is_identity(indexing_maps(op)[0]):
+        return False
+    if any(str(ir.RankedTensorType(v.type).element_type) != "i8" for v in op.operands):
+        return False
+    ops = [o for o in body_ops(op) if o.name != "arith.constant"]
+    if [o.name for o in ops] != ["arith.addi", "linalg.yield"]:
+        return False
+    (x, _) = body(op).arguments
+    add = ops[0]
+    if x not in add.operands or ops[1].operands[0] != add.result:
+        return False
+    other = add.operands[1] if add.operands[0] == x else add.operands[0]
+    c = scalar_constant(other)
+    return c is not None and int(c) % 256 == 128
