@@ -19,7 +19,8 @@ contraction dequantized in the primitive (f32 output: the int32 sums times a per
 scale, an operand after the zero point, then the bias where ``b`` and the post-ops), or s8q:
 requantized to int8 as well (the output's zero point after the source's, ``m128zm128``; its
 scale folded into the scales); u8, u8f and u8q are those with a uint8 source (the same
-sums: oneDNN's u8 x s8 kernels then need no compensation of an int8 source). Last, ``p``
+sums: oneDNN's u8 x s8 kernels then need no compensation of an int8 source), and s8qu and
+u8qu requantize to uint8 (the output's zero point then that of its uint8 bytes). Last, ``p``
 and the number of parts: the operation's output rows split among that many workgroups, each
 running its share as a single-threaded primitive on the IREE worker that runs it (so IREE's
 workers are the only threads; docs/byoc.md, Threads).
@@ -240,8 +241,9 @@ def with_impl(symbol: str, impl: str) -> str:
 RUNTIME_ZERO_POINT = "r"
 
 # the integer compute types: an int8 (s8) or uint8 (u8) source, int8 weights, and int32 sums
-# out (s8, u8), dequantized to f32 (s8f, u8f) or requantized to int8 (s8q, u8q)
-INTEGER_COMPUTES = ("s8", "s8f", "s8q", "u8", "u8f", "u8q")
+# out (s8, u8), dequantized to f32 (s8f, u8f) or requantized to int8 (s8q, u8q) or to uint8
+# (s8qu, u8qu)
+INTEGER_COMPUTES = ("s8", "s8f", "s8q", "u8", "u8f", "u8q", "s8qu", "u8qu")
 
 
 def conv_symbol(
@@ -313,6 +315,35 @@ def with_bf16_tensors(symbol: str, source: bool, residual: bool, output: bool) -
         return symbol
     letters = "".join("b" if t else "f" for t in (source, residual, output))
     return f"{PREFIX}{kind}_bf16t{letters}_{rest}"
+
+
+def with_uint8_tensors(symbol: str, source: bool, output: bool) -> str:
+    """Integer import ``symbol`` reading its source as uint8 bytes (where ``source``: the
+    int8 values plus 128, its zero point too) and requantizing to uint8 (where ``output``:
+    s8q -> s8qu, the output's zero point plus 128): the same numbers, in the form VNNI's
+    u8 x s8 dot product reads without compensating an int8 source."""
+    kind, compute, rest = symbol[len(PREFIX) :].split("_", 2)
+    if compute not in INTEGER_COMPUTES:
+        raise ValueError(f"{symbol}: uint8 tensors go with an integer compute type")
+    if source and (compute[0] == "u"):
+        raise ValueError(f"{symbol}: its source is uint8 already")
+    if output and not compute.endswith("q"):
+        raise ValueError(f"{symbol}: only a requantized (s8q, u8q) output becomes uint8")
+    fields = rest.split("_")
+    at = len(fields) - 2  # (the zero points: before the parts, and an implementation family)
+    if fields[at].startswith("i") and not fields[at][1:2].isdigit():
+        at -= 1
+    src, _, dst = fields[at].partition("z")
+    if source:
+        if src == RUNTIME_ZERO_POINT:
+            raise ValueError(f"{symbol}: a zero point given at run time stays as it is")
+        src = _integer_field(_parse_integer_field(src) + 128)
+        compute = "u" + compute[1:]
+    if output:
+        dst = _integer_field(_parse_integer_field(dst) + 128)
+        compute += "u"
+    fields[at] = f"{src}z{dst}" if dst else src
+    return f"{PREFIX}{kind}_{compute}_{'_'.join(fields)}"
 
 
 def conv_parts(n: int, oh: int, threads: int) -> int:
@@ -400,6 +431,11 @@ def _integer_field(value: int) -> str:
     return f"m{-value}" if value < 0 else str(value)
 
 
+def _parse_integer_field(field: str) -> int:
+    """``_integer_field``'s int."""
+    return -int(field[1:]) if field.startswith("m") else int(field)
+
+
 def _name(
     kind: str,
     compute: str,
@@ -426,9 +462,10 @@ def _name(
     integer = compute in INTEGER_COMPUTES
     if integer != (zero_point is not None):
         raise ValueError(f"a zero point goes with an integer compute type, not {compute}")
-    if compute.endswith("8q") != (dst_zero_point is not None):
+    requantized = compute in ("s8q", "u8q", "s8qu", "u8qu")
+    if requantized != (dst_zero_point is not None):
         raise ValueError(f"an output zero point goes with compute type s8q, not {compute}")
-    if bias is not None and compute not in ("s8f", "s8q", "u8f", "u8q"):
+    if bias is not None and compute not in ("s8f", "u8f") and not requantized:
         raise ValueError(f"compute type {compute} has {'no ' if integer else ''}bias, always")
     text = "_".join(str(int(f)) for f in fields)
     split = f"{'c' if columns else 'p'}{parts}"

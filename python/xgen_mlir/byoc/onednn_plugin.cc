@@ -138,7 +138,8 @@ std::pair<memory::data_type, UserTypes> compute_type(const std::string& name) {
   if (name == "f32") return {f32, {f32, f32, f32, f32}};
   if (name == "bf16") return {bf16, {f32, f32, f32, f32}};
   // the integer types: s8 (int8 source), or u8 (the same with a uint8 source: oneDNN then
-  // needs no +128 compensation of an int8 one, which VNNI's u8 x s8 dot product makes it add)
+  // needs no +128 compensation of an int8 one, which VNNI's u8 x s8 dot product makes it add);
+  // then nothing (int32 sums), f (dequantized), q (requantized to int8) or qu (to uint8)
   if (name.size() >= 2 && (name[0] == 's' || name[0] == 'u') && name[1] == '8') {
     auto s8 = memory::data_type::s8, s32 = memory::data_type::s32;
     auto src = name[0] == 'u' ? memory::data_type::u8 : s8;
@@ -146,6 +147,7 @@ std::pair<memory::data_type, UserTypes> compute_type(const std::string& name) {
     if (out.empty()) return {s8, {src, s8, s32, s32}};
     if (out == "f") return {s8, {src, s8, f32, f32}};
     if (out == "q") return {s8, {src, s8, s8, f32}};
+    if (out == "qu") return {s8, {src, s8, memory::data_type::u8, f32}};  // requantized to uint8
     throw std::invalid_argument("compute type " + name);
   }
   auto letter = [&](char c) {
@@ -496,7 +498,8 @@ bool set_integer_attrs(const Head& h, dnnl::primitive_attr* attr, int mask, memo
   set_src_zero_point(attr, src, &op->runtime_zero_point, &op->zero_point);
   if (h.user.dst == memory::data_type::s32) return true;  // s8: the int32 sums
   if (!set_weight_scales(attr, mask, count, op)) return false;
-  if (op->has_dst_zero_point != (h.user.dst == memory::data_type::s8)) return false;
+  const bool int8_out = h.user.dst == memory::data_type::s8 || h.user.dst == memory::data_type::u8;
+  if (op->has_dst_zero_point != int8_out) return false;
 #if DNNL_VERSION_MAJOR >= 3
   if (op->has_dst_zero_point) attr->set_zero_points_mask(DNNL_ARG_DST, 0);
 #endif
