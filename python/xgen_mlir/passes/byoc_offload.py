@@ -1256,6 +1256,14 @@ def keep_bf16_between(module_op: ir.Operation, installed: list[_Installed]) -> i
     return len(plans)
 
 
+# ops between a producer and its reader that IREE folds into either (a view of the same data)
+_VIEWS = ("tensor.collapse_shape", "tensor.expand_shape")
+# ops that only move a tensor's elements (reshapes, and transposes: a pair of them, NHWC to
+# NCHW and back, sits between two convs until xgen-cancel-reshapes cancels it), which an
+# elementwise step commutes with
+_MOVES = (*_VIEWS, "linalg.transpose")
+
+
 def keep_uint8_between(module_op: ir.Operation, installed: list[_Installed]) -> int:
     """Make the int8 activations between integer library ops uint8 bytes: a requantizing op
     (s8q) whose output some integer library op reads as its source (directly or through
@@ -1288,6 +1296,19 @@ def keep_uint8_between(module_op: ir.Operation, installed: list[_Installed]) -> 
         if library and not mixed:
             output[id(c)] = others
             source.update(id(r) for r in library)
+    # sources IREE's code computes (an elementwise op's int8 output, through reshapes and
+    # transposes): that op computes their uint8 bytes instead (``_uint8_bytes_of``)
+    computed: set[int] = set()
+    for c in integer:
+        if id(c) in source or int8_reader(c.call.operation, 0) is None:
+            continue
+        root = _through_views(c.call.operands[0])
+        made = producer(root)
+        if made is None:
+            continue
+        if made.name == "linalg.generic" and is_elementwise(made) and len(made.results) == 1:
+            computed.add(id(c))
+    source |= computed
     changed = [c for c in integer if id(c) in source or id(c) in output]
     symbols = {
         id(c): with_uint8_tensors(c.symbol, id(c) in source, id(c) in output) for c in changed
@@ -1295,17 +1316,28 @@ def keep_uint8_between(module_op: ir.Operation, installed: list[_Installed]) -> 
     if any(not _can_build(_backend(c.backend), symbols[id(c)]) for c in changed):
         return 0
     i8 = ir.IntegerType.get_signless(8)
+    flips: dict[ir.Value, ir.Value] = {}  # an int8 tensor IREE computes: its uint8 bytes
     for c in changed:  # (in program order: a producer made again first)
         decl = find_func(module_op, c.wrapper)
         flops = decl.attributes[FLOPS_ATTR] if FLOPS_ATTR in decl.attributes else None
         others = output.get(id(c), [])
         result = c.call.results[0].type
+        if id(c) in computed:
+            root = _through_views(c.call.operands[0])
+            if root not in flips:
+                with c.call.location:
+                    flips.update(_uint8_bytes_of(root, i8))
+        operands = list(c.call.operands)
+        if id(c) in computed:
+            root = _through_views(operands[0])
+            with ir.InsertionPoint(c.call), c.call.location:
+                operands[0] = _replay_views(operands[0], root, flips[root])
         call = _install_call(
             module_op,
             c.backend,
             c.kind,
             symbols[id(c)],
-            list(c.call.operands),
+            operands,
             result,
             c.parts,
             [],
@@ -1326,12 +1358,61 @@ def keep_uint8_between(module_op: ir.Operation, installed: list[_Installed]) -> 
     return len(changed)
 
 
+def _through_views(value: ir.Value) -> ir.Value:
+    """``value`` with the ops that make it by moving another tensor's elements (``_MOVES``)
+    peeled."""
+    made = producer(value)
+    while made is not None and made.name in _MOVES:
+        value = made.operands[0]
+        made = producer(value)
+    return value
+
+
+def _uint8_bytes_of(value: ir.Value, i8: ir.Type) -> dict[ir.Value, ir.Value]:
+    """The uint8 bytes of int8 tensor ``value`` (``value`` + 128) that the elementwise op
+    computing it computes instead (its yield plus 128); its other readers read the int8
+    values back through a ``- 128``, which IREE fuses into each. (A step + 128 after the op
+    instead: where the op has other readers, IREE cloned the op into that step's dispatch,
+    MobileNetV2 int8 5 dispatches more.) Returns {the int8 tensor now: its uint8 bytes}."""
+    made = producer(value)
+    assert made is not None and len(made.results) == 1
+    with ir.InsertionPoint.after(made):
+        bytes_op = made.clone()
+    ops = body(bytes_op).operations
+    yield_op = ops[len(ops) - 1]
+    with ir.InsertionPoint(yield_op):
+        c = arith.ConstantOp(i8, ir.IntegerAttr.get(i8, -128)).result
+        yield_op.operands[0] = arith.AddIOp(yield_op.operands[0], c).result
+    with ir.InsertionPoint.after(bytes_op):
+        values = _minus_128_of(bytes_op.results[0], i8)
+    value.replace_all_uses_with(values)
+    made.erase()
+    return {values: bytes_op.results[0]}
+
+
+def _replay_views(value: ir.Value, root: ir.Value, new_root: ir.Value) -> ir.Value:
+    """The moves that make ``value`` from ``root`` (``_through_views``), made again from
+    ``new_root`` (a tensor of ``root``'s type) at the insertion point."""
+    views = []
+    while value != root:
+        view = producer(value)
+        assert view is not None
+        views.append(view)
+        value = view.operands[0]
+    out = new_root
+    for view in reversed(views):
+        made = view.clone()
+        made.operands[0] = out
+        out = made.results[0]
+    return out
+
+
 def _readers_of(
     value: ir.Value, library_reader: Callable[[ir.Operation, int], _Installed | None]
 ) -> tuple[list[_Installed], list[tuple[ir.Operation, int]], bool]:
-    """Who reads ``value``, directly or through reshapes (``_VIEWS``): the library calls that
-    ``library_reader`` names, the other readers as (op, operand index) where they read it
-    directly, and whether some other reader reads it through a reshape."""
+    """Who reads ``value``, directly or through reshapes and transposes (``_MOVES``): the
+    library calls that ``library_reader`` names, the other readers as (op, operand index)
+    where they read it directly, and whether some other reader reads it through a move."""
     library: list[_Installed] = []
     others: list[tuple[ir.Operation, int]] = []
     mixed = False
@@ -1340,7 +1421,7 @@ def _readers_of(
         nonlocal mixed
         for use in list(v.uses):
             owner = use.owner.operation
-            if owner.name in _VIEWS:
+            if owner.name in _MOVES:
                 walk(owner.results[0], True)
             elif (reader := library_reader(owner, use.operand_number)) is not None:
                 library.append(reader)
@@ -1367,10 +1448,6 @@ def _minus_128_of(value: ir.Value, i8: ir.Type) -> ir.Value:
     return generic([value], [identity, identity], out, ["parallel"] * len(ty.shape), body).results[
         0
     ]
-
-
-# ops between a producer and its reader that IREE folds into either (a view of the same data)
-_VIEWS = ("tensor.collapse_shape", "tensor.expand_shape")
 
 
 def _computed_by_iree(value: ir.Value) -> bool:
@@ -1564,8 +1641,8 @@ def byoc_offload(module_op: ir.Operation, opts: OffloadOptions | None = None) ->
             _offload_all(module_op, ops_named(module_op, *names), considered, ev, opts, counts)
             if opts.phase == "call":
                 _erase_dead_flips(module_op)
-                if opts.int8_bytes == "uint8":
-                    keep_uint8_between(module_op, installed)
+                if opts.int8_bytes == "uint8" and keep_uint8_between(module_op, installed):
+                    _erase_dead_flips(module_op)
         finally:
             _INSTALLED.reset(token)
         if opts.phase == "call" and opts.precision == "bf16" and opts.activations == "bf16":

@@ -242,6 +242,8 @@ class ConstEval:
             return
         if name in _BINARY:
             res = _BINARY[name](vals[0], vals[1])
+        elif name in _INDEX and isinstance(inner.results[0].type, ir.IntegerType):
+            res = _wrapped(_INDEX[name], vals, ir.IntegerType(inner.results[0].type).width)
         elif name in _UNARY:
             res = _UNARY[name](vals[0])
         elif name in ("arith.truncf", "arith.extf", "arith.sitofp"):
@@ -264,6 +266,16 @@ class ConstEval:
             raise NotConstant
         dtype = np_dtype(inner.results[0].type)
         env[inner.results[0]] = np.asarray(res).astype(dtype, copy=False)
+
+
+def _wrapped(fn: Callable[[Any, Any], Any], vals: list[np.ndarray], width: int) -> np.ndarray:
+    """Integer ``arith`` arithmetic on signless integers of ``width`` bits: computed wide,
+    then wrapped around as the machine does (an int8 ``x + -128`` of 100 is -28)."""
+    if width not in (8, 16, 32):
+        raise NotConstant
+    wide = fn(np.asarray(vals[0], np.int64), np.asarray(vals[1], np.int64))
+    half = 1 << (width - 1)
+    return (np.asarray(wide) + half) % (1 << width) - half
 
 
 def _to_integer(x: np.ndarray, dtype: Any) -> np.ndarray:

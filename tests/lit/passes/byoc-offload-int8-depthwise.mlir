@@ -8,9 +8,10 @@
 // ("m3zm128"). Must not fire: integer=float (the f32 depthwise conv is the main walk's, an f32
 // primitive), integer-depthwise=float, weights that are not integers, a source that is not a
 // quantize's integers, sums read without a scale. An output the model reads as floats is an s8f
-// primitive (dequantized in it).
-// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn integer=convs}' | FileCheck %s
-// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn integer=convs verbose=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=WHY
+// primitive (dequantized in it). (int8-bytes=int8: the int8 forms; with uint8, the default,
+// the quantize computes its uint8 bytes: byoc-offload-uint8-between.mlir.)
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn integer=convs int8-bytes=int8}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn integer=convs int8-bytes=int8 verbose=true}' 2>&1 >/dev/null | FileCheck %s --check-prefix=WHY
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn}' | FileCheck %s --check-prefix=FLOAT
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn integer=convs integer-depthwise=float}' | FileCheck %s --check-prefix=FLOAT
 

@@ -3,9 +3,10 @@
 // bytes reads those bytes as a uint8 source (compute types u8, u8f, u8q), its zero point
 // plus 128 (a run-time one that is "z - 128" is z): the same sums, and oneDNN's u8 x s8
 // kernels then need no compensation of an int8 source. The "- 128" goes where nothing else
-// reads it. Must not fire on an int8 source that is not such a flip ("- 127"); a flip that
-// something else reads stays for that reader.
+// reads it. Must not fire on an int8 source that is not such a flip ("- 127"), nor with
+// int8-bytes=int8; a flip that something else reads stays for that reader.
 // RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-byoc-offload{backend=onednn int8-bytes=int8}' | FileCheck %s --check-prefix=INT8
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
@@ -115,11 +116,20 @@ func.func @flip_read_elsewhere(%u: tensor<4x2xi8>) -> (tensor<4x3xi32>, tensor<4
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 
-// Not a flip ("- 127"): the int8 source as it is (s8).
-// CHECK: @xgen_dnnl_matmul_s8_none_nb_4_2_3_m3_p1(
+// Not a flip ("- 127"): the int8 values it computes, which the call reads plus 128 (the op
+// computes its uint8 bytes instead: keep_uint8_between, byoc-offload-uint8-between.mlir);
+// int8 with int8-bytes=int8.
+// CHECK: @xgen_dnnl_matmul_u8_none_nb_4_2_3_125_p1(
 // CHECK-LABEL: func.func @not_a_flip
-// CHECK: %[[X:.*]] = linalg.generic
+// CHECK: %[[X:.*]] = linalg.generic {{.*}} ins(%arg0
+// CHECK: %[[A:.*]] = arith.addi %in, %{{.*}} : i8
+// CHECK: %[[B:.*]] = arith.addi %[[A]], %{{.*}} : i8
+// CHECK-NEXT: linalg.yield %[[B]]
 // CHECK: call @xgen_onednn_matmul_{{[0-9]+}}_call(%[[X]], %{{.*}})
+// INT8: @xgen_dnnl_matmul_s8_none_nb_4_2_3_m3_p1(
+// INT8-LABEL: func.func @not_a_flip
+// INT8: %[[X:.*]] = linalg.generic
+// INT8: call @xgen_onednn_matmul_{{[0-9]+}}_call(%[[X]], %{{.*}})
 func.func @not_a_flip(%u: tensor<4x2xi8>) -> tensor<4x3xi32> {
   %c0 = arith.constant 0 : i32
   %w = arith.constant dense<[[1, 2, 3], [-4, -5, -6]]> : tensor<2x3xi8>

@@ -1,7 +1,8 @@
 // xgen-int8-tables: an elementwise function of one int8 tensor computed through floats with a
 // transcendental becomes a lookup of a 256-entry table (int8 or f32, as the chain's output).
 // Must not fire without a transcendental, across a second tensor, where an op of the chain is
-// read elsewhere, or on a source that is not int8.
+// read elsewhere, or on a source that is not int8. A chain may end in integer arithmetic
+// (a uint8 quantize's "+ 128", wrapping around as int8 does).
 // RUN: xgen-opt %s --split-input-file -p 'xgen-int8-tables' | FileCheck %s
 // With a toolchain (kernel=true, the cpu target) a table is read by a generated kernel
 // (codegen/table_lookup.py) on the int8 source and the table.
@@ -437,4 +438,39 @@ func.func @two_tables(%x: tensor<4x8xi8>, %y: tensor<4x8xi8>) -> (tensor<4x8xi8>
     linalg.yield %r3 : i8
   } -> tensor<4x8xi8>
   return %a, %b : tensor<4x8xi8>, tensor<4x8xi8>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// A chain whose quantize writes uint8 bytes (its yield plus 128 in int8's wrap-around: the
+// form xgen-byoc-offload gives a oneDNN op's uint8 source): one table of those bytes.
+// exp(0 x) = 1 quantized at scale 0.5, zero point -128 is -126, its byte -126 - 128 = 2.
+// CHECK-LABEL: func.func @uint8_bytes
+// CHECK: arith.constant dense<2> : tensor<256xi8>
+// CHECK-NOT: math.exp
+// CHECK: return
+func.func @uint8_bytes(%x: tensor<4x8xi8>) -> tensor<4x8xi8> {
+  %zero = arith.constant 0.0 : f32
+  %os = arith.constant 0.5 : f32
+  %ozp = arith.constant -128.0 : f32
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %flip = arith.constant -128 : i8
+  %eq = tensor.empty() : tensor<4x8xi8>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xi8>) outs(%eq : tensor<4x8xi8>) {
+  ^bb0(%a: i8, %o: i8):
+    %f = arith.sitofp %a : i8 to f32
+    %z = arith.mulf %f, %zero : f32
+    %e = math.exp %z : f32
+    %v = arith.divf %e, %os : f32
+    %r = math.roundeven %v : f32
+    %s = arith.addf %r, %ozp : f32
+    %c0 = arith.maximumf %s, %lo : f32
+    %c1 = arith.minimumf %c0, %hi : f32
+    %i = arith.fptosi %c1 : f32 to i8
+    %b = arith.addi %i, %flip : i8
+    linalg.yield %b : i8
+  } -> tensor<4x8xi8>
+  return %y : tensor<4x8xi8>
 }
