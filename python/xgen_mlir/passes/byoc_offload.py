@@ -1241,19 +1241,26 @@ def keep_bf16_between(module_op: ir.Operation, installed: list[_Installed]) -> i
         if out:
             with c.call.location:
                 result = ir.RankedTensorType.get(result.shape, ir.BF16Type.get())
-        decl = find_func(module_op, c.wrapper)
-        flops = decl.attributes[FLOPS_ATTR] if FLOPS_ATTR in decl.attributes else None
-        symbol = with_bf16_tensors(c.symbol, src, res, out)
-        call = _install_call(
-            module_op, c.backend, c.kind, symbol, operands, result, c.parts, [], c.call
-        )
-        if flops is not None:
-            callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value.removesuffix("_call")
-            find_func(module_op, callee).attributes[FLOPS_ATTR] = flops
-        for name in (f"{c.wrapper}_call", c.wrapper):
-            find_func(module_op, name).erase()
-        c.call, c.symbol = call, symbol
+        _call_again(module_op, c, with_bf16_tensors(c.symbol, src, res, out), operands, result)
     return len(plans)
+
+
+def _call_again(
+    module_op: ir.Operation, c: _Installed, symbol: str, operands: list, result: ir.Type
+) -> None:
+    """Replace installed call ``c`` by a call of import ``symbol`` on ``operands`` returning
+    ``result`` (other tensor types), its FLOPs kept for the report; ``c`` then names it."""
+    decl = find_func(module_op, c.wrapper)
+    flops = decl.attributes[FLOPS_ATTR] if FLOPS_ATTR in decl.attributes else None
+    call = _install_call(
+        module_op, c.backend, c.kind, symbol, operands, result, c.parts, [], c.call
+    )
+    callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value.removesuffix("_call")
+    if flops is not None:
+        find_func(module_op, callee).attributes[FLOPS_ATTR] = flops
+    for name in (f"{c.wrapper}_call", c.wrapper):
+        find_func(module_op, name).erase()
+    c.call, c.symbol, c.wrapper = call, symbol, callee
 
 
 # ops between a producer and its reader that IREE folds into either (a view of the same data)
@@ -1265,15 +1272,16 @@ _MOVES = (*_VIEWS, "linalg.transpose")
 
 
 def keep_uint8_between(module_op: ir.Operation, installed: list[_Installed]) -> int:
-    """Make the int8 activations between integer library ops uint8 bytes: a requantizing op
-    (s8q) whose output some integer library op reads as its source (directly or through
-    reshapes) writes it as uint8 (s8qu, its zero point plus 128: the same numbers), and
-    those readers read it so (u8...), so VNNI's u8 x s8 dot product needs no compensation
-    of an int8 source (conv 10-35% faster on an Intel Xeon with VNNI, docs/byoc.md). Any
-    other reader (IREE's code: a residual add's dequantize, a pool) reads the int8 values
-    back through a ``- 128`` IREE fuses into it. Left as it is where a reshape of the output
-    has readers of both kinds, a zero point is given at run time, or the library cannot
-    build a changed op. Returns how many calls changed."""
+    """Make the int8 sources of integer library ops uint8 bytes, so that VNNI's u8 x s8 dot
+    product needs no compensation of an int8 source (convs 10-35% faster on an Intel Xeon
+    with VNNI, docs/byoc.md). A requantizing op (s8q) whose output some integer library op
+    reads as its source (directly or through reshapes and transposes) writes it as uint8
+    (s8qu, its zero point plus 128: the same numbers), and those readers read it so (u8...);
+    its other readers (IREE's code: a residual add's dequantize, a pool) read the int8
+    values back through a ``- 128`` IREE fuses into them. A source an elementwise op of
+    IREE's computes comes as uint8 bytes from that op (``_uint8_bytes_of``). Left as it is
+    where a move of the output has readers of both kinds, a zero point is given at run
+    time, or the library cannot build a changed op. Returns how many calls changed."""
     position = {op.operation: i for i, op in enumerate(ops_named(module_op, "func.call"))}
     integer = sorted(
         (c for c in installed if compute_of(c.symbol) in INTEGER_COMPUTES),
@@ -1318,8 +1326,6 @@ def keep_uint8_between(module_op: ir.Operation, installed: list[_Installed]) -> 
     i8 = ir.IntegerType.get_signless(8)
     flips: dict[ir.Value, ir.Value] = {}  # an int8 tensor IREE computes: its uint8 bytes
     for c in changed:  # (in program order: a producer made again first)
-        decl = find_func(module_op, c.wrapper)
-        flops = decl.attributes[FLOPS_ATTR] if FLOPS_ATTR in decl.attributes else None
         others = output.get(id(c), [])
         result = c.call.results[0].type
         if id(c) in computed:
@@ -1332,23 +1338,8 @@ def keep_uint8_between(module_op: ir.Operation, installed: list[_Installed]) -> 
             root = _through_views(operands[0])
             with ir.InsertionPoint(c.call), c.call.location:
                 operands[0] = _replay_views(operands[0], root, flips[root])
-        call = _install_call(
-            module_op,
-            c.backend,
-            c.kind,
-            symbols[id(c)],
-            operands,
-            result,
-            c.parts,
-            [],
-            c.call,
-        )
-        if flops is not None:
-            callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value.removesuffix("_call")
-            find_func(module_op, callee).attributes[FLOPS_ATTR] = flops
-        for name in (f"{c.wrapper}_call", c.wrapper):
-            find_func(module_op, name).erase()
-        c.call, c.symbol = call, symbols[id(c)]
+        _call_again(module_op, c, symbols[id(c)], operands, result)
+        call = c.call
         by_call[call.operation] = c
         if others:
             with ir.InsertionPoint.after(call), call.location:
