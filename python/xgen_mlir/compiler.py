@@ -445,26 +445,34 @@ def _int8_source(
 def _pruned_int8_note(report: CompileReport) -> None:
     """What an int8 compile did with a pruned model's layers: their sparse kernels run where
     the layer's contraction was computed in f32 on its integers (xgen-integer-in-float) and
-    then raised like an fp32 one; a pruned layer whose contraction stayed integer runs dense
-    (the sparse kernels are f32): one warning, and the report says so. Counted by the
+    then raised like an fp32 one, or where xgen-int8-pattern-kernels took its integer conv (on
+    VNNI); a pruned layer whose contraction stayed integer otherwise runs dense: one warning,
+    and the report says so. Counted by the
     contractions that stayed integer as well as by the kernels raised: sibling layers merged
     into one contraction (Q, K and V) make one kernel, so fewer kernels than pruned layers
     alone does not mean some stayed integer."""
     pruned = report.quantization.get("pruned_layers")
     if not pruned:
         return
-    sparse = report.rewrites.get("xgen-raise-pattern-conv", {}).get("raised", 0) + (
-        report.rewrites.get("xgen-raise-block-linear", {}).get("raised", 0)
-    )
+    int8_sparse = report.quantization.get("in_int8_pattern_kernels", 0)
+    sparse = int8_sparse + report.rewrites.get("xgen-raise-pattern-conv", {}).get("raised", 0)
+    sparse += report.rewrites.get("xgen-raise-block-linear", {}).get("raised", 0)
     kinds = report.quantization.get("contractions", {})
     # the 16-bit kernel takes no layer the block-sparse kernel would (xgen-integer-gemm-kernels)
     integer = (
         kinds.get("integer", 0)
         - report.quantization.get("computed_in_f32", 0)
         - report.quantization.get("in_int16_kernels", 0)
+        - int8_sparse
     )
     names = f"{', '.join(list(pruned)[:4])}{', ...' if len(pruned) > 4 else ''}"
-    if integer <= 0 or sparse >= len(pruned):
+    if int8_sparse and (integer <= 0 or sparse >= len(pruned)):
+        note = (
+            f"{len(pruned)} pruned layer(s) ({names}) run in sparse kernels: {int8_sparse} "
+            "on their int8 values in VNNI dot products (xgen-int8-pattern-kernels), "
+            f"{sparse - int8_sparse} computed in f32 on them (a dense-enough layer stays dense)"
+        )
+    elif integer <= 0 or sparse >= len(pruned):
         note = (
             f"{len(pruned)} pruned layer(s) ({names}) are computed in f32 on their int8 values "
             f"(integer_contractions), where the sparse kernels take them: {sparse} sparse "
@@ -475,7 +483,8 @@ def _pruned_int8_note(report: CompileReport) -> None:
             f"{integer} of {kinds.get('integer', 0)} integer contraction(s) stayed integer, "
             f"and the pruned layers among them ({len(pruned)} pruned: {names}) keep their zeros "
             "in int8 but run as dense integer contractions: the sparse kernels take only "
-            "contractions computed in f32 (integer_contractions=float)"
+            "contractions computed in f32 (integer_contractions=float) and, on a CPU with "
+            "VNNI, pattern-pruned integer convs"
         )
         warn_fallback(f"precision='int8': {note}")
     report.quantization["pruned_note"] = note
@@ -722,6 +731,9 @@ def _compile_once(
         )
         kernels = report.rewrites.get("xgen-integer-gemm-kernels", {})
         report.quantization["in_int16_kernels"] = kernels.get("int16 kernels", 0)
+        report.quantization["in_int8_pattern_kernels"] = report.rewrites.get(
+            "xgen-int8-pattern-kernels", {}
+        ).get("int8 pattern kernels", 0)
         report.quantization["int16_epilogues"] = kernels.get(
             "of them with their dequantize epilogues", 0
         )

@@ -64,6 +64,16 @@ def int8_exact_in_ort() -> bool:
     return has_any(EXACT_INT8_FLAGS)
 
 
+def vnni_pattern_kernels() -> bool:
+    """The cpu target's C compiler (-march=native here) has what xgen-int8-pattern-kernels
+    needs (AVX512-VNNI and VBMI): pattern-pruned int8 convs then run in that kernel."""
+    from xgen_mlir.codegen.toolchain import Toolchain, predefined_macros
+    from xgen_mlir.passes.int8_pattern_kernels import NEEDS
+
+    toolchain = Toolchain()
+    return toolchain.available() and all(m in predefined_macros(toolchain) for m in NEEDS)
+
+
 def assert_int8_offload(offload: dict, expected: dict) -> None:
     """``expected`` on a CPU with VNNI; without it no integer op goes to oneDNN (its s8 sums
     saturate there), each counted as kept (a depthwise conv, f32 on the integers where it

@@ -18,7 +18,13 @@ import numpy as np
 import onnx
 import pytest
 import torch
-from conftest import assert_int8_offload, check_close, int8_exact_in_ort, int8_reference
+from conftest import (
+    assert_int8_offload,
+    check_close,
+    int8_exact_in_ort,
+    int8_reference,
+    vnni_pattern_kernels,
+)
 from onnx import helper, numpy_helper
 
 import xgen_mlir
@@ -534,7 +540,8 @@ def test_pruned_int8_model_keeps_its_zeros_and_its_pattern_kernels(mode: str) ->
     """A pattern-pruned model quantized to int8: every pruned weight is an exact int8 zero, and
     where its integer convs are computed in f32 (integer_contractions=float, the default on a
     CPU without VNNI) the pattern kernels take them, within one output step of ONNX Runtime;
-    kept integer, they run dense, and the compile says so once."""
+    kept integer, the VNNI pattern kernel takes them where the host has one, and elsewhere
+    they run dense, and the compile says so once."""
     x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     pruned = compress.prune(small_cnn(), (x,), group_size=8, connectivity=0.3)
     quantized = compress.quantize(pruned, x, calibration=_calibration(2))
@@ -574,6 +581,11 @@ def test_pruned_int8_model_keeps_its_zeros_and_its_pattern_kernels(mode: str) ->
         assert not said, [str(w.message) for w in said]
         assert "2 pruned layer(s) (0, 4) are computed in f32" in r.precision_note
         assert "2 sparse kernel(s)" in r.precision_note
+    elif vnni_pattern_kernels():  # integer convs: the int8 pattern kernel takes them
+        assert r.rewrites["xgen-int8-pattern-kernels"] == {"int8 pattern kernels": 2}
+        assert "xgen-lower-fkw-kernels" not in r.rewrites
+        assert not said, [str(w.message) for w in said]
+        assert "2 on their int8 values in VNNI dot products" in r.precision_note
     else:
         assert "xgen-lower-fkw-kernels" not in r.rewrites
         assert len(said) == 1, [str(w.message) for w in caught]

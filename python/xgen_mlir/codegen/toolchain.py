@@ -62,6 +62,21 @@ class ToolchainOptions:
 
 
 @functools.cache
+def predefined_macros(toolchain: Toolchain) -> frozenset[str]:
+    """The macros the C compiler defines with the target's flags (``__AVX512VNNI__``...):
+    what a kernel may use is what the compiler will emit for the target, not what the
+    compiling machine has. Empty where the compiler cannot be run."""
+    command = [toolchain.cc, *toolchain.cflags, *toolchain.extra, "-dM", "-E", "-x", "c", "-"]
+    try:
+        done = subprocess.run(command, input="", capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    if done.returncode != 0:
+        return frozenset()
+    return frozenset(ln.split()[1] for ln in done.stdout.splitlines() if ln.startswith("#define "))
+
+
+@functools.cache
 def _host_cpu() -> str:
     """This CPU's model and feature flags: ``-march=native`` objects are cached per CPU, so a
     cache shared between machines (a network home) never hands one an object built for

@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     fuse_inverted_residuals,
     fusion_passes,
     gemm_kernels,
+    int8_pattern_kernels,
     int8_tables,
     integer_gemm_kernels,
     integer_in_float,

@@ -334,6 +334,12 @@ def transpose(source: ir.Value, perm: Sequence[int]) -> ir.Value:
 def zero_pad(x: ir.Value, low: Sequence[int], high: Sequence[int]) -> ir.Value:
     """``x`` padded with zeros: ``low[d]`` before and ``high[d]`` after each dim (static
     amounts; a dynamic dim must get none and stays dynamic)."""
+    return pad_with(x, low, high, 0)
+
+
+def pad_with(x: ir.Value, low: Sequence[int], high: Sequence[int], value: float) -> ir.Value:
+    """``x`` padded with ``value`` (of its element type: an int8 tensor's zero point) as
+    ``zero_pad`` pads with zeros."""
     if not any(low) and not any(high):
         return x
     src = ir.RankedTensorType(x.type)
@@ -342,16 +348,16 @@ def zero_pad(x: ir.Value, low: Sequence[int], high: Sequence[int]) -> ir.Value:
     ]
     ty = ir.RankedTensorType.get(shape, src.element_type)
     elem = src.element_type
-    zero_attr = (
-        ir.IntegerAttr.get(elem, 0)
+    attr = (
+        ir.IntegerAttr.get(elem, int(value))
         if isinstance(elem, ir.IntegerType)
-        else ir.FloatAttr.get(elem, 0.0)
+        else ir.FloatAttr.get(elem, float(value))
     )
-    zero = arith.ConstantOp(elem, zero_attr).result
+    fill_value = arith.ConstantOp(elem, attr).result
     pad = tensor.PadOp(ty, x, [], [], list(low), list(high))
     block = pad.regions[0].blocks.append(*([ir.IndexType.get()] * len(shape)))
     with ir.InsertionPoint(block):
-        tensor.YieldOp(zero)
+        tensor.YieldOp(fill_value)
     return pad.result
 
 

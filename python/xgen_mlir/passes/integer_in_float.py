@@ -124,7 +124,7 @@ def _float_of(value: ir.Value, zp: ir.Value, zp_value: int | None, ev: ConstEval
     return generic([value], maps, init, ["parallel"] * rank, body).results[0]
 
 
-def _unpadded(x: ir.Value, zp_value: int | None, ev: ConstEval):
+def unpadded(x: ir.Value, zp_value: int | None, ev: ConstEval):
     """(source, low, high) where ``x`` is a static ``tensor.pad`` whose value is ``zp_value``
     (the quantized zero); else None."""
     pad = producer(x)
@@ -304,7 +304,7 @@ def _convert(op: ir.Operation, ev: ConstEval, done: dict[tuple, ir.Value]) -> No
     wzp_i = None if wzp_v is None else int(wzp_v)
     out = op.results[0]
     with ir.InsertionPoint(op), op.location:
-        padded = _unpadded(x, xzp_i, ev) if is_conv else None
+        padded = unpadded(x, xzp_i, ev) if is_conv else None
         if padded is not None:
             source, low, high = padded
             xf = zero_pad(_float_of(source, xzp, xzp_i, ev), low, high)

@@ -1,0 +1,234 @@
+"""The int8 pattern-conv kernel: a pattern-pruned conv's integer sums on VNNI dot products.
+
+A pattern keeps 4 taps of a 3x3 kernel, and ``vpdpbusd`` adds 4 products of a uint8 and an
+int8 into each 32-bit lane: one instruction computes one kept kernel's whole contribution to
+16 output pixels of one filter. Each 32-bit lane holds one pixel's 4 tap inputs, and the int8
+weights are broadcast as 4 bytes. For 16 pixels of one input channel, the 4 tap rows are
+four 16-byte loads and one byte permutation (``vpermb``, AVX512-VBMI). One such vector
+serves every filter of a group: they share the channel and its pattern (the pruning's
+co-design contract). So a group of up to 16 filters keeps 16 accumulators, and there is no
+multiply by a pruned weight and no run-time index arithmetic beyond the group's table of
+kept channels.
+
+Pixels are "wide": the output row runs over the whole padded input row (``WQ`` columns, of
+which the last few are discarded), so a tap of any pixel is at a fixed offset from the
+pixel's own index and 16 consecutive pixels read 16 consecutive bytes, whatever the row
+width. Stride 2 reads the input split into its 2 x 2 phases (row and column parity: the
+wrapper's transpose), where a tap is again a fixed offset. Each vector's valid pixels go
+straight to the compact ``[F, OH, OW]`` output by one compressing store per filter.
+
+The input is int8 with zero point ``zp``; the kernel flips each byte to uint8 (``x ^ 0x80
+= x + 128``), so it computes ``sum w * (x + 128)``, and the start value of each filter
+holds the difference: ``bias - (128 + zp) * sum(w)``. Padding holds ``zp``, which then
+contributes nothing, exactly as in the integer conv. The result is the conv's exact i32
+sums.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+LANES = 16  # i32 lanes of a 512-bit vector: pixels per vector
+MAX_FILTERS = 16  # accumulators per group (of 32 registers: the rest hold the tap vector)
+
+
+@dataclass
+class Int8PatternSpec:
+    """One conv's geometry and its grouped structure. ``groups``: per group, its filters
+    (original indices) and kernels (channel, pattern id); ``patterns``: tap indices
+    (``ky * kw + kx``) of each pattern."""
+
+    symbol: str
+    c: int
+    f: int
+    kh: int
+    kw: int
+    stride: int
+    hq: int  # rows of each phase plane (the padded input's rows / stride, rounded up)
+    wq: int  # columns of each phase plane: the wide row
+    oh: int
+    ow: int
+    patterns: list[list[int]]
+    groups: list[tuple[list[int], list[tuple[int, int]]]]
+    tiles: int = 1  # pixel tiles: workgroups along y
+    derived: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        plane = self.hq * self.wq
+        q = self.oh * self.wq
+        nv = -(-q // LANES)
+        chunks = max(-(-len(p) // 4) for p in self.patterns)
+        taps = self.tap_offsets(chunks)
+        in_len = self.stride * self.stride * self.c * plane
+        last = (self.c - 1) * plane + int(taps.max()) + nv * LANES  # one past the last byte read
+        self.derived = {
+            "plane": plane,
+            "q": q,
+            "nv": nv,
+            "chunks": chunks,
+            "in_len": in_len,
+            "slack": max(0, last - in_len),
+            "tile": -(-nv // self.tiles),
+        }
+
+    def tap_offsets(self, chunks: int) -> np.ndarray:
+        """(P, 4 * chunks) byte offsets of each pattern's taps from a pixel's own index in
+        its channel's plane: the phase plane's base plus the tap's row and column in it;
+        0 for the unused slots of the last chunk (their weights are 0)."""
+        s, plane = self.stride, self.hq * self.wq
+        out = np.zeros((len(self.patterns), 4 * chunks), np.int64)
+        for p, taps in enumerate(self.patterns):
+            for i, t in enumerate(taps):
+                dy, dx = divmod(t, self.kw)
+                phase = (dy % s) * s + dx % s
+                out[p, i] = phase * self.c * plane + (dy // s) * self.wq + dx // s
+        return out
+
+
+def pack(spec: Int8PatternSpec, weight: np.ndarray) -> np.ndarray:
+    """The kernel's int8 weights: per group, per kept kernel, per chunk of 4 taps, each
+    filter's 4 bytes (the broadcast operand of one ``vpdpbusd``)."""
+    chunks = spec.derived["chunks"]
+    f, c, kh, kw = weight.shape
+    flat = weight.reshape(f, c, kh * kw)
+    parts = []
+    for filters, kernels in spec.groups:
+        for ch, p in kernels:
+            taps = spec.patterns[p]
+            block = np.zeros((chunks, len(filters), 4), np.int8)
+            for i, t in enumerate(taps):
+                block[i // 4, :, i % 4] = flat[filters, ch, t]
+            parts.append(block.reshape(-1))
+    return np.concatenate(parts) if parts else np.zeros(1, np.int8)
+
+
+def starts(spec: Int8PatternSpec, weight: np.ndarray, bias: np.ndarray, zp: int) -> np.ndarray:
+    """Each filter's start value, in the groups' filter order: its bias less ``(128 + zp)``
+    times the sum of its weights (the uint8 flip's and the zero point's share)."""
+    order = [f for filters, _ in spec.groups for f in filters]
+    sums = weight.reshape(weight.shape[0], -1).astype(np.int64).sum(1)
+    out = bias.astype(np.int64)[order] - (128 + zp) * sums[order]
+    if np.abs(out).max(initial=0) >= 1 << 31:
+        raise ValueError("a filter's start value does not fit in int32")
+    return out.astype(np.int32)
+
+
+def _arr(name: str, ctype: str, values: np.ndarray | list[int]) -> str:
+    vals = ", ".join(str(int(v)) for v in np.asarray(values).reshape(-1))
+    return f"static const {ctype} {name}[] = {{{vals}}};"
+
+
+def _vector_tables(spec: Int8PatternSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Per wide vector: the mask of its valid lanes (pixels inside the output), and the
+    compact output index of its first valid pixel (where its compressed store begins)."""
+    d = spec.derived
+    q = np.arange(d["nv"] * LANES).reshape(d["nv"], LANES)
+    valid = (q < d["q"]) & (q % spec.wq < spec.ow)
+    masks = (valid * (1 << np.arange(LANES))).sum(1)
+    q0 = q[:, 0]
+    row, col = q0 // spec.wq, q0 % spec.wq
+    dst = np.where(col < spec.ow, row * spec.ow + col, (row + 1) * spec.ow)
+    dst = np.minimum(dst, spec.oh * spec.ow)
+    return masks, dst
+
+
+def generate(spec: Int8PatternSpec) -> str:
+    """C source of ``<symbol>_impl(x, w, start, y, group, tile)``."""
+    d = spec.derived
+    chunks = d["chunks"]
+    taps = spec.tap_offsets(chunks)
+    gk0, gf0, gw0 = [0], [0], [0]
+    kch, kpat, filt = [], [], []
+    for filters, kernels in spec.groups:
+        gk0.append(gk0[-1] + len(kernels))
+        gf0.append(gf0[-1] + len(filters))
+        gw0.append(gw0[-1] + len(kernels) * chunks * 4 * len(filters))
+        kch += [ch * d["plane"] for ch, _ in kernels]
+        kpat += [p for _, p in kernels]
+        filt += [f * spec.oh * spec.ow for f in filters]
+    masks, dst = _vector_tables(spec)
+    cases = "\n".join(
+        f"    case {n}: group_tile(x, wg, st, y, k0, k1, f0, v0, v1, {n}); break;"
+        for n in range(1, MAX_FILTERS + 1)
+    )
+    # byte 4j + k of the tap vector is byte 16k + j of the four loads (set_epi8 lists e63..e0)
+    order = ", ".join(str(16 * (i % 4) + i // 4) for i in reversed(range(64)))
+    return f"""#include <stddef.h>
+#include <stdint.h>
+#include <immintrin.h>
+#define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
+#define NV {d["nv"]}
+#define TILE {d["tile"]}
+#define CH {chunks}
+{_arr("TAPS", "int32_t", taps)}
+{_arr("GK0", "int32_t", gk0)}
+{_arr("GF0", "int32_t", gf0)}
+{_arr("GW0", "int32_t", gw0)}
+{_arr("KCH", "int32_t", kch or [0])}
+{_arr("KPAT", "uint8_t", kpat or [0])}
+{_arr("FILT", "int32_t", filt or [0])}
+{_arr("MASK", "uint16_t", masks)}
+{_arr("DST", "int32_t", dst)}
+
+/* 16 pixels' 4 tap bytes of one channel: lane j holds pixel j's taps t[0..3], as uint8 */
+static inline __m512i taps4(const int8_t* b, const int32_t* t, __m512i order, __m512i flip) {{
+  __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(b + t[0])));
+  v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(b + t[1])), 1);
+  v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(b + t[2])), 2);
+  v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(b + t[3])), 3);
+  return _mm512_xor_si512(_mm512_permutexvar_epi8(order, v), flip);
+}}
+
+/* acc += a (uint8) . the 4 int8 at p, broadcast. In asm: GCC's register allocation of the
+   intrinsic copies every accumulator in and out of another register on each use */
+#define DPBUSD(acc, a, p) \
+  __asm__("vpdpbusd %2%{{1to16%}}, %1, %0" : "+v"(acc) : "v"(a), "m"(*(const int32_t*)(p)))
+
+/* vectors v0..v1 of one group's NF filters (kernels k0..k1, weights wg, starts st) */
+static inline __attribute__((always_inline)) void group_tile(
+    const int8_t* restrict x, const int8_t* restrict wg, const int32_t* restrict st,
+    int32_t* restrict y, const int k0, const int k1, const int f0, const int v0, const int v1,
+    const int NF) {{
+  const __m512i order = _mm512_set_epi8({order});
+  const __m512i flip = _mm512_set1_epi8((char)0x80);
+  for (int v = v0; v < v1; ++v) {{
+    __m512i acc[{MAX_FILTERS}];
+    #pragma GCC unroll 16
+    for (int j = 0; j < NF; ++j) acc[j] = _mm512_set1_epi32(st[j]);
+    const int8_t* xv = x + (size_t)v * 16;
+    const int8_t* restrict wk = wg;
+    for (int k = k0; k < k1; ++k) {{
+      const int8_t* b = xv + KCH[k];
+      const int32_t* t = TAPS + KPAT[k] * 4 * CH;
+      #pragma GCC unroll 4
+      for (int c = 0; c < CH; ++c, wk += 4 * NF) {{
+        const __m512i a = taps4(b, t + 4 * c, order, flip);
+        #pragma GCC unroll 16
+        for (int j = 0; j < NF; ++j)
+          DPBUSD(acc[j], a, wk + 4 * j);
+      }}
+    }}
+    const __mmask16 m = MASK[v];
+    int32_t* out = y + DST[v];
+    #pragma GCC unroll 16
+    for (int j = 0; j < NF; ++j) _mm512_mask_compressstoreu_epi32(out + FILT[f0 + j], m, acc[j]);
+  }}
+}}
+
+void {spec.symbol}_impl(MEMREF(const int8_t, xm), MEMREF(const int8_t, wm),
+                        MEMREF(const int32_t, sm), MEMREF(int32_t, ym), size_t gx, size_t gy) {{
+  const int8_t* restrict x = xm + xm_off;
+  int32_t* restrict y = ym + ym_off;
+  const int g = (int)gx;
+  const int v0 = (int)gy * TILE, v1 = v0 + TILE < NV ? v0 + TILE : NV;
+  const int k0 = GK0[g], k1 = GK0[g + 1], f0 = GF0[g];
+  const int8_t* wg = wm + wm_off + GW0[g];
+  const int32_t* st = sm + sm_off + f0;
+  switch (GF0[g + 1] - f0) {{
+{cases}
+    default: break;
+  }}
+}}
+"""

@@ -1,0 +1,238 @@
+"""``xgen-int8-pattern-kernels``: pattern-pruned int8 convs -> VNNI pattern kernels.
+
+A pattern-pruned model quantized to int8 keeps its zeros (a pruned weight is an exact int8
+zero), but the integer convs ran dense: a kernel library's s8 primitive, or
+``xgen-integer-in-float``'s f32 form, whose pattern kernels run at f32's rate. On a CPU with
+VNNI a pattern's 4 taps are exactly one ``vpdpbusd`` lane (``codegen/int8_pattern.py``), so
+the pruned conv runs on 2/9 of the dense conv's multiply-adds (4-entry patterns, half the
+kernels) at the integer rate.
+
+Matches ``linalg.conv_2d_nchw_fchw_q`` with i8 operands, constant weights with zero point 0
+(symmetric, as ``compress.quantize`` makes them), a constant input zero point, an i32
+accumulator that starts from a constant per output channel (zeros or a bias), unit dilation,
+equal strides, a static batch of 1, whose weights' zeros form a small pattern library
+(``raise_pattern_conv.infer_patterns``: the same structure and the same rule, ``max-density``
+and ``min-group``, as the f32 pattern convs). The input's pad with the zero point is taken
+into the kernel's layout. The op's i32 result is replaced by the kernel's: bit for bit the
+same sums, so the requantization after it is unchanged.
+
+It must not fire on: f32 convs, depthwise or grouped convs (another op), a dense or
+unstructured conv, weights with a nonzero zero point, a batch above 1 or a dynamic shape,
+``enable=false``, ``mode`` (``integer_contractions``) float or kernel, or a target whose C
+compiler does not define ``__AVX512VNNI__`` and ``__AVX512VBMI__`` with the target's flags.
+Runs before ``xgen-integer-in-float`` and the BYOC offload, which then see only the convs it
+left.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._mlir import ir, tensor
+from ..codegen.int8_pattern import MAX_FILTERS, Int8PatternSpec, generate, pack, starts
+from ..codegen.toolchain import ToolchainOptions, compile_object, predefined_macros
+from ..diagnostics import format_location
+from ..irutil import ops_named
+from .consteval import ConstEval
+from .generic_util import has_dynamic_shape, i64_array, pad_with, transpose
+from .integer_in_float import unpadded
+from .kernel_call import free_symbol, install_kernel
+from .raise_pattern_conv import PatternStructure, infer_patterns
+from .registry import register_pass
+
+NEEDS = ("__AVX512VNNI__", "__AVX512VBMI__")
+WORKGROUPS = 32  # at least this many workgroups per conv, so both threads' shares even out
+
+
+@dataclass
+class Int8PatternOptions(ToolchainOptions):
+    enable: bool = True  # false: never (true: where the target has VNNI and VBMI)
+    # the target option integer_contractions, resolved: under float and kernel the integer
+    # convs are computed in f32 (the user's choice, or a CPU without an exact int8 product)
+    mode: str = "convs"
+    max_density: float = 0.5  # xgen-raise-pattern-conv's rule
+    min_group: float = 4.0
+    verbose: bool = False
+
+
+def _scalar(ev: ConstEval, value: ir.Value) -> int | None:
+    got = ev.value(value)
+    return None if got is None or np.asarray(got).size != 1 else int(np.asarray(got).reshape(-1)[0])
+
+
+def _why_not(op: ir.Operation, ev: ConstEval) -> str | dict:
+    """The conv's parts for the kernel, or why it stays as it is."""
+    x, w, zx, zw, init = op.operands[:5]
+    if any(str(ir.RankedTensorType(v.type).element_type) != "i8" for v in (x, w)):
+        return "operands are not i8"
+    if str(ir.RankedTensorType(op.results[0].type).element_type) != "i32":
+        return "the result is not i32"
+    if has_dynamic_shape(x, op.results[0]):
+        return "dynamic shape"
+    if any(int(v) != 1 for v in np.array(op.attributes["dilations"]).tolist()):
+        return "dilated"
+    strides = [int(v) for v in np.array(op.attributes["strides"]).tolist()]
+    if strides[0] != strides[1] or not 1 <= strides[0] <= 4:
+        return f"strides {strides}"
+    out = list(ir.RankedTensorType(op.results[0].type).shape)
+    if out[0] != 1:
+        return "batch > 1"
+    weight = ev.value(w)
+    if weight is None:
+        return "the weights are not constant"
+    zp, wzp = _scalar(ev, zx), _scalar(ev, zw)
+    if zp is None or not -128 <= zp <= 127:
+        return "the input's zero point is not a constant"
+    if wzp != 0:
+        return "the weights' zero point is not 0"
+    start = ev.value(init)
+    if start is None:
+        return "the accumulator does not start from a constant"
+    start = np.asarray(start).reshape(out[1], -1)
+    if (start != start[:, :1]).any():
+        return "the accumulator's start varies within an output channel"
+    return {"weight": np.asarray(weight), "zp": zp, "bias": start[:, 0], "stride": strides[0]}
+
+
+def _groups(st: PatternStructure) -> list[tuple[list[int], list[tuple[int, int]]]]:
+    """Filters sharing one kernel layout, in runs of at most ``MAX_FILTERS``, each with the
+    layout's kept (channel, pattern) kernels."""
+    layouts, inverse = np.unique(st.kernel_pattern, axis=0, return_inverse=True)
+    groups = []
+    for i, layout in enumerate(layouts):
+        members = np.flatnonzero(inverse.reshape(-1) == i).tolist()
+        kernels = [(int(c), int(p)) for c, p in enumerate(layout) if p >= 0]
+        for s in range(0, len(members), MAX_FILTERS):
+            groups.append((members[s : s + MAX_FILTERS], kernels))
+    return groups
+
+
+def _layout(x: ir.Value, spec: Int8PatternSpec, pads: list[int], zp: int) -> ir.Value:
+    """The kernel's flat input: ``x`` padded with the zero point to whole phase planes,
+    split into its stride x stride phases (``[phase][c][hq][wq]``), and ``slack`` bytes
+    more for the wide pixels past the last row."""
+    s, c, hq, wq = spec.stride, spec.c, spec.hq, spec.wq
+    _, _, h, w = ir.RankedTensorType(x.type).shape
+    top, left = pads
+    i8 = ir.IntegerType.get_signless(8)
+    x = pad_with(x, [0, 0, top, left], [0, 0, s * hq - h - top, s * wq - w - left], zp)
+    if s > 1:
+        shape = [1, c, hq, s, wq, s]
+        x = tensor.ExpandShapeOp(
+            ir.RankedTensorType.get(shape, i8),
+            x,
+            ir.ArrayAttr.get(
+                [i64_array([0]), i64_array([1]), i64_array([2, 3]), i64_array([4, 5])]
+            ),
+            [],
+            shape,
+        ).result
+        x = transpose(x, [0, 3, 5, 1, 2, 4])
+    rank = len(ir.RankedTensorType(x.type).shape)
+    n = spec.derived["in_len"]
+    flat = tensor.CollapseShapeOp(
+        ir.RankedTensorType.get([n], i8), x, ir.ArrayAttr.get([i64_array(list(range(rank)))])
+    ).result
+    return pad_with(flat, [0], [spec.derived["slack"]], zp)
+
+
+def _spec(
+    symbol: str, op: ir.Operation, parts: dict, st: PatternStructure, pads: list[int]
+) -> Int8PatternSpec:
+    f, c, kh, kw = parts["weight"].shape
+    s = parts["stride"]
+    _, _, oh, ow = ir.RankedTensorType(op.results[0].type).shape
+    hp, wp = pads[2], pads[3]  # the padded input's rows and columns
+    groups = _groups(st)
+    tiles = max(1, min(-(-WORKGROUPS // len(groups)), -(-oh * -(-wp // s) // 16)))
+    return Int8PatternSpec(
+        symbol=symbol,
+        c=c,
+        f=f,
+        kh=kh,
+        kw=kw,
+        stride=s,
+        hq=-(-hp // s),
+        wq=-(-wp // s),
+        oh=oh,
+        ow=ow,
+        patterns=st.patterns,
+        groups=groups,
+        tiles=tiles,
+    )
+
+
+def _target_has_units(opts: Int8PatternOptions) -> bool:
+    toolchain = opts.toolchain()
+    return toolchain.available() and all(m in predefined_macros(toolchain) for m in NEEDS)
+
+
+@register_pass(
+    "xgen-int8-pattern-kernels",
+    "Pattern-pruned int8 convs as generated VNNI kernels (vpdpbusd per pattern).",
+    Int8PatternOptions,
+)
+def int8_pattern_kernels(module_op: ir.Operation, opts: Int8PatternOptions | None) -> Counter:
+    """Replace every qualifying conv by its kernel; returns the count of kernels and of the
+    reasons pattern-pruned convs stayed as they were."""
+    opts = opts or Int8PatternOptions()
+    counts: Counter[str] = Counter()
+    convs = ops_named(module_op, "linalg.conv_2d_nchw_fchw_q")
+    if opts.mode not in ("convs", "integer"):
+        return counts
+    if not opts.enable or not convs or not _target_has_units(opts):
+        return counts
+    ev = ConstEval(module_op)
+    toolchain = opts.toolchain()
+    for op in convs:
+        where = format_location(op.location)
+        parts = _why_not(op, ev)
+        if isinstance(parts, str):
+            if opts.verbose:
+                print(f"xgen-int8-pattern-kernels: {where}: stays: {parts}", file=sys.stderr)
+            continue
+        st = infer_patterns(parts["weight"])
+        if st is None:
+            continue  # a dense conv: no news
+        if st.density > opts.max_density or st.mean_group < opts.min_group:
+            counts["stays dense: too dense or groups too small"] += 1
+            continue
+        x = op.operands[0]
+        _, _, hp, wp = ir.RankedTensorType(x.type).shape
+        top = left = 0
+        found = unpadded(x, parts["zp"], ev)
+        if found is not None and found[1][:2] == [0, 0] and found[2][:2] == [0, 0]:
+            x, low, _ = found
+            top, left = low[2], low[3]
+        symbol = free_symbol(module_op, "xgen_int8_pattern", 1)
+        spec = _spec(symbol, op, parts, st, [top, left, hp, wp])
+        obj = compile_object(generate(spec), toolchain, symbol)
+        with ir.InsertionPoint(op), op.location:
+            flat = _layout(x, spec, [top, left], parts["zp"])
+        weights = pack(spec, parts["weight"])
+        first = starts(spec, parts["weight"], parts["bias"], parts["zp"])
+        install_kernel(
+            module_op,
+            symbol,
+            str(obj),
+            opts.object_format,
+            [flat, weights, first],
+            op.results[0].type,
+            (len(spec.groups), spec.tiles, 1),
+            [op],
+            op,
+            weights_name="xgen_int8_pattern_weights",
+            ids=2,
+        )
+        counts["int8 pattern kernels"] += 1
+        if opts.verbose:
+            print(
+                f"xgen-int8-pattern-kernels: {where}: kernel, {len(st.patterns)} patterns, "
+                f"density {st.density:.3f}, {len(spec.groups)} groups",
+                file=sys.stderr,
+            )
+    return counts

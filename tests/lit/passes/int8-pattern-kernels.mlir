@@ -1,0 +1,97 @@
+// Pattern-pruned int8 convs as the VNNI pattern kernel: the input padded with its zero point
+// (the conv's own pad taken in), split into stride x stride phases, one kernel call whose i32
+// result replaces the conv's. Built with an Ice Lake server's flags (VNNI, VBMI), not run.
+// RUN: rm -rf %t.cache
+// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{cflags=-march=icelake-server}" | FileCheck %s
+// RUN: cat %t.cache/kernels/*.c | FileCheck %s --check-prefix=SRC
+// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{cflags=-march=icelake-server verbose=true}" 2>&1 >/dev/null | FileCheck %s --check-prefix=WHY
+// A target without VNNI (x86-64-v4: AVX-512 alone), or enable=false: nothing fires.
+// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{cflags=-march=x86-64-v4}" | FileCheck %s --check-prefix=OFF
+// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{enable=false cflags=-march=icelake-server}" | FileCheck %s --check-prefix=OFF
+// integer_contractions=float: the user asked for every integer contraction in f32.
+// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{mode=float cflags=-march=icelake-server}" | FileCheck %s --check-prefix=OFF
+
+// SRC-DAG: vpdpbusd
+// SRC-DAG: _mm512_permutexvar_epi8
+// SRC-DAG: _mm512_mask_compressstoreu_epi32
+// WHY: model.py:10:3: kernel, 2 patterns, density 0.222, 1 groups
+// WHY: model.py:20:3: kernel, 2 patterns, density 0.222, 1 groups
+// WHY: model.py:30:3: stays: the weights' zero point is not 0
+// WHY: model.py:40:3: stays: batch > 1
+// WHY: model.py:50:3: stays: the input's zero point is not a constant
+// OFF-NOT: xgen_int8_pattern
+
+// Stride 1: the conv's pad (value -3, the zero point) and the phase pad are one pad; the
+// accumulator's start (7) goes into the kernel's start values.
+// CHECK-LABEL: func.func @stride1
+// CHECK: %[[P:.*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: tensor.yield %c-3_i8{{.*}} : i8
+// CHECK: %[[F:.*]] = tensor.collapse_shape %[[P]] {{\[\[}}0, 1, 2, 3]] : tensor<1x4x8x8xi8> into tensor<256xi8>
+// CHECK: %[[S:.*]] = tensor.pad %[[F]] low[0] high[2]
+// CHECK: tensor.yield %c-3_i8{{.*}} : i8
+// CHECK: call @xgen_int8_pattern_1_call(%[[S]], %{{.*}}, %{{.*}}) : (tensor<258xi8>, tensor<128xi8>, tensor<16xi32>) -> tensor<1x16x6x6xi32>
+// CHECK-NOT: linalg.conv_2d_nchw_fchw_q
+func.func @stride1(%x: tensor<1x4x6x6xi8>) -> tensor<1x16x6x6xi32> {
+  %zp = arith.constant -3 : i32
+  %zp8 = arith.constant -3 : i8
+  %c0 = arith.constant 0 : i32
+  %c7 = arith.constant 7 : i32
+  %w = arith.constant dense<[[[[ 85,  64,   0],   [ -8,  -2,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -50, -61],   [  0, -56,  93]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 40, -85,   0],   [-84, -18,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   8,  30],   [  0,  -1, -13]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 26, -61,   0],   [-80, -98,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  84,  69],   [  0, -58,  72]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-42, -49,   0],   [-53,  36,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  72,  59],   [  0,  33, -89]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ -5,  -9,   0],   [-32,  24,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  67,  34],   [  0,  89,  79]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 57,  41,   0],   [ 62, -58,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -89,  20],   [  0, -64, -11]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-41,  44,   0],   [ -5, -43,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  60, -94],   [  0, -41, -50]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ -8, -42,   0],   [ 92, -93,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -97,  92],   [  0, -12, -86]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-36, -15,   0],   [ 38,  82,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -89,  80],   [  0,  43, -54]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-69,  -5,   0],   [-50,   3,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -10, -76],   [  0, -27,   7]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 65, -35,   0],   [ 14,  56,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  21,  88],   [  0, -78, -29]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-76,  81,   0],   [-45, -41,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  71, -95],   [  0, -23,  59]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-82,  41,   0],   [ 59, -82,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  12,   1],   [  0,  26, -65]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 63, -94,   0],   [ 41,   6,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -32, -49],   [  0,   1, -31]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-64,  88,   0],   [ 57,  99,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -27, -88],   [  0, -53, -95]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 63,  86,   0],   [-11,  67,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -68, -40],   [  0,  71, -58]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]]]> : tensor<16x4x3x3xi8>
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %zp8 : i8
+  } : tensor<1x4x6x6xi8> to tensor<1x4x8x8xi8>
+  %e = tensor.empty() : tensor<1x16x6x6xi32>
+  %i = linalg.fill ins(%c7 : i32) outs(%e : tensor<1x16x6x6xi32>) -> tensor<1x16x6x6xi32>
+  %y = linalg.conv_2d_nchw_fchw_q {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%p, %w, %zp, %c0 : tensor<1x4x8x8xi8>, tensor<16x4x3x3xi8>, i32, i32) outs(%i : tensor<1x16x6x6xi32>) -> tensor<1x16x6x6xi32> loc("model.py":10:3)
+  return %y : tensor<1x16x6x6xi32>
+}
+
+// -----
+
+// Stride 2: the padded input (9 x 9) padded on to whole 2 x 2 phases (10 x 10) and split into
+// them, phase-major.
+// CHECK-LABEL: func.func @stride2
+// CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 2, 2]
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1], [2, 3], [4, 5]] output_shape [1, 4, 5, 2, 5, 2]
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<1x4x5x2x5x2xi8>) outs(%{{.*}} : tensor<1x2x2x4x5x5xi8>) permutation = [0, 3, 5, 1, 2, 4]
+// CHECK: call @xgen_int8_pattern_1_call({{.*}}) -> tensor<1x16x4x4xi32>
+// CHECK-NOT: linalg.conv_2d_nchw_fchw_q
+func.func @stride2(%x: tensor<1x4x7x7xi8>) -> tensor<1x16x4x4xi32> {
+  %zp = arith.constant 5 : i32
+  %zp8 = arith.constant 5 : i8
+  %c0 = arith.constant 0 : i32
+  %w = arith.constant dense<[[[[ 85,  64,   0],   [ -8,  -2,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -50, -61],   [  0, -56,  93]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 40, -85,   0],   [-84, -18,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   8,  30],   [  0,  -1, -13]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 26, -61,   0],   [-80, -98,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  84,  69],   [  0, -58,  72]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-42, -49,   0],   [-53,  36,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  72,  59],   [  0,  33, -89]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ -5,  -9,   0],   [-32,  24,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  67,  34],   [  0,  89,  79]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 57,  41,   0],   [ 62, -58,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -89,  20],   [  0, -64, -11]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-41,  44,   0],   [ -5, -43,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  60, -94],   [  0, -41, -50]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ -8, -42,   0],   [ 92, -93,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -97,  92],   [  0, -12, -86]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-36, -15,   0],   [ 38,  82,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -89,  80],   [  0,  43, -54]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-69,  -5,   0],   [-50,   3,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -10, -76],   [  0, -27,   7]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 65, -35,   0],   [ 14,  56,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  21,  88],   [  0, -78, -29]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-76,  81,   0],   [-45, -41,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  71, -95],   [  0, -23,  59]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-82,  41,   0],   [ 59, -82,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  12,   1],   [  0,  26, -65]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 63, -94,   0],   [ 41,   6,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -32, -49],   [  0,   1, -31]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-64,  88,   0],   [ 57,  99,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -27, -88],   [  0, -53, -95]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 63,  86,   0],   [-11,  67,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -68, -40],   [  0,  71, -58]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]]]> : tensor<16x4x3x3xi8>
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %zp8 : i8
+  } : tensor<1x4x7x7xi8> to tensor<1x4x9x9xi8>
+  %e = tensor.empty() : tensor<1x16x4x4xi32>
+  %i = linalg.fill ins(%c0 : i32) outs(%e : tensor<1x16x4x4xi32>) -> tensor<1x16x4x4xi32>
+  %y = linalg.conv_2d_nchw_fchw_q {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%p, %w, %zp, %c0 : tensor<1x4x9x9xi8>, tensor<16x4x3x3xi8>, i32, i32) outs(%i : tensor<1x16x4x4xi32>) -> tensor<1x16x4x4xi32> loc("model.py":20:3)
+  return %y : tensor<1x16x4x4xi32>
+}
+
+// -----
+
+// Must not fire: weights with a zero point (not symmetric), a batch of 2, an input zero
+// point known only at run time, a dense conv (no pattern: not even said with verbose).
+// CHECK-LABEL: func.func @kept
+// CHECK-COUNT-4: linalg.conv_2d_nchw_fchw_q
+// CHECK-NOT: xgen_int8_pattern
+func.func @kept(%x: tensor<1x4x8x8xi8>, %x2: tensor<2x4x8x8xi8>, %zr: i32) -> (tensor<1x16x6x6xi32>, tensor<2x16x6x6xi32>, tensor<1x16x6x6xi32>, tensor<1x16x6x6xi32>) {
+  %zp = arith.constant -3 : i32
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %w = arith.constant dense<[[[[ 85,  64,   0],   [ -8,  -2,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -50, -61],   [  0, -56,  93]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 40, -85,   0],   [-84, -18,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   8,  30],   [  0,  -1, -13]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 26, -61,   0],   [-80, -98,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  84,  69],   [  0, -58,  72]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-42, -49,   0],   [-53,  36,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  72,  59],   [  0,  33, -89]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ -5,  -9,   0],   [-32,  24,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  67,  34],   [  0,  89,  79]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 57,  41,   0],   [ 62, -58,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -89,  20],   [  0, -64, -11]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-41,  44,   0],   [ -5, -43,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  60, -94],   [  0, -41, -50]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ -8, -42,   0],   [ 92, -93,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -97,  92],   [  0, -12, -86]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-36, -15,   0],   [ 38,  82,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -89,  80],   [  0,  43, -54]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-69,  -5,   0],   [-50,   3,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -10, -76],   [  0, -27,   7]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 65, -35,   0],   [ 14,  56,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  21,  88],   [  0, -78, -29]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-76,  81,   0],   [-45, -41,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  71, -95],   [  0, -23,  59]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-82,  41,   0],   [ 59, -82,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  12,   1],   [  0,  26, -65]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 63, -94,   0],   [ 41,   6,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -32, -49],   [  0,   1, -31]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-64,  88,   0],   [ 57,  99,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -27, -88],   [  0, -53, -95]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 63,  86,   0],   [-11,  67,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -68, -40],   [  0,  71, -58]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]]]> : tensor<16x4x3x3xi8>
+  %dense = arith.constant dense<3> : tensor<16x4x3x3xi8>
+  %e = tensor.empty() : tensor<1x16x6x6xi32>
+  %i = linalg.fill ins(%c0 : i32) outs(%e : tensor<1x16x6x6xi32>) -> tensor<1x16x6x6xi32>
+  %e2 = tensor.empty() : tensor<2x16x6x6xi32>
+  %i2 = linalg.fill ins(%c0 : i32) outs(%e2 : tensor<2x16x6x6xi32>) -> tensor<2x16x6x6xi32>
+  %a = linalg.conv_2d_nchw_fchw_q {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w, %zp, %c1 : tensor<1x4x8x8xi8>, tensor<16x4x3x3xi8>, i32, i32) outs(%i : tensor<1x16x6x6xi32>) -> tensor<1x16x6x6xi32> loc("model.py":30:3)
+  %b = linalg.conv_2d_nchw_fchw_q {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x2, %w, %zp, %c0 : tensor<2x4x8x8xi8>, tensor<16x4x3x3xi8>, i32, i32) outs(%i2 : tensor<2x16x6x6xi32>) -> tensor<2x16x6x6xi32> loc("model.py":40:3)
+  %c = linalg.conv_2d_nchw_fchw_q {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w, %zr, %c0 : tensor<1x4x8x8xi8>, tensor<16x4x3x3xi8>, i32, i32) outs(%i : tensor<1x16x6x6xi32>) -> tensor<1x16x6x6xi32> loc("model.py":50:3)
+  %d = linalg.conv_2d_nchw_fchw_q {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %dense, %zp, %c0 : tensor<1x4x8x8xi8>, tensor<16x4x3x3xi8>, i32, i32) outs(%i : tensor<1x16x6x6xi32>) -> tensor<1x16x6x6xi32> loc("model.py":60:3)
+  return %a, %b, %c, %d : tensor<1x16x6x6xi32>, tensor<2x16x6x6xi32>, tensor<1x16x6x6xi32>, tensor<1x16x6x6xi32>
+}
