@@ -582,7 +582,8 @@ def test_pruned_int8_model_keeps_its_zeros_and_its_pattern_kernels(mode: str) ->
         assert "2 pruned layer(s) (0, 4) are computed in f32" in r.precision_note
         assert "2 sparse kernel(s)" in r.precision_note
     elif vnni_pattern_kernels():  # integer convs: the int8 pattern kernel takes them
-        assert r.rewrites["xgen-int8-pattern-kernels"] == {"int8 pattern kernels": 2}
+        done = r.rewrites["xgen-int8-pattern-kernels"]
+        assert done["int8 pattern kernels"] == 2, done
         assert "xgen-lower-fkw-kernels" not in r.rewrites
         assert not said, [str(w.message) for w in said]
         assert "2 on their int8 values in VNNI dot products" in r.precision_note

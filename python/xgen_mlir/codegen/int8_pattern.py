@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .dense_gemm import epilogue_helpers
+
 LANES = 16  # i32 lanes of a 512-bit vector: pixels per vector
 MAX_FILTERS = 16  # accumulators per group (of 32 registers: the rest hold the tap vector)
 
@@ -53,6 +55,10 @@ class Int8PatternSpec:
     patterns: list[list[int]]
     groups: list[tuple[list[int], list[tuple[int, int]]]]
     tiles: int = 1  # pixel tiles: workgroups along y
+    # a requantize after the conv (``passes/epilogue_c.py``: statements on ``v``, the sums as
+    # f32, ending in the integer the quantize converts to int8): the kernel stores int8
+    act: tuple[str, ...] = ()
+    columns: list[np.ndarray] = field(default_factory=list)  # its per-filter constants ([F])
     derived: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -120,6 +126,11 @@ def _arr(name: str, ctype: str, values: np.ndarray | list[int]) -> str:
     return f"static const {ctype} {name}[] = {{{vals}}};"
 
 
+def _floats(values: np.ndarray) -> str:
+    """f32 values as exact C literals (hexadecimal floats)."""
+    return ", ".join(f"{float(v).hex()}f" for v in np.asarray(values, np.float32))
+
+
 def _vector_tables(spec: Int8PatternSpec) -> tuple[np.ndarray, np.ndarray]:
     """Per wide vector: the mask of its valid lanes (pixels inside the output), and the
     compact output index of its first valid pixel (where its compressed store begins)."""
@@ -149,6 +160,32 @@ def generate(spec: Int8PatternSpec) -> str:
         kpat += [p for _, p in kernels]
         filt += [f * spec.oh * spec.ow for f in filters]
     masks, dst = _vector_tables(spec)
+    order_f = [f for filters, _ in spec.groups for f in filters]
+    y_type = "int8_t" if spec.act else "int32_t"
+    helpers, store = (
+        "",
+        (
+            "_mm512_mask_storeu_epi32(out + FILT[f0 + j], head, "
+            "_mm512_maskz_compress_epi32(m, acc[j]));"
+        ),
+    )
+    if spec.act:
+        params = "".join(f", v16 c{i}" for i in range(len(spec.columns)))
+        cols = "\n".join(
+            _arr(f"COL{i}", "float", []).replace("{}", "{" + _floats(col[order_f]) + "}")
+            for i, col in enumerate(spec.columns)
+        )
+        args = "".join(f", SPLAT(COL{i}[f0 + j])" for i in range(len(spec.columns)))
+        helpers = f"""#define VL 16
+typedef int32_t vs32 __attribute__((vector_size(64)));
+{epilogue_helpers(LANES, spec.act, params)}
+{cols}
+"""
+        store = f"""{{
+        const v16 r = act(__builtin_convertvector((vs32)acc[j], v16){args});
+        const __m512i q = _mm512_maskz_compress_epi32(m, _mm512_cvttps_epi32((__m512)r));
+        _mm_mask_storeu_epi8(out + FILT[f0 + j], head, _mm512_cvtepi32_epi8(q));
+      }}"""
     cases = "\n".join(
         f"    case {n}: group_tile(x, wg, st, y, k0, k1, f0, v0, v1, {n}); break;"
         for n in range(1, MAX_FILTERS + 1)
@@ -171,7 +208,7 @@ def generate(spec: Int8PatternSpec) -> str:
 {_arr("FILT", "int32_t", filt or [0])}
 {_arr("MASK", "uint16_t", masks)}
 {_arr("DST", "int32_t", dst)}
-
+{helpers}
 /* 16 pixels' 4 tap bytes of one channel: lane j holds pixel j's taps t[0..3], as uint8 */
 static inline __m512i taps4(const int8_t* b, const int32_t* t, __m512i order, __m512i flip) {{
   __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(b + t[0])));
@@ -189,7 +226,7 @@ static inline __m512i taps4(const int8_t* b, const int32_t* t, __m512i order, __
 /* vectors v0..v1 of one group's NF filters (kernels k0..k1, weights wg, starts st) */
 static inline __attribute__((always_inline)) void group_tile(
     const int8_t* restrict x, const int8_t* restrict wg, const int32_t* restrict st,
-    int32_t* restrict y, const int k0, const int k1, const int f0, const int v0, const int v1,
+    {y_type}* restrict y, const int k0, const int k1, const int f0, const int v0, const int v1,
     const int NF) {{
   const __m512i order = _mm512_set_epi8({order});
   const __m512i flip = _mm512_set1_epi8((char)0x80);
@@ -211,16 +248,20 @@ static inline __attribute__((always_inline)) void group_tile(
       }}
     }}
     const __mmask16 m = MASK[v];
-    int32_t* out = y + DST[v];
+    {y_type}* out = y + DST[v];
+    /* compress in registers, then one masked store: the compressing store to memory is
+       microcoded */
+    const __mmask16 head = (__mmask16)((1u << __builtin_popcount(m)) - 1);
     #pragma GCC unroll 16
-    for (int j = 0; j < NF; ++j) _mm512_mask_compressstoreu_epi32(out + FILT[f0 + j], m, acc[j]);
+    for (int j = 0; j < NF; ++j)
+      {store}
   }}
 }}
 
 void {spec.symbol}_impl(MEMREF(const int8_t, xm), MEMREF(const int8_t, wm),
-                        MEMREF(const int32_t, sm), MEMREF(int32_t, ym), size_t gx, size_t gy) {{
+                        MEMREF(const int32_t, sm), MEMREF({y_type}, ym), size_t gx, size_t gy) {{
   const int8_t* restrict x = xm + xm_off;
-  int32_t* restrict y = ym + ym_off;
+  {y_type}* restrict y = ym + ym_off;
   const int g = (int)gx;
   const int v0 = (int)gy * TILE, v1 = v0 + TILE < NV ? v0 + TILE : NV;
   const int k0 = GK0[g], k1 = GK0[g + 1], f0 = GF0[g];

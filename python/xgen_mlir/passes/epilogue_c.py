@@ -59,6 +59,9 @@ class Operands:
     # also follow collapses of the leading dims (NHWC -> [N*H*W, C] rows: the same bytes), for
     # a kernel that applies the epilogue to vectors of the last dim wherever they go
     collapses: bool = False
+    # the epilogue may end in a quantize: an op whose body ends in ``fptosi`` to i8 (its last
+    # op: the kernel then stores the bytes, ``Epilogue.int8``)
+    quantize: bool = False
 
 
 @dataclass
@@ -72,6 +75,9 @@ class Epilogue:
     columns: list[np.ndarray] = field(default_factory=list)
     tensors: list[ir.Value] = field(default_factory=list)
     tensor_maps: list[ir.AffineMap] = field(default_factory=list)  # each tensor's map
+    # the last op is a quantize (``Operands.quantize``): ``v`` is then the integer its
+    # ``fptosi`` converts to i8 (the kernel converts it)
+    int8: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.lines)
@@ -194,6 +200,15 @@ def _elementwise_c(op: ir.Operation, inputs: _Inputs, tag: str) -> tuple[list[st
         raise NoMatch(f"{op.name} is not an elementwise op on the layer's output")
     out_ty = ir.RankedTensorType(op.results[0].type)
     reads = [v for v in op.operands[: num_inputs(op)] if v in inputs.env]
+    quantize = (
+        inputs.operands is not None
+        and inputs.operands.quantize
+        and str(out_ty.element_type) == "i8"
+        and len(body_ops(op)) >= 2
+        and body_ops(op)[-2].name == "arith.fptosi"
+    )
+    if quantize:  # the f32 values it converts are of the output's shape
+        out_ty = ir.RankedTensorType.get(out_ty.shape, ir.F32Type.get(), loc=op.location)
     if str(out_ty.element_type) != "f32" or not any(v.type == out_ty for v in reads):
         raise NoMatch(f"{op.name} is not an elementwise f32 op on the layer's output")
     names: dict[ir.Value, str] = {}
@@ -233,6 +248,9 @@ def _elementwise_c(op: ir.Operation, inputs: _Inputs, tag: str) -> tuple[list[st
             if c is None:
                 raise NoMatch(f"{bop.name} of a vector (the kernel computes f32 only)")
             consts[bop.results[0]] = float(np.float32(c))
+            continue
+        if bop.name == "arith.fptosi" and quantize and bop == body_ops(op)[-2]:
+            names[bop.results[0]] = name(bop.operands[0])  # the kernel converts the integer
             continue
         ops = [name(v) for v in bop.operands]
         kind = "v16"
@@ -373,11 +391,13 @@ def epilogue(value: ir.Value, ev: ConstEval, operands: Operands | None = None) -
         if len(outside) == 1 and outside[0] != value and outside[0] == ops[-1].results[0]:
             stmts = [line for _, lines, _, _ in found[:end] for line in lines]
             _, _, ncol, nten = found[end - 1]
+            last = ir.RankedTensorType(ops[-1].results[0].type)
             return Epilogue(
                 ["{ " + " ".join(stmts) + f" v = {env[outside[0]]}; }}"],
                 ops,
                 [c for _, c in inputs.columns[:ncol]],
                 inputs.tensors[:nten],
                 inputs.maps[:nten],
+                int8=str(last.element_type) == "i8",
             )
     return Epilogue()

@@ -14,7 +14,11 @@ equal strides, a static batch of 1, whose weights' zeros form a small pattern li
 (``raise_pattern_conv.infer_patterns``: the same structure and the same rule, ``max-density``
 and ``min-group``, as the f32 pattern convs). The input's pad with the zero point is taken
 into the kernel's layout. The op's i32 result is replaced by the kernel's: bit for bit the
-same sums, so the requantization after it is unchanged.
+same sums. Where the conv's one user converts them to f32 and a requantize to int8 follows
+(per-channel scale and bias, the quantize's divide, rounding, zero point and clamp:
+``epilogue_c``, ``Operands.quantize``), the kernel applies it to each vector and stores the
+int8 output itself: no i32 tensor goes through memory and no dispatch of IREE's is left for
+it (``epilogues=false``: IREE's).
 
 It must not fire on: f32 convs, depthwise or grouped convs (another op), a dense or
 unstructured conv, weights with a nonzero zero point, a batch above 1 or a dynamic shape,
@@ -38,7 +42,17 @@ from ..codegen.toolchain import ToolchainOptions, compile_object, predefined_mac
 from ..diagnostics import format_location
 from ..irutil import ops_named
 from .consteval import ConstEval
-from .generic_util import has_dynamic_shape, i64_array, pad_with, transpose
+from .epilogue_c import Epilogue, Operands, epilogue
+from .generic_util import (
+    body_ops,
+    has_dynamic_shape,
+    i64_array,
+    indexing_maps,
+    is_elementwise,
+    is_identity,
+    pad_with,
+    transpose,
+)
 from .integer_in_float import unpadded
 from .kernel_call import free_symbol, install_kernel
 from .raise_pattern_conv import PatternStructure, infer_patterns
@@ -54,6 +68,7 @@ class Int8PatternOptions(ToolchainOptions):
     # the target option integer_contractions, resolved: under float and kernel the integer
     # convs are computed in f32 (the user's choice, or a CPU without an exact int8 product)
     mode: str = "convs"
+    epilogues: bool = True  # the requantize after the conv in the kernel (false: IREE's)
     max_density: float = 0.5  # xgen-raise-pattern-conv's rule
     min_group: float = 4.0
     verbose: bool = False
@@ -166,6 +181,30 @@ def _spec(
     )
 
 
+def _requantize(op: ir.Operation, ev: ConstEval) -> tuple[Epilogue, list[ir.Operation]]:
+    """The requantize after conv ``op`` that the kernel can apply before storing: its result's
+    one user converting the sums to f32 (``sitofp``), then ``epilogue_c``'s ops up to and
+    including a quantize to int8, reading per-channel constants and scalars only; with the
+    ops it replaces. Empty where the chain is anything else (the kernel then stores i32)."""
+    none: tuple[Epilogue, list[ir.Operation]] = (Epilogue(), [])
+    users = [u.owner.operation for u in op.results[0].uses]
+    if len(users) != 1 or users[0].name != "linalg.generic":
+        return none
+    convert = users[0]
+    if (
+        not is_elementwise(convert)
+        or len(convert.operands) != 2
+        or not all(is_identity(m) for m in indexing_maps(convert))
+        or [o.name for o in body_ops(convert)] != ["arith.sitofp", "linalg.yield"]
+        or str(ir.RankedTensorType(convert.results[0].type).element_type) != "f32"
+    ):
+        return none
+    epi = epilogue(convert.results[0], ev, Operands(op, column_dim=1, tensors=False, quantize=True))
+    if not epi.int8 or not all(np.isfinite(c).all() for c in epi.columns):
+        return none
+    return epi, [convert, *epi.ops]
+
+
 def _target_has_units(opts: Int8PatternOptions) -> bool:
     toolchain = opts.toolchain()
     return toolchain.available() and all(m in predefined_macros(toolchain) for m in NEEDS)
@@ -210,25 +249,30 @@ def int8_pattern_kernels(module_op: ir.Operation, opts: Int8PatternOptions | Non
             top, left = low[2], low[3]
         symbol = free_symbol(module_op, "xgen_int8_pattern", 1)
         spec = _spec(symbol, op, parts, st, [top, left, hp, wp])
+        epi, replaced = _requantize(op, ev) if opts.epilogues else (Epilogue(), [])
+        spec.act, spec.columns = tuple(epi.lines), list(epi.columns)
         obj = compile_object(generate(spec), toolchain, symbol)
         with ir.InsertionPoint(op), op.location:
             flat = _layout(x, spec, [top, left], parts["zp"])
         weights = pack(spec, parts["weight"])
         first = starts(spec, parts["weight"], parts["bias"], parts["zp"])
+        end = replaced[-1] if replaced else op
         install_kernel(
             module_op,
             symbol,
             str(obj),
             opts.object_format,
             [flat, weights, first],
-            op.results[0].type,
+            end.results[0].type,
             (len(spec.groups), spec.tiles, 1),
-            [op],
-            op,
+            [op, *replaced],
+            end,
             weights_name="xgen_int8_pattern_weights",
             ids=2,
         )
         counts["int8 pattern kernels"] += 1
+        if epi:
+            counts["of them with their requantize"] += 1
         if opts.verbose:
             print(
                 f"xgen-int8-pattern-kernels: {where}: kernel, {len(st.patterns)} patterns, "

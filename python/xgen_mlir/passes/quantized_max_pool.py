@@ -16,7 +16,8 @@ the second quantize's; the conv before it can then requantize in its library cal
 What it matches: ``linalg.pooling_nhwc_max`` / ``pooling_nchw_max`` whose input is a
 ``tensor.pad`` by a constant (or no pad) of an elementwise ``(x - zp) * s`` (scalar
 constants, ``s > 0``) of a quantize to floats (the frontend's QuantizeLinear without the
-``fptosi``: clamps within int8), each the single user of the one before; whose init is a fill
+``fptosi``: clamps within int8), each the single user of the one before, or of an int8
+tensor (``(sitofp(q) - zp) * s``: a generated kernel that requantized itself); whose init is a fill
 with a constant at most the smallest dequantized value; and whose single user is a quantize
 to int8 with the same ``s`` and ``zp`` and clamps -128 and 127. It must not fire on another
 scale or zero point after the pool, a pool that is not a max, a dequantize or quantize read by
@@ -33,7 +34,16 @@ from dataclasses import dataclass
 from .._mlir import arith, ir, linalg, tensor
 from ..irutil import ops_named
 from .epilogue_c import scalar_constant
-from .generic_util import body, empty, fill, producer, single_user
+from .generic_util import (
+    body,
+    body_ops,
+    empty,
+    fill,
+    is_elementwise,
+    num_inputs,
+    producer,
+    single_user,
+)
 from .quantize_match import dequantize_of, int8_quantize, quantize_of
 from .registry import register_pass
 
@@ -58,9 +68,29 @@ def _fill_value(value: ir.Value) -> float | None:
     return _constant_float(op.operands[0])
 
 
+def _int8_dequantize_of(op: ir.Operation) -> tuple[float, float] | None:
+    """``(s, zp)`` if ``op`` dequantizes an int8 tensor: ``(sitofp(q) - zp) * s``."""
+    if op.name != "linalg.generic" or not is_elementwise(op) or num_inputs(op) != 1:
+        return None
+    if str(ir.RankedTensorType(op.operands[0].type).element_type) != "i8":
+        return None
+    ops = [o for o in body_ops(op) if o.name != "arith.constant"]
+    if [o.name for o in ops] != ["arith.sitofp", "arith.subf", "arith.mulf", "linalg.yield"]:
+        return None
+    conv, sub, mul, _ = ops
+    if conv.operands[0] != body(op).arguments[0] or sub.operands[0] != conv.results[0]:
+        return None
+    if mul.operands[0] != sub.results[0]:
+        return None
+    zp, s = scalar_constant(sub.operands[1]), scalar_constant(mul.operands[1])
+    if zp is None or s is None or not float(s) > 0:
+        return None
+    return float(s), float(zp)
+
+
 @dataclass
 class _Found:
-    fq: ir.Operation  # the quantize to floats
+    fq: ir.Operation | None  # the quantize to floats (None: the dequantize reads int8)
     dq: ir.Operation  # the dequantize
     pad: ir.Operation | None
     q: ir.Operation  # the quantize to int8 after the pool
@@ -78,16 +108,21 @@ def _match(pool: ir.Operation) -> _Found | None:
     else:
         pad = None
     dq = producer(source)
-    found = None if dq is None else dequantize_of(dq)
-    if dq is None or found is None or single_user(dq.results[0]) is None:
+    if dq is None:
+        return None
+    direct = _int8_dequantize_of(dq)  # of an int8 tensor: a kernel's requantized output
+    found = direct or dequantize_of(dq)
+    if found is None or single_user(dq.results[0]) is None:
         return None
     s, zp = found
-    fq = producer(dq.operands[0])
-    fq_found = None if fq is None else quantize_of(fq, as_float=True)
-    if fq is None or fq_found is None or single_user(fq.results[0]) is None:
-        return None
-    if fq_found[2] < -128 or fq_found[3] > 127:
-        return None
+    fq = None
+    if direct is None:
+        fq = producer(dq.operands[0])
+        fq_found = None if fq is None else quantize_of(fq, as_float=True)
+        if fq is None or fq_found is None or single_user(fq.results[0]) is None:
+            return None
+        if fq_found[2] < -128 or fq_found[3] > 127:
+            return None
     lowest = (-128 - zp) * s
     if pad is not None:
         yielded = body(pad).operations[0].operands[0] if len(body(pad).operations) == 1 else None
@@ -109,7 +144,7 @@ def _match(pool: ir.Operation) -> _Found | None:
 
 def _rewrite(pool: ir.Operation, found: _Found) -> None:
     i8 = ir.IntegerType.get_signless(8)
-    values = int8_quantize(found.fq).results[0]
+    values = int8_quantize(found.fq).results[0] if found.fq else found.dq.operands[0]
     with ir.InsertionPoint(pool), pool.location:
         lowest = arith.ConstantOp(i8, ir.IntegerAttr.get(i8, -128)).result
         if found.pad is not None:

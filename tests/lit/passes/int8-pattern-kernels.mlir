@@ -4,6 +4,8 @@
 // RUN: rm -rf %t.cache
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{cflags=-march=icelake-server}" | FileCheck %s
 // RUN: cat %t.cache/kernels/*.c | FileCheck %s --check-prefix=SRC
+// RUN: cat %t.cache/kernels/*.c | FileCheck %s --check-prefix=SRCQ
+// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{epilogues=false cflags=-march=icelake-server}" | FileCheck %s --check-prefix=EPI
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{cflags=-march=icelake-server verbose=true}" 2>&1 >/dev/null | FileCheck %s --check-prefix=WHY
 // A target without VNNI (x86-64-v4: AVX-512 alone), or enable=false: nothing fires.
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{cflags=-march=x86-64-v4}" | FileCheck %s --check-prefix=OFF
@@ -13,7 +15,7 @@
 
 // SRC-DAG: vpdpbusd
 // SRC-DAG: _mm512_permutexvar_epi8
-// SRC-DAG: _mm512_mask_compressstoreu_epi32
+// SRC-DAG: _mm512_maskz_compress_epi32
 // WHY: model.py:10:3: kernel, 2 patterns, density 0.222, 1 groups
 // WHY: model.py:20:3: kernel, 2 patterns, density 0.222, 1 groups
 // WHY: model.py:30:3: stays: the weights' zero point is not 0
@@ -70,6 +72,65 @@ func.func @stride2(%x: tensor<1x4x7x7xi8>) -> tensor<1x16x4x4xi32> {
   %i = linalg.fill ins(%c0 : i32) outs(%e : tensor<1x16x4x4xi32>) -> tensor<1x16x4x4xi32>
   %y = linalg.conv_2d_nchw_fchw_q {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%p, %w, %zp, %c0 : tensor<1x4x9x9xi8>, tensor<16x4x3x3xi8>, i32, i32) outs(%i : tensor<1x16x4x4xi32>) -> tensor<1x16x4x4xi32> loc("model.py":20:3)
   return %y : tensor<1x16x4x4xi32>
+}
+
+// -----
+
+// The requantize after the conv (sums to f32, the per-channel scale and bias, the quantize to
+// int8) goes into the kernel, which stores int8: the call replaces the quantize. The
+// dequantize after it stays. With epilogues=false the kernel stores i32 and IREE requantizes.
+// CHECK-LABEL: func.func @requantized
+// CHECK: %[[Y:.*]] = call @xgen_int8_pattern_1_call({{.*}}) : ({{.*}}) -> tensor<1x16x6x6xi8>
+// CHECK-NOT: arith.sitofp %{{.*}} : i32 to f32
+// CHECK: linalg.generic {{.*}} ins(%[[Y]] : tensor<1x16x6x6xi8>)
+// CHECK: arith.sitofp %{{.*}} : i8 to f32
+// EPI-LABEL: func.func @requantized
+// EPI: call @xgen_int8_pattern_1_call({{.*}}) : ({{.*}}) -> tensor<1x16x6x6xi32>
+// EPI: arith.sitofp %{{.*}} : i32 to f32
+// SRCQ: _mm512_cvtepi32_epi8
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#col = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
+func.func @requantized(%x: tensor<1x4x8x8xi8>) -> tensor<1x16x6x6xf32> {
+  %zp = arith.constant -3 : i32
+  %c0 = arith.constant 0 : i32
+  %s = arith.constant 0.25 : f32
+  %qz = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %w = arith.constant dense<[[[[ 85,  64,   0],   [ -8,  -2,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -50, -61],   [  0, -56,  93]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 40, -85,   0],   [-84, -18,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   8,  30],   [  0,  -1, -13]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 26, -61,   0],   [-80, -98,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  84,  69],   [  0, -58,  72]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-42, -49,   0],   [-53,  36,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  72,  59],   [  0,  33, -89]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ -5,  -9,   0],   [-32,  24,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  67,  34],   [  0,  89,  79]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 57,  41,   0],   [ 62, -58,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -89,  20],   [  0, -64, -11]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-41,  44,   0],   [ -5, -43,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  60, -94],   [  0, -41, -50]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ -8, -42,   0],   [ 92, -93,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -97,  92],   [  0, -12, -86]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-36, -15,   0],   [ 38,  82,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -89,  80],   [  0,  43, -54]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-69,  -5,   0],   [-50,   3,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -10, -76],   [  0, -27,   7]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 65, -35,   0],   [ 14,  56,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  21,  88],   [  0, -78, -29]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-76,  81,   0],   [-45, -41,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  71, -95],   [  0, -23,  59]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-82,  41,   0],   [ 59, -82,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,  12,   1],   [  0,  26, -65]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 63, -94,   0],   [ 41,   6,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -32, -49],   [  0,   1, -31]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[-64,  88,   0],   [ 57,  99,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -27, -88],   [  0, -53, -95]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]], [[[ 63,  86,   0],   [-11,  67,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0, -68, -40],   [  0,  71, -58]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]],  [[  0,   0,   0],   [  0,   0,   0],   [  0,   0,   0]]]]> : tensor<16x4x3x3xi8>
+  %scale = arith.constant dense<[[[[0.5]], [[0.25]], [[0.125]], [[1.0]], [[0.5]], [[0.25]], [[0.125]], [[1.0]], [[0.5]], [[0.25]], [[0.125]], [[1.0]], [[0.5]], [[0.25]], [[0.125]], [[1.0]]]]> : tensor<1x16x1x1xf32>
+  %e = tensor.empty() : tensor<1x16x6x6xi32>
+  %i = linalg.fill ins(%c0 : i32) outs(%e : tensor<1x16x6x6xi32>) -> tensor<1x16x6x6xi32>
+  %y = linalg.conv_2d_nchw_fchw_q {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w, %zp, %c0 : tensor<1x4x8x8xi8>, tensor<16x4x3x3xi8>, i32, i32) outs(%i : tensor<1x16x6x6xi32>) -> tensor<1x16x6x6xi32>
+  %fe = tensor.empty() : tensor<1x16x6x6xf32>
+  %f = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y : tensor<1x16x6x6xi32>) outs(%fe : tensor<1x16x6x6xf32>) {
+  ^bb0(%in: i32, %out: f32):
+    %0 = arith.sitofp %in : i32 to f32
+    linalg.yield %0 : f32
+  } -> tensor<1x16x6x6xf32>
+  %m = linalg.generic {indexing_maps = [#map, #col, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%f, %scale : tensor<1x16x6x6xf32>, tensor<1x16x1x1xf32>) outs(%fe : tensor<1x16x6x6xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %0 = arith.mulf %in, %c : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x16x6x6xf32>
+  %qe = tensor.empty() : tensor<1x16x6x6xi8>
+  %q = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%m : tensor<1x16x6x6xf32>) outs(%qe : tensor<1x16x6x6xi8>) {
+  ^bb0(%in: f32, %out: i8):
+    %0 = arith.divf %in, %s : f32
+    %1 = math.roundeven %0 : f32
+    %2 = arith.addf %1, %qz : f32
+    %3 = arith.maximumf %2, %qz : f32
+    %4 = arith.minimumf %3, %hi : f32
+    %5 = arith.fptosi %4 : f32 to i8
+    linalg.yield %5 : i8
+  } -> tensor<1x16x6x6xi8>
+  %dq = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%q : tensor<1x16x6x6xi8>) outs(%fe : tensor<1x16x6x6xf32>) {
+  ^bb0(%in: i8, %out: f32):
+    %0 = arith.sitofp %in : i8 to f32
+    %1 = arith.subf %0, %qz : f32
+    %2 = arith.mulf %1, %s : f32
+    linalg.yield %2 : f32
+  } -> tensor<1x16x6x6xf32>
+  return %dq : tensor<1x16x6x6xf32>
 }
 
 // -----

@@ -201,3 +201,49 @@ func.func @pad_with_zero(%x: tensor<1x64x8x8xf32>) -> tensor<1x64x4x4xi8> {
   return %q : tensor<1x64x4x4xi8>
 }
 
+
+// -----
+// The dequantize reads an int8 tensor (a generated kernel that requantized its conv itself):
+// the pool takes that tensor, padded with -128.
+// CHECK-LABEL: func.func @int8_source
+// CHECK: %[[P:.*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: tensor.yield %{{.*}} : i8
+// CHECK: %[[R:.*]] = linalg.pooling_nchw_max {{.*}} ins(%[[P]], %{{.*}} : tensor<1x64x10x10xi8>, tensor<3x3xf32>) outs(%{{.*}} : tensor<1x64x4x4xi8>)
+// CHECK-NOT: arith.sitofp
+// CHECK: return %[[R]]
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @int8_source(%x: tensor<1x64x8x8xi8>) -> tensor<1x64x4x4xi8> {
+  %s = arith.constant 0.0625 : f32
+  %zp = arith.constant -128.0 : f32
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<1x64x8x8xf32>
+  %dq = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : tensor<1x64x8x8xi8>) outs(%e : tensor<1x64x8x8xf32>) {
+  ^bb0(%in: i8, %out: f32):
+    %f = arith.sitofp %in : i8 to f32
+    %0 = arith.subf %f, %zp : f32
+    %1 = arith.mulf %0, %s : f32
+    linalg.yield %1 : f32
+  } -> tensor<1x64x8x8xf32>
+  %padded = tensor.pad %dq low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %ninf : f32
+  } : tensor<1x64x8x8xf32> to tensor<1x64x10x10xf32>
+  %pe = tensor.empty() : tensor<1x64x4x4xf32>
+  %init = linalg.fill ins(%ninf : f32) outs(%pe : tensor<1x64x4x4xf32>) -> tensor<1x64x4x4xf32>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %pool = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%padded, %win : tensor<1x64x10x10xf32>, tensor<3x3xf32>) outs(%init : tensor<1x64x4x4xf32>) -> tensor<1x64x4x4xf32>
+  %qe = tensor.empty() : tensor<1x64x4x4xi8>
+  %q = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%pool : tensor<1x64x4x4xf32>) outs(%qe : tensor<1x64x4x4xi8>) {
+  ^bb0(%in: f32, %out: i8):
+    %0 = arith.divf %in, %s : f32
+    %1 = math.roundeven %0 : f32
+    %2 = arith.addf %1, %zp : f32
+    %3 = arith.maximumf %2, %lo : f32
+    %4 = arith.minimumf %3, %hi : f32
+    %5 = arith.fptosi %4 : f32 to i8
+    linalg.yield %5 : i8
+  } -> tensor<1x64x4x4xi8>
+  return %q : tensor<1x64x4x4xi8>
+}
