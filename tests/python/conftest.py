@@ -66,12 +66,11 @@ def int8_exact_in_ort() -> bool:
 
 def vnni_pattern_kernels() -> bool:
     """The cpu target's C compiler (-march=native here) has what xgen-int8-pattern-kernels
-    needs (AVX512-VNNI and VBMI): pattern-pruned int8 convs then run in that kernel."""
-    from xgen_mlir.codegen.toolchain import Toolchain, predefined_macros
-    from xgen_mlir.passes.int8_pattern_kernels import NEEDS
+    needs by default (AVX512-VNNI and VBMI, no AMX-INT8): pattern-pruned int8 convs then run
+    in that kernel."""
+    from xgen_mlir.passes.int8_pattern_kernels import Int8PatternOptions, target_has_units
 
-    toolchain = Toolchain()
-    return toolchain.available() and all(m in predefined_macros(toolchain) for m in NEEDS)
+    return target_has_units(Int8PatternOptions())
 
 
 def assert_int8_offload(offload: dict, expected: dict) -> None:

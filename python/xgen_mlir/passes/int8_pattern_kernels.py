@@ -22,8 +22,10 @@ it (``epilogues=false``: IREE's).
 
 It must not fire on: f32 convs, depthwise or grouped convs (another op), a dense or
 unstructured conv, weights with a nonzero zero point, a batch above 1 or a dynamic shape,
-``enable=false``, ``mode`` (``integer_contractions``) float or kernel, or a target whose C
-compiler does not define ``__AVX512VNNI__`` and ``__AVX512VBMI__`` with the target's flags.
+``enable=false``, ``mode`` (``integer_contractions``) float or kernel, a target whose C
+compiler does not define ``__AVX512VNNI__`` and ``__AVX512VBMI__`` with the target's flags,
+or (``enable=vnni``, the default) one that defines ``__AMX_INT8__``: there a library's dense
+s8 conv runs on the AMX tiles, which this kernel was not measured against.
 Runs before ``xgen-integer-in-float`` and the BYOC offload, which then see only the convs it
 left.
 """
@@ -56,15 +58,21 @@ from .generic_util import (
 from .integer_in_float import unpadded
 from .kernel_call import free_symbol, install_kernel
 from .raise_pattern_conv import PatternStructure, infer_patterns
-from .registry import register_pass
+from .registry import PassFailure, register_pass
 
 NEEDS = ("__AVX512VNNI__", "__AVX512VBMI__")
+# where the target also has AMX-INT8 tiles, a library's dense s8 conv runs on them (up to 8x
+# VNNI's multiply-adds per cycle): not measured against this kernel, so left to ``always``
+TILES = "__AMX_INT8__"
+ENABLE = ("vnni", "always", "false")
 WORKGROUPS = 32  # at least this many workgroups per conv, so both threads' shares even out
 
 
 @dataclass
 class Int8PatternOptions(ToolchainOptions):
-    enable: bool = True  # false: never (true: where the target has VNNI and VBMI)
+    # vnni: where the target has VNNI and VBMI but no AMX-INT8 tiles; always: wherever it has
+    # VNNI and VBMI; false: never
+    enable: str = "vnni"
     # the target option integer_contractions, resolved: under float and kernel the integer
     # convs are computed in f32 (the user's choice, or a CPU without an exact int8 product)
     mode: str = "convs"
@@ -205,9 +213,14 @@ def _requantize(op: ir.Operation, ev: ConstEval) -> tuple[Epilogue, list[ir.Oper
     return epi, [convert, *epi.ops]
 
 
-def _target_has_units(opts: Int8PatternOptions) -> bool:
+def target_has_units(opts: Int8PatternOptions) -> bool:
     toolchain = opts.toolchain()
-    return toolchain.available() and all(m in predefined_macros(toolchain) for m in NEEDS)
+    if not toolchain.available():
+        return False
+    macros = predefined_macros(toolchain)
+    if opts.enable == "vnni" and TILES in macros:
+        return False
+    return all(m in macros for m in NEEDS)
 
 
 @register_pass(
@@ -221,9 +234,11 @@ def int8_pattern_kernels(module_op: ir.Operation, opts: Int8PatternOptions | Non
     opts = opts or Int8PatternOptions()
     counts: Counter[str] = Counter()
     convs = ops_named(module_op, "linalg.conv_2d_nchw_fchw_q")
+    if opts.enable not in ENABLE:
+        raise PassFailure(f"enable must be one of {', '.join(ENABLE)}, got '{opts.enable}'")
     if opts.mode not in ("convs", "integer"):
         return counts
-    if not opts.enable or not convs or not _target_has_units(opts):
+    if opts.enable == "false" or not convs or not target_has_units(opts):
         return counts
     ev = ConstEval(module_op)
     toolchain = opts.toolchain()
