@@ -133,3 +133,27 @@ func.func @int8_pools(%x: tensor<1x2x8x8xi8>) -> (tensor<1x2x3x3xi8>, tensor<1x2
   %s = linalg.pooling_nchw_sum {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %win : tensor<1x2x8x8xi8>, tensor<3x3xf32>) outs(%z : tensor<1x2x3x3xi8>) -> tensor<1x2x3x3xi8>
   return %m, %s : tensor<1x2x3x3xi8>, tensor<1x2x3x3xi8>
 }
+
+// -----
+
+// A pool of a generated kernel's output (a call: the kernel stores NCHW itself) stays NCHW:
+// no transposes of IREE's cancel against the pair around it.
+// CHECK-LABEL: func.func @pool_of_a_kernel
+// CHECK: %[[K:.*]] = call @xgen_int8_pattern_1_call
+// CHECK: %[[P:.*]] = tensor.pad %[[K]]
+// CHECK: linalg.pooling_nchw_max {{.*}} ins(%[[P]], %{{.*}} : tensor<1x2x10x10xi8>, tensor<3x3xf32>)
+// CHECK-NOT: linalg.transpose
+func.func private @xgen_int8_pattern_1_call(tensor<1x2x8x8xi8>) -> tensor<1x2x8x8xi8>
+func.func @pool_of_a_kernel(%x: tensor<1x2x8x8xi8>) -> tensor<1x2x4x4xi8> {
+  %low = arith.constant -128 : i8
+  %k = call @xgen_int8_pattern_1_call(%x) : (tensor<1x2x8x8xi8>) -> tensor<1x2x8x8xi8>
+  %p = tensor.pad %k low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %low : i8
+  } : tensor<1x2x8x8xi8> to tensor<1x2x10x10xi8>
+  %e = tensor.empty() : tensor<1x2x4x4xi8>
+  %f = linalg.fill ins(%low : i8) outs(%e : tensor<1x2x4x4xi8>) -> tensor<1x2x4x4xi8>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %m = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%p, %win : tensor<1x2x10x10xi8>, tensor<3x3xf32>) outs(%f : tensor<1x2x4x4xi8>) -> tensor<1x2x4x4xi8>
+  return %m : tensor<1x2x4x4xi8>
+}
