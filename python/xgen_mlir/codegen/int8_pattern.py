@@ -192,7 +192,9 @@ typedef int32_t vs32 __attribute__((vector_size(64)));
     )
     # byte 4j + k of the tap vector is byte 16k + j of the four loads (set_epi8 lists e63..e0)
     order = ", ".join(str(16 * (i % 4) + i // 4) for i in reversed(range(64)))
-    return f"""#include <stddef.h>
+    return f"""/* the requantize is IREE's ops one by one: no multiply-add contracted into an FMA */
+#pragma GCC optimize("fp-contract=off")
+#include <stddef.h>
 #include <stdint.h>
 #include <immintrin.h>
 #define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
