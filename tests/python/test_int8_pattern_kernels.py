@@ -1,6 +1,6 @@
 """The VNNI int8 pattern kernel (xgen-int8-pattern-kernels) on compiled models: the same
 numbers as ONNX Runtime on the same quantized file, at stride 1 and 2, with biases, groups of
-fewer than 16 filters and a filter count that is no multiple of 16. Where the host has no
+fewer than 16 filters, a filter count that is no multiple of 16, and a batch of 3. Where the host has no
 VNNI the same compiles run the convs another way (the pass must not fire), same numbers."""
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ def _step(proto: onnx.ModelProto) -> float:
     return float(inits[node.input[1]])
 
 
-@pytest.mark.parametrize("offload", ["none", "tuned"])
-def test_pruned_int8_convs_in_the_vnni_kernel_equal_onnx_runtime(offload: str) -> None:
+@pytest.mark.parametrize(("offload", "batch"), [("none", 1), ("tuned", 1), ("none", 3)])
+def test_pruned_int8_convs_in_the_vnni_kernel_equal_onnx_runtime(offload: str, batch: int) -> None:
     gen = torch.Generator().manual_seed(0)
-    x = torch.randn(1, 3, 23, 21, generator=gen)
-    cal = [torch.randn(1, 3, 23, 21, generator=gen) for _ in range(3)]
-    pruned = compress.prune(_Net().eval(), (x,), group_size=8, connectivity=0.5).eval()
+    x = torch.randn(batch, 3, 23, 21, generator=gen)
+    cal = [torch.randn(batch, 3, 23, 21, generator=gen) for _ in range(3)]
+    pruned = compress.prune(_Net().eval(), (x[:1],), group_size=8, connectivity=0.5).eval()
     quantized = compress.quantize(pruned, x, calibration=cal)
     compiled = xgen_mlir.compile(
         quantized,

@@ -43,6 +43,7 @@ class Int8PatternSpec:
     (``ky * kw + kx``) of each pattern."""
 
     symbol: str
+    batch: int
     c: int
     f: int
     kh: int
@@ -146,7 +147,7 @@ def _vector_tables(spec: Int8PatternSpec) -> tuple[np.ndarray, np.ndarray]:
 
 
 def generate(spec: Int8PatternSpec) -> str:
-    """C source of ``<symbol>_impl(x, w, start, y, group, tile)``."""
+    """C source of ``<symbol>_impl(x, w, start, y, group, tile, image)``."""
     d = spec.derived
     chunks = d["chunks"]
     taps = spec.tap_offsets(chunks)
@@ -199,6 +200,8 @@ typedef int32_t vs32 __attribute__((vector_size(64)));
 #include <immintrin.h>
 #define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
 #define NV {d["nv"]}
+#define IMG_IN {d["in_len"]}  /* one image's input bytes: images one after another */
+#define IMG_OUT {spec.f * spec.oh * spec.ow}  /* one image's outputs */
 #define TILE {d["tile"]}
 #define CH {chunks}
 {_arr("TAPS", "int32_t", taps)}
@@ -261,9 +264,10 @@ static inline __attribute__((always_inline)) void group_tile(
 }}
 
 void {spec.symbol}_impl(MEMREF(const int8_t, xm), MEMREF(const int8_t, wm),
-                        MEMREF(const int32_t, sm), MEMREF({y_type}, ym), size_t gx, size_t gy) {{
-  const int8_t* restrict x = xm + xm_off;
-  {y_type}* restrict y = ym + ym_off;
+                        MEMREF(const int32_t, sm), MEMREF({y_type}, ym), size_t gx, size_t gy,
+                        size_t gz) {{
+  const int8_t* restrict x = xm + xm_off + gz * (size_t)IMG_IN;
+  {y_type}* restrict y = ym + ym_off + gz * (size_t)IMG_OUT;
   const int g = (int)gx;
   const int v0 = (int)gy * TILE, v1 = v0 + TILE < NV ? v0 + TILE : NV;
   const int k0 = GK0[g], k1 = GK0[g + 1], f0 = GF0[g];

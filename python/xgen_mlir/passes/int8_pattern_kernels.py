@@ -10,7 +10,7 @@ kernels) at the integer rate.
 Matches ``linalg.conv_2d_nchw_fchw_q`` with i8 operands, constant weights with zero point 0
 (symmetric, as ``compress.quantize`` makes them), a constant input zero point, an i32
 accumulator that starts from a constant per output channel (zeros or a bias), unit dilation,
-equal strides, a static batch of 1, whose weights' zeros form a small pattern library
+equal strides, a static batch (one workgroup z per image), whose weights' zeros form a small pattern library
 (``raise_pattern_conv.infer_patterns``: the same structure and the same rule, ``max-density``
 and ``min-group``, as the f32 pattern convs). The input's pad with the zero point is taken
 into the kernel's layout. The op's i32 result is replaced by the kernel's: bit for bit the
@@ -21,7 +21,7 @@ int8 output itself: no i32 tensor goes through memory and no dispatch of IREE's 
 it (``epilogues=false``: IREE's).
 
 It must not fire on: f32 convs, depthwise or grouped convs (another op), a dense or
-unstructured conv, weights with a nonzero zero point, a batch above 1 or a dynamic shape,
+unstructured conv, weights with a nonzero zero point, a dynamic shape,
 ``enable=false``, ``mode`` (``integer_contractions``) float or kernel, a target whose C
 compiler does not define ``__AVX512VNNI__`` and ``__AVX512VBMI__`` with the target's flags,
 or (``enable=vnni``, the default) one that defines ``__AMX_INT8__``: there a library's dense
@@ -102,8 +102,6 @@ def _why_not(op: ir.Operation, ev: ConstEval) -> str | dict:
     if strides[0] != strides[1] or not 1 <= strides[0] <= 4:
         return f"strides {strides}"
     out = list(ir.RankedTensorType(op.results[0].type).shape)
-    if out[0] != 1:
-        return "batch > 1"
     weight = ev.value(w)
     if weight is None:
         return "the weights are not constant"
@@ -136,15 +134,15 @@ def _groups(st: PatternStructure) -> list[tuple[list[int], list[tuple[int, int]]
 
 def _layout(x: ir.Value, spec: Int8PatternSpec, pads: list[int], zp: int) -> ir.Value:
     """The kernel's flat input: ``x`` padded with the zero point to whole phase planes,
-    split into its stride x stride phases (``[phase][c][hq][wq]``), and ``slack`` bytes
-    more for the wide pixels past the last row."""
+    split into its stride x stride phases (``[image][phase][c][hq][wq]``), and ``slack``
+    bytes more for the wide pixels past the last image's last row."""
     s, c, hq, wq = spec.stride, spec.c, spec.hq, spec.wq
-    _, _, h, w = ir.RankedTensorType(x.type).shape
+    n, _, h, w = ir.RankedTensorType(x.type).shape
     top, left = pads
     i8 = ir.IntegerType.get_signless(8)
     x = pad_with(x, [0, 0, top, left], [0, 0, s * hq - h - top, s * wq - w - left], zp)
     if s > 1:
-        shape = [1, c, hq, s, wq, s]
+        shape = [n, c, hq, s, wq, s]
         x = tensor.ExpandShapeOp(
             ir.RankedTensorType.get(shape, i8),
             x,
@@ -156,9 +154,10 @@ def _layout(x: ir.Value, spec: Int8PatternSpec, pads: list[int], zp: int) -> ir.
         ).result
         x = transpose(x, [0, 3, 5, 1, 2, 4])
     rank = len(ir.RankedTensorType(x.type).shape)
-    n = spec.derived["in_len"]
     flat = tensor.CollapseShapeOp(
-        ir.RankedTensorType.get([n], i8), x, ir.ArrayAttr.get([i64_array(list(range(rank)))])
+        ir.RankedTensorType.get([n * spec.derived["in_len"]], i8),
+        x,
+        ir.ArrayAttr.get([i64_array(list(range(rank)))]),
     ).result
     return pad_with(flat, [0], [spec.derived["slack"]], zp)
 
@@ -174,6 +173,7 @@ def _spec(
     tiles = max(1, min(-(-WORKGROUPS // len(groups)), -(-oh * -(-wp // s) // 16)))
     return Int8PatternSpec(
         symbol=symbol,
+        batch=ir.RankedTensorType(op.results[0].type).shape[0],
         c=c,
         f=f,
         kh=kh,
@@ -279,11 +279,11 @@ def int8_pattern_kernels(module_op: ir.Operation, opts: Int8PatternOptions | Non
             opts.object_format,
             [flat, weights, first],
             end.results[0].type,
-            (len(spec.groups), spec.tiles, 1),
+            (len(spec.groups), spec.tiles, spec.batch),
             [op, *replaced],
             end,
             weights_name="xgen_int8_pattern_weights",
-            ids=2,
+            ids=3,
         )
         counts["int8 pattern kernels"] += 1
         if epi:
