@@ -1,7 +1,8 @@
 """The VNNI int8 pattern kernel (xgen-int8-pattern-kernels) on compiled models: the same
 numbers as ONNX Runtime on the same quantized file, at stride 1 and 2, with biases, groups of
-fewer than 16 filters, a filter count that is no multiple of 16, and a batch of 3. Where the host has no
-VNNI the same compiles run the convs another way (the pass must not fire), same numbers."""
+fewer than 16 filters, a filter count that is no multiple of 16, and a batch of 3. Where the
+host has no VNNI the same compiles run the convs another way (the pass must not fire), same
+numbers."""
 
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ kernels) at the integer rate.
 Matches ``linalg.conv_2d_nchw_fchw_q`` with i8 operands, constant weights with zero point 0
 (symmetric, as ``compress.quantize`` makes them), a constant input zero point, an i32
 accumulator that starts from a constant per output channel (zeros or a bias), unit dilation,
-equal strides, a static batch (one workgroup z per image), whose weights' zeros form a small pattern library
-(``raise_pattern_conv.infer_patterns``: the same structure and the same rule, ``max-density``
-and ``min-group``, as the f32 pattern convs). The input's pad with the zero point is taken
+equal strides, a static batch (one workgroup z per image), whose weights' zeros form a small
+pattern library (``raise_pattern_conv.infer_patterns``: the same structure and the same rule,
+``max-density`` and ``min-group``, as the f32 pattern convs). The input's pad with the zero point is taken
 into the kernel's layout. The op's i32 result is replaced by the kernel's: bit for bit the
 same sums. Where the conv's one user converts them to f32 and a requantize to int8 follows
 (per-channel scale and bias, the quantize's divide, rounding, zero point and clamp:
