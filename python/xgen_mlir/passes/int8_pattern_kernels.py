@@ -12,17 +12,16 @@ Matches ``linalg.conv_2d_nchw_fchw_q`` with i8 operands, constant weights with z
 accumulator that starts from a constant per output channel (zeros or a bias), unit dilation,
 equal strides, a static batch (one workgroup z per image), whose weights' zeros form a small
 pattern library (``raise_pattern_conv.infer_patterns``: the same structure and the same rule,
-``max-density`` and ``min-group``, as the f32 pattern convs). The input's pad with the zero point is taken
-into the kernel's layout. The op's i32 result is replaced by the kernel's: bit for bit the
-same sums. Where the conv's one user converts them to f32 and a requantize to int8 follows
-(per-channel scale and bias, the quantize's divide, rounding, zero point and clamp:
-``epilogue_c``, ``Operands.quantize``), the kernel applies it to each vector and stores the
-int8 output itself: no i32 tensor goes through memory and no dispatch of IREE's is left for
-it (``epilogues=false``: IREE's).
+``max-density`` and ``min-group``, as the f32 pattern convs). The input's pad with the zero
+point is taken into the kernel's layout. The op's i32 result is replaced by the kernel's: bit
+for bit the same sums. Where the conv's one user converts them to f32 and a requantize to
+int8 follows (per-channel scale and bias, the quantize's divide, rounding, zero point and
+clamp: ``epilogue_c``, ``Operands.quantize``), the kernel applies it to each vector and
+stores the int8 output itself: no i32 tensor goes through memory and no dispatch of IREE's
+is left for it (``epilogues=false``: IREE's).
 
 It must not fire on: f32 convs, depthwise or grouped convs (another op), a dense or
-unstructured conv, weights with a nonzero zero point, a dynamic shape,
-``enable=false``, ``mode`` (``integer_contractions``) float or kernel, a target whose C
+unstructured conv, weights with a nonzero zero point, a dynamic shape, ``enable=false``, ``mode`` (``integer_contractions``) float or kernel, a target whose C
 compiler does not define ``__AVX512VNNI__`` and ``__AVX512VBMI__`` with the target's flags,
 or (``enable=vnni``, the default) one that defines ``__AMX_INT8__``: there a library's dense
 s8 conv runs on the AMX tiles, which this kernel was not measured against.
