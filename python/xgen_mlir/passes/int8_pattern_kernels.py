@@ -21,10 +21,11 @@ stores the int8 output itself: no i32 tensor goes through memory and no dispatch
 is left for it (``epilogues=false``: IREE's).
 
 It must not fire on: f32 convs, depthwise or grouped convs (another op), a dense or
-unstructured conv, weights with a nonzero zero point, a dynamic shape, ``enable=false``, ``mode`` (``integer_contractions``) float or kernel, a target whose C
-compiler does not define ``__AVX512VNNI__`` and ``__AVX512VBMI__`` with the target's flags,
-or (``enable=vnni``, the default) one that defines ``__AMX_INT8__``: there a library's dense
-s8 conv runs on the AMX tiles, which this kernel was not measured against.
+unstructured conv, weights with a nonzero zero point, a dynamic shape, ``enable=false``,
+``mode`` (``integer_contractions``) float or kernel, a target whose C compiler does not
+define ``__AVX512VNNI__`` and ``__AVX512VBMI__`` with the target's flags, or (``enable=vnni``,
+the default) one that defines ``__AMX_INT8__``: there a library's dense s8 conv runs on the
+AMX tiles, which this kernel was not measured against.
 Runs before ``xgen-integer-in-float`` and the BYOC offload, which then see only the convs it
 left.
 """
