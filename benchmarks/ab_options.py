@@ -6,13 +6,17 @@ IREE with its best stock flags, timed interleaved in one process (steadier than 
     .venv/bin/python benchmarks/ab_options.py minilm --variant matmul_tile_bytes=1048576
     .venv/bin/python benchmarks/ab_options.py bert_base --quantize dynamic \
         --variant int8_float_ops=bf16
+    .venv/bin/python benchmarks/ab_options.py resnet18 --prune 0.5 --quantize static \
+        --variant int8_pattern_kernels=false
 
 Each ``--variant NAME=VALUE[,NAME=VALUE]`` is one more xgen_mlir system (``NAME=`` with no
 value: the option empty, i.e. IREE's default). ``--quantize dynamic|static``: the model is
 quantized first as ``bench_precision.py`` does it (``compress.quantize``; static on its
 calibration views) and every xgen_mlir system compiles it with ``precision="int8"`` (plain
-IREE is left out; errors are against the fp32 model). Prints median/min ms, GFLOP/s against
-this host's measured fp32 matmul rate (host.py), and writes JSON naming the host.
+IREE is left out; errors are against the fp32 model). ``--prune C``: the model is
+pattern-pruned first (``compress.prune``, connectivity C), as ``bench_precision.py --prune``
+does. Prints median/min ms, GFLOP/s against this host's measured fp32 matmul rate (host.py),
+and writes JSON naming the host.
 """
 
 from __future__ import annotations
@@ -44,11 +48,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("model", choices=KNOWN)
     p.add_argument("--variant", action="append", default=[], help="NAME=VALUE[,NAME=VALUE]")
     p.add_argument("--quantize", choices=["dynamic", "static"], default=None)
+    p.add_argument(
+        "--prune",
+        type=float,
+        default=None,
+        help="pattern-prune the model first (compress.prune, this connectivity)",
+    )
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--block", type=int, default=10)
     p.add_argument("--json", default=None, help="output JSON (default benchmarks/results/)")
     args = p.parse_args(argv)
     model, inputs = build(args.model)
+    if args.prune is not None:
+        from xgen_mlir import compress
+
+        log(f"{args.model}: pattern-pruning (connectivity {args.prune})")
+        model = compress.prune(model.eval(), inputs, target="cpu", connectivity=args.prune).eval()
     with torch.no_grad():
         ref = model(*inputs).numpy()
     arrays = [t.numpy() for t in inputs]
