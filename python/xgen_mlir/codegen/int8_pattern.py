@@ -15,7 +15,8 @@ which the last few are discarded), so a tap of any pixel is at a fixed offset fr
 pixel's own index and 16 consecutive pixels read 16 consecutive bytes, whatever the row
 width. Stride 2 reads the input split into its 2 x 2 phases (row and column parity: the
 wrapper's transpose), where a tap is again a fixed offset. Each vector's valid pixels go
-straight to the compact ``[F, OH, OW]`` output by one compressing store per filter.
+straight to the compact ``[F, OH, OW]`` output: compressed in a register, one masked store
+per filter.
 
 The input is int8 with zero point ``zp``; the kernel flips each byte to uint8 (``x ^ 0x80
 = x + 128``), so it computes ``sum w * (x + 128)``, and the start value of each filter
@@ -123,13 +124,13 @@ def starts(spec: Int8PatternSpec, weight: np.ndarray, bias: np.ndarray, zp: int)
 
 
 def _arr(name: str, ctype: str, values: np.ndarray | list[int]) -> str:
-    vals = ", ".join(str(int(v)) for v in np.asarray(values).reshape(-1))
+    """A static C array; floats as exact literals (hexadecimal f32)."""
+    flat = np.asarray(values).reshape(-1)
+    if ctype == "float":
+        vals = ", ".join(f"{float(v).hex()}f" for v in flat.astype(np.float32))
+    else:
+        vals = ", ".join(str(int(v)) for v in flat)
     return f"static const {ctype} {name}[] = {{{vals}}};"
-
-
-def _floats(values: np.ndarray) -> str:
-    """f32 values as exact C literals (hexadecimal floats)."""
-    return ", ".join(f"{float(v).hex()}f" for v in np.asarray(values, np.float32))
 
 
 def _vector_tables(spec: Int8PatternSpec) -> tuple[np.ndarray, np.ndarray]:
@@ -173,8 +174,7 @@ def generate(spec: Int8PatternSpec) -> str:
     if spec.act:
         params = "".join(f", v16 c{i}" for i in range(len(spec.columns)))
         cols = "\n".join(
-            _arr(f"COL{i}", "float", []).replace("{}", "{" + _floats(col[order_f]) + "}")
-            for i, col in enumerate(spec.columns)
+            _arr(f"COL{i}", "float", col[order_f]) for i, col in enumerate(spec.columns)
         )
         args = "".join(f", SPLAT(COL{i}[f0 + j])" for i in range(len(spec.columns)))
         helpers = f"""#define VL 16

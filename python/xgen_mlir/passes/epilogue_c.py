@@ -340,6 +340,25 @@ def _keeps_columns(op: ir.Operation, collapses: bool = False) -> bool:
     return len(groups[-1]) == 1 and ir.IntegerAttr(groups[-1][0]).value == last
 
 
+def sums_to_f32(op: ir.Operation) -> ir.Operation | None:
+    """The one user of integer contraction ``op``'s result, if it is an elementwise generic
+    that only converts those sums to f32 (``sitofp``): where a kernel that computes the sums
+    can take the epilogue after it (``epilogue`` on its result)."""
+    users = _users(op.results[0])
+    if len(users) != 1 or users[0].name != "linalg.generic":
+        return None
+    convert = users[0]
+    if (
+        not is_elementwise(convert)
+        or len(convert.operands) != 2
+        or not all(is_identity(m) for m in indexing_maps(convert))
+        or [o.name for o in body_ops(convert)] != ["arith.sitofp", "linalg.yield"]
+        or str(ir.RankedTensorType(convert.results[0].type).element_type) != "f32"
+    ):
+        return None
+    return convert
+
+
 def epilogue(value: ir.Value, ev: ConstEval, operands: Operands | None = None) -> Epilogue:
     """The elementwise ops after ``value`` (a layer's output) that the kernel applies to its
     tile: every op that reads only ``value``, earlier such ops' results, scalar constants

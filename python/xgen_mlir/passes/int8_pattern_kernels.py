@@ -39,22 +39,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir, tensor
-from ..codegen.int8_pattern import MAX_FILTERS, Int8PatternSpec, generate, pack, starts
+from ..codegen.int8_pattern import LANES, MAX_FILTERS, Int8PatternSpec, generate, pack, starts
 from ..codegen.toolchain import ToolchainOptions, compile_object, predefined_macros
 from ..diagnostics import format_location
 from ..irutil import ops_named
 from .consteval import ConstEval
-from .epilogue_c import Epilogue, Operands, epilogue
-from .generic_util import (
-    body_ops,
-    has_dynamic_shape,
-    i64_array,
-    indexing_maps,
-    is_elementwise,
-    is_identity,
-    pad_with,
-    transpose,
-)
+from .epilogue_c import Epilogue, Operands, epilogue, sums_to_f32
+from .generic_util import has_dynamic_shape, i64_array, pad_with, transpose
 from .integer_in_float import unpadded
 from .kernel_call import free_symbol, install_kernel
 from .raise_pattern_conv import PatternStructure, infer_patterns
@@ -170,7 +161,8 @@ def _spec(
     _, _, oh, ow = ir.RankedTensorType(op.results[0].type).shape
     hp, wp = pads[2], pads[3]  # the padded input's rows and columns
     groups = _groups(st)
-    tiles = max(1, min(-(-WORKGROUPS // len(groups)), -(-oh * -(-wp // s) // 16)))
+    vectors = -(-oh * -(-wp // s) // LANES)
+    tiles = max(1, min(-(-WORKGROUPS // len(groups)), vectors))
     return Int8PatternSpec(
         symbol=symbol,
         batch=ir.RankedTensorType(op.results[0].type).shape[0],
@@ -195,17 +187,8 @@ def _requantize(op: ir.Operation, ev: ConstEval) -> tuple[Epilogue, list[ir.Oper
     including a quantize to int8, reading per-channel constants and scalars only; with the
     ops it replaces. Empty where the chain is anything else (the kernel then stores i32)."""
     none: tuple[Epilogue, list[ir.Operation]] = (Epilogue(), [])
-    users = [u.owner.operation for u in op.results[0].uses]
-    if len(users) != 1 or users[0].name != "linalg.generic":
-        return none
-    convert = users[0]
-    if (
-        not is_elementwise(convert)
-        or len(convert.operands) != 2
-        or not all(is_identity(m) for m in indexing_maps(convert))
-        or [o.name for o in body_ops(convert)] != ["arith.sitofp", "linalg.yield"]
-        or str(ir.RankedTensorType(convert.results[0].type).element_type) != "f32"
-    ):
+    convert = sums_to_f32(op)
+    if convert is None:
         return none
     epi = epilogue(convert.results[0], ev, Operands(op, column_dim=1, tensors=False, quantize=True))
     if not epi.int8 or not all(np.isfinite(c).all() for c in epi.columns):

@@ -55,14 +55,11 @@ from ..irutil import function_of, ops_named
 from ..target import INT16_KERNEL_VECTOR_BITS, gemm_tile, host_threads, simd_lanes
 from .block_sparse import best_block
 from .consteval import WEIGHT_ELEMENTS, ConstEval
-from .epilogue_c import Epilogue, Operands, epilogue
+from .epilogue_c import Epilogue, Operands, epilogue, sums_to_f32
 from .generic_util import (
-    body_ops,
     empty,
     generic,
     i64_array,
-    indexing_maps,
-    is_elementwise,
     is_identity,
     mixed_sizes,
     producer,
@@ -148,18 +145,8 @@ def _dequantize_epilogue(
     time). An empty epilogue where there is none, or where a tensor is read otherwise than
     whole or as one row."""
     none: tuple[Epilogue, list[ir.Operation], tuple[int, ...]] = (Epilogue(), [], ())
-    users = [u.owner.operation for u in op.results[0].uses]
-    if len(users) != 1 or users[0].name != "linalg.generic":
-        return none
-    conv = users[0]
-    inner = body_ops(conv)
-    if (
-        not is_elementwise(conv)
-        or len(conv.operands) != 2
-        or not all(is_identity(m) for m in indexing_maps(conv))
-        or [o.name for o in inner] != ["arith.sitofp", "linalg.yield"]
-        or str(ir.RankedTensorType(conv.results[0].type).element_type) != "f32"
-    ):
+    conv = sums_to_f32(op)
+    if conv is None:
         return none
     epi = epilogue(conv.results[0], ev, Operands(op, broadcast=True))
     if not epi:

@@ -58,16 +58,23 @@ def quantize_of(op: ir.Operation, as_float: bool = False) -> tuple[float, int, f
     return scale, int(zp), low, high
 
 
-def dequantize_of(op: ir.Operation) -> tuple[float, float] | None:
+def dequantize_of(op: ir.Operation, of_int8: bool = False) -> tuple[float, float] | None:
     """``(s, zp)`` if ``op`` is an elementwise generic ``(x - zp) * s`` of one f32 input with
-    scalar constants (constants defined in its body too) and ``s > 0``."""
+    scalar constants (constants defined in its body too) and ``s > 0``; with ``of_int8``,
+    ``(sitofp(q) - zp) * s`` of one int8 input instead."""
     if op.name != "linalg.generic" or not is_elementwise(op) or num_inputs(op) != 1:
         return None
     ops = [o for o in body_ops(op) if o.name != "arith.constant"]
+    x = body(op).arguments[0]
+    if of_int8:
+        if str(ir.RankedTensorType(op.operands[0].type).element_type) != "i8":
+            return None
+        if not ops or ops[0].name != "arith.sitofp" or ops[0].operands[0] != x:
+            return None
+        x, ops = ops[0].results[0], ops[1:]
     if [o.name for o in ops] != ["arith.subf", "arith.mulf", "linalg.yield"]:
         return None
     sub, mul, _ = ops
-    x = body(op).arguments[0]
     if sub.operands[0] != x or mul.operands[0] != sub.results[0]:
         return None
     zp, s = scalar_constant(sub.operands[1]), scalar_constant(mul.operands[1])

@@ -34,16 +34,7 @@ from dataclasses import dataclass
 from .._mlir import arith, ir, linalg, tensor
 from ..irutil import ops_named
 from .epilogue_c import scalar_constant
-from .generic_util import (
-    body,
-    body_ops,
-    empty,
-    fill,
-    is_elementwise,
-    num_inputs,
-    producer,
-    single_user,
-)
+from .generic_util import body, empty, fill, producer, single_user
 from .quantize_match import dequantize_of, int8_quantize, quantize_of
 from .registry import register_pass
 
@@ -68,26 +59,6 @@ def _fill_value(value: ir.Value) -> float | None:
     return _constant_float(op.operands[0])
 
 
-def _int8_dequantize_of(op: ir.Operation) -> tuple[float, float] | None:
-    """``(s, zp)`` if ``op`` dequantizes an int8 tensor: ``(sitofp(q) - zp) * s``."""
-    if op.name != "linalg.generic" or not is_elementwise(op) or num_inputs(op) != 1:
-        return None
-    if str(ir.RankedTensorType(op.operands[0].type).element_type) != "i8":
-        return None
-    ops = [o for o in body_ops(op) if o.name != "arith.constant"]
-    if [o.name for o in ops] != ["arith.sitofp", "arith.subf", "arith.mulf", "linalg.yield"]:
-        return None
-    conv, sub, mul, _ = ops
-    if conv.operands[0] != body(op).arguments[0] or sub.operands[0] != conv.results[0]:
-        return None
-    if mul.operands[0] != sub.results[0]:
-        return None
-    zp, s = scalar_constant(sub.operands[1]), scalar_constant(mul.operands[1])
-    if zp is None or s is None or not float(s) > 0:
-        return None
-    return float(s), float(zp)
-
-
 @dataclass
 class _Found:
     fq: ir.Operation | None  # the quantize to floats (None: the dequantize reads int8)
@@ -110,7 +81,7 @@ def _match(pool: ir.Operation) -> _Found | None:
     dq = producer(source)
     if dq is None:
         return None
-    direct = _int8_dequantize_of(dq)  # of an int8 tensor: a kernel's requantized output
+    direct = dequantize_of(dq, of_int8=True)  # of an int8 tensor: a kernel's requantized output
     found = direct or dequantize_of(dq)
     if found is None or single_user(dq.results[0]) is None:
         return None
