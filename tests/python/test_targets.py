@@ -46,6 +46,8 @@ def test_options_are_substituted_into_flags():
         "cpu": "generic",
         "features": "+neon,+dotprod",
         "pattern_nan_checks": "true",
+        "precision": "fp32",
+        "integer_contractions": "convs",  # auto: aarch64 multiplies int8 exactly
     }
     assert not any("${" in f for f in pl.flags)
     vk = load_pipeline("vulkan").with_options({"gpu": "rdna3"})
@@ -60,7 +62,7 @@ def test_options_are_substituted_into_flags():
 def test_unknown_target_option_lists_the_known_ones():
     with pytest.raises(
         errors.UnknownNameError,
-        match="unknown target option 'featurez'; known target options: cpu, feat",
+        match="unknown target option .featurez.; known target options: cpu, exact_int8, feat",
     ):
         xgen_mlir.compile(*_mlp(), target="arm64", target_options={"featurez": "+neon"})
     with pytest.raises(errors.UnknownNameError, match="known target options: ") as info:
