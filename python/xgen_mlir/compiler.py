@@ -446,11 +446,11 @@ def _pruned_int8_note(report: CompileReport) -> None:
     """What an int8 compile did with a pruned model's layers: their sparse kernels run where
     the layer's contraction was computed in f32 on its integers (xgen-integer-in-float) and
     then raised like an fp32 one, or where xgen-int8-pattern-kernels took its integer conv (on
-    VNNI); a pruned layer whose contraction stayed integer otherwise runs dense: one warning,
-    and the report says so. Counted by the
-    contractions that stayed integer as well as by the kernels raised: sibling layers merged
-    into one contraction (Q, K and V) make one kernel, so fewer kernels than pruned layers
-    alone does not mean some stayed integer."""
+    VNNI or aarch64's sdot); a pruned layer whose contraction stayed integer otherwise runs
+    dense: one warning, and the report says so. Counted by the contractions that stayed
+    integer as well as by the kernels raised: sibling layers merged into one contraction (Q, K
+    and V) make one kernel, so fewer kernels than pruned layers alone does not mean some
+    stayed integer."""
     pruned = report.quantization.get("pruned_layers")
     if not pruned:
         return
@@ -469,7 +469,7 @@ def _pruned_int8_note(report: CompileReport) -> None:
     if int8_sparse and (integer <= 0 or sparse >= len(pruned)):
         note = (
             f"{len(pruned)} pruned layer(s) ({names}) run in sparse kernels: {int8_sparse} "
-            "on their int8 values in VNNI dot products (xgen-int8-pattern-kernels), "
+            "on their int8 values in dot products (VNNI, sdot: xgen-int8-pattern-kernels), "
             f"{sparse - int8_sparse} computed in f32 on them (a dense-enough layer stays dense)"
         )
     elif integer <= 0 or sparse >= len(pruned):
@@ -484,7 +484,7 @@ def _pruned_int8_note(report: CompileReport) -> None:
             f"and the pruned layers among them ({len(pruned)} pruned: {names}) keep their zeros "
             "in int8 but run as dense integer contractions: the sparse kernels take only "
             "contractions computed in f32 (integer_contractions=float) and, on a CPU with "
-            "VNNI, pattern-pruned integer convs"
+            "VNNI or aarch64's dot product, pattern-pruned integer convs"
         )
         warn_fallback(f"precision='int8': {note}")
     report.quantization["pruned_note"] = note

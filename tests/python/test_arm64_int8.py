@@ -2,9 +2,10 @@
 
 The matmuls stay integer for IREE's data-tiled ukernels, which use the dot-product instructions
 the target's features name (sdot with +dotprod, smmla with +i8mm, widening multiply-adds with
-plain NEON); the convs run as f32 convs of the same integers, pattern-pruned ones in the NEON
-pattern kernels. The references: ONNX's semantics of the quantized file (``int8_reference``)
-for the static CNN, the same model compiled for this host for the others.
+plain NEON); the convs run as f32 convs of the same integers, but pattern-pruned ones in the
+int8 pattern kernel on sdot (+dotprod), or else in the f32 NEON pattern kernels. The
+references: ONNX's semantics of the quantized file (``int8_reference``) for the CNNs, the same
+model compiled for this host for the transformer.
 """
 
 from __future__ import annotations
@@ -126,25 +127,6 @@ def test_integer_contractions_option_on_arm64() -> None:
         )
 
 
-def test_pruned_int8_cnn_runs_pattern_kernels_under_qemu(tmp_path) -> None:
-    """A pattern-pruned model quantized to int8 keeps its zeros on arm64 too: its convs, as f32
-    convs of the integers, go to the NEON pattern kernels; same outputs as this host's."""
-    _runnable()
-    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
-    pruned = compress.prune(small_cnn(), (x,), group_size=8, connectivity=0.3)
-    common = dict(precision="int8", calibration=_calibration(2), precision_check=False)
-    compiled = xgen_mlir.compile(
-        pruned, x, target="arm64", target_options={"features": "+neon,+dotprod"}, **common
-    )
-    r = compiled.report
-    assert r.rewrites["xgen-lower-fkw-kernels"] == {"pattern kernels": 2}
-    assert "2 sparse kernel(s)" in r.precision_note
-    got = run_bundle_npy(compiled.save_bundle(tmp_path / "b"), tmp_path, x.numpy())
-    host = xgen_mlir.compile(pruned, x, target_options={"offload": "none"}, **common)
-    want = np.asarray(host(x.numpy()))
-    check_close(got, want, atol=1e-6, rtol=0, what="pruned int8 arm64 vs host")
-
-
 def test_dynamic_int8_transformer_under_qemu(tmp_path) -> None:
     """Dynamic int8 (activations quantized at run time): a 2-layer BERT's Linear layers as
     integer matmuls on sdot; within a few f32 roundings of this host's module."""
@@ -169,3 +151,41 @@ def test_dynamic_int8_transformer_under_qemu(tmp_path) -> None:
     out = host(*[e.numpy() for e in example])
     want = np.asarray(out[0] if isinstance(out, tuple) else out)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize(
+    ("features", "batch"), [("+neon,+dotprod", 1), ("+neon,+dotprod", 3), ("+neon", 1)]
+)
+def test_pruned_int8_convs_in_the_sdot_kernel_under_qemu(features, batch, tmp_path) -> None:
+    """The int8 pattern kernel on sdot (+dotprod): strides 1 and 2, odd sizes, a bias, groups
+    of fewer than 8 and more than 8 filters, 40 filters, a batch of 3; without the dot product
+    the convs go to the f32 pattern kernels instead. Both within one output step of ONNX's
+    semantics of the quantized file, and almost every output equal."""
+    from test_int8_pattern_kernels import _Net, _step
+
+    _runnable()
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, 3, 23, 21, generator=gen)
+    cal = [torch.randn(batch, 3, 23, 21, generator=gen) for _ in range(3)]
+    pruned = compress.prune(_Net().eval(), (x[:1],), group_size=8, connectivity=0.5).eval()
+    quantized = compress.quantize(pruned, x, calibration=cal)
+    compiled = xgen_mlir.compile(
+        quantized,
+        None,
+        target="arm64",
+        precision="int8",
+        precision_check=False,
+        target_options={"features": features},
+    )
+    done = compiled.report.rewrites.get("xgen-int8-pattern-kernels", {})
+    if "+dotprod" in features:
+        assert done == {"int8 pattern kernels": 4, "of them with their requantize": 4}, done
+        assert _instructions(compiled.vmfb, tmp_path)["sdot"] > 0
+        assert "4 on their int8 values in dot products" in compiled.report.precision_note
+    else:
+        assert not done, done
+        assert compiled.report.rewrites["xgen-lower-fkw-kernels"] == {"pattern kernels": 4}
+    got = run_bundle_npy(compiled.save_bundle(tmp_path / "b"), tmp_path, x.numpy())
+    want = int8_reference(quantized, {quantized.graph.input[0].name: x.numpy()})
+    check_close(got, want, atol=_step(quantized) * 1.001, rtol=0, what="int8 arm64 vs ONNX")
+    assert np.mean(got == want) > 0.99

@@ -48,6 +48,7 @@ def test_options_are_substituted_into_flags():
         "pattern_nan_checks": "true",
         "precision": "fp32",
         "integer_contractions": "convs",  # auto: aarch64 multiplies int8 exactly
+        "int8_pattern_kernels": "always",
     }
     assert not any("${" in f for f in pl.flags)
     vk = load_pipeline("vulkan").with_options({"gpu": "rdna3"})

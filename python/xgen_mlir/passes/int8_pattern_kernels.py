@@ -22,10 +22,11 @@ is left for it (``epilogues=false``: IREE's).
 
 It must not fire on: f32 convs, depthwise or grouped convs (another op), a dense or
 unstructured conv, weights with a nonzero zero point, a dynamic shape, ``enable=false``,
-``mode`` (``integer_contractions``) float or kernel, a target whose C compiler does not
+``mode`` (``integer_contractions``) float or kernel, an x86 target whose C compiler does not
 define ``__AVX512VNNI__`` and ``__AVX512VBMI__`` with the target's flags, or (``enable=vnni``,
 the default) one that defines ``__AMX_INT8__``: there a library's dense s8 conv runs on the
-AMX tiles, which this kernel was not measured against.
+AMX tiles, which this kernel was not measured against; an aarch64 target without ``+dotprod``
+in ``features`` (the arm64 pipeline's; with it the kernel is the ``sdot`` form).
 Runs before ``xgen-integer-in-float`` and the BYOC offload, which then see only the convs it
 left.
 """
@@ -39,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import ir, tensor
-from ..codegen.int8_pattern import LANES, MAX_FILTERS, Int8PatternSpec, generate, pack, starts
-from ..codegen.toolchain import ToolchainOptions, compile_object, predefined_macros
+from ..codegen.int8_pattern import MAX_FILTERS, Int8PatternSpec, generate, pack, starts
+from ..codegen.toolchain import Toolchain, ToolchainOptions, compile_object, predefined_macros
 from ..diagnostics import format_location
 from ..irutil import ops_named
 from .consteval import ConstEval
@@ -56,6 +57,9 @@ NEEDS = ("__AVX512VNNI__", "__AVX512VBMI__")
 # VNNI's multiply-adds per cycle): not measured against this kernel, so left to ``always``
 TILES = "__AMX_INT8__"
 ENABLE = ("vnni", "always", "false")
+# aarch64: the dot product (sdot), which the target's LLVM features name as +dotprod
+ARM_DOT = "__ARM_FEATURE_DOTPROD"
+ARM_MARCH = "-march=armv8.2-a+dotprod"
 WORKGROUPS = 32  # at least this many workgroups per conv, so both threads' shares even out
 
 
@@ -64,6 +68,9 @@ class Int8PatternOptions(ToolchainOptions):
     # vnni: where the target has VNNI and VBMI but no AMX-INT8 tiles; always: wherever it has
     # VNNI and VBMI; false: never
     enable: str = "vnni"
+    # the target's LLVM CPU features (arm64: "+neon,+dotprod"): the C compiler for aarch64 gets
+    # the dot product where they have it
+    features: str = ""
     # the target option integer_contractions, resolved: under float and kernel the integer
     # convs are computed in f32 (the user's choice, or a CPU without an exact int8 product)
     mode: str = "convs"
@@ -154,14 +161,15 @@ def _layout(x: ir.Value, spec: Int8PatternSpec, pads: list[int], zp: int) -> ir.
 
 
 def _spec(
-    symbol: str, op: ir.Operation, parts: dict, st: PatternStructure, pads: list[int]
+    symbol: str, op: ir.Operation, parts: dict, st: PatternStructure, pads: list[int], isa: str
 ) -> Int8PatternSpec:
     f, c, kh, kw = parts["weight"].shape
     s = parts["stride"]
     _, _, oh, ow = ir.RankedTensorType(op.results[0].type).shape
     hp, wp = pads[2], pads[3]  # the padded input's rows and columns
     groups = _groups(st)
-    vectors = -(-oh * -(-wp // s) // LANES)
+    lanes = Int8PatternSpec.lanes_of(isa)
+    vectors = -(-oh * -(-wp // s) // lanes)
     tiles = max(1, min(-(-WORKGROUPS // len(groups)), vectors))
     return Int8PatternSpec(
         symbol=symbol,
@@ -178,6 +186,7 @@ def _spec(
         patterns=st.patterns,
         groups=groups,
         tiles=tiles,
+        isa=isa,
     )
 
 
@@ -196,14 +205,31 @@ def _requantize(op: ir.Operation, ev: ConstEval) -> tuple[Epilogue, list[ir.Oper
     return epi, [convert, *epi.ops]
 
 
-def target_has_units(opts: Int8PatternOptions) -> bool:
+def _toolchain(opts: Int8PatternOptions) -> Toolchain:
+    """The C compiler and flags of the kernels: the target's, and for aarch64 the dot
+    product where the target's features have it."""
     toolchain = opts.toolchain()
+    if "+dotprod" in opts.features.split(",") and "__aarch64__" in predefined_macros(toolchain):
+        return Toolchain(toolchain.cc, (*toolchain.cflags, ARM_MARCH), toolchain.extra)
+    return toolchain
+
+
+def target_units(opts: Int8PatternOptions) -> str | None:
+    """Which kernel the target runs (``avx512``: VNNI and VBMI; ``neon``: aarch64's dot
+    product), or None."""
+    toolchain = _toolchain(opts)
     if not toolchain.available():
-        return False
+        return None
     macros = predefined_macros(toolchain)
+    if "__aarch64__" in macros:
+        return "neon" if ARM_DOT in macros else None
     if opts.enable == "vnni" and TILES in macros:
-        return False
-    return all(m in macros for m in NEEDS)
+        return None
+    return "avx512" if all(m in macros for m in NEEDS) else None
+
+
+def target_has_units(opts: Int8PatternOptions) -> bool:
+    return target_units(opts) is not None
 
 
 @register_pass(
@@ -221,10 +247,11 @@ def int8_pattern_kernels(module_op: ir.Operation, opts: Int8PatternOptions | Non
         raise PassFailure(f"enable must be one of {', '.join(ENABLE)}, got '{opts.enable}'")
     if opts.mode not in ("convs", "integer"):
         return counts
-    if opts.enable == "false" or not convs or not target_has_units(opts):
+    isa = None if opts.enable == "false" or not convs else target_units(opts)
+    if isa is None:
         return counts
     ev = ConstEval(module_op)
-    toolchain = opts.toolchain()
+    toolchain = _toolchain(opts)
     for op in convs:
         where = format_location(op.location)
         parts = _why_not(op, ev)
@@ -246,7 +273,7 @@ def int8_pattern_kernels(module_op: ir.Operation, opts: Int8PatternOptions | Non
             x, low, _ = found
             top, left = low[2], low[3]
         symbol = free_symbol(module_op, "xgen_int8_pattern", 1)
-        spec = _spec(symbol, op, parts, st, [top, left, hp, wp])
+        spec = _spec(symbol, op, parts, st, [top, left, hp, wp], isa)
         epi, replaced = _requantize(op, ev) if opts.epilogues else (Epilogue(), [])
         spec.act, spec.columns = tuple(epi.lines), list(epi.columns)
         obj = compile_object(generate(spec), toolchain, symbol)

@@ -1,7 +1,7 @@
 // Pattern-pruned int8 convs as the VNNI pattern kernel: the input padded with its zero point
 // (the conv's own pad taken in), split into stride x stride phases, one kernel call whose i32
 // result replaces the conv's. Built with an Ice Lake server's flags (VNNI, VBMI), not run.
-// RUN: rm -rf %t.cache
+// RUN: rm -rf %t.cache %t.arm
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{cflags=-march=icelake-server}" | FileCheck %s
 // With AMX-INT8 (Sapphire Rapids) only under enable=always: the library's s8 tiles otherwise.
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{cflags=-march=sapphirerapids}" | FileCheck %s --check-prefix=OFF
@@ -17,6 +17,17 @@
 // A target without VNNI (x86-64-v4: AVX-512 alone), or enable=false: nothing fires.
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{cflags=-march=x86-64-v4}" | FileCheck %s --check-prefix=OFF
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{enable=false cflags=-march=icelake-server}" | FileCheck %s --check-prefix=OFF
+// aarch64 with the dot product (+dotprod in the target's features): the sdot kernel, whose
+// 8-pixel steps read 8 bytes more past the last row and whose weights end in 64 bytes of zeros
+// that a step's weight loads may reach; without +dotprod nothing fires.
+// RUN: env XGEN_CACHE_DIR=%t.arm xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{enable=always features=+neon,+dotprod cc=aarch64-linux-gnu-gcc cflags=-march=armv8-a,-ffixed-x18 object_format=embedded-elf-arm_64}" | FileCheck %s --check-prefix=ARM
+// RUN: cat %t.arm/kernels/*.c | FileCheck %s --check-prefix=ARMSRC
+// RUN: env XGEN_CACHE_DIR=%t.arm xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{enable=always features=+neon cc=aarch64-linux-gnu-gcc cflags=-march=armv8-a,-ffixed-x18 object_format=embedded-elf-arm_64}" | FileCheck %s --check-prefix=OFF
+// ARM-LABEL: func.func @stride1
+// ARM: call @xgen_int8_pattern_1_call(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<266xi8>, tensor<192xi8>, tensor<16xi32>) -> tensor<1x16x6x6xi32>
+// ARMSRC-DAG: vdotq_laneq_s32
+// ARMSRC-DAG: vzip1q_s8
+// ARMSRC-NOT: _mm512
 // integer_contractions=float: the user asked for every integer contraction in f32.
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{mode=float cflags=-march=icelake-server}" | FileCheck %s --check-prefix=OFF
 
