@@ -28,6 +28,7 @@ from .irutil import find_func
 from .passes.byoc_offload import DECISIONS as OFFLOAD_DECISIONS
 from .passes.dim_bounds import Bounds, add_dim_bound_checks
 from .passes.dispatch_passes import shared_packs_record
+from .passes.int8_pattern_kernels import DENSE_BY_CHOICE
 from .passes.runner import run_steps, snapshot
 from .passes.winograd_convs import CHOICES, TunedChoices
 from .pipelines import Pipeline, available_pipelines, load_pipeline
@@ -235,6 +236,7 @@ def _winograd_choices(
         "matmul_split",
         "conv_split",
         "offload_convs",
+        "int8_pattern_kernels",
     )
     if "tuned" not in [pipeline.option_value(n) for n in names]:
         return None
@@ -477,6 +479,13 @@ def _pruned_int8_note(report: CompileReport) -> None:
             f"{len(pruned)} pruned layer(s) ({names}) are computed in f32 on their int8 values "
             f"(integer_contractions), where the sparse kernels take them: {sparse} sparse "
             "kernel(s) (merged sibling layers share one; a dense-enough layer stays dense)"
+        )
+    elif report.rewrites.get("xgen-int8-pattern-kernels", {}).get(DENSE_BY_CHOICE):
+        note = (
+            f"{len(pruned)} pruned layer(s) ({names}) run as dense integer contractions, as "
+            "the option int8_pattern_kernels chose (false; or tuned: the int8 pattern kernel "
+            "measured slower in the model on this host, or the rule where unmeasured: "
+            "report.tuning.choices)"
         )
     else:
         note = (

@@ -29,6 +29,11 @@ AMX tiles, which this kernel was not measured against; an aarch64 target without
 in ``features`` (the arm64 pipeline's; with it the kernel is the ``sdot`` form).
 Runs before ``xgen-integer-in-float`` and the BYOC offload, which then see only the convs it
 left.
+
+Whether the kernel beats the dense route (a library's s8 conv, on VNNI or AMX tiles) depends
+on the host and its library, so under ``enable=tuned`` (the cpu target's default) the model's
+convs the kernel takes are one group, measured in the model both ways by ``xgen_mlir.tune``
+(``tuning/choices.py: tune_int8_pattern``); without a record the rule decides (``vnni``).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from ..codegen.int8_pattern import MAX_FILTERS, Int8PatternSpec, generate, pack,
 from ..codegen.toolchain import Toolchain, ToolchainOptions, compile_object, predefined_macros
 from ..diagnostics import format_location
 from ..irutil import ops_named
+from ..tunedb import ALGORITHM
+from .byoc_offload import best_in_model, group_signature
 from .consteval import ConstEval
 from .epilogue_c import Epilogue, Operands, epilogue, sums_to_f32
 from .generic_util import has_dynamic_shape, i64_array, pad_with, transpose
@@ -56,7 +63,13 @@ NEEDS = ("__AVX512VNNI__", "__AVX512VBMI__")
 # where the target also has AMX-INT8 tiles, a library's dense s8 conv runs on them (up to 8x
 # VNNI's multiply-adds per cycle): not measured against this kernel, so left to ``always``
 TILES = "__AMX_INT8__"
-ENABLE = ("vnni", "always", "false")
+ENABLE = ("tuned", "vnni", "always", "false")
+# the tuning database's group of a model's pruned int8 convs the kernel takes: whether the
+# kernel or the dense route (a library's s8 conv) runs them faster is measured in the model
+# (``tuning/choices.py: tune_int8_pattern``), as the host's library and units decide it
+GROUP_PREFIX = "int8 pattern kernels of"
+GROUP_ALGORITHM = "int8 pattern kernels"
+DENSE_BY_CHOICE = "stay dense: int8_pattern_kernels' choice"  # (the pass's count)
 # aarch64: the dot product (sdot), which the target's LLVM features name as +dotprod
 ARM_DOT = "__ARM_FEATURE_DOTPROD"
 ARM_MARCH = "-march=armv8.2-a+dotprod"
@@ -65,9 +78,10 @@ WORKGROUPS = 32  # at least this many workgroups per conv, so both threads' shar
 
 @dataclass
 class Int8PatternOptions(ToolchainOptions):
-    # vnni: where the target has VNNI and VBMI but no AMX-INT8 tiles; always: wherever it has
-    # VNNI and VBMI; false: never
-    enable: str = "vnni"
+    # tuned: as xgen_mlir.tune measured the model's kernels against the dense route on this
+    # host, else as vnni; vnni: where the target has VNNI and VBMI but no AMX-INT8 tiles;
+    # always: wherever it has VNNI and VBMI (or aarch64's dot product); false: never
+    enable: str = "tuned"
     # the target's LLVM CPU features (arm64: "+neon,+dotprod"): the C compiler for aarch64 gets
     # the dot product where they have it
     features: str = ""
@@ -215,7 +229,7 @@ def _toolchain(opts: Int8PatternOptions) -> Toolchain:
 
 
 def target_units(opts: Int8PatternOptions) -> str | None:
-    """Which kernel the target runs (``avx512``: VNNI and VBMI; ``neon``: aarch64's dot
+    """Which kernel the target can run (``avx512``: VNNI and VBMI; ``neon``: aarch64's dot
     product), or None."""
     toolchain = _toolchain(opts)
     if not toolchain.available():
@@ -223,13 +237,52 @@ def target_units(opts: Int8PatternOptions) -> str | None:
     macros = predefined_macros(toolchain)
     if "__aarch64__" in macros:
         return "neon" if ARM_DOT in macros else None
-    if opts.enable == "vnni" and TILES in macros:
-        return None
     return "avx512" if all(m in macros for m in NEEDS) else None
 
 
+def _prior(opts: Int8PatternOptions, isa: str) -> bool:
+    """The kernel before a measurement (``vnni``'s rule): not where the target has AMX-INT8
+    tiles, which a library's dense s8 conv runs on."""
+    return isa == "neon" or TILES not in predefined_macros(_toolchain(opts))
+
+
 def target_has_units(opts: Int8PatternOptions) -> bool:
-    return target_units(opts) is not None
+    """Whether the kernel runs under ``opts`` with no tuning records."""
+    isa = target_units(opts)
+    if isa is None or opts.enable == "false":
+        return False
+    return opts.enable == "always" or _prior(opts, isa)
+
+
+def int8_pattern_config(use: str) -> dict[str, str]:
+    """The ``algorithm`` record of a group of pruned int8 convs run by ``use``: ``kernel``
+    (this pass's) or ``dense`` (the route they take without it)."""
+    return {"kind": ALGORITHM, "algorithm": GROUP_ALGORITHM, "use": use}
+
+
+def _decide(convs: list[ir.Operation], opts: Int8PatternOptions, isa: str) -> bool:
+    """Whether ``convs`` (the pruned int8 convs the kernel takes) run as the kernel: under
+    ``tuned`` as this host's records of their group say (measured in the model, not rejected
+    there), else by the rule; the decision goes to the report (``report.tuning.choices``)."""
+    from .winograd_convs import CHOICES  # (it imports the BYOC pass, which imports much)
+
+    if opts.enable in ("always", "vnni"):
+        return opts.enable == "always" or _prior(opts, isa)
+    use, why = _prior(opts, isa), "unmeasured: the rule (vnni: VNNI and VBMI, no AMX-INT8)"
+    choices = CHOICES.get()
+    signature = group_signature(GROUP_PREFIX, convs, "convs", "int8")
+    if choices is not None:
+        records = choices.records.get(signature, [])
+        records = [r for r in records if r.config.get("algorithm") == GROUP_ALGORITHM]
+        best, said = best_in_model(records)
+        if best is not None:
+            use, why = best.config.get("use") == "kernel", said
+        elif records:  # measured, and lost its check in the model (or failed)
+            lost = "; ".join(f"{r.config.get('use')}: {r.detail or r.status}" for r in records)
+            why = f"the rule, the other measured in the model: {lost}"
+        decision = f"{'kernel' if use else 'dense'} ({len(convs)} convs)"
+        choices.log.append((signature, decision, why))
+    return use
 
 
 @register_pass(
@@ -247,11 +300,12 @@ def int8_pattern_kernels(module_op: ir.Operation, opts: Int8PatternOptions | Non
         raise PassFailure(f"enable must be one of {', '.join(ENABLE)}, got '{opts.enable}'")
     if opts.mode not in ("convs", "integer"):
         return counts
-    isa = None if opts.enable == "false" or not convs else target_units(opts)
+    isa = target_units(opts) if convs else None
     if isa is None:
         return counts
     ev = ConstEval(module_op)
     toolchain = _toolchain(opts)
+    found: list[tuple[ir.Operation, dict, PatternStructure]] = []
     for op in convs:
         where = format_location(op.location)
         parts = _why_not(op, ev)
@@ -265,12 +319,19 @@ def int8_pattern_kernels(module_op: ir.Operation, opts: Int8PatternOptions | Non
         if st.density > opts.max_density or st.mean_group < opts.min_group:
             counts["stays dense: too dense or groups too small"] += 1
             continue
+        found.append((op, parts, st))
+    if not found or opts.enable == "false" or not _decide([op for op, _, _ in found], opts, isa):
+        if found:
+            counts[DENSE_BY_CHOICE] += len(found)
+        return counts
+    for op, parts, st in found:
+        where = format_location(op.location)
         x = op.operands[0]
         _, _, hp, wp = ir.RankedTensorType(x.type).shape
         top = left = 0
-        found = unpadded(x, parts["zp"], ev)
-        if found is not None and found[1][:2] == [0, 0] and found[2][:2] == [0, 0]:
-            x, low, _ = found
+        pad = unpadded(x, parts["zp"], ev)
+        if pad is not None and pad[1][:2] == [0, 0] and pad[2][:2] == [0, 0]:
+            x, low, _ = pad
             top, left = low[2], low[3]
         symbol = free_symbol(module_op, "xgen_int8_pattern", 1)
         spec = _spec(symbol, op, parts, st, [top, left, hp, wp], isa)

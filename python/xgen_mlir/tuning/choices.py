@@ -1002,6 +1002,7 @@ def tune_choices(
     choices, current = _tune_each(current, *args, deadline, progress)
     current = tune_conv_group(current, *args)
     current = tune_split("convs", current, *args)
+    current = tune_int8_pattern(current, *args)
     return choices, current
 
 
@@ -1217,6 +1218,45 @@ def tune_split(
         None,
         None,
         description=f"{signature}: {other} against {counted}",
+    )
+    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads)
+
+
+def tune_int8_pattern(
+    current: Any,
+    model: Any,
+    example_inputs: Any,
+    inputs: Any,
+    target: str,
+    db_path: Path,
+    settings: MeasureSettings,
+    compile_options: dict[str, Any],
+) -> Any:
+    """``tune()``'s check of an int8 model's pattern-pruned convs in xgen_mlir's int8
+    pattern kernel (``int8_pattern_kernels``): compile the model the other way than the rule
+    put them (the dense route where it put them in the kernel, the kernel where not: on a
+    CPU with AMX-INT8 tiles), time it against ``current`` in the model (interleaved), and
+    record the group's verdict (``int8_pattern_kernels.GROUP_PREFIX``): applied where at
+    least ``MIN_GAIN`` faster, else rejected (never where the outputs differ by more than
+    ``WRONG_IN_MODEL``). The dense route's speed is the host's library's on the host's units,
+    which no rule knows. Skipped where the option is the user's, where the model has no such
+    convs, or where this host's verdict is recorded. Returns the model module to go on from."""
+    from ..passes.int8_pattern_kernels import GROUP_PREFIX, int8_pattern_config
+
+    options = dict(compile_options.get("target_options") or {})
+    if options.get("int8_pattern_kernels", "tuned") != "tuned" or current.report.tuning is None:
+        return current
+    group = [c for c in current.report.tuning.choices if c[0].startswith(f"{GROUP_PREFIX} ")]
+    if len(group) != 1 or not group[0][2].startswith("unmeasured"):
+        return current  # no such convs, or a verdict already recorded
+    signature, decision, _ = group[0]
+    other = "dense" if decision.startswith("kernel") else "kernel"
+    config = int8_pattern_config(other)
+    options["int8_pattern_kernels"] = "false" if other == "dense" else "always"
+    extra = {"tuning_db": db_path, "tuning_threads": settings.threads, "target_options": options}
+    candidate = compile_model(model, example_inputs, target, **{**compile_options, **extra})
+    record = Record(
+        signature, config, "ok", None, None, description=f"{signature}: {other} against {decision}"
     )
     return _group_verdict(current, candidate, inputs, record, db_path, settings.threads)
 

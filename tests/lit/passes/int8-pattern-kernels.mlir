@@ -3,13 +3,15 @@
 // result replaces the conv's. Built with an Ice Lake server's flags (VNNI, VBMI), not run.
 // RUN: rm -rf %t.cache %t.arm
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{cflags=-march=icelake-server}" | FileCheck %s
-// With AMX-INT8 (Sapphire Rapids) only under enable=always: the library's s8 tiles otherwise.
+// With AMX-INT8 (Sapphire Rapids) only under enable=always: the library's s8 tiles otherwise
+// (tuned, the default, with no tuning records, and vnni: the rule).
+// RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{enable=vnni cflags=-march=sapphirerapids}" | FileCheck %s --check-prefix=OFF
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{cflags=-march=sapphirerapids}" | FileCheck %s --check-prefix=OFF
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{enable=always cflags=-march=sapphirerapids}" | FileCheck %s --check-prefix=AMX
 // AMX-LABEL: func.func @stride1
 // AMX: call @xgen_int8_pattern_1_call
 // RUN: not xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{enable=yes}" 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: enable must be one of vnni, always, false, got 'yes'
+// BAD: enable must be one of tuned, vnni, always, false, got 'yes'
 // RUN: cat %t.cache/kernels/*.c | FileCheck %s --check-prefix=SRC
 // RUN: cat %t.cache/kernels/*.c | FileCheck %s --check-prefix=SRCQ
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p "xgen-int8-pattern-kernels{epilogues=false cflags=-march=icelake-server}" | FileCheck %s --check-prefix=EPI
