@@ -192,6 +192,14 @@ def main(argv: list[str] | None = None) -> int:
         "(block_shape (2 x lanes, 4 x lanes), row_share 0: the whole-column kernel), "
         "timed beside the default block as '<rate>x_cols'",
     )
+    p.add_argument(
+        "--column-vectors",
+        type=int,
+        nargs="*",
+        default=[2],
+        help="with --whole-columns: the rows of a whole-column block in vectors (1 or 2; "
+        "each timed as '<rate>x_cols<N>' where more than one is given)",
+    )
     args = p.parse_args(argv)
     results = Path(__file__).parent / "results"
     if args.sweep:
@@ -202,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     structures: dict[str, dict] = {"": {}}
     if args.whole_columns:
         lanes = host_fact("vector_bits") // 32
-        structures["_cols"] = {"block_shape": (2 * lanes, 4 * lanes), "row_share": 0.0}
+        for v in args.column_vectors:
+            suffix = "_cols" if len(args.column_vectors) == 1 else f"_cols{v}"
+            structures[suffix] = {"block_shape": (v * lanes, 4 * lanes), "row_share": 0.0}
     keys = [f"{r:g}x{suffix}" for suffix in structures for r in args.rates]
     for name, k, n, count in tqdm(BERT_BASE_LINEARS, desc="shapes"):
         t0 = time.perf_counter()
