@@ -40,12 +40,12 @@ def _rel(a, b) -> float:
 
 
 def test_default_block_is_the_register_tile():
-    """The target's blocks: the block-sparse kernel's tile with AVX-512 and on 128-bit
-    vectors; on AVX2 two vectors of rows keeping whole columns (the column kernel's panels),
-    which compress.prune then prunes by columns only."""
-    rows, _, lanes = block_tile(512)
-    assert default_block_shape("cpu", vector_bits=512) == (rows, 4 * lanes) == (8, 64)
-    assert default_row_share("cpu", vector_bits=512) == 0.5
+    """The target's blocks: on AVX2 and AVX-512 two vectors of rows keeping whole columns (the
+    column kernel's panels), which compress.prune then prunes by columns only; on 128-bit
+    vectors the block-sparse kernel's tile."""
+    _, _, lanes = block_tile(512)
+    assert default_block_shape("cpu", vector_bits=512) == (2 * lanes, 4 * lanes) == (32, 64)
+    assert default_row_share("cpu", vector_bits=512) == 0.0
     assert default_block_shape("cpu", vector_bits=256) == (16, 32)
     assert default_row_share("cpu", vector_bits=256) == 0.0
     assert default_block_shape("cpu", vector_bits=128) == (4, 16)

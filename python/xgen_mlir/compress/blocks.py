@@ -86,20 +86,22 @@ def _vector_bits(target: str, vector_bits: int | None) -> int:
 
 
 def whole_column_default(vector_bits: int) -> bool:
-    """Whether the target's default blocks keep whole columns (``row_share`` 0): on 256-bit
-    vectors (AVX2), where the whole-column kernel (``codegen/column_sparse.py``) ran every
-    BERT-base shape at 4x at 0.70-0.81 of the ideal speedup against 0.44-0.77 for blocks of
-    the block-sparse kernel's tile, and MiniLM distilled at 4x to the same held-out cosine at
-    the same budget (0.674 against 0.675, ``docs/block-pruning.md``). Other widths keep the
-    block-sparse kernel's tile: the whole-column blocks are not measured there."""
-    return vector_bits == 256
+    """Whether the target's default blocks keep whole columns (``row_share`` 0): on 256- and
+    512-bit vectors (AVX2, AVX-512), where the whole-column kernel
+    (``codegen/column_sparse.py``) ran every BERT-base shape at 4x faster than blocks of the
+    block-sparse kernel's tile (AVX2: 0.70-0.81 of the ideal speedup against 0.44-0.77;
+    AVX-512: 15-25% faster per layer in two runs), and MiniLM distilled at 4x to the same
+    held-out cosine at the same budget (AVX2's 16x32: 0.674 against 0.675; AVX-512's 32x64:
+    0.663 against 0.653, ``docs/block-pruning.md``). 128-bit vectors keep the block-sparse
+    kernel's tile: the whole-column blocks are not measured there."""
+    return vector_bits in (256, 512)
 
 
 def default_block_shape(target: str = "cpu", vector_bits: int | None = None) -> tuple[int, int]:
     """(rows, cols) of the target's block, the co-design contract with its kernels: two
     vectors of rows keeping whole columns where :func:`whole_column_default` (16 x 32 on
-    AVX2), else the block-sparse kernel's register tile (``target.block_tile``: 8 x 64 with
-    AVX-512, 4 x 16 on 128-bit vectors)."""
+    AVX2, 32 x 64 with AVX-512), else the block-sparse kernel's register tile
+    (``target.block_tile``: 4 x 16 on 128-bit vectors)."""
     bits = _vector_bits(target, vector_bits)
     rows, _, lanes = block_tile(bits)
     if whole_column_default(bits):
