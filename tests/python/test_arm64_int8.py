@@ -161,14 +161,10 @@ def test_pruned_int8_convs_in_the_sdot_kernel_under_qemu(features, batch, tmp_pa
     of fewer than 8 and more than 8 filters, 40 filters, a batch of 3; without the dot product
     the convs go to the f32 pattern kernels instead. Both within one output step of ONNX's
     semantics of the quantized file, and almost every output equal."""
-    from test_int8_pattern_kernels import _Net, _step
+    from test_int8_pattern_kernels import _step, pruned_quantized
 
     _runnable()
-    gen = torch.Generator().manual_seed(0)
-    x = torch.randn(batch, 3, 23, 21, generator=gen)
-    cal = [torch.randn(batch, 3, 23, 21, generator=gen) for _ in range(3)]
-    pruned = compress.prune(_Net().eval(), (x[:1],), group_size=8, connectivity=0.5).eval()
-    quantized = compress.quantize(pruned, x, calibration=cal)
+    x, quantized = pruned_quantized(batch)
     compiled = xgen_mlir.compile(
         quantized,
         None,

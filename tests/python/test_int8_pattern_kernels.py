@@ -38,13 +38,18 @@ def _step(proto: onnx.ModelProto) -> float:
     return float(inits[node.input[1]])
 
 
-@pytest.mark.parametrize(("offload", "batch"), [("none", 1), ("tuned", 1), ("none", 3)])
-def test_pruned_int8_convs_in_the_vnni_kernel_equal_onnx_runtime(offload: str, batch: int) -> None:
+def pruned_quantized(batch: int) -> tuple[torch.Tensor, onnx.ModelProto]:
+    """An input of ``batch`` images and ``_Net`` pattern-pruned, quantized static on 3 samples."""
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(batch, 3, 23, 21, generator=gen)
     cal = [torch.randn(batch, 3, 23, 21, generator=gen) for _ in range(3)]
     pruned = compress.prune(_Net().eval(), (x[:1],), group_size=8, connectivity=0.5).eval()
-    quantized = compress.quantize(pruned, x, calibration=cal)
+    return x, compress.quantize(pruned, x, calibration=cal)
+
+
+@pytest.mark.parametrize(("offload", "batch"), [("none", 1), ("tuned", 1), ("none", 3)])
+def test_pruned_int8_convs_in_the_vnni_kernel_equal_onnx_runtime(offload: str, batch: int) -> None:
+    x, quantized = pruned_quantized(batch)
     compiled = xgen_mlir.compile(
         quantized,
         None,

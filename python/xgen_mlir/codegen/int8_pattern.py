@@ -203,6 +203,37 @@ def _tables(spec: Int8PatternSpec) -> tuple[str, list[int]]:
     return text, [f for filters, _ in spec.groups for f in filters]
 
 
+def _header(spec: Int8PatternSpec, include: str, tables: str) -> str:
+    """The kernel source's first lines: includes, geometry and the constant tables."""
+    d = spec.derived
+    return f"""/* the requantize is IREE's ops one by one: no multiply-add contracted into an FMA */
+#pragma GCC optimize("fp-contract=off")
+#include <stddef.h>
+#include <stdint.h>
+#include <{include}>
+#define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
+#define NV {d["nv"]}
+#define IMG_IN {d["in_len"]}  /* one image's input bytes: images one after another */
+#define IMG_OUT {spec.f * spec.oh * spec.ow}  /* one image's outputs */
+#define TILE {d["tile"]}
+#define CH {d["chunks"]}
+{tables}"""
+
+
+def _entry(spec: Int8PatternSpec, y_type: str) -> str:
+    """The IREE entry's signature and its workgroup's image, group and pixel vectors."""
+    return f"""void {spec.symbol}_impl(MEMREF(const int8_t, xm), MEMREF(const int8_t, wm),
+                        MEMREF(const int32_t, sm), MEMREF({y_type}, ym), size_t gx, size_t gy,
+                        size_t gz) {{
+  const int8_t* restrict x = xm + xm_off + gz * (size_t)IMG_IN;
+  {y_type}* restrict y = ym + ym_off + gz * (size_t)IMG_OUT;
+  const int g = (int)gx;
+  const int v0 = (int)gy * TILE, v1 = v0 + TILE < NV ? v0 + TILE : NV;
+  const int k0 = GK0[g], k1 = GK0[g + 1], f0 = GF0[g];
+  const int8_t* wg = wm + wm_off + GW0[g];
+  const int32_t* st = sm + sm_off + f0;"""
+
+
 def _requantize(spec: Int8PatternSpec, order_f: list[int], lanes: int) -> tuple[str, str]:
     """C of the requantize epilogue on vectors of ``lanes`` sums (``act``, its per-filter
     constant tables ``COL<i>`` in the groups' filter order), and the arguments of a call of
@@ -221,7 +252,6 @@ typedef int32_t vs32 __attribute__((vector_size({4 * lanes})));
 def generate_neon(spec: Int8PatternSpec) -> str:
     """C source of ``<symbol>_impl(x, w, start, y, group, tile, image)`` for aarch64 with the
     dot product: steps of 8 pixels by up to 8 filters, ``sdot`` by element."""
-    d = spec.derived
     tables, order_f = _tables(spec)
     y_type = "int8_t" if spec.act else "int32_t"
     helpers = ""
@@ -261,18 +291,7 @@ def generate_neon(spec: Int8PatternSpec) -> str:
         f"v0, v1, {n}); break;"
         for n in range(1, NEON_FILTERS + 1)
     )
-    return f"""/* the requantize is IREE's ops one by one: no multiply-add contracted into an FMA */
-#pragma GCC optimize("fp-contract=off")
-#include <stddef.h>
-#include <stdint.h>
-#include <arm_neon.h>
-#define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
-#define NV {d["nv"]}
-#define IMG_IN {d["in_len"]}  /* one image's input bytes: images one after another */
-#define IMG_OUT {spec.f * spec.oh * spec.ow}  /* one image's outputs */
-#define TILE {d["tile"]}
-#define CH {d["chunks"]}
-{tables}
+    return f"""{_header(spec, "arm_neon.h", tables)}
 {helpers}
 /* acc += the 4 pixels' tap bytes of a . filter l's 4 weights (lane l of w) */
 #define DOT(acc, a, w, l) acc = vdotq_laneq_s32(acc, a, w, l)
@@ -323,16 +342,7 @@ static inline __attribute__((always_inline)) void block(
   }}
 }}
 
-void {spec.symbol}_impl(MEMREF(const int8_t, xm), MEMREF(const int8_t, wm),
-                        MEMREF(const int32_t, sm), MEMREF({y_type}, ym), size_t gx, size_t gy,
-                        size_t gz) {{
-  const int8_t* restrict x = xm + xm_off + gz * (size_t)IMG_IN;
-  {y_type}* restrict y = ym + ym_off + gz * (size_t)IMG_OUT;
-  const int g = (int)gx;
-  const int v0 = (int)gy * TILE, v1 = v0 + TILE < NV ? v0 + TILE : NV;
-  const int k0 = GK0[g], k1 = GK0[g + 1], f0 = GF0[g];
-  const int8_t* wg = wm + wm_off + GW0[g];
-  const int32_t* st = sm + sm_off + f0;
+{_entry(spec, y_type)}
   for (int fb = 0; fb < GF0[g + 1] - f0; fb += {NEON_FILTERS}) {{
     const int n = GF0[g + 1] - f0 - fb;
     switch (n < {NEON_FILTERS} ? n : {NEON_FILTERS}) {{
@@ -348,7 +358,6 @@ def generate(spec: Int8PatternSpec) -> str:
     """C source of ``<symbol>_impl(x, w, start, y, group, tile, image)``."""
     if spec.isa == "neon":
         return generate_neon(spec)
-    d = spec.derived
     tables, order_f = _tables(spec)
     y_type = "int8_t" if spec.act else "int32_t"
     helpers, store = (
@@ -371,18 +380,7 @@ def generate(spec: Int8PatternSpec) -> str:
     )
     # byte 4j + k of the tap vector is byte 16k + j of the four loads (set_epi8 lists e63..e0)
     order = ", ".join(str(16 * (i % 4) + i // 4) for i in reversed(range(64)))
-    return f"""/* the requantize is IREE's ops one by one: no multiply-add contracted into an FMA */
-#pragma GCC optimize("fp-contract=off")
-#include <stddef.h>
-#include <stdint.h>
-#include <immintrin.h>
-#define MEMREF(T, n) T* n##_base, T* n, size_t n##_off, size_t n##_size, size_t n##_stride
-#define NV {d["nv"]}
-#define IMG_IN {d["in_len"]}  /* one image's input bytes: images one after another */
-#define IMG_OUT {spec.f * spec.oh * spec.ow}  /* one image's outputs */
-#define TILE {d["tile"]}
-#define CH {d["chunks"]}
-{tables}
+    return f"""{_header(spec, "immintrin.h", tables)}
 {helpers}
 /* 16 pixels' 4 tap bytes of one channel: lane j holds pixel j's taps t[0..3], as uint8 */
 static inline __m512i taps4(const int8_t* b, const int32_t* t, __m512i order, __m512i flip) {{
@@ -433,16 +431,7 @@ static inline __attribute__((always_inline)) void group_tile(
   }}
 }}
 
-void {spec.symbol}_impl(MEMREF(const int8_t, xm), MEMREF(const int8_t, wm),
-                        MEMREF(const int32_t, sm), MEMREF({y_type}, ym), size_t gx, size_t gy,
-                        size_t gz) {{
-  const int8_t* restrict x = xm + xm_off + gz * (size_t)IMG_IN;
-  {y_type}* restrict y = ym + ym_off + gz * (size_t)IMG_OUT;
-  const int g = (int)gx;
-  const int v0 = (int)gy * TILE, v1 = v0 + TILE < NV ? v0 + TILE : NV;
-  const int k0 = GK0[g], k1 = GK0[g + 1], f0 = GF0[g];
-  const int8_t* wg = wm + wm_off + GW0[g];
-  const int32_t* st = sm + sm_off + f0;
+{_entry(spec, y_type)}
   switch (GF0[g + 1] - f0) {{
 {cases}
     default: break;
