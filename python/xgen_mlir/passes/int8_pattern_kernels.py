@@ -24,8 +24,8 @@ It must not fire on: f32 convs, depthwise or grouped convs (another op), a dense
 unstructured conv, weights with a nonzero zero point, a dynamic shape, ``enable=false``,
 ``mode`` (``integer_contractions``) float or kernel, an x86 target whose C compiler does not
 define ``__AVX512VNNI__`` and ``__AVX512VBMI__`` with the target's flags, or (``enable=vnni``,
-the default) one that defines ``__AMX_INT8__``: there a library's dense s8 conv runs on the
-AMX tiles, which this kernel was not measured against; an aarch64 target without ``+dotprod``
+and ``tuned`` without a record) one that defines ``__AMX_INT8__``: there a library's dense s8
+conv runs on the AMX tiles; an aarch64 target without ``+dotprod``
 in ``features`` (the arm64 pipeline's; with it the kernel is the ``sdot`` form).
 Runs before ``xgen-integer-in-float`` and the BYOC offload, which then see only the convs it
 left.
@@ -61,7 +61,7 @@ from .registry import PassFailure, register_pass
 
 NEEDS = ("__AVX512VNNI__", "__AVX512VBMI__")
 # where the target also has AMX-INT8 tiles, a library's dense s8 conv runs on them (up to 8x
-# VNNI's multiply-adds per cycle): not measured against this kernel, so left to ``always``
+# VNNI's multiply-adds per cycle): the rule leaves those convs to it until a tune measures
 TILES = "__AMX_INT8__"
 ENABLE = ("tuned", "vnni", "always", "false")
 # the tuning database's group of a model's pruned int8 convs the kernel takes: whether the
@@ -240,18 +240,19 @@ def target_units(opts: Int8PatternOptions) -> str | None:
     return "avx512" if all(m in macros for m in NEEDS) else None
 
 
-def _prior(opts: Int8PatternOptions, isa: str) -> bool:
-    """The kernel before a measurement (``vnni``'s rule): not where the target has AMX-INT8
-    tiles, which a library's dense s8 conv runs on."""
+def _ruled(opts: Int8PatternOptions, isa: str) -> bool:
+    """Whether ``opts.enable`` puts the convs in the kernel without a tuning record:
+    ``always``; ``vnni`` and ``tuned`` (the rule) unless the target has AMX-INT8 tiles, which
+    a library's dense s8 conv runs on; never ``false``."""
+    if opts.enable in ("always", "false"):
+        return opts.enable == "always"
     return isa == "neon" or TILES not in predefined_macros(_toolchain(opts))
 
 
 def target_has_units(opts: Int8PatternOptions) -> bool:
     """Whether the kernel runs under ``opts`` with no tuning records."""
     isa = target_units(opts)
-    if isa is None or opts.enable == "false":
-        return False
-    return opts.enable == "always" or _prior(opts, isa)
+    return isa is not None and _ruled(opts, isa)
 
 
 def int8_pattern_config(use: str) -> dict[str, str]:
@@ -266,9 +267,9 @@ def _decide(convs: list[ir.Operation], opts: Int8PatternOptions, isa: str) -> bo
     there), else by the rule; the decision goes to the report (``report.tuning.choices``)."""
     from .winograd_convs import CHOICES  # (it imports the BYOC pass, which imports much)
 
-    if opts.enable in ("always", "vnni"):
-        return opts.enable == "always" or _prior(opts, isa)
-    use, why = _prior(opts, isa), "unmeasured: the rule (vnni: VNNI and VBMI, no AMX-INT8)"
+    if opts.enable != "tuned":
+        return _ruled(opts, isa)
+    use, why = _ruled(opts, isa), "unmeasured: the rule (vnni: VNNI and VBMI, no AMX-INT8)"
     choices = CHOICES.get()
     signature = group_signature(GROUP_PREFIX, convs, "convs", "int8")
     if choices is not None:
@@ -320,7 +321,7 @@ def int8_pattern_kernels(module_op: ir.Operation, opts: Int8PatternOptions | Non
             counts["stays dense: too dense or groups too small"] += 1
             continue
         found.append((op, parts, st))
-    if not found or opts.enable == "false" or not _decide([op for op, _, _ in found], opts, isa):
+    if not found or not _decide([op for op, _, _ in found], opts, isa):
         if found:
             counts[DENSE_BY_CHOICE] += len(found)
         return counts
