@@ -472,6 +472,38 @@ def test_model_timing_margin_follows_the_measured_noise():
     assert len(merged.log_ratios) == 20 and merged.faster()
 
 
+def test_in_model_timing_adds_rounds_while_undecided_and_wins_needs_the_gain():
+    """Two sets at least; more while within the noise, up to the cap or the deadline; a
+    verdict beyond the noise stops it. ``wins`` also needs the median gain: 2% faster beyond
+    the noise is not the 3% an algorithm choice needs."""
+    import math
+    import time
+
+    from xgen_mlir.tunedb import MIN_GAIN
+    from xgen_mlir.tuning.search import ModelTiming, in_model_timing
+
+    def timer(ratios: list[float], calls: list[int]):
+        def timed(current, candidate, xs):
+            calls.append(1)
+            time.sleep(0.01)
+            return ModelTiming(5.0, 5.0 * ratios[0], [math.log(r) for r in ratios])
+
+        return timed
+
+    scattered = [0.97 + 0.08 * ((-1) ** i) * (i % 4) for i in range(8)]
+    calls: list[int] = []
+    t = in_model_timing(None, None, (), 0.0, timer=timer(scattered, calls))
+    assert len(calls) == 2 and not (t.faster() or t.slower()) and not t.wins(MIN_GAIN)
+    calls = []
+    t = in_model_timing(None, None, (), 60.0, time.perf_counter() + 0.2, timer(scattered, calls))
+    assert 2 < len(calls) < 60 and len(t.log_ratios) == 8 * len(calls)
+    calls = []
+    t = in_model_timing(None, None, (), 60.0, timer=timer([0.98] * 8, calls))
+    assert len(calls) == 2 and t.faster() and not t.wins(MIN_GAIN)
+    t = in_model_timing(None, None, (), 60.0, timer=timer([0.9] * 8, []))
+    assert t.wins(MIN_GAIN) and not t.slower()
+
+
 def _one_config_waiting(tmp_path):
     """_TwoLayers, its input, and a database where the larger op's data-tiled config was
     confirmed alone (2x faster than IREE's) and waits for its check in the model:

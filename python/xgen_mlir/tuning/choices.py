@@ -1019,7 +1019,9 @@ def _tune_each(
     progress: bool,
 ) -> tuple[list[ConvChoice], Any]:
     """``tune_choices``' measurement of each op's choices and their checks in the model."""
-    from .search import time_models
+    from .search import in_model_timing
+
+    xs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
 
     before: dict[str, list[Record]] = {}
     with TuningDB(db_path) as tdb:
@@ -1063,16 +1065,17 @@ def _tune_each(
             _reject(db_path, host, [c for g in [group, *queue] for c in g], UNCHECKED_IN_MODEL)
             break
         held = [c for c in changed if c not in kept and c not in group]
+        t0 = time.perf_counter()
         with _held_back(db_path, host, held):  # the others' records out of this compile
             candidate = compile_model(model, example_inputs, target, **options)
         checks += 1
-        old_ms, new_ms = time_models(current, candidate, inputs)
-        if new_ms * MIN_GAIN <= old_ms:
+        timing = in_model_timing(current, candidate, xs, max(3.0, time.perf_counter() - t0))
+        if timing.wins(MIN_GAIN):
             current, kept = candidate, kept + group
         elif len(group) > 1:
             queue[:0] = [group[: len(group) // 2], group[len(group) // 2 :]]
         else:
-            _reject(db_path, host, group, f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms)")
+            _reject(db_path, host, group, f"{REJECTED_IN_MODEL} ({_lost(timing)})")
     return choices, current
 
 
@@ -1110,7 +1113,9 @@ def tune_conv_group(
         return current  # each is in the library already
     options["offload_convs"] = "all"
     extra = {"tuning_db": db_path, "tuning_threads": settings.threads, "target_options": options}
+    t0 = time.perf_counter()
     candidate = compile_model(model, example_inputs, target, **{**compile_options, **extra})
+    compile_s = time.perf_counter() - t0
     precision = str(compile_options.get("precision") or "fp32")
     record = Record(
         signature,
@@ -1120,7 +1125,7 @@ def tune_conv_group(
         None,
         description=f"{signature}: all in {ONEDNN.name} against {decision}",
     )
-    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads)
+    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads, compile_s)
 
 
 # Two routes of an int8 model that compute the same integer sums can still round a requantize
@@ -1138,15 +1143,18 @@ def _group_verdict(
     record: Record,
     db_path: Path,
     threads: int,
+    compile_s: float,
     tolerance: float | None = None,
 ) -> Any:
     """Check ``candidate`` (the model with one group's other choice) against ``current`` in
     the model and store ``record`` with the verdict: wrong numbers where the outputs differ
     by more than ``WRONG_IN_MODEL`` (never applied, not timed: either way the group computes
-    the same sums), else both times (interleaved) and ``REJECTED_IN_MODEL`` unless at least
-    ``MIN_GAIN`` faster (``tolerance``: another bound on the outputs' difference). Returns the
-    module to go on from."""
-    from .search import WRONG_IN_MODEL, _relative_error, time_models
+    the same sums), else both times (``search.in_model_timing``: paired rounds, more while
+    the verdict is within the noise, for up to the candidate's ``compile_s``) and
+    ``REJECTED_IN_MODEL`` unless faster beyond the noise and by at least ``MIN_GAIN``
+    (``tolerance``: another bound on the outputs' difference). Returns the module to go on
+    from."""
+    from .search import WRONG_IN_MODEL, _relative_error, in_model_timing
 
     xs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
     err = _relative_error(candidate, current, xs)
@@ -1155,15 +1163,26 @@ def _group_verdict(
         record.status = "wrong_numbers"
         record.detail = f"relative error {err:.2g} against the model before"
     else:
-        old_ms, new_ms = time_models(current, candidate, inputs)
-        record.seconds, record.baseline_seconds = new_ms / 1e3, old_ms / 1e3
-        won = new_ms * MIN_GAIN <= old_ms
+        timing = in_model_timing(current, candidate, xs, max(3.0, compile_s))
+        record.seconds = timing.candidate_ms / 1e3
+        record.baseline_seconds = timing.current_ms / 1e3
+        won = timing.wins(MIN_GAIN)
         if not won:
-            short = f", less than the {MIN_GAIN}x it needs" if new_ms < old_ms else ""
-            record.detail = f"{REJECTED_IN_MODEL} ({old_ms:.3f} -> {new_ms:.3f} ms{short})"
+            record.detail = f"{REJECTED_IN_MODEL} ({_lost(timing)})"
     with TuningDB(db_path) as tdb:
         tdb.add(record, HostIdentity.current(threads=threads))
     return candidate if won else current
+
+
+def _lost(timing: Any) -> str:
+    """Why a check in the model did not accept: its times, ratio and noise, and which bar it
+    missed."""
+    said = timing.describe().removeprefix("model ")
+    if timing.slower():
+        return said
+    if timing.ratio * MIN_GAIN > 1 and timing.ratio < 1:
+        return f"{said}: less than the {MIN_GAIN}x it needs"
+    return f"{said}: within the noise"
 
 
 def tune_split(
@@ -1217,12 +1236,14 @@ def tune_split(
             return current
     options[option] = other
     settings_options = {"tuning_db": db_path, "tuning_threads": settings.threads}
+    t0 = time.perf_counter()
     candidate = compile_model(
         model,
         example_inputs,
         target,
         **{**compile_options, **settings_options, "target_options": options},
     )
+    compile_s = time.perf_counter() - t0
     changed = [c for c in candidate.report.tuning.choices if c[0] == signature]
     if not changed or _on_columns(changed[0][1]) == _on_columns(counted):
         return current
@@ -1234,7 +1255,7 @@ def tune_split(
         None,
         description=f"{signature}: {other} against {counted}",
     )
-    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads)
+    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads, compile_s)
 
 
 def tune_int8_pattern(
@@ -1270,13 +1291,16 @@ def tune_int8_pattern(
     config = int8_pattern_config(other)
     options["int8_pattern_kernels"] = "false" if other == "dense" else "always"
     extra = {"tuning_db": db_path, "tuning_threads": settings.threads, "target_options": options}
+    t0 = time.perf_counter()
     candidate = compile_model(model, example_inputs, target, **{**compile_options, **extra})
+    compile_s = time.perf_counter() - t0
     record = Record(
         signature, config, "ok", None, None, description=f"{signature}: {other} against {decision}"
     )
     return _group_verdict(
-        current, candidate, inputs, record, db_path, settings.threads, INT8_WRONG_IN_MODEL
-    )
+        current, candidate, inputs, record, db_path, settings.threads, compile_s,
+        INT8_WRONG_IN_MODEL,
+    )  # fmt: skip
 
 
 def _on_columns(decision: str) -> str:

@@ -563,6 +563,10 @@ class ModelTiming:
         """Slower beyond the noise: the ratio's lower bound over 1."""
         return math.log(self.ratio) - IN_MODEL_Z * self.noise > 0
 
+    def wins(self, min_gain: float) -> bool:
+        """Faster beyond the noise, and by at least ``min_gain`` (the rounds' median)."""
+        return self.faster() and self.ratio * min_gain <= 1
+
     def merge(self, other: ModelTiming) -> ModelTiming:
         return ModelTiming(
             (self.current_ms + other.current_ms) / 2,
@@ -699,18 +703,8 @@ def check_in_model(
                 if err > WRONG_IN_MODEL:
                     why = f"wrong numbers in the model (relative error {err:.2g})"
                 else:
-                    # timing is cheap beside a compile: while undecided, more rounds, for
-                    # at most as long as the compile took (the error shrinks as 1/sqrt(n))
-                    t_time = time.perf_counter()
-                    cap = max(3.0, t_time - t0)
-                    # two sets at least: one set's verdict at 2 errors was a false win often
-                    # enough on a loaded host (its rounds' errors are not normal)
-                    timing = timer(current, module, xs).merge(timer(current, module, xs))
-                    while not (timing.faster() or timing.slower()):
-                        now = time.perf_counter()
-                        if now - t_time > cap or now > deadline:
-                            break
-                        timing = timing.merge(timer(current, module, xs))
+                    cap = max(3.0, time.perf_counter() - t0)
+                    timing = in_model_timing(current, module, xs, cap, deadline, timer)
                     why = timing.describe()
             log.append(
                 {
@@ -776,6 +770,31 @@ def _tuning_dropped(module: Any) -> str | None:
 
 def _default_timer(current: Any, candidate: Any, xs: Any) -> ModelTiming:
     return time_models_paired(current, candidate, xs, IN_MODEL_ROUNDS, 0.02)
+
+
+def in_model_timing(
+    current: Any,
+    candidate: Any,
+    xs: Any,
+    cap_s: float,
+    deadline: float = math.inf,
+    timer: ModelTimer | None = None,
+) -> ModelTiming:
+    """``candidate`` against ``current`` in paired rounds (per round, the log of their times'
+    ratio: a slow stretch of a shared machine slows both). Two sets at least: one set's
+    verdict at 2 errors was a false win often enough on a loaded host (its rounds' errors are
+    not normal). Then, while the verdict is within the noise, more sets, for at most
+    ``cap_s`` (callers give a compile's time: timing is cheap beside it, and the error
+    shrinks as 1/sqrt(n)) and not past ``deadline``."""
+    timer = timer or _default_timer
+    start = time.perf_counter()
+    timing = timer(current, candidate, xs).merge(timer(current, candidate, xs))
+    while not (timing.faster() or timing.slower()):
+        now = time.perf_counter()
+        if now - start > cap_s or now > deadline:
+            break
+        timing = timing.merge(timer(current, candidate, xs))
+    return timing
 
 
 def _undo_this_run(
@@ -1014,11 +1033,3 @@ def time_models_paired(
     return ModelTiming(
         statistics.median(samples["before"]), statistics.median(samples["after"]), logs
     )
-
-
-def time_models(
-    before: Any, after: Any, example_inputs: Any, rounds: int = 10, min_block_s: float = 0.05
-) -> tuple[float, float]:
-    """Median ms per call of two modules on the same inputs, interleaved round by round."""
-    t = time_models_paired(before, after, example_inputs, rounds, min_block_s)
-    return t.current_ms, t.candidate_ms
