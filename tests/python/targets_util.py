@@ -47,6 +47,18 @@ def need_qemu(arch: str) -> None:
     )
 
 
+def need_aarch64_runtime() -> None:
+    """qemu-aarch64 with its sysroot and the aarch64 IREE runtime tools (bundles run there)."""
+    from xgen_mlir import errors
+    from xgen_mlir.runtime import targets
+
+    need_qemu("aarch64")
+    try:
+        targets.foreign_tool("aarch64", "iree-run-module")
+    except errors.XGenError as e:
+        need(False, f"the aarch64 IREE runtime tools ({e})")
+
+
 def run_bundle(
     bundle: Path, *args: str, check: bool = True, benchmark: bool = False
 ) -> subprocess.CompletedProcess:

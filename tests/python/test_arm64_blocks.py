@@ -8,20 +8,11 @@ import warnings
 
 import numpy as np
 import torch
-from targets_util import need, need_qemu, run_bundle, run_bundle_npy
+from targets_util import need_aarch64_runtime, run_bundle, run_bundle_npy
 from torch import nn
 
 import xgen_mlir
 from xgen_mlir import compress, errors
-from xgen_mlir.runtime import targets
-
-
-def _runnable() -> None:
-    need_qemu("aarch64")
-    try:
-        targets.foreign_tool("aarch64", "iree-run-module")
-    except errors.XGenError as e:
-        need(False, f"the aarch64 IREE runtime tools ({e})")
 
 
 def _rel(a, b) -> float:
@@ -47,7 +38,7 @@ def test_block_kernels_on_neon_under_qemu(tmp_path) -> None:
     """Blocks of NEON's tile (4 x 16, rows and columns pruned) and whole-column blocks
     (8 x 16): each kernel form, a token count that is not a whole tile, GELU fused, and a NaN
     in one row giving NaN in that row only (as the dense product does)."""
-    _runnable()
+    need_aarch64_runtime()
     model, x = _mlp(), torch.randn(37, 96)
     x[5, 11] = float("nan")
     for block, row_share, whole_columns in [((4, 16), 0.5, 0), ((8, 16), 0.0, 2)]:
@@ -69,7 +60,7 @@ def test_block_kernels_on_neon_under_qemu(tmp_path) -> None:
 
 def test_block_pruned_1x1_convs_on_neon_under_qemu(tmp_path) -> None:
     """1x1 convs (a conv net's GEMM view) block-pruned and compiled to the NEON kernels."""
-    _runnable()
+    need_aarch64_runtime()
     torch.manual_seed(0)
     net = nn.Sequential(
         nn.Conv2d(16, 64, 1), nn.ReLU(), nn.Conv2d(64, 48, 1), nn.ReLU(), nn.Conv2d(48, 32, 1)
@@ -100,7 +91,7 @@ def test_block_pruned_tiny_bert_under_qemu(tmp_path) -> None:
     under qemu."""
     from xgen_mlir.models.transformers_zoo import bert_tiny
 
-    _runnable()
+    need_aarch64_runtime()
     model, example = bert_tiny()
     pruned = compress.prune(
         model, example, scheme="block", rate=4.0, block_shape=(8, 16), row_share=0.0,

@@ -20,20 +20,11 @@ import pytest
 import torch
 from conftest import check_close, int8_reference
 from onnx import numpy_helper
-from targets_util import need, need_qemu, run_bundle, run_bundle_npy
+from targets_util import need, need_aarch64_runtime, run_bundle, run_bundle_npy
 
 import xgen_mlir
 from xgen_mlir import compress, errors
 from xgen_mlir.models import small_cnn
-from xgen_mlir.runtime import targets
-
-
-def _runnable() -> None:
-    need_qemu("aarch64")
-    try:
-        targets.foreign_tool("aarch64", "iree-run-module")
-    except errors.XGenError as e:
-        need(False, f"the aarch64 IREE runtime tools ({e})")
 
 
 def _instructions(vmfb: bytes, tmp: Path) -> Counter:
@@ -96,7 +87,7 @@ def test_static_int8_cnn_uses_the_features_dot_product(features, dot, absent, tm
     assert not any(mnemonics[a] for a in absent), {a: mnemonics[a] for a in absent}
     if features != "+neon,+dotprod":  # running one features set per kind of ukernel is enough
         return
-    _runnable()
+    need_aarch64_runtime()
     quantized = compress.quantize(model, x, calibration=_calibration(8))
     got = run_bundle_npy(compiled.save_bundle(tmp_path / "b"), tmp_path, x.numpy())
     want = int8_reference(quantized, {quantized.graph.input[0].name: x.numpy()})
@@ -132,7 +123,7 @@ def test_dynamic_int8_transformer_under_qemu(tmp_path) -> None:
     integer matmuls on sdot; within a few f32 roundings of this host's module."""
     from xgen_mlir.models.transformers_zoo import bert_tiny
 
-    _runnable()
+    need_aarch64_runtime()
     model, example = bert_tiny()
     common = dict(precision="int8", quantization={"mode": "dynamic"}, precision_check=False)
     compiled = xgen_mlir.compile(
@@ -163,7 +154,7 @@ def test_pruned_int8_convs_in_the_sdot_kernel_under_qemu(features, batch, tmp_pa
     semantics of the quantized file, and almost every output equal."""
     from test_int8_pattern_kernels import _step, pruned_quantized
 
-    _runnable()
+    need_aarch64_runtime()
     x, quantized = pruned_quantized(batch)
     compiled = xgen_mlir.compile(
         quantized,
