@@ -15,9 +15,12 @@ identity map and ``s`` is broadcast along everything but the dimension that beco
 contraction's input-channel axis. No padding may sit in between (a pad is not matched).
 
 When it must not fire: ``s`` varying along a spatial or batch dimension (not a weight
-property), a multiply with other uses (it would be computed twice), and weights at least as
+property), a multiply with other uses (it would be computed twice), weights at least as
 large as the activation (``KH*KW*C*F >= N*C*H*W``: late 7x7 EfficientNet blocks, where the
-scale, and the sigmoid IREE fuses into it, would run over more elements than before).
+scale, and the sigmoid IREE fuses into it, would run over more elements than before), and a
+contraction ``xgen-winograd-convs`` marked for the generated GEMM kernel or a kernel library
+(measured faster there on this host): both pack constant weights at compile time, so scaled
+weights would send it back to IREE's code.
 
 Numerics: each term ``(x*s)*w`` becomes ``x*(s*w)``: float reassociation of one product, no
 change to NaN propagation (a NaN or Inf in ``s`` still reaches every output it touched).
@@ -32,8 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mlir import arith, ir
+from ..byoc import OFFLOAD_ATTR
 from ..diagnostics import format_location
 from ..irutil import ops_named
+from .gemm_kernels import KERNEL_ATTR
 from .generic_util import (
     body,
     body_ops,
@@ -121,6 +126,10 @@ def rewrite_one(op: ir.Operation) -> tuple[bool, str | None]:
     if split is None:
         return False, None
     x, s, s_dims = split
+    for attr in (KERNEL_ATTR, OFFLOAD_ATTR):
+        if attr in op.attributes:
+            kernel = ir.StringAttr(op.attributes[attr]).value
+            return False, f"left: marked for {kernel}, which reads its weights as constants"
     weight = op.operands[1]
     w_shape, x_shape = tensor_shape(weight), tensor_shape(x)
     if w_shape is None or x_shape is None:

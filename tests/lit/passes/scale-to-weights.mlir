@@ -149,3 +149,44 @@ func.func @add_not_mul(%x: tensor<1x3x4x4xf32>, %s: tensor<1x3x1x1xf32>) -> tens
   %c = linalg.conv_2d_nchw_fchw ins(%m, %w : tensor<1x3x4x4xf32>, tensor<2x3x1x1xf32>) outs(%f : tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
   return %c : tensor<1x2x4x4xf32>
 }
+
+// -----
+
+// Must not fire: the conv is marked for the generated GEMM kernel, and the matmul for oneDNN
+// (xgen-winograd-convs' marks: measured faster there); both read constant weights, so the
+// scale stays on the input.
+// CHECK-LABEL: func.func @marked_for_kernels
+// CHECK: %[[M:.*]] = linalg.generic
+// CHECK: arith.mulf
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}}xgen.kernel = "gemm"{{.*}} ins(%[[M]], %cst_0 : tensor<1x3x4x4xf32>, tensor<2x3x1x1xf32>)
+// CHECK: %[[N:.*]] = linalg.generic
+// CHECK: arith.mulf
+// CHECK: linalg.matmul {{.*}}xgen.offload = "onednn"{{.*}} ins(%[[N]], %cst_1 : tensor<4x3xf32>, tensor<3x2xf32>)
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#ch = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (0, d1)>
+func.func @marked_for_kernels(%x: tensor<1x3x4x4xf32>, %s: tensor<1x3x1x1xf32>, %y: tensor<4x3xf32>, %t: tensor<1x3xf32>) -> (tensor<1x2x4x4xf32>, tensor<4x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %w = arith.constant dense<1.0> : tensor<2x3x1x1xf32>
+  %e = tensor.empty() : tensor<1x3x4x4xf32>
+  %m = linalg.generic {indexing_maps = [#id, #ch, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %s : tensor<1x3x4x4xf32>, tensor<1x3x1x1xf32>) outs(%e : tensor<1x3x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    linalg.yield %p : f32
+  } -> tensor<1x3x4x4xf32>
+  %eo = tensor.empty() : tensor<1x2x4x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%eo : tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>, xgen.kernel = "gemm"} ins(%m, %w : tensor<1x3x4x4xf32>, tensor<2x3x1x1xf32>) outs(%f : tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %v = arith.constant dense<2.0> : tensor<3x2xf32>
+  %e2 = tensor.empty() : tensor<4x3xf32>
+  %n = linalg.generic {indexing_maps = [#id2, #col, #id2], iterator_types = ["parallel", "parallel"]} ins(%y, %t : tensor<4x3xf32>, tensor<1x3xf32>) outs(%e2 : tensor<4x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    linalg.yield %p : f32
+  } -> tensor<4x3xf32>
+  %eo2 = tensor.empty() : tensor<4x2xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%eo2 : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %r = linalg.matmul {xgen.offload = "onednn"} ins(%n, %v : tensor<4x3xf32>, tensor<3x2xf32>) outs(%f2 : tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %c, %r : tensor<1x2x4x4xf32>, tensor<4x2xf32>
+}
