@@ -142,11 +142,16 @@ class CompileReport:
     # (compile's retry): the first attempt's error; empty: no retry
     winograd_fallback: str = ""
 
+    @property
+    def top_stage_seconds(self) -> dict[str, float]:
+        """The compile's own stages (IREE's inner phases, ``iree:...``, left out)."""
+        return {k: v for k, v in self.stage_seconds.items() if ":" not in k}
+
     def text(self) -> str:
         """The report as a few lines of text."""
         lines = []
         if self.stage_seconds:
-            top = {k: v for k, v in self.stage_seconds.items() if ":" not in k}
+            top = self.top_stage_seconds
             lines.append("stages: " + ", ".join(f"{k} {v:.1f}s" for k, v in top.items()))
         if self.fallback_used:
             lines.append(f"IREE flags fallback: {self.fallback_used}")

@@ -1065,11 +1065,10 @@ def _tune_each(
             _reject(db_path, host, [c for g in [group, *queue] for c in g], UNCHECKED_IN_MODEL)
             break
         held = [c for c in changed if c not in kept and c not in group]
-        t0 = time.perf_counter()
         with _held_back(db_path, host, held):  # the others' records out of this compile
             candidate = compile_model(model, example_inputs, target, **options)
         checks += 1
-        timing = in_model_timing(current, candidate, xs, max(3.0, time.perf_counter() - t0))
+        timing = in_model_timing(current, candidate, xs, _timing_cap(candidate))
         if timing.wins(MIN_GAIN):
             current, kept = candidate, kept + group
         elif len(group) > 1:
@@ -1113,9 +1112,7 @@ def tune_conv_group(
         return current  # each is in the library already
     options["offload_convs"] = "all"
     extra = {"tuning_db": db_path, "tuning_threads": settings.threads, "target_options": options}
-    t0 = time.perf_counter()
     candidate = compile_model(model, example_inputs, target, **{**compile_options, **extra})
-    compile_s = time.perf_counter() - t0
     precision = str(compile_options.get("precision") or "fp32")
     record = Record(
         signature,
@@ -1125,7 +1122,7 @@ def tune_conv_group(
         None,
         description=f"{signature}: all in {ONEDNN.name} against {decision}",
     )
-    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads, compile_s)
+    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads)
 
 
 # Two routes of an int8 model that compute the same integer sums can still round a requantize
@@ -1143,14 +1140,13 @@ def _group_verdict(
     record: Record,
     db_path: Path,
     threads: int,
-    compile_s: float,
     tolerance: float | None = None,
 ) -> Any:
     """Check ``candidate`` (the model with one group's other choice) against ``current`` in
     the model and store ``record`` with the verdict: wrong numbers where the outputs differ
     by more than ``WRONG_IN_MODEL`` (never applied, not timed: either way the group computes
     the same sums), else both times (``search.in_model_timing``: paired rounds, more while
-    the verdict is within the noise, for up to the candidate's ``compile_s``) and
+    the verdict is within the noise, for up to the candidate's compile time) and
     ``REJECTED_IN_MODEL`` unless faster beyond the noise and by at least ``MIN_GAIN``
     (``tolerance``: another bound on the outputs' difference). Returns the module to go on
     from."""
@@ -1163,7 +1159,7 @@ def _group_verdict(
         record.status = "wrong_numbers"
         record.detail = f"relative error {err:.2g} against the model before"
     else:
-        timing = in_model_timing(current, candidate, xs, max(3.0, compile_s))
+        timing = in_model_timing(current, candidate, xs, _timing_cap(candidate))
         record.seconds = timing.candidate_ms / 1e3
         record.baseline_seconds = timing.current_ms / 1e3
         won = timing.wins(MIN_GAIN)
@@ -1172,6 +1168,12 @@ def _group_verdict(
     with TuningDB(db_path) as tdb:
         tdb.add(record, HostIdentity.current(threads=threads))
     return candidate if won else current
+
+
+def _timing_cap(candidate: Any) -> float:
+    """How long a check may time ``candidate`` while undecided: as long as its compile took
+    (timing is cheap beside it), 3 s at least."""
+    return max(3.0, sum(candidate.report.top_stage_seconds.values()))
 
 
 def _lost(timing: Any) -> str:
@@ -1236,14 +1238,12 @@ def tune_split(
             return current
     options[option] = other
     settings_options = {"tuning_db": db_path, "tuning_threads": settings.threads}
-    t0 = time.perf_counter()
     candidate = compile_model(
         model,
         example_inputs,
         target,
         **{**compile_options, **settings_options, "target_options": options},
     )
-    compile_s = time.perf_counter() - t0
     changed = [c for c in candidate.report.tuning.choices if c[0] == signature]
     if not changed or _on_columns(changed[0][1]) == _on_columns(counted):
         return current
@@ -1255,7 +1255,7 @@ def tune_split(
         None,
         description=f"{signature}: {other} against {counted}",
     )
-    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads, compile_s)
+    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads)
 
 
 def tune_int8_pattern(
@@ -1291,16 +1291,13 @@ def tune_int8_pattern(
     config = int8_pattern_config(other)
     options["int8_pattern_kernels"] = "false" if other == "dense" else "always"
     extra = {"tuning_db": db_path, "tuning_threads": settings.threads, "target_options": options}
-    t0 = time.perf_counter()
     candidate = compile_model(model, example_inputs, target, **{**compile_options, **extra})
-    compile_s = time.perf_counter() - t0
     record = Record(
         signature, config, "ok", None, None, description=f"{signature}: {other} against {decision}"
     )
     return _group_verdict(
-        current, candidate, inputs, record, db_path, settings.threads, compile_s,
-        INT8_WRONG_IN_MODEL,
-    )  # fmt: skip
+        current, candidate, inputs, record, db_path, settings.threads, INT8_WRONG_IN_MODEL
+    )
 
 
 def _on_columns(decision: str) -> str:
