@@ -48,6 +48,17 @@ REJECTED_IN_MODEL = "confirmed alone, slower in the model"
 # applied (a rejection to every reader), but checked again by the next tune.
 UNCHECKED_IN_MODEL = f"{REJECTED_IN_MODEL} (not checked in the model: the budget ran out)"
 STATUSES = ("ok", "compile_error", "runtime_error", "wrong_numbers", "timeout")
+
+
+def readable_detail(detail: str) -> str:
+    """A record's detail as a report says it: an unchecked choice reads as one (its stored
+    text starts as a rejection's, so that every reader skips it, but it was never timed in
+    the model)."""
+    if detail == UNCHECKED_IN_MODEL:
+        return "confirmed alone, not checked in the model (the tune's budget ran out): not applied"
+    return detail
+
+
 # The config kind of a record that measured an algorithm (a Winograd conv) against the direct
 # op (its baseline): an algorithm choice, not a contraction config (tuning/choices.py).
 ALGORITHM = "algorithm"

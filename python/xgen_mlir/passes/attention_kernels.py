@@ -45,6 +45,7 @@ from ..tunedb import (
     MIN_GAIN,
     REJECTED_IN_MODEL,
     Record,
+    readable_detail,
 )
 from .consteval import ConstEval
 from .epilogue_c import Epilogue, Operands, epilogue, scalar_constant
@@ -485,7 +486,7 @@ def decide(records: list[Record]) -> tuple[bool, str]:
         return True, "no measurement on this host: the kernel (xgen_mlir.tune measures it)"
     r = mine[-1]
     if r.detail.startswith(REJECTED_IN_MODEL):
-        return True, f"IREE's measured lead not kept: {r.detail}"
+        return True, f"IREE's measured lead not kept: {readable_detail(r.detail)}"
     if r.speedup is None or r.seconds is None or r.baseline_seconds is None:
         return False, f"the kernel's measurement: {r.status}{': ' + r.detail if r.detail else ''}"
     said = (

@@ -63,7 +63,7 @@ from ..irutil import (
     splice_functions,
 )
 from ..target import block_tile, host_threads, vector_registers
-from ..tunedb import ALGORITHM, REJECTED_IN_MODEL, Record
+from ..tunedb import ALGORITHM, REJECTED_IN_MODEL, Record, readable_detail
 from .consteval import ConstEval
 from .epilogue_c import epilogue
 from .generic_util import (
@@ -159,7 +159,7 @@ def decide_block(
         return None, "no measurement of this block structure on this host"
     r = min(mine, key=lambda r: abs(float(r.config["density"]) - density))
     if r.detail.startswith(REJECTED_IN_MODEL):
-        return None, f"the block kernel's measured lead not kept: {r.detail}"
+        return None, f"the block kernel's measured lead not kept: {readable_detail(r.detail)}"
     if r.speedup is None or r.seconds is None or r.baseline_seconds is None:
         detail = f": {r.detail}" if r.detail else ""
         return False, f"the block kernel's measurement: {r.status}{detail}"

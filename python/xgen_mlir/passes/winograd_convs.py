@@ -79,6 +79,7 @@ from ..tunedb import (
     HostIdentity,
     Record,
     choice_records_for,
+    readable_detail,
 )
 from .byoc_offload import (
     best_in_model,
@@ -296,7 +297,8 @@ def decide_algorithm(
     ):
         name = variant_name(r.config)
         if r.speedup is None or r.detail.startswith(REJECTED_IN_MODEL):
-            parts.append(f"{name} {r.status}{': ' + r.detail if r.detail else ''}")
+            detail = readable_detail(r.detail)
+            parts.append(f"{name} {r.status}{': ' + detail if detail else ''}")
             continue
         assert r.seconds is not None and r.baseline_seconds is not None
         parts.append(
