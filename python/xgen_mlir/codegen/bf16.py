@@ -54,6 +54,29 @@ TO_BF16 = """static inline void to_bf16(const float* restrict x, uint32_t* restr
 """
 
 
+# the same, of x * s (a per-channel scale of the input: a squeeze-excite's, which
+# xgen-scale-to-weights had moved onto a conv's weights), multiplied in f32 and then rounded
+TO_BF16_SCALED = """static inline void to_bf16_scaled(const float* restrict x,
+                                  const float* restrict s, uint32_t* restrict out, int n) {
+  int k = 0;
+  for (; k + 32 <= n; k += 32)
+    _mm512_storeu_si512(
+        (void*)(out + k / 2),
+        (__m512i)_mm512_cvtne2ps_pbh(
+            _mm512_mul_ps(_mm512_loadu_ps(x + k + 16), _mm512_loadu_ps(s + k + 16)),
+            _mm512_mul_ps(_mm512_loadu_ps(x + k), _mm512_loadu_ps(s + k))));
+  for (; k < n; k += 16) {
+    const int m = n - k < 16 ? n - k : 16;
+    const __mmask16 mask = (__mmask16)((1u << m) - 1u);
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x + k),
+                                   _mm512_maskz_loadu_ps(mask, s + k));
+    _mm256_mask_storeu_epi16((void*)((uint16_t*)out + k), mask, (__m256i)_mm512_cvtneps_pbh(v));
+  }
+  if (n % 2) ((uint16_t*)out)[n] = 0;
+}
+"""
+
+
 def amx_header(kernel: str) -> str:
     """A compile error naming the kernel on a CPU without AMX-BF16 (after ``header``)."""
     return f"""#ifndef __AMX_BF16__

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bf16 import AMX_C, TO_BF16, amx_header, pair_rows
+from .bf16 import AMX_C, TO_BF16, TO_BF16_SCALED, amx_header, pair_rows
 from .bf16 import header as bf16_header
 from .block_sparse import math_c
 
@@ -64,6 +64,9 @@ class PointwiseSpec:
     bf16: bool = False  # products of bf16 pairs (AVX512-BF16 dot products), f32 sums
     row_chunks: int = 1  # workgroups along the rows (workgroup y), each whole row blocks
     amx: bool = False  # (with bf16) the products in AMX tiles, 16 rows at a time
+    # (with bf16, not amx) the rows are x * s, s a per-input-channel scale (one more operand,
+    # K floats, after the weights), multiplied as each block's rows are rounded to bf16
+    scaled: bool = False
 
     @property
     def nv(self) -> int:
@@ -208,12 +211,14 @@ def _io(spec: PointwiseSpec) -> tuple[str, str, str, str, str]:
 
 def generate(spec: PointwiseSpec) -> str:
     """C source: ``run_panel(x, w, r, y, panel)`` and the IREE entry ``<symbol>_impl``
-    (memref arguments as IREE passes them: x, w, [r,] y, then the workgroup id)."""
+    (memref arguments as IREE passes them: x, w, [s,] [r,] y, then the workgroup ids)."""
     why = unsupported(spec.m, spec.k, spec.n, spec.residual, spec.vl)
     if why:
         raise ValueError(f"{spec.symbol}: {why}")
     if spec.bf16:
         return _generate_bf16(spec)
+    if spec.scaled:
+        raise ValueError(f"{spec.symbol}: a scaled input needs the bf16 kernel")
     vl = spec.vl
     width = vl * spec.nv
     res, r_arg, r_pass, init, post = _io(spec)
@@ -294,6 +299,8 @@ def _generate_bf16(spec: PointwiseSpec) -> str:
     the f32 kernel's."""
     if spec.vl != 16:
         raise ValueError(f"{spec.symbol}: bf16 products need 16-float (AVX-512) vectors")
+    if spec.scaled and spec.amx:
+        raise ValueError(f"{spec.symbol}: a scaled input is not taken by the AMX path")
     width = spec.vl * spec.nv
     res, r_arg, r_pass, init, post = _io(spec)
     title = (
@@ -306,19 +313,28 @@ def _generate_bf16(spec: PointwiseSpec) -> str:
         f"#define CHUNK {spec.chunk_rows}\n"
     )
     head = bf16_header("pointwise") + (amx_header("pointwise") if spec.amx else "")
+    convert = (
+        "to_bf16_scaled(x + (m0 + p) * K, sc, xb[p], K)"
+        if spec.scaled
+        else "to_bf16(x + (m0 + p) * K, xb[p], K)"
+    )
+    s_arg, s_pass = ("MEMREF(const float, sc), ", "sc + sc_off") if spec.scaled else ("", "0")
+    if spec.scaled:
+        title += ", rows scaled per input channel"
     amx, amx_call = (_amx(spec), _AMX_CALL) if spec.amx else ("", "")
     if spec.amx:
         title += ", in AMX tiles"
     return f"""{_prelude(spec, title, head, defines)}
-{TO_BF16}{amx}
+{TO_BF16}{TO_BF16_SCALED if spec.scaled else ""}{amx}
 /* rows m0 .. m0 + R - 1 (R <= PB) of panel `panel`, nv vectors */
 static inline __attribute__((always_inline)) void block(
-    const float* restrict x, const uint32_t* restrict wp, const float* restrict bias,
-    const float* restrict r, float* restrict y, size_t col, size_t m0, const int R,
-    const int nv, const int cols) {{
+    const float* restrict x, const float* restrict sc, const uint32_t* restrict wp,
+    const float* restrict bias, const float* restrict r, float* restrict y, size_t col,
+    size_t m0, const int R, const int nv, const int cols) {{
   uint32_t xb[PB][K2] __attribute__((aligned(64)));
   (void)r;
-  for (int p = 0; p < R; ++p) to_bf16(x + (m0 + p) * K, xb[p], K);
+  (void)sc;
+  for (int p = 0; p < R; ++p) {convert};
   v16 acc[PB][NV];
   #pragma GCC unroll 32
   for (int p = 0; p < R; ++p)
@@ -344,29 +360,30 @@ static inline __attribute__((always_inline)) void block(
 }}
 
 static inline __attribute__((always_inline)) void panel_rows(
-    const float* restrict x, const uint32_t* restrict w, const float* restrict r,
-    float* restrict y, size_t panel, size_t m_begin, size_t m_end, const int nv, const int cols) {{
+    const float* restrict x, const float* restrict sc, const uint32_t* restrict w,
+    const float* restrict r, float* restrict y, size_t panel, size_t m_begin, size_t m_end,
+    const int nv, const int cols) {{
   const uint32_t* restrict wp = w + panel * K2A * WIDTH;
   const float* restrict bias = (const float*)(w + (size_t)K2A * NP) + panel * WIDTH;
   const size_t col = panel * WIDTH;
 {amx_call}  size_t m0 = m_begin;
-  for (; m0 + PB <= m_end; m0 += PB) block(x, wp, bias, r, y, col, m0, PB, nv, cols);
-  for (; m0 < m_end; ++m0) block(x, wp, bias, r, y, col, m0, 1, nv, cols);
+  for (; m0 + PB <= m_end; m0 += PB) block(x, sc, wp, bias, r, y, col, m0, PB, nv, cols);
+  for (; m0 < m_end; ++m0) block(x, sc, wp, bias, r, y, col, m0, 1, nv, cols);
 }}
 
-static void run(const float* restrict x, const uint32_t* restrict w, const float* restrict r,
-                float* restrict y, size_t panel, size_t chunk) {{
+static void run(const float* restrict x, const float* restrict sc, const uint32_t* restrict w,
+                const float* restrict r, float* restrict y, size_t panel, size_t chunk) {{
   const size_t m_begin = chunk * CHUNK;
   const size_t m_end = m_begin + CHUNK < M ? m_begin + CHUNK : M;
   if (panel + 1 == PANELS)
-    panel_rows(x, w, r, y, PANELS - 1, m_begin, m_end, LAST_NV, LAST_COLS);
+    panel_rows(x, sc, w, r, y, PANELS - 1, m_begin, m_end, LAST_NV, LAST_COLS);
   else
-    panel_rows(x, w, r, y, panel, m_begin, m_end, NV, VL);
+    panel_rows(x, sc, w, r, y, panel, m_begin, m_end, NV, VL);
 }}
 
-void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), {r_arg}MEMREF(float, y),
+void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), {s_arg}{r_arg}MEMREF(float, y),
                         size_t gx, size_t gy) {{
-  run(x + x_off, (const uint32_t*)(w + w_off), {r_pass}, y + y_off, gx, gy);
+  run(x + x_off, {s_pass}, (const uint32_t*)(w + w_off), {r_pass}, y + y_off, gx, gy);
 }}
 """
 

@@ -162,11 +162,14 @@ def attr_ints(op: ir.Operation, name: str) -> list[int]:
     return list(ir.DenseIntElementsAttr(op.attributes[name]))
 
 
-def conv_1x1(op: ir.Operation | None, ev: ConstEval, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """The [cin, cout] weights and [cout] bias of a 1x1 NHWC conv with constant filter."""
+def conv_1x1(
+    op: ir.Operation | None, ev: ConstEval, what: str, filter_value: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The [cin, cout] weights and [cout] bias of a 1x1 NHWC conv with constant filter (or
+    with ``filter_value``, the constant the caller found behind a computed filter)."""
     if op is None or op.name != "linalg.conv_2d_nhwc_hwcf":
         raise NoMatch(f"the {what} is not a linalg.conv_2d_nhwc_hwcf")
-    w = ev.value(op.operands[1])
+    w = ev.value(op.operands[1]) if filter_value is None else filter_value
     if w is None or w.dtype != np.float32 or w.shape[:2] != (1, 1):
         raise NoMatch(f"the {what} conv's filter is not a constant 1x1 f32 filter")
     if attr_ints(op, "strides") != [1, 1] or attr_ints(op, "dilations") != [1, 1]:

@@ -46,7 +46,12 @@ and every 1x1 conv is taken, whatever IREE would pad: IREE's contraction demotio
 reach convs, and its bf16 matmuls need packs around them (1x1 convs written as named matmuls
 so IREE demoted them made MobileNetV2 bf16 slower, 5.8 against 4.8-5.0 ms). A large image
 with few output channels gets workgroups along its rows too. MobileNetV2 in bf16, in-process:
-4.40-4.90 -> 3.65-3.69 ms (docs/precision.md).
+4.40-4.90 -> 3.65-3.69 ms (docs/precision.md). The bf16 kernels also take a filter computed
+at run time as ``W[k, n] * s[k]`` with ``W`` constant (``scaled_filter``: a squeeze-excite's
+scale that xgen-scale-to-weights moved onto the project conv's weights, which left IREE an f32
+matmul): ``W`` is packed as usual and the rows are multiplied by ``s`` as they are rounded.
+EfficientNet-B0 in bf16, 9 of its 11 such convs, paired in-process rounds (Zen 4): 6.55 ->
+5.94 ms (ratio 0.909-0.924).
 """
 
 from __future__ import annotations
@@ -75,9 +80,16 @@ from .consteval import ConstEval
 from .epilogue_c import Epilogue, epilogue
 from .generic_util import (
     body,
+    body_ops,
     has_default_maps,
+    indexing_maps,
     is_elementwise,
+    is_identity,
+    map_dims,
+    num_inputs,
     num_uses,
+    producer,
+    tensor_shape,
 )
 from .kernel_call import free_symbol, install_kernel
 from .kernel_match import (
@@ -142,6 +154,7 @@ class Match:
     residual: ir.Value | None  # the other addend, NHWC
     perm: list[int] | None  # the add's layout (dim i is NHWC dim perm[i])
     bias_after: bool = False  # the bias is the IR's add after the product
+    scale: ir.Value | None = None  # a per-input-channel scale of the rows (scaled_filter)
 
 
 def padding(m: int, row_tile: int) -> float:
@@ -166,10 +179,44 @@ def f32_only(op: ir.Operation) -> None:
         raise NoMatch(f"{'/'.join(other)} tensors (the kernel computes f32 only)")
 
 
-def match_conv(conv: ir.Operation, ev: ConstEval, vl: int = VL, math: bool = False) -> Match:
-    """The conv with the activations and residual add it takes in, or NoMatch."""
+def scaled_filter(conv: ir.Operation, ev: ConstEval) -> tuple[np.ndarray, ir.Value] | None:
+    """The constant 1x1 filter ``W`` and the run-time scale ``s`` of a filter computed as
+    ``W[0, 0, k, n] * s[k]`` (what xgen-scale-to-weights makes of a squeeze-excite's
+    ``conv(x * s, W)``: its generic reads ``W`` as it is and ``s`` along the filter's input
+    channels only, a single ``mulf``), or None. The kernel multiplies its rows by ``s``
+    instead, as it rounds them, and keeps ``W`` packed at compile time."""
+    value = conv.operands[1]
+    mul = producer(value)
+    if mul is None or mul.name != "linalg.generic" or num_uses(value) != 1:
+        return None
+    if not is_elementwise(mul) or num_inputs(mul) != 2:
+        return None
+    ops, args = body_ops(mul), list(body(mul).arguments)
+    if [o.name for o in ops] != ["arith.mulf", "linalg.yield"]:
+        return None
+    if {ops[0].operands[0], ops[0].operands[1]} != {args[0], args[1]}:
+        return None
+    maps = indexing_maps(mul)
+    dims = map_dims(maps[1])
+    if not is_identity(maps[0]) or dims is None or [d for d in dims if d is not None] != [2]:
+        return None
+    w = ev.value(mul.operands[0])
+    shape = tensor_shape(mul.operands[1])
+    if w is None or w.dtype != np.float32 or w.ndim != 4 or w.shape[:2] != (1, 1):
+        return None
+    if shape is None or int(np.prod(shape)) != w.shape[2]:
+        return None
+    return w, mul.operands[1]
+
+
+def match_conv(
+    conv: ir.Operation, ev: ConstEval, vl: int = VL, math: bool = False, scaled: bool = False
+) -> Match:
+    """The conv with the activations and residual add it takes in, or NoMatch. ``scaled``:
+    also a filter ``scaled_filter`` takes apart (the bf16 kernels)."""
     f32_only(conv)
-    w, b = conv_1x1(conv, ev, "pointwise")
+    found = scaled_filter(conv, ev) if scaled else None
+    w, b = conv_1x1(conv, ev, "pointwise", None if found is None else found[0])
     n_, h, wd, k = static_f32(conv.operands[0])
     shape = static_f32(conv.results[0])
     m, n = n_ * h * wd, shape[3]  # NHWC: a batch's images are more rows, [N*H*W, C]
@@ -178,12 +225,16 @@ def match_conv(conv: ir.Operation, ev: ConstEval, vl: int = VL, math: bool = Fal
     why = unsupported(m, k, n, residual is not None, vl)
     if why:
         raise NoMatch(why)
-    return Match(conv, (m, k, n), w, b, act, replaced, end, residual, perm)
+    scale = None if found is None else found[1]
+    return Match(conv, (m, k, n), w, b, act, replaced, end, residual, perm, scale=scale)
 
 
-def match_matmul(mm: ir.Operation, ev: ConstEval, vl: int = VL, math: bool = False) -> Match:
+def match_matmul(
+    mm: ir.Operation, ev: ConstEval, vl: int = VL, math: bool = False, scaled: bool = False
+) -> Match:
     """A matmul with a constant right-hand side, with its bias add and the activations after
-    it, or NoMatch."""
+    it, or NoMatch. (``scaled``: the conv matcher's; a matmul's weights are constants.)"""
+    del scaled
     f32_only(mm)
     if not has_default_maps(mm):
         raise NoMatch("a matmul with transposing or broadcasting indexing maps")
@@ -304,10 +355,12 @@ def replace(
         bf16=bf16,
         row_chunks=row_chunks(m, k, n) if bf16 else 1,
         amx=opts.amx_kernels(),
+        scaled=match.scale is not None,
     )
     packed = pack_weights(match.weights, match.bias, spec)
     obj = compile_object(generate(spec), opts.toolchain(), symbol)
-    inputs = [match.conv.operands[0], packed] + ([match.residual] if match.residual else [])
+    inputs = [match.conv.operands[0], packed]
+    inputs += [v for v in (match.scale, match.residual) if v is not None]
     install_kernel(
         module_op,
         symbol,
@@ -365,7 +418,9 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
                 counts[f"not replaced: {kind}"] += 1
                 continue
             try:
-                match = matcher(op, ev, simd_lanes(opts.vector_bits), opts.bf16_products())
+                match = matcher(
+                    op, ev, simd_lanes(opts.vector_bits), opts.bf16_products(), opts.bf16_kernels()
+                )
             except NoMatch as e:
                 counts[f"not replaced: {e}"] += 1
                 continue
@@ -380,6 +435,8 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
                 counts["of them with their activations"] += 1
             if spec.residual:
                 counts["of them with a residual add"] += 1
+            if spec.scaled:
+                counts["of them with their input's per-channel scale"] += 1
             if opts.verbose:
                 extra = " + activation" * bool(spec.act) + " + residual" * spec.residual
                 print(

@@ -20,7 +20,8 @@ large as the activation (``KH*KW*C*F >= N*C*H*W``: late 7x7 EfficientNet blocks,
 scale, and the sigmoid IREE fuses into it, would run over more elements than before), and a
 contraction ``xgen-winograd-convs`` marked for the generated GEMM kernel or a kernel library
 (measured faster there on this host): both pack constant weights at compile time, so scaled
-weights would send it back to IREE's code.
+weights would send it back to IREE's code. (xgen-pointwise-kernels' bf16 kernel, later in the
+pipeline, takes a filter this pass scaled apart again: constant weights, the scale on its rows.)
 
 Numerics: each term ``(x*s)*w`` becomes ``x*(s*w)``: float reassociation of one product, no
 change to NaN propagation (a NaN or Inf in ``s`` still reaches every output it touched).
