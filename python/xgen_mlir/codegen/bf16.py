@@ -35,46 +35,40 @@ def header(kernel: str) -> str:
 """
 
 
-# n floats as words of bf16 pairs in order (a zero half after an odd n), rounded to nearest
-# even: 32 at a time, then 16 under a mask
-TO_BF16 = """static inline void to_bf16(const float* restrict x, uint32_t* restrict out, int n) {
+def _converter(scaled: bool) -> str:
+    """C of ``to_bf16``: n floats as words of bf16 pairs in order (a zero half after an odd
+    n), rounded to nearest even, 32 at a time, then 16 under a mask. ``scaled``:
+    ``to_bf16_scaled``, of ``x * s`` (a per-channel scale of the input, a squeeze-excite's
+    that xgen-scale-to-weights had moved onto a conv's weights), multiplied in f32 first."""
+
+    def load(at: str, mask: str = "") -> str:
+        one = (
+            f"_mm512_maskz_loadu_ps({mask}, {{}} + {at})"
+            if mask
+            else f"_mm512_loadu_ps({{}} + {at})"
+        )
+        return f"_mm512_mul_ps({one.format('x')}, {one.format('s')})" if scaled else one.format("x")
+
+    name, s_param = ("to_bf16_scaled", "const float* restrict s, ") if scaled else ("to_bf16", "")
+    params = f"const float* restrict x, {s_param}uint32_t* restrict out, int n"
+    return f"""static inline void {name}({params}) {{
   int k = 0;
   for (; k + 32 <= n; k += 32)
     _mm512_storeu_si512((void*)(out + k / 2),
-                        (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + k + 16),
-                                                     _mm512_loadu_ps(x + k)));
-  for (; k < n; k += 16) {
+                        (__m512i)_mm512_cvtne2ps_pbh({load("k + 16")}, {load("k")}));
+  for (; k < n; k += 16) {{
     const int m = n - k < 16 ? n - k : 16;
     const __mmask16 mask = (__mmask16)((1u << m) - 1u);
-    const __m256bh b = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x + k));
+    const __m256bh b = _mm512_cvtneps_pbh({load("k", "mask")});
     _mm256_mask_storeu_epi16((void*)((uint16_t*)out + k), mask, (__m256i)b);
-  }
+  }}
   if (n % 2) ((uint16_t*)out)[n] = 0;
-}
+}}
 """
 
 
-# the same, of x * s (a per-channel scale of the input: a squeeze-excite's, which
-# xgen-scale-to-weights had moved onto a conv's weights), multiplied in f32 and then rounded
-TO_BF16_SCALED = """static inline void to_bf16_scaled(const float* restrict x,
-                                  const float* restrict s, uint32_t* restrict out, int n) {
-  int k = 0;
-  for (; k + 32 <= n; k += 32)
-    _mm512_storeu_si512(
-        (void*)(out + k / 2),
-        (__m512i)_mm512_cvtne2ps_pbh(
-            _mm512_mul_ps(_mm512_loadu_ps(x + k + 16), _mm512_loadu_ps(s + k + 16)),
-            _mm512_mul_ps(_mm512_loadu_ps(x + k), _mm512_loadu_ps(s + k))));
-  for (; k < n; k += 16) {
-    const int m = n - k < 16 ? n - k : 16;
-    const __mmask16 mask = (__mmask16)((1u << m) - 1u);
-    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x + k),
-                                   _mm512_maskz_loadu_ps(mask, s + k));
-    _mm256_mask_storeu_epi16((void*)((uint16_t*)out + k), mask, (__m256i)_mm512_cvtneps_pbh(v));
-  }
-  if (n % 2) ((uint16_t*)out)[n] = 0;
-}
-"""
+TO_BF16 = _converter(scaled=False)
+TO_BF16_SCALED = _converter(scaled=True)
 
 
 def amx_header(kernel: str) -> str:

@@ -60,6 +60,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -80,13 +81,8 @@ from .consteval import ConstEval
 from .epilogue_c import Epilogue, epilogue
 from .generic_util import (
     body,
-    body_ops,
     has_default_maps,
-    indexing_maps,
     is_elementwise,
-    is_identity,
-    map_dims,
-    num_inputs,
     num_uses,
     producer,
     tensor_shape,
@@ -102,6 +98,7 @@ from .kernel_match import (
     tensor_input,
 )
 from .registry import register_pass
+from .scale_to_weights import split_scale
 
 # The kernels are generated for a static number of rows (batch x pixels); a dynamic batch or
 # size is IREE's (whose matmul takes it as fast as at a static shape: nothing is lost that the
@@ -182,31 +179,24 @@ def f32_only(op: ir.Operation) -> None:
 def scaled_filter(conv: ir.Operation, ev: ConstEval) -> tuple[np.ndarray, ir.Value] | None:
     """The constant 1x1 filter ``W`` and the run-time scale ``s`` of a filter computed as
     ``W[0, 0, k, n] * s[k]`` (what xgen-scale-to-weights makes of a squeeze-excite's
-    ``conv(x * s, W)``: its generic reads ``W`` as it is and ``s`` along the filter's input
-    channels only, a single ``mulf``), or None. The kernel multiplies its rows by ``s``
-    instead, as it rounds them, and keeps ``W`` packed at compile time."""
+    ``conv(x * s, W)``; its own matcher, ``split_scale``, along the filter's input channels),
+    or None. The kernel multiplies its rows by ``s`` instead, as it rounds them, and keeps
+    ``W`` packed at compile time."""
     value = conv.operands[1]
     mul = producer(value)
     if mul is None or mul.name != "linalg.generic" or num_uses(value) != 1:
         return None
-    if not is_elementwise(mul) or num_inputs(mul) != 2:
+    split = split_scale(mul, 2)  # hwcf: the filter's input channels are dim 2
+    if split is None:
         return None
-    ops, args = body_ops(mul), list(body(mul).arguments)
-    if [o.name for o in ops] != ["arith.mulf", "linalg.yield"]:
-        return None
-    if {ops[0].operands[0], ops[0].operands[1]} != {args[0], args[1]}:
-        return None
-    maps = indexing_maps(mul)
-    dims = map_dims(maps[1])
-    if not is_identity(maps[0]) or dims is None or [d for d in dims if d is not None] != [2]:
-        return None
-    w = ev.value(mul.operands[0])
-    shape = tensor_shape(mul.operands[1])
+    w_value, s, _ = split
+    w = ev.value(w_value)
+    shape = tensor_shape(s)
     if w is None or w.dtype != np.float32 or w.ndim != 4 or w.shape[:2] != (1, 1):
         return None
     if shape is None or int(np.prod(shape)) != w.shape[2]:
         return None
-    return w, mul.operands[1]
+    return w, s
 
 
 def match_conv(
@@ -229,12 +219,9 @@ def match_conv(
     return Match(conv, (m, k, n), w, b, act, replaced, end, residual, perm, scale=scale)
 
 
-def match_matmul(
-    mm: ir.Operation, ev: ConstEval, vl: int = VL, math: bool = False, scaled: bool = False
-) -> Match:
+def match_matmul(mm: ir.Operation, ev: ConstEval, vl: int = VL, math: bool = False) -> Match:
     """A matmul with a constant right-hand side, with its bias add and the activations after
-    it, or NoMatch. (``scaled``: the conv matcher's; a matmul's weights are constants.)"""
-    del scaled
+    it, or NoMatch."""
     f32_only(mm)
     if not has_default_maps(mm):
         raise NoMatch("a matmul with transposing or broadcasting indexing maps")
@@ -401,7 +388,7 @@ def _candidates(module_op: ir.Operation, opts: PointwiseOptions) -> Iterator[tup
         # pooled pixel, a matrix-vector product IREE runs as such); 16: the off switch
         every = opts.bf16_products() and opts.min_padding < 1 and rows > row_tile
         if every or padding(rows, row_tile) >= opts.min_padding:
-            yield op, rows, match_conv, "convs"
+            yield op, rows, partial(match_conv, scaled=opts.bf16_kernels()), "convs"
 
 
 def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = None) -> Counter:
@@ -418,9 +405,7 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
                 counts[f"not replaced: {kind}"] += 1
                 continue
             try:
-                match = matcher(
-                    op, ev, simd_lanes(opts.vector_bits), opts.bf16_products(), opts.bf16_kernels()
-                )
+                match = matcher(op, ev, simd_lanes(opts.vector_bits), opts.bf16_products())
             except NoMatch as e:
                 counts[f"not replaced: {e}"] += 1
                 continue

@@ -85,7 +85,7 @@ def _scaled_input(value: ir.Value) -> tuple[ir.Operation, list[int] | None] | No
     return op, perm
 
 
-def _split_scale(mul: ir.Operation, ch: int) -> tuple[ir.Value, ir.Value, list[int | None]] | None:
+def split_scale(mul: ir.Operation, ch: int) -> tuple[ir.Value, ir.Value, list[int | None]] | None:
     """``(x, s, dims of s's map)`` if ``mul`` is ``x * s`` with ``s`` along loop ``ch`` only
     (None in the dims: s is read at index 0 there)."""
     if not is_elementwise(mul) or num_inputs(mul) != 2:
@@ -123,7 +123,7 @@ def rewrite_one(op: ir.Operation) -> tuple[bool, str | None]:
     if found is None or (op.name == "linalg.matmul" and not has_default_maps(op)):
         return False, None
     mul, perm = found
-    split = _split_scale(mul, perm[in_ch] if perm is not None else in_ch)
+    split = split_scale(mul, perm[in_ch] if perm is not None else in_ch)
     if split is None:
         return False, None
     x, s, s_dims = split
