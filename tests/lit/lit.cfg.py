@@ -42,14 +42,6 @@ if shutil.which("xgen-opt") is None:
 # asked, as the pass asks it; bf16 RUN lines check the answer this host should give.
 from xgen_mlir.byoc.onednn import ONEDNN  # noqa: E402
 
-# bf16 dot products on this CPU (AVX512-BF16, AMX): the generated bf16 kernels compile for it
-from xgen_mlir.target import BF16_TILE_FLAGS, NATIVE_BF16_FLAGS, has_any  # noqa: E402
-
-if has_any(NATIVE_BF16_FLAGS):
-    config.available_features.add("cpu-bf16")
-# bf16 matrix tiles (AMX-BF16): the generated AMX kernels compile for this CPU
-if has_any(BF16_TILE_FLAGS):
-    config.available_features.add("cpu-amx-bf16")
 if ONEDNN.can_build("xgen_dnnl_matmul_bf16_none_b_4_2_3_p1"):
     config.available_features.add("onednn-bf16")
 # s8 primitives: only on a CPU with VNNI (without it oneDNN's u8 x s8 sums saturate, and

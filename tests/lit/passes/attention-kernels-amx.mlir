@@ -1,11 +1,11 @@
-// REQUIRES: cpu-amx-bf16
 // The attention kernel in a bf16 compile on a target with bf16 matrix tiles (bf16-tiles=1:
 // AMX-BF16): Q K^T and P V in AMX tiles, 16 query rows at a time, K^T and V packed as the
 // tiles' B operands (pairs padded to 16: 8 features are 4 pairs, 8 keys 4 pairs), and the
 // vdpbf16ps products kept for a process Linux refuses the tiles' state. (The kernel is
-// compiled for this host: it needs AMX-BF16.) Where it must not fire: attention-kernels-bf16.
+// compiled for a Sapphire Rapids CPU: the test runs on any host.) Where it must not fire:
+// attention-kernels-bf16.
 // RUN: rm -rf %t.amx
-// RUN: env XGEN_CACHE_DIR=%t.amx xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 precision=bf16 bf16-tiles=1}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.amx xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 precision=bf16 bf16-tiles=1 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.amx/kernels/*.c | FileCheck %s --check-prefix=AMX
 // CHECK-LABEL: func.func @attention
 // CHECK: call @xgen_attention_{{[0-9]+}}_call(%arg0, %arg1)

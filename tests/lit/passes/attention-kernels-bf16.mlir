@@ -1,27 +1,26 @@
-// REQUIRES: cpu-bf16
 // The attention kernel in a bf16 compile: on a 512-bit target its two products are bf16 dot
 // products (vdpbf16ps: K^T packed as pairs of features, V as pairs of keys, Q and P rounded
 // to pairs as used; f32 sums); on a 256-bit target, or in an fp32 compile, the f32 kernel.
-// (The kernel is compiled for this host: it needs AVX512-BF16.)
+// (The kernel is compiled for a Sapphire Rapids CPU: the test runs on any host.)
 // RUN: rm -rf %t.bf16 %t.narrow %t.f32
-// RUN: env XGEN_CACHE_DIR=%t.bf16 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 precision=bf16}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.bf16 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 precision=bf16 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.bf16/kernels/*.c | FileCheck %s --check-prefix=BF16
-// RUN: env XGEN_CACHE_DIR=%t.narrow xgen-opt %s -p "xgen-attention-kernels{vector-bits=256 precision=bf16}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.narrow xgen-opt %s -p "xgen-attention-kernels{vector-bits=256 precision=bf16 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.narrow/kernels/*.c | FileCheck %s --check-prefix=F32
-// RUN: env XGEN_CACHE_DIR=%t.f32 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.f32 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.f32/kernels/*.c | FileCheck %s --check-prefix=F32
 // An int8 compile keeps attention's float products in f32, or in bf16 with int8-float=bf16
 // (the cpu target's int8_float_ops).
 // RUN: rm -rf %t.i8 %t.i8bf16
-// RUN: env XGEN_CACHE_DIR=%t.i8 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 precision=int8}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.i8 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 precision=int8 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.i8/kernels/*.c | FileCheck %s --check-prefix=F32
-// RUN: env XGEN_CACHE_DIR=%t.i8bf16 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 precision=int8 int8-float=bf16}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.i8bf16 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 precision=int8 int8-float=bf16 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.i8bf16/kernels/*.c | FileCheck %s --check-prefix=BF16
 // bf16 matrix tiles change neither the 256-bit target's kernel nor an fp32 compile's.
 // RUN: rm -rf %t.narrow %t.f32
-// RUN: env XGEN_CACHE_DIR=%t.narrow xgen-opt %s -p "xgen-attention-kernels{vector-bits=256 precision=bf16 bf16-tiles=1}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.narrow xgen-opt %s -p "xgen-attention-kernels{vector-bits=256 precision=bf16 bf16-tiles=1 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.narrow/kernels/*.c | FileCheck %s --check-prefix=F32
-// RUN: env XGEN_CACHE_DIR=%t.f32 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 bf16-tiles=1}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.f32 xgen-opt %s -p "xgen-attention-kernels{vector-bits=512 bf16-tiles=1 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.f32/kernels/*.c | FileCheck %s --check-prefix=F32
 // CHECK-LABEL: func.func @attention
 // CHECK: call @xgen_attention_{{[0-9]+}}_call(%arg0, %arg1)

@@ -1,19 +1,19 @@
-// REQUIRES: cpu-amx-bf16
 // A bf16 compile on a target with bf16 matrix tiles (bf16-tiles=1: AMX-BF16): the 1x1 conv's
 // products run in AMX tiles, 16 rows at a time (49 rows: a partial last tile), its 32 input
 // channels as 16 pairs (one tile of the reduction, rounded 32 channels at a time into a 1 KB
 // A tile), the weights packed as the tiles' B
 // operand; the vdpbf16ps register blocks stay for a process Linux refuses the tiles' state.
-// (The kernel is compiled for this host: it needs AMX-BF16.) Must not fire: a 256-bit target
-// (the f32 kernel), an fp32 compile, a target without the tiles (vdpbf16ps products).
+// (The kernels are compiled for a Sapphire Rapids CPU, so the test runs on any host.) Must
+// not fire: a 256-bit target (the f32 kernel), an fp32 compile, a target without the tiles
+// (vdpbf16ps products).
 // RUN: rm -rf %t.amx %t.narrow %t.f32 %t.dot
-// RUN: env XGEN_CACHE_DIR=%t.amx xgen-opt %s -p "xgen-pointwise-kernels{precision=bf16 bf16-tiles=1}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.amx xgen-opt %s -p "xgen-pointwise-kernels{precision=bf16 bf16-tiles=1 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.amx/kernels/*.c | FileCheck %s --check-prefix=AMX
-// RUN: env XGEN_CACHE_DIR=%t.narrow xgen-opt %s -p "xgen-pointwise-kernels{precision=bf16 bf16-tiles=1 vector-bits=256}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.narrow xgen-opt %s -p "xgen-pointwise-kernels{precision=bf16 bf16-tiles=1 vector-bits=256 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.narrow/kernels/*.c | FileCheck %s --check-prefix=NOAMX
-// RUN: env XGEN_CACHE_DIR=%t.f32 xgen-opt %s -p "xgen-pointwise-kernels{bf16-tiles=1}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.f32 xgen-opt %s -p "xgen-pointwise-kernels{bf16-tiles=1 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.f32/kernels/*.c | FileCheck %s --check-prefix=NOAMX
-// RUN: env XGEN_CACHE_DIR=%t.dot xgen-opt %s -p "xgen-pointwise-kernels{precision=bf16}" | FileCheck %s
+// RUN: env XGEN_CACHE_DIR=%t.dot xgen-opt %s -p "xgen-pointwise-kernels{precision=bf16 cflags=-march=sapphirerapids}" | FileCheck %s
 // RUN: cat %t.dot/kernels/*.c | FileCheck %s --check-prefix=DOT
 // CHECK-LABEL: func.func @relu(
 // CHECK: call @xgen_pointwise_1_call(%arg0,
