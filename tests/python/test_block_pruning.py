@@ -674,3 +674,37 @@ def test_compact_tables_round_trip_and_the_verifier_checks_every_block():
         assert _blocks_valid(BcsrTables(*[t.astype(np.int64) for t in tables]), n, k, br, bc)
         refused += not want
     assert refused > 50  # the broken cases were exercised
+
+
+def test_block_structure_is_none_for_ops_the_raise_does_not_take():
+    """The tuner asks every op it measures for its block structure: a batched matmul with
+    constant weights (an ONNX MatMul of a 3-D input, as the PP-OCRv4 recognizer has) or a
+    3x3 conv is not a layer the raise takes, and has none (it used to be read as a matmul
+    and crash the tune on its 3-D weights); a 2-D Linear layer has one."""
+    from xgen_mlir._mlir import ir
+    from xgen_mlir.passes.block_sparse import block_structure
+    from xgen_mlir.passes.consteval import ConstEval
+
+    text = """
+func.func @f(%x: tensor<1x40x120xf32>, %m: tensor<40x120xf32>)
+    -> (tensor<1x40x360xf32>, tensor<40x360xf32>) {
+  %w = arith.constant dense<0.5> : tensor<1x120x360xf32>
+  %w2 = arith.constant dense<0.5> : tensor<120x360xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x40x360xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x40x360xf32>) -> tensor<1x40x360xf32>
+  %y = linalg.batch_matmul ins(%x, %w : tensor<1x40x120xf32>, tensor<1x120x360xf32>)
+    outs(%f : tensor<1x40x360xf32>) -> tensor<1x40x360xf32>
+  %e2 = tensor.empty() : tensor<40x360xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<40x360xf32>) -> tensor<40x360xf32>
+  %y2 = linalg.matmul ins(%m, %w2 : tensor<40x120xf32>, tensor<120x360xf32>)
+    outs(%f2 : tensor<40x360xf32>) -> tensor<40x360xf32>
+  return %y, %y2 : tensor<1x40x360xf32>, tensor<40x360xf32>
+}"""
+    with ir.Context():
+        module = ir.Module.parse(text)
+        ops = module.body.operations[0].regions[0].blocks[0].operations
+        found = {o.name: o for o in ops if o.name in ("linalg.batch_matmul", "linalg.matmul")}
+        ev = ConstEval(module.operation)
+        assert block_structure(found["linalg.batch_matmul"], ev, 512) is None
+        assert block_structure(found["linalg.matmul"], ev, 512) is not None

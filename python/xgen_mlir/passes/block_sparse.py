@@ -188,7 +188,10 @@ def block_structure(
     op: ir.Operation, ev: ConstEval, vector_bits: int
 ) -> tuple[tuple[int, int], float] | None:
     """The block and compact density ``op`` would be raised with (``best_block``), where it
-    is a linear layer or 1x1 conv this pass takes with enough rows; else None."""
+    is a linear layer or 1x1 conv this pass takes with enough rows; else None (the tuner
+    asks of every candidate it measures: a Winograd conv, a batched matmul)."""
+    if op.name not in ("linalg.matmul", *CONV_1X1):
+        return None
     try:
         parts = (conv_parts if op.name in CONV_1X1 else matmul_parts)(op, ev)
     except NoMatch:
