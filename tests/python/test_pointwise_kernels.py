@@ -432,3 +432,68 @@ def test_bf16_kernel_takes_the_excite_scale_on_its_rows():
     want = m(x).detach().numpy()
     got = np.asarray(compiled(x.numpy()))
     assert np.abs(got - want).max() / np.abs(want).max() < 1e-2
+
+
+@pytest.mark.parametrize("hw", [(56, 56), (13, 40)])
+def test_fp32_rows_split_among_workgroups_match_pytorch(hw):
+    """pointwise_convs=every: the f32 1x1 convs over whole row tiles are kernels too (3136
+    and 520 rows); a conv with few output channels is one or two panels, so its rows are split
+    in chunks of whole register blocks (workgroup y), the last chunk taking the rows left over
+    from the register blocks (520 = 7 x 74 + 2)."""
+    from xgen_mlir.codegen.pointwise import row_chunks
+
+    m = _model()
+    x = torch.randn(1, 32, *hw)
+    compiled = xgen_mlir.compile(m, (x,), target_options={"pointwise_convs": "every"})
+    assert compiled.report.rewrites["xgen-pointwise-kernels"]["convs replaced"] == 3
+    rows = hw[0] * hw[1]
+    spec = PointwiseSpec("k", rows, 64, 32, row_chunks=row_chunks(rows, 64, 32))
+    assert spec.grid[1] > 1 and spec.chunk_rows % spec.pixels == 0
+    assert "size_t gx, size_t gy" in generate(spec)
+    np.testing.assert_allclose(
+        np.asarray(compiled(x.numpy())), m(x).detach().numpy(), rtol=1e-4, atol=1e-4
+    )
+    plain = xgen_mlir.compile(m, (x,), target_options={"pointwise_convs": "padded"})
+    assert "xgen-pointwise-kernels" not in plain.report.rewrites
+
+
+def test_kernels_on_whole_row_tiles_measured_in_the_model_and_applied(tmp_path):
+    """Under pointwise_convs=tuned (the default) the f32 1x1 convs over whole row tiles are
+    one group: before a tune they stay IREE's (the padding rule) and the report says so;
+    tune() compiles the model with them as kernels, times both in the model and records the
+    verdict; compile() then follows it, with the same numbers either way. A bf16 compile
+    has no such group (its kernels take every 1x1 conv)."""
+    from xgen_mlir.passes.pointwise_kernels import GROUP_ALGORITHM, GROUP_PREFIX
+    from xgen_mlir.tunedb import HostIdentity, TuningDB
+
+    m = _model()
+    x = torch.randn(1, 32, 8, 8)  # 64 rows: four whole 16-row tiles
+    db = tmp_path / "t.db"
+    TuningDB(db).close()
+    common = dict(target_options={"threads": "2"})
+    before = xgen_mlir.compile(m, (x,), tuning_db=db, **common)
+    assert "xgen-pointwise-kernels" not in before.report.rewrites
+    ((signature, decision, why),) = [
+        c for c in before.report.tuning.choices if c[0].startswith(GROUP_PREFIX)
+    ]
+    assert signature.startswith(f"{GROUP_PREFIX} 3 convs fp32 "), signature
+    assert decision == "IREE (3 convs)" and why.startswith("unmeasured: the rule"), why
+    xgen_mlir.tune(m, (x,), db=db, budget_minutes=0.1, progress=False, **common)
+    with TuningDB(db) as tdb:
+        (record,) = tdb.choices(HostIdentity.current(threads=2)).get(signature, [])
+    assert record.config == {"kind": "algorithm", "algorithm": GROUP_ALGORITHM, "use": "every"}
+    assert record.status == "ok" and record.seconds > 0 and record.baseline_seconds > 0
+    after = xgen_mlir.compile(m, (x,), tuning_db=db, **common)
+    decided = {c[0]: c[1:] for c in after.report.tuning.choices}
+    replaced = after.report.rewrites.get("xgen-pointwise-kernels", {}).get("convs replaced", 0)
+    if record.detail.startswith("confirmed alone, slower in the model"):  # rejected
+        assert decided[signature][0] == "IREE (3 convs)", decided[signature]
+        assert decided[signature][1].startswith("the rule, the other measured in the model")
+        assert replaced == 0
+    else:
+        assert decided[signature][0] == "kernels (3 convs)", decided[signature]
+        assert decided[signature][1].startswith("measured in the model: ")
+        assert replaced == 3
+    np.testing.assert_allclose(
+        np.asarray(after(x.numpy())), np.asarray(before(x.numpy())), rtol=1e-4, atol=1e-4
+    )

@@ -9,7 +9,9 @@ a register block of accumulators is updated by one weight load per vector and on
 per row for every input channel, the whole K at once (K is small: the rows of x and the
 weight panel stay in L1/L2).
 
-Workgroups are panels of ``vl * nv`` output channels, each over all M rows. Weights are packed
+Workgroups are panels of ``vl * nv`` output channels (workgroup x) by chunks of whole
+register blocks of rows (workgroup y, ``row_chunks``: a conv over a large image with few output
+channels is one or two panels, which would leave a thread idle). Weights are packed
 panel by panel: ``w[NP / (vl nv)][K][vl nv]`` then the bias ``b[NP]``, where NP is N rounded
 up to whole panels with zero columns (a classifier's 1000 classes); the last panel stores only
 the columns that exist. The activation is C statements on the vector ``v`` (the IR's
@@ -22,8 +24,7 @@ the bias added after (``bias_after``: a matmul followed by its bias add).
 ``bf16``: the products are AVX512-BF16 dot products of bf16 pairs (``_generate_bf16``): the
 weights are rounded at compile time and paired by input channel, each register block's input
 rows are rounded as they are read, the sums stay f32; the same register block then does twice
-the multiply-adds per instruction. Its workgroups also split the rows (``row_chunks``), since
-in bf16 it takes 1x1 convs over large images with few output channels.
+the multiply-adds per instruction.
 
 One row (M = 1, a classifier head's matrix-vector product) reads every weight once: it is
 bound by memory, and its panels are 64 channels wide, so that four independent accumulators
@@ -118,11 +119,13 @@ class PointwiseSpec:
         return (self.panels, -(-self.m // self.chunk_rows), 1)
 
 
-def row_chunks(m: int, k: int, n: int, workgroups: int = 16) -> int:
+def row_chunks(
+    m: int, k: int, n: int, workgroups: int = 16, vl: int = VL, registers: int = REGISTERS
+) -> int:
     """Workgroups along the rows so that panels x chunks reaches ``workgroups``: a 1x1 conv
     over a large image with few output channels is one or two panels (MobileNetV2's
     112x112x32 -> 16: one), which would leave every other thread idle."""
-    spec = PointwiseSpec("probe", m, k, n)
+    spec = PointwiseSpec("probe", m, k, n, vl=vl, registers=registers)
     want = -(-workgroups // spec.panels)
     return max(1, min(want, m // spec.pixels))
 
@@ -226,7 +229,7 @@ def generate(spec: PointwiseSpec) -> str:
     tail = (
         ""
         if spec.m % spec.pixels == 0
-        else f"""  for (size_t m = m0; m < M; ++m) {{  /* rows left over from the register blocks */
+        else f"""  for (size_t m = m0; m < m_end; ++m) {{  /* rows left over from the register blocks */
     v16 acc[NV];
     for (int j = 0; j < nv; ++j) acc[j] = {init};
     for (size_t k = 0; k < K; ++k)
@@ -239,17 +242,19 @@ def generate(spec: PointwiseSpec) -> str:
         f"{spec.m} rows x {spec.k} -> {spec.n}{' + r' if spec.residual else ''}, panels of "
         f"{width} channels, {spec.pixels} rows per register block, {vl}-float vectors"
     )
-    return f"""{_prelude(spec, title)}
+    chunk = f"#define CHUNK {spec.chunk_rows}\n"
+    return f"""{_prelude(spec, title, defines=chunk)}
 /* nv vectors of panel `panel` (compile-time constants once inlined: full or last panel) */
 static inline __attribute__((always_inline)) void panel_rows(
     const float* restrict x, const float* restrict w, const float* restrict r,
-    float* restrict y, size_t panel, const int nv, const int cols) {{
+    float* restrict y, size_t panel, size_t m_begin, size_t m_end, const int nv,
+    const int cols) {{
   const float* restrict wp = w + panel * K * WIDTH;
   const float* restrict bias = w + (size_t)K * NP + panel * WIDTH;
   const size_t col = panel * WIDTH;
   (void)r;
-  size_t m0 = 0;
-  for (; m0 + PB <= M; m0 += PB) {{
+  size_t m0 = m_begin;
+  for (; m0 + PB <= m_end; m0 += PB) {{
     v16 acc[PB][NV];
     #pragma GCC unroll 32
     for (int p = 0; p < PB; ++p)
@@ -274,17 +279,19 @@ static inline __attribute__((always_inline)) void panel_rows(
   }}
 {tail}}}
 
-static void run_panel(const float* restrict x, const float* restrict w, const float* restrict r,
-                      float* restrict y, size_t panel) {{
+static void run(const float* restrict x, const float* restrict w, const float* restrict r,
+                float* restrict y, size_t panel, size_t chunk) {{
+  const size_t m_begin = chunk * CHUNK;
+  const size_t m_end = m_begin + CHUNK < M ? m_begin + CHUNK : M;
   if (panel + 1 == PANELS)
-    panel_rows(x, w, r, y, PANELS - 1, LAST_NV, LAST_COLS);
+    panel_rows(x, w, r, y, PANELS - 1, m_begin, m_end, LAST_NV, LAST_COLS);
   else
-    panel_rows(x, w, r, y, panel, NV, VL);
+    panel_rows(x, w, r, y, panel, m_begin, m_end, NV, VL);
 }}
 
 void {spec.symbol}_impl(MEMREF(const float, x), MEMREF(const float, w), {r_arg}MEMREF(float, y),
-                        size_t gx) {{
-  run_panel(x + x_off, w + w_off, {r_pass}, y + y_off, gx);
+                        size_t gx, size_t gy) {{
+  run(x + x_off, w + w_off, {r_pass}, y + y_off, gx, gy);
 }}
 """
 

@@ -9,6 +9,13 @@ where the padding IREE would add is at least ``min-padding`` of M (49 rows: 31% 
 AVX-512, 14% with AVX2; 196 rows: 6% / 2%, left to IREE). On an AVX2 EPYC, MobileNetV2 with
 the kernels sized for AVX2 ran 10.5 ms against 11.6 ms without them (median of 6 rounds).
 
+The f32 convs over whole row tiles (which the padding rule leaves) are one choice for the
+model (option ``convs``): alone, the kernel beat IREE's matmul on each such conv measured,
+but in the model it went both ways on one host, so under ``tuned`` (the default)
+``xgen_mlir.tune`` measures the model both ways and ``compile()`` follows this host's record
+(``_decide_every``); ``every`` and ``padded`` force one. Any conv with few output channels
+over many rows gets workgroups along its rows too (``codegen.pointwise.row_chunks``).
+
 What it matches (NHWC, after ``xgen-nhwc-convs``): ``linalg.conv_2d_nhwc_hwcf`` with a 1x1
 constant filter, stride 1, a per-channel constant bias (the accumulator init), any static
 batch (its images are more rows: M = N x H x W, and the padding test is on that M), static
@@ -44,14 +51,13 @@ With ``precision=bf16`` on a 512-bit target the products are bf16 (``vdpbf16ps``
 rounded to bf16 at compile time, each block of input rows rounded as it is read, f32 sums)
 and every 1x1 conv is taken, whatever IREE would pad: IREE's contraction demotion does not
 reach convs, and its bf16 matmuls need packs around them (1x1 convs written as named matmuls
-so IREE demoted them made MobileNetV2 bf16 slower, 5.8 against 4.8-5.0 ms). A large image
-with few output channels gets workgroups along its rows too. MobileNetV2 in bf16, in-process:
-4.40-4.90 -> 3.65-3.69 ms (docs/precision.md). The bf16 kernels also take a filter computed
-at run time as ``W[k, n] * s[k]`` with ``W`` constant (``scaled_filter``: a squeeze-excite's
-scale that xgen-scale-to-weights moved onto the project conv's weights, which left IREE an f32
-matmul): ``W`` is packed as usual and the rows are multiplied by ``s`` as they are rounded.
-EfficientNet-B0 in bf16, 9 of its 11 such convs, paired in-process rounds (Zen 4): 6.55 ->
-5.94 ms (ratio 0.909-0.924).
+so IREE demoted them made MobileNetV2 bf16 slower, 5.8 against 4.8-5.0 ms). MobileNetV2 in
+bf16, in-process: 4.40-4.90 -> 3.65-3.69 ms (docs/precision.md). The bf16 kernels also take a
+filter computed at run time as ``W[k, n] * s[k]`` with ``W`` constant (``scaled_filter``: a
+squeeze-excite's scale that xgen-scale-to-weights moved onto the project conv's weights, which
+left IREE an f32 matmul): ``W`` is packed as usual and the rows are multiplied by ``s`` as
+they are rounded. EfficientNet-B0 in bf16, 9 of its 11 such convs, paired in-process rounds
+(Zen 4): 6.55 -> 5.94 ms (ratio 0.909-0.924).
 """
 
 from __future__ import annotations
@@ -77,6 +83,8 @@ from ..codegen.toolchain import ToolchainOptions, compile_object
 from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
 from ..target import simd_lanes, vector_registers
+from ..tunedb import ALGORITHM
+from .byoc_offload import best_in_model, group_signature
 from .consteval import ConstEval
 from .epilogue_c import Epilogue, epilogue
 from .generic_util import (
@@ -97,8 +105,14 @@ from .kernel_match import (
     static_f32,
     tensor_input,
 )
-from .registry import register_pass
+from .registry import PassFailure, register_pass
 from .scale_to_weights import split_scale
+
+# the convs option's values (PointwiseOptions.convs), and the tuning database's group of the
+# convs it decides (tuning/choices.py: tune_pointwise_convs)
+CONVS = ("tuned", "every", "padded")
+GROUP_PREFIX = "pointwise kernels of"
+GROUP_ALGORITHM = "pointwise kernels"
 
 # The kernels are generated for a static number of rows (batch x pixels); a dynamic batch or
 # size is IREE's (whose matmul takes it as fast as at a static shape: nothing is lost that the
@@ -118,6 +132,10 @@ class PointwiseOptions(ToolchainOptions):
     precision: str = "fp32"
     # the target has bf16 matrix tiles (AMX-BF16): see bf16_kernels
     bf16_tiles: int = 0
+    # which f32 1x1 convs over whole row tiles (those min_padding leaves) also run as kernels:
+    # "tuned" (as this host's record of the model's group says, else none), "every", "padded"
+    # (none: the padding rule alone); see _decide_every
+    convs: str = "tuned"
 
     def bf16_kernels(self) -> bool:
         """Whether the kernels compute bf16 products: ``precision=bf16`` (which the pipeline
@@ -340,7 +358,9 @@ def replace(
         simd_lanes(opts.vector_bits),
         vector_registers(opts.vector_bits),
         bf16=bf16,
-        row_chunks=row_chunks(m, k, n) if bf16 else 1,
+        row_chunks=row_chunks(
+            m, k, n, vl=simd_lanes(opts.vector_bits), registers=vector_registers(opts.vector_bits)
+        ),
         amx=opts.amx_kernels(),
         scaled=match.scale is not None,
     )
@@ -360,14 +380,16 @@ def replace(
         match.end,
         match.perm,
         "xgen_pointwise_weights",
-        ids=2 if bf16 else 1,
+        ids=2,
     )
     return spec
 
 
-def _candidates(module_op: ir.Operation, opts: PointwiseOptions) -> Iterator[tuple]:
+def _candidates(
+    module_op: ir.Operation, opts: PointwiseOptions, every: bool = False
+) -> Iterator[tuple]:
     """(op, rows, matcher, kind) for every conv and matmul the options let the pass try, in
-    program order."""
+    program order; with ``every``, also the f32 convs over whole row tiles."""
     names = ("linalg.conv_2d_nhwc_hwcf",) + (("linalg.matmul",) if opts.matvec else ())
     for op in ops_named(module_op, *names):
         ty = ir.RankedTensorType(op.results[0].type)
@@ -386,21 +408,78 @@ def _candidates(module_op: ir.Operation, opts: PointwiseOptions) -> Iterator[tup
         row_tile = opts.row_tile or simd_lanes(opts.vector_bits)
         # bf16: every conv over more rows than a tile (fewer: a squeeze-excite conv on one
         # pooled pixel, a matrix-vector product IREE runs as such); 16: the off switch
-        every = opts.bf16_products() and opts.min_padding < 1 and rows > row_tile
-        if every or padding(rows, row_tile) >= opts.min_padding:
+        every_conv = (every or opts.bf16_products()) and opts.min_padding < 1 and rows > row_tile
+        if every_conv or padding(rows, row_tile) >= opts.min_padding:
             yield op, rows, partial(match_conv, scaled=opts.bf16_kernels()), "convs"
 
 
+def every_extras(module_op: ir.Operation, opts: PointwiseOptions, ev: ConstEval) -> list:
+    """The convs ``convs=every`` adds to what the padding rule takes: f32 1x1 convs over whole
+    row tiles that the kernel can take (the bf16 kernels take every conv already)."""
+    if opts.bf16_products() or not opts.toolchain().available():
+        return []
+    ruled = [op for op, *_ in _candidates(module_op, opts)]
+    extras = []
+    for op, _, matcher, _ in _candidates(module_op, opts, every=True):
+        if matcher is None or op in ruled:
+            continue
+        try:
+            matcher(op, ev, simd_lanes(opts.vector_bits), False)
+        except NoMatch:
+            continue
+        extras.append(op)
+    return extras
+
+
+def _decide_every(extras: list, opts: PointwiseOptions) -> bool:
+    """Whether ``extras`` (``every_extras``) run as kernels: ``every``, not ``padded``; under
+    ``tuned`` as this host's record of their group says (``xgen_mlir.tune`` compiles the model
+    both ways and times them in the model: ``tuning/choices.py: tune_pointwise_convs``), and
+    without one the padding rule (none of them). Per dispatch the kernel beat IREE's matmul
+    on such convs, but in the model it goes both ways on one host (an AMD Zen 4, paired
+    rounds: the PP-OCRv4 recognizer 0.73x, its detector 0.93x, MobileNetV2 1.06x,
+    EfficientNet-B0 1.10x; docs/measurements.md), so no rule decides it. The decision goes
+    to the report (``report.tuning.choices``)."""
+    from .winograd_convs import CHOICES  # (it imports the BYOC pass, which imports much)
+
+    if opts.convs not in CONVS:
+        raise PassFailure(f"convs must be one of {', '.join(CONVS)}, got '{opts.convs}'")
+    if opts.convs != "tuned" or not extras:
+        return opts.convs == "every"
+    use, why = False, "unmeasured: the rule (1x1 convs whose rows IREE's tiles pad)"
+    choices = CHOICES.get()
+    if choices is not None:
+        signature = group_signature(GROUP_PREFIX, extras, "convs", opts.precision)
+        records = choices.records.get(signature, [])
+        records = [r for r in records if r.config.get("algorithm") == GROUP_ALGORITHM]
+        best, said = best_in_model(records)
+        if best is not None:
+            use, why = best.config.get("use") == "every", said
+        elif records:  # measured, and lost its check in the model (or failed)
+            lost = "; ".join(f"{r.config.get('use')}: {r.detail or r.status}" for r in records)
+            why = f"the rule, the other measured in the model: {lost}"
+        decision = f"{'kernels' if use else 'IREE'} ({len(extras)} convs)"
+        choices.log.append((signature, decision, why))
+    return use
+
+
+def pointwise_convs_config(use: str) -> dict[str, str]:
+    """The ``algorithm`` record of the group of convs ``every_extras`` finds, run by ``use``:
+    ``every`` (the kernels) or ``padded`` (IREE's matmul, the padding rule's choice)."""
+    return {"kind": ALGORITHM, "algorithm": GROUP_ALGORITHM, "use": use}
+
+
 def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = None) -> Counter:
-    """Replace every 1x1 conv IREE would pad by at least ``min_padding`` and every matmul of
-    fewer than 4 rows; returns counts of the replaced ops and of the reasons others were
-    not."""
+    """Replace every 1x1 conv IREE would pad by at least ``min_padding`` (and, as ``convs``
+    decides, the others over whole row tiles) and every matmul of fewer than 4 rows; returns
+    counts of the replaced ops and of the reasons others were not."""
     opts = opts or PointwiseOptions()
     toolchain = opts.toolchain()
     counts: Counter[str] = Counter()
     with module_op.context:
         ev = ConstEval(module_op)
-        for op, m, matcher, kind in list(_candidates(module_op, opts)):
+        every = _decide_every(every_extras(module_op, opts, ev), opts)
+        for op, m, matcher, kind in list(_candidates(module_op, opts, every)):
             if matcher is None:
                 counts[f"not replaced: {kind}"] += 1
                 continue

@@ -1000,6 +1000,8 @@ def tune_choices(
     args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
     current = tune_split("matmuls", current, *args)
     choices, current = _tune_each(current, *args, deadline, progress)
+    # (before the library group: each check keeps what won, so the cheaper route goes first)
+    current = tune_pointwise_convs(current, *args)
     current = tune_conv_group(current, *args)
     current = tune_split("convs", current, *args)
     current = tune_int8_pattern(current, *args)
@@ -1298,6 +1300,47 @@ def tune_int8_pattern(
     return _group_verdict(
         current, candidate, inputs, record, db_path, settings.threads, INT8_WRONG_IN_MODEL
     )
+
+
+def tune_pointwise_convs(
+    current: Any,
+    model: Any,
+    example_inputs: Any,
+    inputs: Any,
+    target: str,
+    db_path: Path,
+    settings: MeasureSettings,
+    compile_options: dict[str, Any],
+) -> Any:
+    """``tune()``'s check of the f32 1x1 convs over whole row tiles as xgen_mlir's pointwise
+    kernels (``pointwise_convs``, ``pointwise_kernels.every_extras``): compile the model with
+    them as kernels, time it against ``current`` (IREE's matmuls, the padding rule's choice)
+    in the model (interleaved), and record the group's verdict: applied where at least
+    ``MIN_GAIN`` faster, else rejected. Each kernel beats IREE's dispatch alone, but the
+    model's time goes both ways by model on one host. Skipped where the option is the
+    user's, where the model has no such convs, or where this host's verdict is recorded.
+    Returns the model module to go on from."""
+    from ..passes.pointwise_kernels import GROUP_PREFIX, pointwise_convs_config
+
+    options = dict(compile_options.get("target_options") or {})
+    if options.get("pointwise_convs", "tuned") != "tuned" or current.report.tuning is None:
+        return current
+    group = [c for c in current.report.tuning.choices if c[0].startswith(f"{GROUP_PREFIX} ")]
+    if len(group) != 1 or not group[0][2].startswith("unmeasured"):
+        return current  # no such convs, or a verdict already recorded
+    signature, decision, _ = group[0]
+    options["pointwise_convs"] = "every"
+    extra = {"tuning_db": db_path, "tuning_threads": settings.threads, "target_options": options}
+    candidate = compile_model(model, example_inputs, target, **{**compile_options, **extra})
+    record = Record(
+        signature,
+        pointwise_convs_config("every"),
+        "ok",
+        None,
+        None,
+        description=f"{signature}: kernels against {decision}",
+    )
+    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads)
 
 
 def _on_columns(decision: str) -> str:

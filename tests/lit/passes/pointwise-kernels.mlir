@@ -2,6 +2,8 @@
 // RUN: env XGEN_CACHE_DIR=%t.cache xgen-opt %s --split-input-file -p xgen-pointwise-kernels | FileCheck %s
 // RUN: cat %t.cache/kernels/*.c | FileCheck %s --check-prefix=SRC
 // RUN: xgen-opt %s --split-input-file -p "xgen-pointwise-kernels{min-padding=16 matvec=false}" | FileCheck %s --check-prefix=OFF
+// RUN: xgen-opt %s --split-input-file -p "xgen-pointwise-kernels{convs=every}" | FileCheck %s --check-prefix=EVERY
+// RUN: not xgen-opt %s --split-input-file -p "xgen-pointwise-kernels{convs=some}" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // A 1x1 conv over a 7x7 image (49 rows: IREE's 16-row tiles would pad them to 64) becomes a
 // call of a generated kernel, with the activations and the residual add after it; so does a
@@ -126,7 +128,14 @@ func.func @exp_after(%x: tensor<1x7x7x16xf32>) -> tensor<1x7x7x16xf32> {
 
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #sc = affine_map<(d0, d1, d2, d3) -> ()>
-// Must not fire: an 8x8 image is 64 rows, 4 whole tiles for IREE.
+// Must not fire: an 8x8 image is 64 rows, 4 whole tiles for IREE. Under convs=every (the
+// f32 convs over whole row tiles too, as a tune may decide) it fires, its one panel's rows in
+// 4 workgroups along y of one register block each (EVERY).
+// BAD: convs must be one of tuned, every, padded, got 'some'
+// EVERY-LABEL: func.func private @xgen_pointwise_1(tensor<1024xf32>, tensor<272xf32>) -> tensor<1024xf32>
+// EVERY-SAME: %gx = arith.constant 1 : index{{.*}}%gy = arith.constant 4 : index
+// EVERY-LABEL: func.func @rows_fill_tiles(
+// EVERY: call @xgen_pointwise_1_call
 // CHECK-LABEL: func.func @rows_fill_tiles(
 // CHECK-NOT: call
 // CHECK: linalg.conv_2d_nhwc_hwcf
@@ -346,7 +355,10 @@ func.func @batch2(%x: tensor<2x7x7x16xf32>) -> tensor<2x7x7x16xf32> {
 
 // -----
 
-// Must not fire: batch 4 of 7x7 is 196 rows, which IREE's tiles pad by only 6%.
+// Must not fire: batch 4 of 7x7 is 196 rows, which IREE's tiles pad by only 6% (under
+// convs=every it fires).
+// EVERY-LABEL: func.func @batch4_rows_fill_tiles(
+// EVERY: call @xgen_pointwise_1_call
 // CHECK-LABEL: func.func @batch4_rows_fill_tiles(
 // CHECK-NOT: call
 // CHECK: linalg.conv_2d_nhwc_hwcf
@@ -361,7 +373,11 @@ func.func @batch4_rows_fill_tiles(%x: tensor<4x7x7x16xf32>) -> tensor<4x7x7x16xf
 
 // -----
 
-// Must not fire: a dynamic batch (the kernels are generated for a static number of rows).
+// Must not fire: a dynamic batch (the kernels are generated for a static number of rows),
+// not even under convs=every.
+// EVERY-LABEL: func.func @dynamic_batch(
+// EVERY-NOT: call
+// EVERY: linalg.conv_2d_nhwc_hwcf
 // CHECK-LABEL: func.func @dynamic_batch(
 // CHECK-NOT: call
 // CHECK: linalg.conv_2d_nhwc_hwcf
