@@ -497,3 +497,19 @@ def test_kernels_on_whole_row_tiles_measured_in_the_model_and_applied(tmp_path):
     np.testing.assert_allclose(
         np.asarray(after(x.numpy())), np.asarray(before(x.numpy())), rtol=1e-4, atol=1e-4
     )
+
+
+def test_fp32_kernels_on_whole_row_tiles_take_silu_in():
+    """Under pointwise_convs=every a 1x1 conv over whole row tiles followed by SiLU (a DAG
+    reading the conv's output twice, which IREE would fuse into its matmul's dispatch) is a
+    kernel with the SiLU in its epilogue (counted with its activations), not a kernel and
+    SiLU's own dispatches, with PyTorch's numbers."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(16, 32, 1), nn.SiLU(), nn.Conv2d(32, 32, 3, 1, 1, groups=32)).eval()
+    x = torch.randn(1, 16, 16, 16)  # 256 rows: whole 16-row tiles
+    every = xgen_mlir.compile(m, (x,), target_options={"pointwise_convs": "every"})
+    done = every.report.rewrites["xgen-pointwise-kernels"]
+    assert done == {"convs replaced": 1, "of them with their activations": 1}, done
+    np.testing.assert_allclose(
+        np.asarray(every(x.numpy())), m(x).detach().numpy(), rtol=1e-4, atol=1e-4
+    )

@@ -424,11 +424,21 @@ def every_extras(module_op: ir.Operation, opts: PointwiseOptions, ev: ConstEval)
         if matcher is None or op in ruled:
             continue
         try:
-            matcher(op, ev, simd_lanes(opts.vector_bits), False)
+            match = matcher(op, ev, simd_lanes(opts.vector_bits), True)
         except NoMatch:
             continue
-        extras.append(op)
+        if not _feeds_elementwise_only(match.end.results[0]):
+            extras.append(op)
     return extras
+
+
+def _feeds_elementwise_only(value: ir.Value) -> bool:
+    """Whether every use of ``value`` (the kernel's result) is an elementwise op, more than
+    one: a DAG such as torch-mlir's SiLU (``x * sigmoid(x)``), which IREE fuses into the
+    conv's dispatch and the f32 kernel would leave as dispatches of their own, its output
+    written and read back (EfficientNet-B0's 112x112x96 expand: 4.8 MB each way)."""
+    users = [u.owner.operation for u in value.uses]
+    return len(users) > 1 and all(is_elementwise(u) for u in users)
 
 
 def _decide_every(extras: list, opts: PointwiseOptions) -> bool:
@@ -478,13 +488,20 @@ def pointwise_kernels(module_op: ir.Operation, opts: PointwiseOptions | None = N
     counts: Counter[str] = Counter()
     with module_op.context:
         ev = ConstEval(module_op)
-        every = _decide_every(every_extras(module_op, opts, ev), opts)
-        for op, m, matcher, kind in list(_candidates(module_op, opts, every)):
+        extras = every_extras(module_op, opts, ev)
+        work = list(_candidates(module_op, opts))
+        if _decide_every(extras, opts):
+            ruled = [c[0] for c in work]
+            work = [c for c in _candidates(module_op, opts, True) if c[0] in ruled + extras]
+        for op, m, matcher, kind in work:
             if matcher is None:
                 counts[f"not replaced: {kind}"] += 1
                 continue
+            # the extras take in the DAGs epilogue_c translates (SiLU, hard-swish), as the bf16
+            # kernels do: left to IREE they would be dispatches of their own
+            math = opts.bf16_products() or op in extras
             try:
-                match = matcher(op, ev, simd_lanes(opts.vector_bits), opts.bf16_products())
+                match = matcher(op, ev, simd_lanes(opts.vector_bits), math)
             except NoMatch as e:
                 counts[f"not replaced: {e}"] += 1
                 continue
