@@ -448,7 +448,7 @@ def _decide_every(extras: list, opts: PointwiseOptions) -> bool:
     without one the padding rule (none of them). Per dispatch the kernel beat IREE's matmul
     on such convs, but in the model it goes both ways on one host (an AMD Zen 4, paired
     rounds: the PP-OCRv4 recognizer 0.73x, its detector 0.93x, MobileNetV2 1.06x,
-    EfficientNet-B0 1.10x; docs/measurements.md), so no rule decides it. The decision goes
+    EfficientNet-B0 1.05x; docs/measurements.md), so no rule decides it. The decision goes
     to the report (``report.tuning.choices``)."""
     from .winograd_convs import CHOICES  # (it imports the BYOC pass, which imports much)
 
