@@ -1745,6 +1745,21 @@ def best_in_model(records: list[Record]) -> tuple[Record | None, str]:
     return best, f"measured in the model: {_ms(best.baseline_seconds)} -> {_ms(best.seconds)} ms"
 
 
+def group_use(records: list[Record], algorithm: str, rule: str) -> tuple[str | None, str]:
+    """A group decided in the model (``tune()``'s checks of one option for a model's ops):
+    of its records of ``algorithm``, the ``use`` of the one that won its check (None: none
+    did, the rule ``rule`` stands) and why: what it measured, what the others measured
+    where none won, or that none was measured."""
+    records = [r for r in records if r.config.get("algorithm") == algorithm]
+    best, said = best_in_model(records)
+    if best is not None:
+        return str(best.config.get("use")), said
+    if records:  # measured, and lost its check in the model (or failed)
+        lost = "; ".join(f"{r.config.get('use')}: {r.detail or r.status}" for r in records)
+        return None, f"the rule, the other measured in the model: {lost}"
+    return None, f"unmeasured: the rule ({rule})"
+
+
 def split_signature(ops: list[ir.Operation], precision: str, kind: str = "matmuls") -> str:
     """The signature of a model's offloadable matmuls (or convs) as a group, for their split."""
     return group_signature(SPLIT_PREFIX, ops, kind, precision)

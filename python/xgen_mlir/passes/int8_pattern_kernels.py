@@ -50,7 +50,7 @@ from ..codegen.toolchain import Toolchain, ToolchainOptions, compile_object, pre
 from ..diagnostics import format_location
 from ..irutil import ops_named
 from ..tunedb import ALGORITHM
-from .byoc_offload import best_in_model, group_signature
+from .byoc_offload import group_signature, group_use
 from .consteval import ConstEval
 from .epilogue_c import Epilogue, Operands, epilogue, sums_to_f32
 from .generic_util import has_dynamic_shape, i64_array, pad_with, transpose
@@ -269,20 +269,15 @@ def _decide(convs: list[ir.Operation], opts: Int8PatternOptions, isa: str) -> bo
 
     if opts.enable != "tuned":
         return _ruled(opts, isa)
-    use, why = _ruled(opts, isa), "unmeasured: the rule (vnni: VNNI and VBMI, no AMX-INT8)"
+    use = _ruled(opts, isa)
     choices = CHOICES.get()
+    if choices is None:
+        return use
     signature = group_signature(GROUP_PREFIX, convs, "convs", "int8")
-    if choices is not None:
-        records = choices.records.get(signature, [])
-        records = [r for r in records if r.config.get("algorithm") == GROUP_ALGORITHM]
-        best, said = best_in_model(records)
-        if best is not None:
-            use, why = best.config.get("use") == "kernel", said
-        elif records:  # measured, and lost its check in the model (or failed)
-            lost = "; ".join(f"{r.config.get('use')}: {r.detail or r.status}" for r in records)
-            why = f"the rule, the other measured in the model: {lost}"
-        decision = f"{'kernel' if use else 'dense'} ({len(convs)} convs)"
-        choices.log.append((signature, decision, why))
+    rule = "vnni: VNNI and VBMI, no AMX-INT8"
+    measured, why = group_use(choices.records.get(signature, []), GROUP_ALGORITHM, rule)
+    use = use if measured is None else measured == "kernel"
+    choices.log.append((signature, f"{'kernel' if use else 'dense'} ({len(convs)} convs)", why))
     return use
 
 

@@ -84,7 +84,7 @@ from ..diagnostics import format_location, warn_fallback
 from ..irutil import ops_named
 from ..target import simd_lanes, vector_registers
 from ..tunedb import ALGORITHM
-from .byoc_offload import best_in_model, group_signature
+from .byoc_offload import group_signature, group_use
 from .consteval import ConstEval
 from .epilogue_c import Epilogue, epilogue
 from .generic_util import (
@@ -456,20 +456,14 @@ def _decide_every(extras: list, opts: PointwiseOptions) -> bool:
         raise PassFailure(f"convs must be one of {', '.join(CONVS)}, got '{opts.convs}'")
     if opts.convs != "tuned" or not extras:
         return opts.convs == "every"
-    use, why = False, "unmeasured: the rule (1x1 convs whose rows IREE's tiles pad)"
     choices = CHOICES.get()
-    if choices is not None:
-        signature = group_signature(GROUP_PREFIX, extras, "convs", opts.precision)
-        records = choices.records.get(signature, [])
-        records = [r for r in records if r.config.get("algorithm") == GROUP_ALGORITHM]
-        best, said = best_in_model(records)
-        if best is not None:
-            use, why = best.config.get("use") == "every", said
-        elif records:  # measured, and lost its check in the model (or failed)
-            lost = "; ".join(f"{r.config.get('use')}: {r.detail or r.status}" for r in records)
-            why = f"the rule, the other measured in the model: {lost}"
-        decision = f"{'kernels' if use else 'IREE'} ({len(extras)} convs)"
-        choices.log.append((signature, decision, why))
+    if choices is None:
+        return False
+    signature = group_signature(GROUP_PREFIX, extras, "convs", opts.precision)
+    rule = "1x1 convs whose rows IREE's tiles pad"
+    measured, why = group_use(choices.records.get(signature, []), GROUP_ALGORITHM, rule)
+    use = measured == "every"
+    choices.log.append((signature, f"{'kernels' if use else 'IREE'} ({len(extras)} convs)", why))
     return use
 
 

@@ -1282,23 +1282,23 @@ def tune_int8_pattern(
     this host's verdict is recorded. Returns the model module to go on from."""
     from ..passes.int8_pattern_kernels import GROUP_PREFIX, int8_pattern_config
 
-    options = dict(compile_options.get("target_options") or {})
-    if options.get("int8_pattern_kernels", "tuned") != "tuned" or current.report.tuning is None:
+    found = _unmeasured_group(current, compile_options, "int8_pattern_kernels", GROUP_PREFIX)
+    if found is None:
         return current
-    group = [c for c in current.report.tuning.choices if c[0].startswith(f"{GROUP_PREFIX} ")]
-    if len(group) != 1 or not group[0][2].startswith("unmeasured"):
-        return current  # no such convs, or a verdict already recorded
-    signature, decision, _ = group[0]
+    signature, decision = found
     other = "dense" if decision.startswith("kernel") else "kernel"
-    config = int8_pattern_config(other)
-    options["int8_pattern_kernels"] = "false" if other == "dense" else "always"
-    extra = {"tuning_db": db_path, "tuning_threads": settings.threads, "target_options": options}
-    candidate = compile_model(model, example_inputs, target, **{**compile_options, **extra})
+    value = "false" if other == "dense" else "always"
     record = Record(
-        signature, config, "ok", None, None, description=f"{signature}: {other} against {decision}"
+        signature,
+        int8_pattern_config(other),
+        "ok",
+        None,
+        None,
+        description=f"{signature}: {other} against {decision}",
     )
-    return _group_verdict(
-        current, candidate, inputs, record, db_path, settings.threads, INT8_WRONG_IN_MODEL
+    args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
+    return _check_other_way(
+        current, *args, "int8_pattern_kernels", value, record, INT8_WRONG_IN_MODEL
     )
 
 
@@ -1322,16 +1322,10 @@ def tune_pointwise_convs(
     Returns the model module to go on from."""
     from ..passes.pointwise_kernels import GROUP_PREFIX, pointwise_convs_config
 
-    options = dict(compile_options.get("target_options") or {})
-    if options.get("pointwise_convs", "tuned") != "tuned" or current.report.tuning is None:
+    found = _unmeasured_group(current, compile_options, "pointwise_convs", GROUP_PREFIX)
+    if found is None:
         return current
-    group = [c for c in current.report.tuning.choices if c[0].startswith(f"{GROUP_PREFIX} ")]
-    if len(group) != 1 or not group[0][2].startswith("unmeasured"):
-        return current  # no such convs, or a verdict already recorded
-    signature, decision, _ = group[0]
-    options["pointwise_convs"] = "every"
-    extra = {"tuning_db": db_path, "tuning_threads": settings.threads, "target_options": options}
-    candidate = compile_model(model, example_inputs, target, **{**compile_options, **extra})
+    signature, decision = found
     record = Record(
         signature,
         pointwise_convs_config("every"),
@@ -1340,7 +1334,45 @@ def tune_pointwise_convs(
         None,
         description=f"{signature}: kernels against {decision}",
     )
-    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads)
+    args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
+    return _check_other_way(current, *args, "pointwise_convs", "every", record)
+
+
+def _unmeasured_group(
+    current: Any, compile_options: dict[str, Any], option: str, prefix: str
+) -> tuple[str, str] | None:
+    """The signature and decision of ``current``'s group named ``prefix`` where target option
+    ``option`` is left ``tuned`` and the group is unmeasured on this host; else None (the
+    option is the user's, the model has no such ops, or a verdict is recorded)."""
+    options = compile_options.get("target_options") or {}
+    if options.get(option, "tuned") != "tuned" or current.report.tuning is None:
+        return None
+    group = [c for c in current.report.tuning.choices if c[0].startswith(f"{prefix} ")]
+    if len(group) != 1 or not group[0][2].startswith("unmeasured"):
+        return None
+    return group[0][0], group[0][1]
+
+
+def _check_other_way(
+    current: Any,
+    model: Any,
+    example_inputs: Any,
+    inputs: Any,
+    target: str,
+    db_path: Path,
+    settings: MeasureSettings,
+    compile_options: dict[str, Any],
+    option: str,
+    value: str,
+    record: Record,
+    tolerance: float | None = None,
+) -> Any:
+    """Compile the model with target option ``option`` set to ``value``, check it against
+    ``current`` in the model and store ``record`` with the verdict (``_group_verdict``)."""
+    options = {**(compile_options.get("target_options") or {}), option: value}
+    extra = {"tuning_db": db_path, "tuning_threads": settings.threads, "target_options": options}
+    candidate = compile_model(model, example_inputs, target, **{**compile_options, **extra})
+    return _group_verdict(current, candidate, inputs, record, db_path, settings.threads, tolerance)
 
 
 def _on_columns(decision: str) -> str:
