@@ -738,7 +738,7 @@ def test_convs_of_a_channels_last_model_are_measured_channels_last(tmp_path):
     transposes cancel against the function's, as between convs in the model), not the NCHW
     conv IREE computes 5-10x slower than the model's data-tiled matmul. The variants are
     checked against that base (same numbers) and measured beside it. A model without a
-    depthwise conv keeps NCHW slices."""
+    depthwise conv is measured so too, unless nhwc_convs=depthwise leaves its convs NCHW."""
     from xgen_mlir.tuning import choices
 
     torch.manual_seed(0)
@@ -750,7 +750,7 @@ def test_convs_of_a_channels_last_model_are_measured_channels_last(tmp_path):
     (cand,) = [
         c for c in wc.candidates(module.operation, offload=True) if "conv1x1" in c.description
     ]
-    assert choices._runs_nhwc(cand, "cpu")
+    assert choices._runs_nhwc(cand, "cpu", {})
     order = {}
 
     def number(op):
@@ -774,6 +774,60 @@ def test_convs_of_a_channels_last_model_are_measured_channels_last(tmp_path):
     assert choice.measured and all(r.status == "ok" for r in choice.measured), choice.measured
     plain = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 64, 1)).eval()
     module = choices._graph_module(plain, (x,), "cpu", {})
-    assert not any(
-        choices._runs_nhwc(c, "cpu") for c in wc.candidates(module.operation, offload=True)
+    found = wc.candidates(module.operation, offload=True)
+    assert found and all(choices._runs_nhwc(c, "cpu", {}) for c in found)
+    nchw = {"target_options": {"nhwc_convs": "depthwise"}}
+    assert not any(choices._runs_nhwc(c, "cpu", nchw) for c in found)
+
+
+def test_nhwc_convs_of_a_model_measured_in_the_model_and_applied(tmp_path):
+    """Under nhwc_convs=tuned (the default) the convs of a model without depthwise convs are
+    one group: before a tune they become named NHWC convs (the prior) and the report says
+    so; tune() compiles the model with them left to IREE's channels-last rewrite, times both
+    in the model and records the verdict; compile() then follows it, with PyTorch's numbers
+    either way. nhwc_convs=depthwise leaves them NCHW without a record."""
+    from xgen_mlir.passes.nhwc_convs import GROUP_ALGORITHM, GROUP_PREFIX
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(16, 32, 1), nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1), nn.ReLU()
+    ).eval()
+    x = torch.randn(1, 16, 13, 13)
+    with torch.no_grad():
+        want = model(x).numpy()
+    db = tmp_path / "t.db"
+    TuningDB(db).close()
+    common = dict(target_options={"threads": "2", "winograd": "false", "offload": "none"})
+    before = xgen_mlir.compile(model, (x,), tuning_db=db, **common)
+    assert before.report.rewrites["xgen-nhwc-convs"] == {"linalg.conv_2d_nchw_fchw": 2}
+    ((signature, decision, why),) = [
+        c for c in before.report.tuning.choices if c[0].startswith(GROUP_PREFIX)
+    ]
+    assert signature.startswith(f"{GROUP_PREFIX} 2 convs f32 "), signature
+    assert decision == "NHWC (2 convs)" and why.startswith("unmeasured: the rule"), why
+    nchw = xgen_mlir.compile(
+        model,
+        (x,),
+        tuning_db=db,
+        target_options={**common["target_options"], "nhwc_convs": "depthwise"},
     )
+    assert "xgen-nhwc-convs" not in nchw.report.rewrites
+    xgen_mlir.tune(model, (x,), db=db, budget_minutes=0.1, progress=False, **common)
+    with TuningDB(db) as tdb:
+        (record,) = tdb.choices(HostIdentity.current(threads=2)).get(signature, [])
+    assert record.config == {"kind": "algorithm", "algorithm": GROUP_ALGORITHM, "use": "depthwise"}
+    assert record.status == "ok" and record.seconds > 0 and record.baseline_seconds > 0
+    after = xgen_mlir.compile(model, (x,), tuning_db=db, **common)
+    decided = {c[0]: c[1:] for c in after.report.tuning.choices}
+    converted = after.report.rewrites.get("xgen-nhwc-convs", {})
+    if record.detail.startswith("confirmed alone, slower in the model"):  # rejected
+        assert decided[signature][0] == "NHWC (2 convs)", decided[signature]
+        assert decided[signature][1].startswith("the rule, the other measured in the model")
+        assert converted == {"linalg.conv_2d_nchw_fchw": 2}
+    else:
+        assert decided[signature][0] == "NCHW, IREE's channels-last rewrite (2 convs)"
+        assert decided[signature][1].startswith("measured in the model: ")
+        assert converted == {}
+    for m in (before, nchw, after):
+        got = np.asarray(m(x.numpy()))
+        assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()

@@ -87,7 +87,9 @@ def test_dynamic_padded_conv_is_refused_on_vulkan():
 
 
 def test_small_cnn_dynamic_batch_reports_what_passes_did():
-    """The NHWC pools keep the dynamic batch; winograd on a dynamic batch is exact too."""
+    """The NHWC convs and pools keep the dynamic batch (the convs Winograd left: the prior of
+    nhwc_convs converts a model's convs without a record); winograd on a dynamic batch is
+    exact too."""
     model, item = _vision("small_cnn")
     m = _compile_quiet(
         model,
@@ -95,7 +97,10 @@ def test_small_cnn_dynamic_batch_reports_what_passes_did():
         dynamic_shapes=({0: Dim("batch")},),
         target_options={"winograd": "true"},
     )
-    assert m.report.rewrites["xgen-nhwc-convs"] == {"linalg.pooling_nchw_max": 2}
+    assert m.report.rewrites["xgen-nhwc-convs"] == {
+        "linalg.pooling_nchw_max": 2,
+        "linalg.conv_2d_nchw_fchw": 2,
+    }
     _check_batches(m, model, item, atol=1e-4)
 
 

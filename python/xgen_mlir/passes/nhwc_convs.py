@@ -10,6 +10,11 @@ transposes (NCHW -> NHWC before, back after). IREE's transpose propagation cance
 between consecutive convs through the elementwise ops between them (batch norm, ReLU6, residual
 adds), so one transpose stays at the entry and one at the exit.
 
+Which modules: every one with a depthwise conv; one without as ``convs`` says (``all``; or
+``depthwise``, leaving them to IREE's rewrite, which gives a 1x1 conv its filter as (n, k) and
+so a plain matmul IREE vectorizes poorly; ``tuned``, the cpu target's default: as
+``xgen_mlir.tune`` measured the model both ways on this host, else ``all``: ``_decide_convs``).
+
 What it matches: ``linalg.conv_2d_nchw_fchw`` and ``linalg.depthwise_conv_2d_nchw_chw`` with
 constant f32 weights and an accumulator init that is a constant fill or a per-channel
 broadcast. A ``tensor.pad`` producing the input that pads only H and W with a constant is
@@ -39,6 +44,7 @@ from .._mlir import arith, ir, linalg, tensor
 from ..byoc import OFFLOAD_ATTR
 from ..diagnostics import format_location
 from ..irutil import constant_op, ops_named
+from ..tunedb import ALGORITHM
 from .consteval import ConstEval
 from .fold_batchnorm import fold_one
 from .gemm_kernels import GROUP_ATTR, KERNEL_ATTR
@@ -54,7 +60,7 @@ from .generic_util import (
     producer,
     transpose,
 )
-from .registry import register_pass
+from .registry import PassFailure, register_pass
 
 _CONVS = {
     # name -> (NHWC op builder name, weight permutation to the NHWC filter layout)
@@ -71,12 +77,21 @@ _POOLS = {
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 
 
+# the convs option's values (NhwcOptions.convs), and the tuning database's group of the
+# convs it decides (tuning/choices.py: tune_nhwc_convs)
+CONVS = ("tuned", "all", "depthwise")
+GROUP_PREFIX = "nhwc convs of"
+GROUP_ALGORITHM = "nhwc convs"
+
+
 @dataclass
 class NhwcOptions:
     verbose: bool = False  # print every converted conv to stderr
     depthwise_only: bool = False  # convert only depthwise convs
-    # convert a function's convs only if it has a depthwise conv (see the module docstring)
-    only_if_depthwise: bool = False
+    # the convs of a module without a depthwise conv: "all" (converted), "depthwise" (left
+    # NCHW to IREE's channels-last rewrite), "tuned" (as this host's record of the model's
+    # group says, else all); see _decide_convs. A module with one converts every conv.
+    convs: str = "all"
     # NCHW max/sum pools -> NHWC pools, in every function (see _convert_pool)
     pools: bool = True
 
@@ -264,7 +279,7 @@ def nhwc_convs(module_op: ir.Operation, opts: NhwcOptions | None = None) -> Coun
             for op in ops_named(module_op, *_POOLS):
                 convert(op, _convert_pool)
         names = ["linalg.depthwise_conv_2d_nchw_chw"] if opts.depthwise_only else list(_CONVS)
-        if opts.only_if_depthwise and not ops_named(module_op, "linalg.depthwise_conv_2d_nchw_chw"):
+        if not _decide_convs(module_op, opts):
             return counts
         for op in ops_named(module_op, *names):
             if _dynamic_hwc(op):
@@ -273,6 +288,52 @@ def nhwc_convs(module_op: ir.Operation, opts: NhwcOptions | None = None) -> Coun
             fold_one(op, ev)  # per-channel constants in NCHW would pin transposes (see above)
             convert(op, lambda op: to_nhwc(op, ev))
         return counts
+
+
+def _decide_convs(module_op: ir.Operation, opts: NhwcOptions) -> bool:
+    """Whether the module's convs are converted. With a depthwise conv, always: IREE's own
+    channels-last rewrite turns it into a generic op it no longer lowers as a depthwise conv
+    (MobileNetV2 12.8 -> 5.4 ms). Without one, as ``convs`` says: ``all``, not
+    ``depthwise``; under ``tuned`` as this host's record of the module's convs as a group says
+    (``xgen_mlir.tune`` compiles the model both ways and times them in the model:
+    ``tuning/choices.py: tune_nhwc_convs``), and without one ``all``. IREE's rewrite gives a
+    1x1 conv the filter as (n, k), which its plain tiles vectorize poorly, and the named NHWC
+    conv did as well or better on four of five models measured (an AMD Zen 4, paired rounds:
+    ddddocr's detector 0.93x, YOLOv8n 0.94x, ResNet-18 0.98x, VGG-16 1.00x, ddddocr's reader
+    1.02x; docs/measurements.md), but not on all: a choice for the tuner, with a prior. The
+    decision goes to the report (``report.tuning.choices``)."""
+    from .byoc_offload import group_signature, group_use  # (it imports this module)
+    from .winograd_convs import CHOICES
+
+    if opts.convs not in CONVS:
+        raise PassFailure(f"convs must be one of {', '.join(CONVS)}, got '{opts.convs}'")
+    if opts.depthwise_only or ops_named(module_op, "linalg.depthwise_conv_2d_nchw_chw"):
+        return True
+    if opts.convs != "tuned":
+        return opts.convs == "all"
+    convs = [op for op in ops_named(module_op, *_CONVS) if not _dynamic_hwc(op)]
+    choices = CHOICES.get()
+    if not convs or choices is None:
+        return True
+    signature = group_signature(GROUP_PREFIX, convs, "convs", _precision(convs))
+    rule = "every conv as a named NHWC conv"
+    measured, why = group_use(choices.records.get(signature, []), GROUP_ALGORITHM, rule)
+    use = measured != "depthwise"
+    said = "NHWC" if use else "NCHW, IREE's channels-last rewrite"
+    choices.log.append((signature, f"{said} ({len(convs)} convs)", why))
+    return use
+
+
+def _precision(convs: list[ir.Operation]) -> str:
+    """The element type of the group's convs' results, as the group's signature names it."""
+    types = {str(ir.RankedTensorType(op.results[0].type).element_type) for op in convs}
+    return "+".join(sorted(types))
+
+
+def nhwc_convs_config(use: str) -> dict[str, str]:
+    """The ``algorithm`` record of a module's convs as a group, run by ``use``: ``all``
+    (named NHWC convs) or ``depthwise`` (left to IREE's channels-last rewrite)."""
+    return {"kind": ALGORITHM, "algorithm": GROUP_ALGORITHM, "use": use}
 
 
 @register_pass(

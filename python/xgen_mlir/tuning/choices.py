@@ -524,17 +524,22 @@ def _library_changed(records: list[Record]) -> bool:
     return bool(offloads) and not any(library_matches(r.config) for r in offloads)
 
 
-def _runs_nhwc(cand: Candidate, target: str) -> bool:
-    """Whether the model runs ``cand``'s conv NHWC: the target converts the convs of a
-    function with a depthwise conv (``xgen-nhwc-convs{only-if-depthwise=true}``; MobileNets,
-    EfficientNets) and ``cand``'s function has one. Its direct conv is then measured so: as
-    the NCHW conv alone, IREE's code for a 1x1 conv was 5-10x slower than the data-tiled
-    matmul the model runs (MobileNetV2's 96->576 at 14x14 on an Intel Xeon: 1.16 ms alone,
-    about 0.1 in the model), and every variant won alone and lost in the model."""
+def _runs_nhwc(cand: Candidate, target: str, compile_options: dict[str, Any]) -> bool:
+    """Whether the model runs ``cand``'s conv NHWC: the target converts the convs
+    (``xgen-nhwc-convs``) of a function with a depthwise conv (MobileNets, EfficientNets) and,
+    unless the option ``nhwc_convs`` is ``depthwise``, of any other (under ``tuned`` its
+    prior; the group's check in the model decides after the convs are measured). Its direct
+    conv is then measured so: as the NCHW conv alone, IREE's code for a 1x1 conv was 5-10x
+    slower than the data-tiled matmul the model runs (MobileNetV2's 96->576 at 14x14 on an
+    Intel Xeon: 1.16 ms alone, about 0.1 in the model), and every variant won alone and lost
+    in the model."""
     if cand.op.name != "linalg.conv_2d_nchw_fchw":
         return False
     if not any(s.startswith("xgen-nhwc-convs") for s in load_pipeline(target).pass_steps()):
         return False
+    options = compile_options.get("target_options") or {}
+    if options.get("nhwc_convs", "tuned") != "depthwise":
+        return True
     func = cand.op.parent
     while func is not None and func.name != "func.func":
         func = func.parent
@@ -575,7 +580,7 @@ def measure_conv(
     # scale (measured on every ResNet-18 conv), far over WINOGRAD_TOLERANCE.
     try:
         winograd = not bf16 and str(options.get("winograd", "tuned")) != "false"
-        nhwc = _runs_nhwc(cand, target)
+        nhwc = _runs_nhwc(cand, target, compile_options)
         module, configs = variants_module(
             cand, order, winograd, offload, precision, gemm_step, settings.threads, block, nhwc
         )
@@ -1000,6 +1005,7 @@ def tune_choices(
     args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
     current = tune_split("matmuls", current, *args)
     choices, current = _tune_each(current, *args, deadline, progress)
+    current = tune_nhwc_convs(current, *args)  # (the layout first: the others' checks stand on it)
     # (before the library group: each check keeps what won, so the cheaper route goes first)
     current = tune_pointwise_convs(current, *args)
     current = tune_conv_group(current, *args)
@@ -1336,6 +1342,42 @@ def tune_pointwise_convs(
     )
     args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
     return _check_other_way(current, *args, "pointwise_convs", "every", record)
+
+
+def tune_nhwc_convs(
+    current: Any,
+    model: Any,
+    example_inputs: Any,
+    inputs: Any,
+    target: str,
+    db_path: Path,
+    settings: MeasureSettings,
+    compile_options: dict[str, Any],
+) -> Any:
+    """``tune()``'s check of a model's convs (one without depthwise convs) left NCHW to
+    IREE's channels-last rewrite (``nhwc_convs``, ``nhwc_convs._decide_convs``): compile the
+    model so, time it against ``current`` (every conv a named NHWC conv, the prior) in the
+    model (interleaved), and record the group's verdict: applied where at least ``MIN_GAIN``
+    faster, else rejected. The layout decides which of IREE's tiles each conv gets, and the
+    model's time went both ways by model on one host. Skipped where the option is the user's,
+    where the model has no such convs, or where this host's verdict is recorded. Returns the
+    model module to go on from."""
+    from ..passes.nhwc_convs import GROUP_PREFIX, nhwc_convs_config
+
+    found = _unmeasured_group(current, compile_options, "nhwc_convs", GROUP_PREFIX)
+    if found is None:
+        return current
+    signature, decision = found
+    record = Record(
+        signature,
+        nhwc_convs_config("depthwise"),
+        "ok",
+        None,
+        None,
+        description=f"{signature}: IREE's channels-last rewrite against {decision}",
+    )
+    args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
+    return _check_other_way(current, *args, "nhwc_convs", "depthwise", record)
 
 
 def _unmeasured_group(

@@ -1,4 +1,8 @@
-// RUN: xgen-opt %s --split-input-file -p 'xgen-nhwc-convs{only-if-depthwise=true}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-nhwc-convs{convs=depthwise}' | FileCheck %s
+// RUN: xgen-opt %s --split-input-file -p 'xgen-nhwc-convs{convs=all}' | FileCheck %s --check-prefix=ALL
+// RUN: xgen-opt %s --split-input-file -p 'xgen-nhwc-convs{convs=tuned}' | FileCheck %s --check-prefix=ALL
+// RUN: not xgen-opt %s --split-input-file -p 'xgen-nhwc-convs{convs=some}' 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: convs must be one of tuned, all, depthwise, got 'some'
 
 // A depthwise block (pad, depthwise 3x3, relu, 1x1 conv with bias): both convs become named
 // NHWC ops on permuted constant weights (chw -> hwc, fchw -> hwcf), the zero pad is redone on
@@ -46,11 +50,17 @@ func.func @depthwise_block(%arg0: tensor<1x2x5x5xf32>) -> tensor<1x3x5x5xf32> {
 }
 
 // -----
-// Must not fire (only-if-depthwise): a function without depthwise convs keeps NCHW, where
-// IREE's channels-last preprocessing does better (ResNet-18 measured slower in NHWC).
+// Must not fire under convs=depthwise: a module without depthwise convs keeps NCHW, for
+// IREE's channels-last rewrite. Under convs=all, and under convs=tuned without a record of
+// this host (the prior), it becomes the named NHWC conv (the filter as (k, n): hwcf).
 // CHECK-LABEL: func.func @dense_only
 // CHECK: linalg.conv_2d_nchw_fchw
 // CHECK-NOT: linalg.transpose
+// ALL-LABEL: func.func @dense_only
+// ALL: linalg.transpose {{.*}} permutation = [0, 2, 3, 1]
+// ALL: linalg.conv_2d_nhwc_hwcf {{.*}} tensor<1x1x2x3xf32>
+// ALL: linalg.transpose {{.*}} permutation = [0, 3, 1, 2]
+// ALL-NOT: conv_2d_nchw
 func.func @dense_only(%arg0: tensor<1x2x5x5xf32>) -> tensor<1x3x5x5xf32> {
   %cst = arith.constant 0.000000e+00 : f32
   %wp = arith.constant dense<1.0> : tensor<3x2x1x1xf32>
@@ -63,6 +73,7 @@ func.func @dense_only(%arg0: tensor<1x2x5x5xf32>) -> tensor<1x3x5x5xf32> {
 // -----
 // Must not fire: weights that are not constants (a function argument) stay as they are.
 // CHECK-LABEL: func.func @runtime_weights
+// ALL-LABEL: func.func @runtime_weights
 // CHECK: linalg.depthwise_conv_2d_nchw_chw
 // CHECK-NOT: linalg.transpose
 func.func @runtime_weights(%arg0: tensor<1x2x5x5xf32>, %w: tensor<2x1x1xf32>) -> tensor<1x2x5x5xf32> {
@@ -109,7 +120,7 @@ func.func @stem_max_pool(%arg0: tensor<1x2x6x6xf32>) -> tensor<1x2x3x3xf32> {
 // -----
 
 // pools=false leaves the pool alone.
-// RUN: xgen-opt %s --split-input-file -p 'xgen-nhwc-convs{only-if-depthwise=true pools=false}' | FileCheck %s --check-prefix=OFF
+// RUN: xgen-opt %s --split-input-file -p 'xgen-nhwc-convs{convs=depthwise pools=false}' | FileCheck %s --check-prefix=OFF
 // OFF-LABEL: func.func @stem_max_pool
 // OFF: linalg.pooling_nchw_max
 // OFF-NOT: pooling_nhwc
