@@ -1328,20 +1328,9 @@ def tune_pointwise_convs(
     Returns the model module to go on from."""
     from ..passes.pointwise_kernels import GROUP_PREFIX, pointwise_convs_config
 
-    found = _unmeasured_group(current, compile_options, "pointwise_convs", GROUP_PREFIX)
-    if found is None:
-        return current
-    signature, decision = found
-    record = Record(
-        signature,
-        pointwise_convs_config("every"),
-        "ok",
-        None,
-        None,
-        description=f"{signature}: kernels against {decision}",
-    )
     args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
-    return _check_other_way(current, *args, "pointwise_convs", "every", record)
+    config = pointwise_convs_config("every")
+    return _check_unmeasured(current, args, "pointwise_convs", GROUP_PREFIX, config, "kernels")
 
 
 def tune_nhwc_convs(
@@ -1364,20 +1353,45 @@ def tune_nhwc_convs(
     model module to go on from."""
     from ..passes.nhwc_convs import GROUP_PREFIX, nhwc_convs_config
 
-    found = _unmeasured_group(current, compile_options, "nhwc_convs", GROUP_PREFIX)
+    args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
+    config = nhwc_convs_config("depthwise")
+    what = "IREE's channels-last rewrite"
+    return _check_unmeasured(current, args, "nhwc_convs", GROUP_PREFIX, config, what)
+
+
+def _check_unmeasured(
+    current: Any,
+    args: tuple[Any, ...],
+    option: str,
+    prefix: str,
+    config: dict[str, str],
+    what: str,
+) -> Any:
+    """Where ``current``'s group named ``prefix`` is unmeasured on this host under target
+    option ``option`` left ``tuned`` (``_unmeasured_group``), check it the other way,
+    ``config["use"]`` (called ``what`` in the record), in the model (``_check_other_way``);
+    ``args``: ``(model, example_inputs, inputs, target, db_path, settings,
+    compile_options)``. Returns the model module to go on from."""
+    model, example_inputs, inputs, target, db_path, settings, compile_options = args
+    found = _unmeasured_group(current, compile_options, option, prefix)
     if found is None:
         return current
     signature, decision = found
-    record = Record(
-        signature,
-        nhwc_convs_config("depthwise"),
-        "ok",
-        None,
-        None,
-        description=f"{signature}: IREE's channels-last rewrite against {decision}",
+    description = f"{signature}: {what} against {decision}"
+    record = Record(signature, config, "ok", None, None, description=description)
+    return _check_other_way(
+        current,
+        model,
+        example_inputs,
+        inputs,
+        target,
+        db_path,
+        settings,
+        compile_options,
+        option,
+        config["use"],
+        record,
     )
-    args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
-    return _check_other_way(current, *args, "nhwc_convs", "depthwise", record)
 
 
 def _unmeasured_group(
