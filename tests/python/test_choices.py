@@ -807,7 +807,7 @@ def test_nhwc_convs_of_a_model_measured_in_the_model_and_applied(tmp_path):
     ((signature, decision, why),) = [
         c for c in before.report.tuning.choices if c[0].startswith(GROUP_PREFIX)
     ]
-    assert signature.startswith(f"{GROUP_PREFIX} 2 convs f32 "), signature
+    assert signature.startswith(f"{GROUP_PREFIX} 2 convs fp32 "), signature
     assert decision == "NHWC (2 convs)" and why.startswith("unmeasured: the rule"), why
     nchw = xgen_mlir.compile(
         model,

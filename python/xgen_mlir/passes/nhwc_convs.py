@@ -92,6 +92,9 @@ class NhwcOptions:
     # NCHW to IREE's channels-last rewrite), "tuned" (as this host's record of the model's
     # group says, else all); see _decide_convs. A module with one converts every conv.
     convs: str = "all"
+    # the precision compiled for: the group's records are kept per precision (a bf16 compile's
+    # convs are f32 ops here, and its layout may win the other way)
+    precision: str = "fp32"
     # NCHW max/sum pools -> NHWC pools, in every function (see _convert_pool)
     pools: bool = True
 
@@ -315,19 +318,13 @@ def _decide_convs(module_op: ir.Operation, opts: NhwcOptions) -> bool:
     choices = CHOICES.get()
     if not convs or choices is None:
         return True
-    signature = group_signature(GROUP_PREFIX, convs, "convs", _precision(convs))
+    signature = group_signature(GROUP_PREFIX, convs, "convs", opts.precision)
     rule = "every conv as a named NHWC conv"
     measured, why = group_use(choices.records.get(signature, []), GROUP_ALGORITHM, rule)
     use = measured != "depthwise"
     said = "NHWC" if use else "NCHW, IREE's channels-last rewrite"
     choices.log.append((signature, f"{said} ({len(convs)} convs)", why))
     return use
-
-
-def _precision(convs: list[ir.Operation]) -> str:
-    """The element type of the group's convs' results, as the group's signature names it."""
-    types = {str(ir.RankedTensorType(op.results[0].type).element_type) for op in convs}
-    return "+".join(sorted(types))
 
 
 def nhwc_convs_config(use: str) -> dict[str, str]:

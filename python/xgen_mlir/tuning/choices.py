@@ -1308,6 +1308,11 @@ def tune_int8_pattern(
     )
 
 
+# what every check of tune() is given after the module to go on from: (model, example_inputs,
+# inputs, target, db_path, settings, compile_options)
+CheckArgs = tuple[Any, Any, Any, str, Path, MeasureSettings, dict[str, Any]]
+
+
 def tune_pointwise_convs(
     current: Any,
     model: Any,
@@ -1328,7 +1333,7 @@ def tune_pointwise_convs(
     Returns the model module to go on from."""
     from ..passes.pointwise_kernels import GROUP_PREFIX, pointwise_convs_config
 
-    args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
+    args: CheckArgs = (model, example_inputs, inputs, target, db_path, settings, compile_options)
     config = pointwise_convs_config("every")
     return _check_unmeasured(current, args, "pointwise_convs", GROUP_PREFIX, config, "kernels")
 
@@ -1353,7 +1358,7 @@ def tune_nhwc_convs(
     model module to go on from."""
     from ..passes.nhwc_convs import GROUP_PREFIX, nhwc_convs_config
 
-    args = (model, example_inputs, inputs, target, db_path, settings, compile_options)
+    args: CheckArgs = (model, example_inputs, inputs, target, db_path, settings, compile_options)
     config = nhwc_convs_config("depthwise")
     what = "IREE's channels-last rewrite"
     return _check_unmeasured(current, args, "nhwc_convs", GROUP_PREFIX, config, what)
@@ -1361,7 +1366,7 @@ def tune_nhwc_convs(
 
 def _check_unmeasured(
     current: Any,
-    args: tuple[Any, ...],
+    args: CheckArgs,
     option: str,
     prefix: str,
     config: dict[str, str],
@@ -1369,29 +1374,15 @@ def _check_unmeasured(
 ) -> Any:
     """Where ``current``'s group named ``prefix`` is unmeasured on this host under target
     option ``option`` left ``tuned`` (``_unmeasured_group``), check it the other way,
-    ``config["use"]`` (called ``what`` in the record), in the model (``_check_other_way``);
-    ``args``: ``(model, example_inputs, inputs, target, db_path, settings,
-    compile_options)``. Returns the model module to go on from."""
-    model, example_inputs, inputs, target, db_path, settings, compile_options = args
-    found = _unmeasured_group(current, compile_options, option, prefix)
+    ``config["use"]`` (called ``what`` in the record), in the model (``_check_other_way``).
+    Returns the model module to go on from."""
+    found = _unmeasured_group(current, args[-1], option, prefix)
     if found is None:
         return current
     signature, decision = found
     description = f"{signature}: {what} against {decision}"
     record = Record(signature, config, "ok", None, None, description=description)
-    return _check_other_way(
-        current,
-        model,
-        example_inputs,
-        inputs,
-        target,
-        db_path,
-        settings,
-        compile_options,
-        option,
-        config["use"],
-        record,
-    )
+    return _check_other_way(current, *args, option, config["use"], record)
 
 
 def _unmeasured_group(
